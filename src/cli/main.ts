@@ -1,0 +1,55 @@
+/**
+ * The `berth` CLI: serve, worker, dispatch, status. Bad options exit 2 with a message naming
+ * the flag and the value.
+ */
+import { Command, CommanderError } from 'commander';
+import { OptionsError } from '../config/fields.js';
+import { RangeSpecError } from '../resources/ranges.js';
+import { serveCommand } from './serve.js';
+
+/** Exit code for bad usage or options. */
+export const EXIT_USAGE = 2;
+
+function notBuilt(name: string, description: string, issue: string): Command {
+  return new Command(name)
+    .description(`${description} (not built yet: ${issue})`)
+    .allowUnknownOption()
+    .action(() => {
+      process.stderr.write(`berth ${name}: not built yet (${issue})\n`);
+      process.exitCode = EXIT_USAGE;
+    });
+}
+
+/** Builds the program; exported for tests. */
+export function buildProgram(): Command {
+  const program = new Command('berth')
+    .description('berth: placement service for job and dataflow engines — claims as leases on every machine attached')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  program.addCommand(serveCommand());
+  program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
+  program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
+  program.addCommand(notBuilt('status', 'show machines, books, waiting claims and calls in flight', 'issue #3'));
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
+
+/** Runs the CLI with `argv` (as process.argv). */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
+    }
+    if (err instanceof OptionsError || err instanceof RangeSpecError) {
+      process.stderr.write(`berth: ${err.message}\n`);
+      process.exit(EXIT_USAGE);
+    }
+    process.stderr.write(`berth: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+await main(process.argv);

@@ -1,0 +1,48 @@
+/**
+ * `berth serve`: detect the engine host, start the server, drain on SIGINT/SIGTERM (SPEC R3).
+ */
+import { Command } from 'commander';
+import { resolveServeOptions } from '../config/serve-options.js';
+import { createLogger } from '../log/logger.js';
+import { formatRange } from '../resources/ranges.js';
+import { detectInventory } from '../resources/inventory.js';
+import { BerthServer } from '../server/server.js';
+
+/** Registers the `serve` command on `program`. */
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('start the placement server (loopback by default)')
+    .option('--listen <host:port>', 'address to listen on [env BERTH_LISTEN] (default 127.0.0.1:50051)')
+    .option('--cpus <n>', 'engine host cores, overriding detection [env BERTH_CPUS]')
+    .option('--gpus <ids>', "engine host GPU ids as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
+    .option('--ram-mb <mb>', 'engine host memory in MB [env BERTH_RAM_MB]')
+    .option('--engine-name <name>', 'machine name of the engine host [env BERTH_ENGINE_NAME] (default engine)')
+    .option('--engine-labels <a,b>', 'labels of the engine host [env BERTH_ENGINE_LABELS]')
+    .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')
+    .option('--reconnect-grace <s>', 'seconds a detached worker label still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)')
+    .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
+    .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
+    .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
+    .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [env BERTH_LOG_LEVEL] (default info)')
+    .action(async (flags: Record<string, unknown>) => {
+      const options = resolveServeOptions(flags);
+      const log = createLogger(options.logLevel);
+      const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
+      log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
+      const server = new BerthServer(options, engine, log);
+      await server.start();
+      let signals = 0;
+      const onSignal = (sig: NodeJS.Signals) => {
+        signals++;
+        if (signals > 1) {
+          log.warn({ sig }, 'second signal: exiting now');
+          process.exit(130);
+        }
+        log.info({ sig }, 'shutting down');
+        void server.stop().then(() => process.exit(0));
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    });
+}

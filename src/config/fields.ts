@@ -1,0 +1,61 @@
+/**
+ * zod field schemas shared by every command's options: listen addresses, counts, device ranges.
+ * Each error message says what is expected; the caller prefixes the flag name and the value.
+ */
+import { z } from 'zod';
+import { parseRange, RangeSpecError } from '../resources/ranges.js';
+
+/** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
+export const address = z.string().trim().refine((s) => {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*):(\d{1,5})$/.exec(s);
+  return m !== null && Number(m[2]) <= 65535;
+}, 'expected host:port, e.g. 127.0.0.1:50051');
+
+/** A whole number from a flag or env string; `min` inclusive. */
+export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return z.union([z.number(), z.string().trim().regex(/^-?\d+$/, 'expected a whole number').transform(Number)])
+    .pipe(z.number().int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+}
+
+/** A non-negative number of seconds (decimals allowed). */
+export const seconds = z.union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/, 'expected seconds, e.g. 10 or 0.5').transform(Number)])
+  .pipe(z.number().min(0, 'must be at least 0'));
+
+/** A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4). */
+export const deviceRange = z.string().transform((s, ctx) => {
+  try {
+    return parseRange(s);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: e instanceof RangeSpecError ? e.message : String(e) });
+    return z.NEVER;
+  }
+});
+
+/** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */
+export const labelList = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'labels are letters, digits, _ . -')));
+
+/**
+ * Thrown when options do not validate; `message` names the flag and the value, e.g.
+ * `--cpus: must be at least 0 (got '-3')`. The CLI prints it and exits 2.
+ */
+export class OptionsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OptionsError';
+  }
+}
+
+/**
+ * Validates raw options against `schema`; on failure throws OptionsError naming the first bad
+ * flag (`flags` maps option keys to flag names such as `--cpus` or env names) and its value.
+ */
+export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string, unknown>, flags: Record<string, string>): z.output<S> {
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const key = String(issue.path[0] ?? '');
+  const flag = flags[key] ?? key;
+  const value = raw[key];
+  throw new OptionsError(`${flag}: ${issue.message} (got ${JSON.stringify(value)})`);
+}

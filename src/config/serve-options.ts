@@ -1,0 +1,68 @@
+/**
+ * Options of `berth serve`, validated and defaulted once: flags win over BERTH_* env vars,
+ * which win over defaults. Loopback is the default bind (SPEC R2).
+ */
+import { z } from 'zod';
+import { LOG_LEVELS } from '../log/logger.js';
+import { address, deviceRange, labelList, OptionsError, parseOptions, seconds, wholeNumber } from './fields.js';
+
+/** Default listen address: loopback only. */
+export const DEFAULT_LISTEN = '127.0.0.1:50051';
+
+const schema = z.object({
+  listen: address.default(DEFAULT_LISTEN),
+  cpus: wholeNumber(0, 65536).optional(),
+  gpus: deviceRange.optional(),
+  ramMb: wholeNumber(0, 1 << 30).optional(),
+  engineName: z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'names are letters, digits, _ . -').default('engine'),
+  engineLabels: labelList.optional(),
+  grace: seconds.default(10),
+  reconnectGrace: seconds.default(30),
+  token: z.string().min(1, 'must not be empty').optional(),
+  logLevel: z.enum(LOG_LEVELS).default('info'),
+  tlsCert: z.string().optional(),
+  tlsKey: z.string().optional(),
+  tlsCa: z.string().optional(),
+});
+
+/** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */
+export type ServeOptions = z.output<typeof schema>;
+
+const FLAGS: Record<string, [flag: string, env: string]> = {
+  listen: ['--listen', 'BERTH_LISTEN'],
+  cpus: ['--cpus', 'BERTH_CPUS'],
+  gpus: ['--gpus', 'BERTH_GPUS'],
+  ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
+  engineName: ['--engine-name', 'BERTH_ENGINE_NAME'],
+  engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
+  grace: ['--grace', 'BERTH_GRACE'],
+  reconnectGrace: ['--reconnect-grace', 'BERTH_RECONNECT_GRACE'],
+  token: ['--token', 'BERTH_TOKEN'],
+  logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
+  tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
+  tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
+  tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+};
+
+/**
+ * Merges flags and env into validated options.
+ * @throws OptionsError naming the flag (or env var) and the bad value.
+ */
+export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
+  const raw: Record<string, unknown> = {};
+  const names: Record<string, string> = {};
+  for (const [key, [flag, envName]] of Object.entries(FLAGS)) {
+    if (flags[key] !== undefined) {
+      raw[key] = flags[key];
+      names[key] = flag;
+    } else if (env[envName] !== undefined && env[envName] !== '') {
+      raw[key] = env[envName];
+      names[key] = envName;
+    }
+  }
+  const opts = parseOptions(schema, raw, names);
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
+    throw new OptionsError('--tls-cert and --tls-key must be given together');
+  }
+  return opts;
+}

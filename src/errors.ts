@@ -1,0 +1,29 @@
+/**
+ * The one error type of berth. Domain code throws BerthError with a kind; the server edge maps
+ * kinds to gRPC status codes (src/server/status.ts). Any other error is unexpected.
+ */
+
+/** Kinds of failure, named after the gRPC status each maps to (SPEC "Errors map to gRPC status codes"). */
+export type ErrorKind =
+  | 'invalid_argument' // bad request; the message names the field and value
+  | 'failed_precondition' // e.g. a required label no machine carries
+  | 'not_found' // e.g. an unknown claim id
+  | 'unavailable' // a worker went away, or the server is draining
+  | 'deadline_exceeded' // silence past the deadline
+  | 'cancelled' // the caller or Cancel(run_id) cancelled
+  | 'unauthenticated' // missing or wrong token
+  | 'resource_exhausted' // a bounded queue is full
+  | 'unimplemented'; // an RPC not built yet
+
+/** An expected failure with a message fit for the caller. */
+export class BerthError extends Error {
+  constructor(readonly kind: ErrorKind, message: string) {
+    super(message);
+    this.name = 'BerthError';
+  }
+}
+
+/** Shorthand for a BerthError('invalid_argument') naming the field and the value. */
+export function invalidArgument(field: string, value: unknown, why: string): BerthError {
+  return new BerthError('invalid_argument', `${field}: ${why} (got ${JSON.stringify(value)})`);
+}

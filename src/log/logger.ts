@@ -1,0 +1,27 @@
+/**
+ * Structured logs (pino): pretty on a terminal, JSON lines otherwise.
+ */
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/** Log levels accepted by `--log-level` / BERTH_LOG_LEVEL. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * Creates the process logger. Writes to stderr so stdout stays free for command output.
+ * `pretty` defaults to whether stderr is a terminal.
+ */
+export function createLogger(level: LogLevel = 'info', pretty = process.stderr.isTTY === true): Logger {
+  if (pretty) {
+    return pino({
+      level,
+      transport: { target: 'pino-pretty', options: { destination: 2, colorize: true, ignore: 'pid,hostname' } },
+    });
+  }
+  return pino({ level, base: { pid: process.pid } }, pino.destination(2));
+}
+
+/** A logger that drops everything (tests, embedded use). */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,15 @@
+/**
+ * What every RPC handler is built from: the edge (log, token, drain signal) plus the domain
+ * objects the server owns. Later layers add their services here.
+ */
+import type { ServeOptions } from '../config/serve-options.js';
+import type { HostInventory } from '../resources/inventory.js';
+import type { EdgeContext } from './edge.js';
+
+/** Shared by all handlers of one server. */
+export interface ServerContext extends EdgeContext {
+  /** Validated options. */
+  options: ServeOptions;
+  /** The engine host's inventory (detected, then overridden by flags). */
+  engine: HostInventory;
+}

@@ -1,0 +1,114 @@
+/**
+ * BerthServer: binds the gRPC server, serves berth.v1, health and reflection, and runs the
+ * lifecycle starting → serving → draining → stopped with a grace and a force timeout (SPEC R3).
+ */
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import { readFileSync } from 'node:fs';
+import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
+import { WorkerServiceService } from '../../generated/ts/berth/v1/worker.js';
+import type { ServeOptions } from '../config/serve-options.js';
+import type { HostInventory } from '../resources/inventory.js';
+import { silentLogger, type Logger } from '../log/logger.js';
+import type { ServerContext } from './context.js';
+import { loadDescriptors } from './descriptors.js';
+import { Lifecycle, type LifecycleState } from './lifecycle.js';
+import { placementService, workerService } from './services.js';
+
+/** Names reported by grpc.health.v1: '' is the whole server. */
+const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
+
+/** Server version sent to workers and shown in logs. */
+export const SERVER_VERSION = '0.1.0';
+
+/** One berth server. Create, `start()`, later `stop()`. */
+export class BerthServer {
+  readonly lifecycle = new Lifecycle();
+  readonly #grpc = new Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5000 });
+  readonly #health = new HealthImplementation(Object.fromEntries(HEALTH_NAMES.map((n) => [n, 'NOT_SERVING'])));
+  readonly #log: Logger;
+  readonly context: ServerContext;
+  #port = 0;
+  #stopping?: Promise<void>;
+
+  /**
+   * @param options validated serve options (see resolveServeOptions)
+   * @param engine the engine host's inventory
+   */
+  constructor(readonly options: ServeOptions, engine: HostInventory, log: Logger = silentLogger) {
+    this.#log = log;
+    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine };
+    this.#grpc.addService(PlacementServiceService, placementService(this.context));
+    this.#grpc.addService(WorkerServiceService, workerService(this.context));
+    this.#health.addToServer(this.#grpc);
+    new ReflectionService(loadDescriptors()).addToServer(this.#grpc);
+  }
+
+  /** Current lifecycle state. */
+  get state(): LifecycleState {
+    return this.lifecycle.state;
+  }
+
+  /** Bound port (useful with `127.0.0.1:0`); 0 before start. */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** `host:port` clients can dial. */
+  get address(): string {
+    const host = this.options.listen.slice(0, this.options.listen.lastIndexOf(':'));
+    return `${host}:${this.#port}`;
+  }
+
+  /**
+   * Binds `options.listen` and starts serving; health turns SERVING.
+   * @throws Error when the address cannot be bound (in use, not local, bad TLS files).
+   */
+  async start(): Promise<number> {
+    const creds = this.#credentials();
+    this.#port = await new Promise<number>((resolve, reject) => {
+      this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(err) : resolve(port)));
+    });
+    this.lifecycle.to('serving');
+    for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
+    this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
+    return this.#port;
+  }
+
+  /**
+   * Drains then stops: health turns NOT_SERVING, the drain signal ends streams (workers are
+   * told), in-flight calls get `graceMs` (default: options.grace) to finish, then the rest are
+   * cut. Idempotent: a second call returns the same promise.
+   */
+  stop(graceMs = this.options.grace * 1000): Promise<void> {
+    this.#stopping ??= this.#stop(graceMs);
+    return this.#stopping;
+  }
+
+  async #stop(graceMs: number): Promise<void> {
+    for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
+    this.lifecycle.to('draining');
+    this.#log.info({ graceMs }, 'berth draining');
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.#log.warn('grace elapsed: closing remaining calls');
+        this.#grpc.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.#grpc.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+    this.lifecycle.to('stopped');
+    this.#log.info('berth stopped');
+  }
+
+  #credentials(): ServerCredentials {
+    const { tlsCert, tlsKey, tlsCa } = this.options;
+    if (!tlsCert || !tlsKey) return ServerCredentials.createInsecure();
+    const ca = tlsCa ? readFileSync(tlsCa) : null;
+    return ServerCredentials.createSsl(ca, [{ cert_chain: readFileSync(tlsCert), private_key: readFileSync(tlsKey) }], Boolean(ca));
+  }
+}

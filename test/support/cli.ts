@@ -1,0 +1,58 @@
+/**
+ * Test support: runs the real `berth` CLI (bin/berth.js) as a subprocess.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Repository root. */
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The CLI entry point. */
+export const BERTH_BIN = join(ROOT, 'bin', 'berth.js');
+
+/** Output and exit status of a finished CLI run. */
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `berth ...args` in the background (env merged over process.env, BERTH_* cleared). */
+export function spawnBerth(args: string[], env: Record<string, string> = {}): ChildProcess {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
+  return spawn(process.execPath, [BERTH_BIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+}
+
+/** Waits for a spawned process to exit and returns its output. */
+export function finished(child: ChildProcess): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+/** Runs `berth ...args` to completion. */
+export function runBerth(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return finished(spawnBerth(args, env));
+}
+
+/** Resolves with the first stderr/stdout line matching `re` (e.g. the "berth serving" log line). */
+export function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      const line = buf.split('\n').find((l) => re.test(l));
+      if (line) {
+        child.stdout?.off('data', onData);
+        child.stderr?.off('data', onData);
+        resolve(line);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited ${code} before printing ${re}: ${buf}`)));
+  });
+}
