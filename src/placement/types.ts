@@ -1,0 +1,71 @@
+/**
+ * Shapes shared by the placer and its callers (server handlers, the worker hub, dispatch).
+ * Units: cpus in cores, ramMb in MB, times in ms.
+ */
+import type { HostInventory } from '../resources/inventory.js';
+
+/** A machine whose books berth keeps: the engine host or an attached worker (SPEC P1). */
+export interface MachineSpec {
+  name: string;
+  labels: string[];
+  inventory: HostInventory;
+  /** False for the engine host. */
+  remote: boolean;
+  /** Most calls at once (0 = unlimited); used by the worker hub, reported in snapshots. */
+  maxParallel?: number;
+  /** Agent version, reported in snapshots. */
+  version?: string;
+}
+
+/** Label policy (SPEC P3, P4). */
+export type LabelPolicy = 'prefer' | 'require';
+
+/** An ask after validation and defaults: absent cpus = 1; explicit 0 = none. */
+export interface NormalizedAsk {
+  cpus: number;
+  gpus: number;
+  ramMb?: number;
+  label: string;
+  policy: LabelPolicy;
+  node: string;
+  runId: string;
+  env: Record<string, string>;
+}
+
+/** What a claim holds on one machine (SPEC P9). */
+export interface AllocationGrant {
+  cpus: number;
+  /** Sorted device ids. */
+  gpuIds: number[];
+  ramMb?: number;
+  /** OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES and the ask's env. */
+  env: Record<string, string>;
+}
+
+/** A granted claim. */
+export interface Grant {
+  claimId: string;
+  machine: string;
+  remote: boolean;
+  allocation: AllocationGrant;
+  /** The ask was cut down to the best real machine (SPEC P5). */
+  clamped: boolean;
+  /** A preferred label could not be honoured (SPEC P4). */
+  fellBack: boolean;
+  ask: NormalizedAsk;
+  /** Aborted with BerthError('unavailable', "worker <name> went away …") when the machine leaves. */
+  lost: AbortSignal;
+}
+
+/** Why a claim waits (SPEC P6); mirrors berth.v1.Queued. */
+export interface QueuedInfo {
+  claimId: string;
+  /** e.g. "2 cpu(s)", "1 gpu(s) and 1 cpu(s)". */
+  detail: string;
+  wanted: { cpus: number; gpus: number; ramMb?: number };
+  bestMachine: string;
+  bestFree: { cpus: number; gpus: number; ramMb?: number };
+  machinesAble: number;
+  /** 1-based. */
+  position: number;
+}
