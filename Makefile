@@ -2,8 +2,16 @@
 SHELL := /bin/bash
 NPX := npx --no-install
 SETUP_STAMP := node_modules/.berth-setup
+# Python: a venv at .venv with the pinned tools (grpcio-tools, pytest) and the client installed.
+VENV := .venv
+PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.berth-venv
+PY_REQS := clients/python/requirements-dev.txt
+PY_GEN := generated/python
+PY_VENDORED := clients/python/src/berth_client/_proto
+PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup generate check-generated lint test run bench clean
+.PHONY: setup venv generate check-generated lint test test-python run bench clean
 
 ## setup: install Node dependencies (npm ci), once per package-lock change
 setup: $(SETUP_STAMP)
@@ -11,14 +19,25 @@ $(SETUP_STAMP): package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-## generate: regenerate generated/ from proto/ (buf + ts-proto, nothing downloaded)
-generate: setup
+## venv: create .venv with the pinned Python packages and the client (clients/python), once per change
+venv: $(VENV_STAMP)
+$(VENV_STAMP): $(PY_REQS) clients/python/pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $(PY_REQS)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e ./clients/python
+	@touch $@
+
+## generate: regenerate generated/ from proto/ (buf + ts-proto; grpcio-tools for Python, vendored into the client)
+generate: setup venv
 	$(NPX) buf generate
+	rm -rf $(PY_GEN) && mkdir -p $(PY_GEN)
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(PY_GEN) --grpc_python_out=$(PY_GEN) --pyi_out=$(PY_GEN) $(PROTOS)
+	$(PY) clients/python/tools/vendor_proto.py $(PY_GEN) $(PY_VENDORED)
 
 ## check-generated: fail when generated/ is not what `make generate` produces
 check-generated: generate
-	@if [ -n "$$(git status --porcelain -- generated)" ]; then \
-	  echo "generated/ is stale: run 'make generate' and commit" >&2; git status --porcelain -- generated >&2; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- generated $(PY_VENDORED))" ]; then \
+	  echo "generated/ is stale: run 'make generate' and commit" >&2; git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
 
 ## lint: buf lint (STANDARD), buf breaking against main, tsc --noEmit (strict)
 lint: setup
@@ -27,9 +46,14 @@ lint: setup
 	  $(NPX) buf breaking --against '.git#branch=main'; fi
 	$(NPX) tsc --noEmit -p .
 
-## test: every test (vitest)
+## test: every test (vitest, then the Python client's pytest suite against the real server)
 test: setup
 	$(NPX) vitest run
+	$(MAKE) --no-print-directory test-python
+
+## test-python: the Python client's contract tests (pytest; exit 5 "no tests collected" is a failure)
+test-python: setup venv
+	$(PY) -m pytest -q test/python
 
 ## run: start berth on 127.0.0.1:50051 (flags via ARGS="--cpus 4 --gpus 0-3")
 run: setup

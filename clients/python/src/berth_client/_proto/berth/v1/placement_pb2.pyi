@@ -1,0 +1,288 @@
+# Vendored by clients/python/tools/vendor_proto.py from generated/python. DO NOT EDIT.
+from berth_client._proto.berth.v1 import calls_pb2 as _calls_pb2
+from berth_client._proto.berth.v1 import resources_pb2 as _resources_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Release(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClaimRequest(_message.Message):
+    __slots__ = ("ask", "release")
+    ASK_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    ask: _resources_pb2.Ask
+    release: Release
+    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ...) -> None: ...
+
+class Queued(_message.Message):
+    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id")
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    WANTED_FIELD_NUMBER: _ClassVar[int]
+    BEST_MACHINE_FIELD_NUMBER: _ClassVar[int]
+    BEST_FREE_FIELD_NUMBER: _ClassVar[int]
+    MACHINES_ABLE_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    detail: str
+    wanted: _resources_pb2.Resources
+    best_machine: str
+    best_free: _resources_pb2.Resources
+    machines_able: int
+    position: int
+    claim_id: str
+    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ...) -> None: ...
+
+class Granted(_message.Message):
+    __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back")
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    CLAMPED_FIELD_NUMBER: _ClassVar[int]
+    FELL_BACK_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    machine: str
+    remote: bool
+    allocation: _resources_pb2.Allocation
+    clamped: bool
+    fell_back: bool
+    def __init__(self, claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., fell_back: _Optional[bool] = ...) -> None: ...
+
+class Released(_message.Message):
+    __slots__ = ("claim_id",)
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    def __init__(self, claim_id: _Optional[str] = ...) -> None: ...
+
+class ClaimResponse(_message.Message):
+    __slots__ = ("queued", "granted", "released")
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    queued: Queued
+    granted: Granted
+    released: Released
+    def __init__(self, queued: _Optional[_Union[Queued, _Mapping]] = ..., granted: _Optional[_Union[Granted, _Mapping]] = ..., released: _Optional[_Union[Released, _Mapping]] = ...) -> None: ...
+
+class RunRequest(_message.Message):
+    __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms")
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    ASK_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    FLOW_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    ask: _resources_pb2.Ask
+    command: _calls_pb2.Command
+    source: _calls_pb2.PythonSource
+    flow: str
+    node: str
+    run_id: str
+    timeout_ms: int
+    def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class CallStarted(_message.Message):
+    __slots__ = ("call_id", "machine", "allocation")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    machine: str
+    allocation: _resources_pb2.Allocation
+    def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ...) -> None: ...
+
+class RunResponse(_message.Message):
+    __slots__ = ("started", "event", "result", "failure")
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    started: CallStarted
+    event: _calls_pb2.Event
+    result: _calls_pb2.Result
+    failure: _calls_pb2.Failure
+    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ...) -> None: ...
+
+class CancelRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class CancelResponse(_message.Message):
+    __slots__ = ("calls", "claims")
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    calls: int
+    claims: int
+    def __init__(self, calls: _Optional[int] = ..., claims: _Optional[int] = ...) -> None: ...
+
+class CompileRequest(_message.Message):
+    __slots__ = ("label", "flow", "node", "source")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    FLOW_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    flow: str
+    node: str
+    source: str
+    def __init__(self, label: _Optional[str] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
+
+class CompileResponse(_message.Message):
+    __slots__ = ("checked", "ok", "failure", "worker", "detail")
+    CHECKED_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    checked: bool
+    ok: bool
+    failure: _calls_pb2.Failure
+    worker: str
+    detail: str
+    def __init__(self, checked: _Optional[bool] = ..., ok: _Optional[bool] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., worker: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class SatisfiableRequest(_message.Message):
+    __slots__ = ("ask",)
+    ASK_FIELD_NUMBER: _ClassVar[int]
+    ask: _resources_pb2.Ask
+    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ...) -> None: ...
+
+class SatisfiableResponse(_message.Message):
+    __slots__ = ("wait_for",)
+    WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
+    wait_for: str
+    def __init__(self, wait_for: _Optional[str] = ...) -> None: ...
+
+class GetSnapshotRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Machine(_message.Message):
+    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FREE_FIELD_NUMBER: _ClassVar[int]
+    FREE_GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_CALLS_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    labels: _containers.RepeatedScalarFieldContainer[str]
+    remote: bool
+    total: _resources_pb2.Inventory
+    free: _resources_pb2.Resources
+    free_gpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    claims: int
+    running_calls: int
+    max_parallel: int
+    version: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
+
+class WaitingClaim(_message.Message):
+    __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label")
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    WAITED_MS_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    node: str
+    run_id: str
+    reason: Queued
+    waited_ms: int
+    label: str
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., reason: _Optional[_Union[Queued, _Mapping]] = ..., waited_ms: _Optional[int] = ..., label: _Optional[str] = ...) -> None: ...
+
+class HeldClaim(_message.Message):
+    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms")
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    HELD_MS_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    node: str
+    run_id: str
+    machine: str
+    allocation: _resources_pb2.Allocation
+    held_ms: int
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ...) -> None: ...
+
+class CallInFlight(_message.Message):
+    __slots__ = ("call_id", "run_id", "machine", "elapsed_ms")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    run_id: str
+    machine: str
+    elapsed_ms: int
+    def __init__(self, call_id: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., elapsed_ms: _Optional[int] = ...) -> None: ...
+
+class ProvisionerStatus(_message.Message):
+    __slots__ = ("name", "shapes", "status")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SHAPES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    shapes: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Inventory]
+    status: str
+    def __init__(self, name: _Optional[str] = ..., shapes: _Optional[_Iterable[_Union[_resources_pb2.Inventory, _Mapping]]] = ..., status: _Optional[str] = ...) -> None: ...
+
+class GetSnapshotResponse(_message.Message):
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held")
+    MACHINES_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    PROVISIONERS_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    machines: _containers.RepeatedCompositeFieldContainer[Machine]
+    waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
+    calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
+    provisioners: _containers.RepeatedCompositeFieldContainer[ProvisionerStatus]
+    held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ...) -> None: ...
+
+class WatchEventsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchEventsResponse(_message.Message):
+    __slots__ = ("kind", "detail", "machine", "node", "claim_id", "run_id", "call_id", "time_ms", "seq")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    detail: str
+    machine: str
+    node: str
+    claim_id: str
+    run_id: str
+    call_id: str
+    time_ms: str
+    seq: str
+    def __init__(self, kind: _Optional[str] = ..., detail: _Optional[str] = ..., machine: _Optional[str] = ..., node: _Optional[str] = ..., claim_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., time_ms: _Optional[str] = ..., seq: _Optional[str] = ...) -> None: ...

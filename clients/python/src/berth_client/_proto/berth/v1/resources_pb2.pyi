@@ -1,0 +1,84 @@
+# Vendored by clients/python/tools/vendor_proto.py from generated/python. DO NOT EDIT.
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Policy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POLICY_UNSPECIFIED: _ClassVar[Policy]
+    POLICY_PREFER: _ClassVar[Policy]
+    POLICY_REQUIRE: _ClassVar[Policy]
+POLICY_UNSPECIFIED: Policy
+POLICY_PREFER: Policy
+POLICY_REQUIRE: Policy
+
+class Inventory(_message.Message):
+    __slots__ = ("cpus", "gpu_ids", "ram_mb")
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    cpus: int
+    gpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    ram_mb: int
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ...) -> None: ...
+
+class Resources(_message.Message):
+    __slots__ = ("cpus", "gpus", "ram_mb")
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    cpus: int
+    gpus: int
+    ram_mb: int
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ...) -> None: ...
+
+class Ask(_message.Message):
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    cpus: int
+    gpus: int
+    ram_mb: int
+    label: str
+    policy: Policy
+    node: str
+    run_id: str
+    env: _containers.ScalarMap[str, str]
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Allocation(_message.Message):
+    __slots__ = ("cpus", "gpu_ids", "ram_mb", "env")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    cpus: int
+    gpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    ram_mb: int
+    env: _containers.ScalarMap[str, str]
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ...) -> None: ...
