@@ -1,0 +1,54 @@
+"""Building the berth.v1 Ask from keyword arguments, refusing what cannot be encoded.
+
+The server validates every ask (SPEC R1) and names the field; here only what protobuf cannot
+carry is refused (negative or non-integer numbers, an unknown policy), with the same shape of
+message: `ask.cpus: must be a whole number >= 0 (got -1)`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ._proto.berth.v1 import resources_pb2
+from .errors import InvalidAsk
+
+POLICIES = {"prefer": resources_pb2.POLICY_PREFER, "require": resources_pb2.POLICY_REQUIRE}
+_UINT32_MAX = 2**32 - 1
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _UINT32_MAX:
+        raise InvalidAsk(f"ask.{name}: must be a whole number >= 0 (got {value!r})", field=f"ask.{name}")
+    return value
+
+
+def build_ask(
+    *,
+    cpus: int | None = None,
+    gpus: int = 0,
+    ram_mb: int | None = None,
+    label: str | None = None,
+    policy: str = "prefer",
+    node: str = "",
+    run_id: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> resources_pb2.Ask:
+    """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
+    `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4).
+
+    Raises InvalidAsk naming the field when a value cannot be encoded.
+    """
+    if policy not in POLICIES:
+        raise InvalidAsk(f"ask.policy: must be 'prefer' or 'require' (got {policy!r})", field="ask.policy")
+    ask = resources_pb2.Ask(
+        gpus=_count("gpus", gpus),
+        label=label or "",
+        policy=POLICIES[policy],
+        node=node,
+        run_id=run_id or "",
+        env=dict(env or {}),
+    )
+    if cpus is not None:
+        ask.cpus = _count("cpus", cpus)
+    if ram_mb is not None:
+        ask.ram_mb = _count("ram_mb", ram_mb)
+    return ask

@@ -1,0 +1,58 @@
+"""Turning a node's Failure (type, message, traceback) back into a Python exception.
+
+A Python builtin exception type comes back as that class (ValueError stays ValueError); any other
+type comes back as a RemoteError subclass named after it, one class per name so `except` works
+across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
+and the remote traceback as a note.
+"""
+from __future__ import annotations
+
+import builtins
+import threading
+
+from .errors import BerthError
+
+
+class RemoteError(BerthError):
+    """A node raised an exception whose type is not a Python builtin; subclasses are named after it."""
+
+    remote_type: str = ""
+
+
+_classes: dict[str, type[RemoteError]] = {}
+_lock = threading.Lock()
+
+
+def remote_error_class(type_name: str) -> type[RemoteError]:
+    """The RemoteError subclass for `type_name` (e.g. "ExitCode", "mylib.FitError" → FitError)."""
+    with _lock:
+        cls = _classes.get(type_name)
+        if cls is None:
+            short = type_name.rsplit(".", 1)[-1]
+            name = short if short.isidentifier() else "RemoteError"
+            cls = type(name, (RemoteError,), {"remote_type": type_name, "__module__": __name__})
+            _classes[type_name] = cls
+        return cls
+
+
+def _builtin(type_name: str, message: str) -> BaseException | None:
+    """An instance of the builtin Exception subclass named `type_name`, or None (never BaseException-only
+    classes such as SystemExit or KeyboardInterrupt, which would stop the engine itself)."""
+    cls = getattr(builtins, type_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        return None
+    try:
+        return cls(message)
+    except TypeError:  # e.g. UnicodeDecodeError needs five arguments
+        return None
+
+
+def exception_from_failure(type_name: str, message: str, traceback: str, call_id: str) -> BaseException:
+    """The exception to raise in the engine for a node's Failure."""
+    exc = _builtin(type_name, message) or remote_error_class(type_name)(message)
+    setattr(exc, "remote_type", type_name)
+    setattr(exc, "remote_traceback", traceback)
+    setattr(exc, "call_id", call_id)
+    if traceback and hasattr(exc, "add_note"):  # Python >= 3.11
+        exc.add_note(f"remote traceback of call {call_id}:\n{traceback.rstrip()}")
+    return exc
