@@ -1,0 +1,97 @@
+"""Test support: the real berth CLI (`berth serve`, `berth worker`) as subprocesses on loopback.
+
+Each process runs in its own session (so a worker's node processes are killed with it), its
+stderr is drained in a thread (kept for failure messages), and `stop()` ends it: SIGTERM, then
+SIGKILL after a grace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BERTH_BIN = ROOT / "bin" / "berth.js"
+
+
+class BerthProcess:
+    """`node bin/berth.js ARGS...` with its stderr lines collected."""
+
+    def __init__(self, args: list[str]) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
+        env["BERTH_LOG_LEVEL"] = "info"
+        self.args = args
+        self.proc = subprocess.Popen(
+            ["node", str(BERTH_BIN), *args],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, errors="replace", start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for_line(self, needle: str, timeout: float = 30.0) -> str:
+        """The first stderr line containing `needle`; fails if the process exits or `timeout` s pass."""
+        with self._changed:
+            ok = self._changed.wait_for(
+                lambda: any(needle in l for l in self.lines) or self.proc.poll() is not None, timeout
+            )
+            found = [l for l in self.lines if needle in l]
+        if not ok or not found:
+            self.stop()
+            raise RuntimeError(f"berth {' '.join(self.args)}: no line with {needle!r}; stderr:\n" + "\n".join(self.lines[-30:]))
+        return found[0]
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group (the agent and every node it started)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM, then SIGKILL after `grace` s."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=grace)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+def start_server(*flags: str) -> tuple[BerthProcess, str]:
+    """`berth serve --listen 127.0.0.1:0 FLAGS` → (process, "127.0.0.1:PORT") once it logs "berth serving"."""
+    server = BerthProcess(["serve", "--listen", "127.0.0.1:0", "--grace", "1", *flags])
+    line = server.wait_for_line('"msg":"berth serving"')
+    return server, str(json.loads(line)["address"])
+
+
+def start_worker(address: str, name: str, *flags: str) -> BerthProcess:
+    """`berth worker --server ADDRESS --name NAME FLAGS` (attachment is awaited by the caller)."""
+    return BerthProcess(["worker", "--server", address, "--name", name, *flags])
+
+
+def worker_cli_built() -> str:
+    """"" when `berth worker` exists, else why not (its placeholder says "not built yet")."""
+    out = subprocess.run(
+        ["node", str(BERTH_BIN), "worker", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    text = out.stdout + out.stderr
+    return text.strip() if "not built yet" in text else ""
+
+

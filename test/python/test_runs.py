@@ -1,0 +1,138 @@
+"""Runs from Python on a real `berth worker` (SPEC W2, W3, W6; issue #4). Skipped, saying why,
+while the server answers Run with UNIMPLEMENTED or the worker agent is not built."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from berth_client import Cancelled, Client, Metric, NoWorker, RemoteError, Started, WorkerGone
+from conftest import wait_until
+from processes import BerthProcess
+
+REPORTS_A_METRIC = """
+def process(x):
+    report("loss", 0.5)
+    return {"out": x + 1}
+"""
+
+RAISES = """
+def process(message):
+    raise ValueError(message)
+"""
+
+RAISES_OWN_TYPE = """
+class FitError(Exception):
+    pass
+
+def process():
+    raise FitError("did not converge")
+"""
+
+# Waits (bounded) until the file named by `release` exists, then returns `tag`.
+WAITS_FOR_FILE = """
+import os, time
+
+def process(release, tag):
+    for _ in range(600):
+        if os.path.exists(release):
+            return tag
+        time.sleep(0.05)
+    raise TimeoutError("release file never appeared")
+"""
+
+SLEEPS = """
+import time
+
+def process():
+    time.sleep(60)
+"""
+
+
+def test_run_returns_the_value_with_metrics_delivered_before_it_returns(run_client: Client) -> None:
+    events: list[object] = []
+    value = run_client.run(source=REPORTS_A_METRIC, kwargs={"x": 1}, flow="study", node="fit", run_id="r-value", on_event=events.append, timeout=30)
+    assert value == {"out": 2}
+    started = [e for e in events if isinstance(e, Started)]
+    metrics = [e for e in events if isinstance(e, Metric)]
+    assert started and started[0].machine == "w1" and started[0].call_id == "r-value:study.fit"
+    assert [(m.name, m.value) for m in metrics] == [("loss", 0.5)]
+    assert events.index(started[0]) < events.index(metrics[0])
+
+
+def test_a_value_error_keeps_its_class_and_message(run_client: Client) -> None:
+    with pytest.raises(ValueError) as caught:
+        run_client.run(source=RAISES, kwargs={"message": "bad input"}, node="check", timeout=30)
+    err = caught.value
+    assert type(err) is ValueError and str(err) == "bad input"
+    assert "raise ValueError(message)" in err.remote_traceback  # type: ignore[attr-defined]
+    assert any("remote traceback" in note for note in getattr(err, "__notes__", []))
+
+
+def test_an_exception_of_the_nodes_own_type_is_a_remote_error_named_after_it(run_client: Client) -> None:
+    with pytest.raises(RemoteError, match="did not converge") as caught:
+        run_client.run(source=RAISES_OWN_TYPE, node="fit", timeout=30)
+    assert type(caught.value).__name__ == "FitError"
+
+
+def test_a_run_inside_a_claim_uses_its_allocation(run_client: Client) -> None:
+    source = 'import os\ndef process():\n    return os.environ["CUDA_VISIBLE_DEVICES"]\n'
+    with run_client.claim(cpus=1, gpus=1, node="study.gpu") as grant:
+        assert grant.machine == "w1" and grant.remote
+        assert run_client.run(source=source, claim=grant, node="gpu", timeout=30) == "0"
+
+
+def test_cancel_stops_only_its_run(run_client: Client, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    started = {"r-cancel": threading.Event(), "r-keep": threading.Event()}
+    outcomes: dict[str, object] = {}
+
+    def call(run_id: str) -> None:
+        def on_event(event: object) -> None:
+            if isinstance(event, Started):
+                started[run_id].set()
+
+        try:
+            outcomes[run_id] = run_client.run(
+                source=WAITS_FOR_FILE, kwargs={"release": str(release), "tag": run_id}, node="wait", run_id=run_id, on_event=on_event, timeout=60,
+            )
+        except BaseException as err:
+            outcomes[run_id] = err
+
+    threads = [threading.Thread(target=call, args=(r,)) for r in started]
+    for t in threads:
+        t.start()
+    for run_id, event in started.items():
+        assert event.wait(30), f"{run_id} never started: {outcomes}"
+    assert run_client.cancel("r-cancel") == (1, 0)
+    threads[0].join(30)
+    assert isinstance(outcomes.get("r-cancel"), Cancelled), outcomes
+    assert "r-keep" not in outcomes
+    release.touch()
+    threads[1].join(30)
+    assert outcomes["r-keep"] == "r-keep"
+
+
+def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(run_ready: str, doomed_worker: BerthProcess) -> None:
+    with Client(run_ready) as client:
+        started = threading.Event()
+        killer = threading.Thread(target=lambda: started.wait(30) and doomed_worker.kill())
+        killer.start()
+        began = time.monotonic()
+        with pytest.raises(WorkerGone, match="went away"):
+            client.run(
+                source=SLEEPS, node="sleep", label="doomed", policy="require", timeout=60,
+                on_event=lambda e: isinstance(e, Started) and started.set(),
+            )
+        assert started.is_set()
+        assert time.monotonic() - began < 20  # the deadline was 60 s
+        killer.join(30)
+        wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
+
+
+def test_a_run_requiring_an_unknown_label_raises_no_worker_naming_it(run_client: Client) -> None:
+    with pytest.raises(NoWorker, match="tpu") as caught:
+        run_client.run(source=RAISES, kwargs={"message": "never"}, label="tpu", policy="require", timeout=30)
+    assert caught.value.label == "tpu"
