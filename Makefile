@@ -53,7 +53,8 @@ test: setup
 
 ## test-python: the Python client's contract tests (pytest; exit 5 "no tests collected" is a failure)
 test-python: setup venv
-	$(PY) -m pytest -q test/python
+	@$(PY) -m pytest -q test/python; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests under test/python" >&2; fi; exit $$rc
 
 ## run: start berth on 127.0.0.1:50051 (flags via ARGS="--cpus 4 --gpus 0-3")
 run: setup
