@@ -39,12 +39,13 @@ check-generated: generate
 	@if [ -n "$$(git status --porcelain -- generated $(PY_VENDORED))" ]; then \
 	  echo "generated/ is stale: run 'make generate' and commit" >&2; git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
 
-## lint: buf lint (STANDARD), buf breaking against main, tsc --noEmit (strict)
-lint: setup
+## lint: buf lint (STANDARD), buf breaking against main, tsc --noEmit (strict), mypy --strict (Python client)
+lint: setup venv
 	$(NPX) buf lint
 	@if git rev-parse --verify -q main >/dev/null && git cat-file -e main:buf.yaml 2>/dev/null; then \
 	  $(NPX) buf breaking --against '.git#branch=main'; fi
 	$(NPX) tsc --noEmit -p .
+	cd clients/python && ../../$(PY) -m mypy src/berth_client
 
 ## test: every test (vitest, then the Python client's pytest suite against the real server)
 test: setup

@@ -71,7 +71,7 @@ class Client:
             self._channel = grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
         else:
             self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)
+        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
         """Closes the channel; open claims end (and are released by the server)."""
