@@ -83,7 +83,11 @@ export class Placer {
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
-    this.#checkLabel(ask);
+    try {
+      this.#checkLabel(ask);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const claimId = `c${++this.#ids}`;
     const { amount, clamped } = this.#fit(ask);
     const now = chooseNow(this.machines, ask, amount, this.#reserved);

@@ -66,9 +66,12 @@ export class ResourceAccountant {
 
   /** True when `a` fits what is free now minus `reserved` (held back for an older waiter). */
   fitsNow(a: Amount, reserved?: Amount): boolean {
+    // A dimension the ask does not use is never held back by a reservation (issue 3, acceptance 13).
     const r = reserved ?? { cpus: 0, gpus: 0 };
     const freeRam = this.#freeRam === undefined ? undefined : this.#freeRam - (r.ramMb ?? 0);
-    return a.cpus <= this.#freeCpus - r.cpus && a.gpus <= this.#devices.freeCount - r.gpus && ramFits(a.ramMb, freeRam);
+    return (a.cpus === 0 || a.cpus <= this.#freeCpus - r.cpus)
+      && (a.gpus === 0 || a.gpus <= this.#devices.freeCount - r.gpus)
+      && (!a.ramMb || ramFits(a.ramMb, freeRam));
   }
 
   /**
