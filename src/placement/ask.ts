@@ -28,10 +28,12 @@ const schema = z.object({
   node: z.string().max(256, 'at most 256 characters'),
   runId: name('a run id', 128),
   env: z.record(
-    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an env key is a name like XLA_FLAGS (no =, no spaces)'),
+    z.string(),
     z.string().max(65_536).refine((v) => !v.includes('\0'), 'an env value may not contain NUL'),
   ),
 });
+
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id' };
 
@@ -42,13 +44,16 @@ const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id' };
  */
 export function normalizeAsk(ask: Ask | undefined, field = 'ask'): NormalizedAsk {
   if (!ask) throw new BerthError('invalid_argument', `${field}: required`);
+  for (const key of Object.keys(ask.env ?? {})) {
+    if (!ENV_KEY.test(key)) throw new BerthError('invalid_argument', `${field}.env: key ${JSON.stringify(key)} is not a variable name like XLA_FLAGS (no =, no spaces)`);
+  }
   const r = schema.safeParse(ask);
   if (!r.success) {
     const issue = r.error.issues[0];
     const path = issue.path.map(String);
     const key = path[0] ?? '';
     let value: unknown = (ask as unknown as Record<string, unknown>)[key];
-    if (key === 'env' && path[1] !== undefined) value = issue.code === 'invalid_key' ? path[1] : ask.env[path[1]];
+    if (key === 'env' && path[1] !== undefined) value = ask.env[path[1]];
     const fieldName = [field, SNAKE[key] ?? key, ...path.slice(1)].join('.');
     throw new BerthError('invalid_argument', `${fieldName}: ${issue.message} (got ${JSON.stringify(value)})`);
   }
