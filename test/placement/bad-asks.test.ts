@@ -1,6 +1,6 @@
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Ask } from '../../generated/ts/berth/v1/resources.js';
+import type { Ask, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim } from '../support/claims.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
@@ -16,7 +16,7 @@ describe('bad asks are refused naming the field, and change nothing (SPEC R1)', 
     ['cpus of 10^9', { cpus: 1e9 }, 'ask.cpus'],
     ['gpus of 10^9', { gpus: 1e9 }, 'ask.gpus'],
     ['ram_mb beyond any machine', { ramMb: 4_000_000_000 }, 'ask.ram_mb'],
-    ['unknown policy', { policy: 7 }, 'ask.policy'],
+    ['unknown policy', { policy: 7 as Policy }, 'ask.policy'],
     ['label with spaces', { label: 'my gpu' }, 'ask.label'],
     ['env key with =', { env: { 'A=B': 'x' } }, 'ask.env'],
   ])('%s → INVALID_ARGUMENT naming %s', async (_name, a, field) => {
