@@ -71,7 +71,7 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
   });
 
   it('after the reconnect grace, a claim still waiting for a required label fails FAILED_PRECONDITION naming it', async () => {
-    t = await startServer({ cpus: 4, flags: { reconnectGrace: 0.3 } });
+    t = await startServer({ cpus: 4, flags: { reconnectGrace: 1 } });
     const w = fakeWorker(t.worker, 'tpu1', { cpus: 4 }, ['tpu']);
     await w.welcomed;
     w.close();
