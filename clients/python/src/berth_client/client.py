@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -113,7 +114,7 @@ class Client:
         kwargs: Mapping[str, Any] | None = None,
         flow: str = "flow",
         node: str = "node",
-        run_id: str = "",
+        run_id: str | None = None,
         cpus: int | None = None,
         gpus: int = 0,
         ram_mb: int | None = None,
@@ -129,13 +130,15 @@ class Client:
 
         Payload: Python `source` defining `process(**kwargs)`, or a `command` argv (value
         `{"exit_code": 0}`). Placement: inside `claim` (a Grant or claim id), else placed, run and
-        released by this call with the ask cpus/gpus/ram_mb/label/policy/env. `timeout` (s): the
+        released by this call with the ask cpus/gpus/ram_mb/label/policy/env. `run_id` groups calls
+        for `cancel()`; None makes a fresh one ("py-" and 12 hex digits). `timeout` (s): the
         call's deadline. `on_event` gets Started, then Metric/LogLine events in order, before the value.
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached); NodeTimeout; WorkerGone; NoWorker naming the label;
         Cancelled; InvalidAsk; NotFound (claim no longer held).
         """
+        run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
         ask = None
         if claim is None:
             ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=f"{flow}.{node}", run_id=run_id, env=env)
