@@ -132,6 +132,16 @@ def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(ru
         wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
 
 
+def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(run_ready: str, doomed_worker: BerthProcess) -> None:
+    with Client(run_ready) as client:
+        with pytest.raises(WorkerGone, match="doomed"):
+            with client.claim(cpus=1, label="doomed", policy="require", node="study.lost") as grant:
+                assert grant.machine == "doomed"
+                doomed_worker.kill()
+                wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
+        assert not client.snapshot().held
+
+
 def test_a_run_requiring_an_unknown_label_raises_no_worker_naming_it(run_client: Client) -> None:
     with pytest.raises(NoWorker, match="tpu") as caught:
         run_client.run(source=RAISES, kwargs={"message": "never"}, label="tpu", policy="require", timeout=30)

@@ -57,6 +57,8 @@ class ClaimLease:
 
     def __enter__(self) -> Grant:
         """Blocks until granted. Raises NoWorker, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
+        if self._call is not None:
+            raise RuntimeError("a ClaimLease is entered once; call client.claim() again for a new claim")
         self._requests.put(placement_pb2.ClaimRequest(ask=self._ask))
         call = self._stub.Claim(self._request_stream(), metadata=self._metadata)
         self._call, self._responses = call, call
