@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from berth_client import Cancelled, Client, Metric, NoWorker, RemoteError, Started, WorkerGone
+from berth_client import Cancelled, Client, LogLine, Metric, NodeTimeout, NoWorker, RemoteError, Started, WorkerGone
 from conftest import wait_until
 from processes import BerthProcess
 
@@ -75,6 +75,22 @@ def test_an_exception_of_the_nodes_own_type_is_a_remote_error_named_after_it(run
     with pytest.raises(RemoteError, match="did not converge") as caught:
         run_client.run(source=RAISES_OWN_TYPE, node="fit", timeout=30)
     assert type(caught.value).__name__ == "FitError"
+
+
+def test_a_command_streams_its_output_and_a_non_zero_exit_raises_exit_code(run_client: Client) -> None:
+    lines: list[str] = []
+    on_event = lambda e: isinstance(e, LogLine) and lines.append(e.line)
+    assert run_client.run(command=["sh", "-c", "echo hello"], node="echo", on_event=on_event, timeout=30) == {"exit_code": 0}
+    assert lines == ["hello"]
+    with pytest.raises(RemoteError) as caught:
+        run_client.run(command=["sh", "-c", "exit 3"], node="fail", timeout=30)
+    assert type(caught.value).__name__ == "ExitCode" and "3" in str(caught.value)
+
+
+def test_a_call_silent_past_its_timeout_raises_node_timeout(run_client: Client) -> None:
+    with pytest.raises(NodeTimeout):
+        run_client.run(source=SLEEPS, node="sleep", timeout=1)
+    wait_until(run_client, lambda snap: not snap.calls and not snap.held)
 
 
 def test_a_run_inside_a_claim_uses_its_allocation(run_client: Client) -> None:
