@@ -8,7 +8,8 @@
         value = client.run(source="def process(x):\\n    return x + 1", kwargs={"x": 1})
 """
 from .claims import ClaimLease
-from .client import Client, EventStream
+from .client import Client
+from .events import EventStream
 from .errors import (
     BerthError,
     Cancelled,

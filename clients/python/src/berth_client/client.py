@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -12,7 +12,8 @@ import grpc
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .asks import build_ask
 from .claims import ClaimLease
-from .errors import from_rpc_error
+from .errors import InvalidAsk, from_rpc_error
+from .events import EventStream
 from .runs import build_run_request, execute
 from .values import CancelCounts, Grant, Queued, RunEvent
 
@@ -25,35 +26,6 @@ CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
 )
-
-
-class EventStream:
-    """Iterator over WatchEvents; `close()` (or leaving `with`) ends it, from any thread."""
-
-    def __init__(self, call: Any) -> None:
-        self._call = call
-
-    def __iter__(self) -> Iterator[placement_pb2.WatchEventsResponse]:
-        return self
-
-    def __next__(self) -> placement_pb2.WatchEventsResponse:
-        try:
-            msg: placement_pb2.WatchEventsResponse = next(self._call)
-            return msg
-        except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.CANCELLED and self._call.cancelled():
-                raise StopIteration from None
-            raise from_rpc_error(err) from None
-
-    def close(self) -> None:
-        """Ends the stream; a pending `next()` stops iteration."""
-        self._call.cancel()
-
-    def __enter__(self) -> EventStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Client:
@@ -140,7 +112,11 @@ class Client:
         """
         run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
         ask = None
-        if claim is None:
+        if claim is not None:
+            extra = [k for k, v in (("cpus", cpus), ("ram_mb", ram_mb), ("label", label), ("env", env)) if v is not None] + (["gpus"] if gpus else [])
+            if extra:
+                raise InvalidAsk(f"claim: runs with the claim's allocation; do not also pass {', '.join(extra)}", field="claim")
+        else:
             ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=f"{flow}.{node}", run_id=run_id, env=env)
         req = build_run_request(
             source=source, command=command, kwargs=kwargs, cwd=cwd, flow=flow, node=node,

@@ -1,0 +1,39 @@
+"""The WatchEvents stream as an iterator that can be closed from any thread."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from ._proto.berth.v1 import placement_pb2
+from .errors import from_rpc_error
+
+
+class EventStream:
+    """Iterator over WatchEvents; `close()` (or leaving `with`) ends it, from any thread."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def __iter__(self) -> Iterator[placement_pb2.WatchEventsResponse]:
+        return self
+
+    def __next__(self) -> placement_pb2.WatchEventsResponse:
+        try:
+            msg: placement_pb2.WatchEventsResponse = next(self._call)
+            return msg
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.CANCELLED and self._call.cancelled():
+                raise StopIteration from None
+            raise from_rpc_error(err) from None
+
+    def close(self) -> None:
+        """Ends the stream; a pending `next()` stops iteration."""
+        self._call.cancel()
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
