@@ -40,6 +40,7 @@ class ClaimLease:
         self._call: grpc.Call | None = None
         self._responses: Iterator[placement_pb2.ClaimResponse] = iter(())
         self._expired = threading.Event()
+        self._lock = threading.Lock()  # orders the grant against the timeout (never both)
         self.grant: Grant | None = None
         self._done = False
 
@@ -51,7 +52,10 @@ class ClaimLease:
             yield msg
 
     def _expire(self) -> None:
-        self._expired.set()
+        with self._lock:
+            if self.grant is not None:
+                return
+            self._expired.set()
         if self._call is not None:
             self._call.cancel()
 
@@ -67,17 +71,24 @@ class ClaimLease:
             timer.daemon = True
             timer.start()
         try:
-            self.grant = self._await_grant()
-            return self.grant
+            grant = self._await_grant()
+            with self._lock:
+                if not self._expired.is_set():
+                    self.grant = grant
+                    return grant
+            raise self._timed_out()
         except grpc.RpcError as err:
             if self._expired.is_set():
-                raise NodeTimeout(f"claim for {self._ask.node or 'node'} not granted within {self._timeout} s") from None
+                raise self._timed_out() from None
             raise from_rpc_error(err, label=self._ask.label) from None
         finally:
             if timer is not None:
                 timer.cancel()
             if self.grant is None:
                 self._abandon()
+
+    def _timed_out(self) -> NodeTimeout:
+        return NodeTimeout(f"claim for {self._ask.node or 'node'} not granted within {self._timeout} s")
 
     def _await_grant(self) -> Grant:
         for msg in self._responses:
