@@ -2,6 +2,8 @@
 while the server answers Run with UNIMPLEMENTED or the worker agent is not built."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -10,7 +12,7 @@ import pytest
 
 from berth_client import Cancelled, Client, LogLine, Metric, NodeTimeout, NoWorker, RemoteError, Started, WorkerGone
 from conftest import wait_until
-from processes import BerthProcess
+from processes import ROOT, BerthProcess
 
 REPORTS_A_METRIC = """
 def process(x):
@@ -162,3 +164,15 @@ def test_a_run_requiring_an_unknown_label_raises_no_worker_naming_it(run_client:
     with pytest.raises(NoWorker, match="tpu") as caught:
         run_client.run(source=RAISES, kwargs={"message": "never"}, label="tpu", policy="require", timeout=30)
     assert caught.value.label == "tpu"
+
+
+def test_the_example_engine_runs_its_three_nodes_and_says_where(run_client: Client) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "engine.py"), "--address", run_client.address],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr
+    ran = [line for line in out.stdout.splitlines() if ": ran on " in line]
+    assert [line.split(":")[0] for line in ran] == ["study.load", "study.fit", "study.summarize"]
+    assert "study.fit: ran on w1 (remote worker) with cpus=1 gpu_ids=[0]" in ran
+    assert out.stdout.splitlines()[-1] == "result: mean 3.00 computed on GPU 0"
