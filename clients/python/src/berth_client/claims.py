@@ -123,14 +123,21 @@ class ClaimLease:
             for msg in self._responses:
                 if msg.WhichOneof("kind") == "released":
                     self._requests.put(_END)
-                    for _ in self._responses:  # the server closes the stream after Released
-                        pass
+                    self._finish_quietly()
                     return
             raise BerthError("claim stream ended without acknowledging the release")
         except grpc.RpcError as err:
             raise from_rpc_error(err, label=self._ask.label) from None
         finally:
             self._requests.put(_END)
+
+    def _finish_quietly(self) -> None:
+        """Reads to the end of the stream the server closes after Released; the release is done."""
+        try:
+            for _ in self._responses:
+                pass
+        except grpc.RpcError:
+            pass
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
