@@ -4,7 +4,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { OptionsError } from '../config/fields.js';
+import { BatchError } from '../dispatch/batch.js';
 import { RangeSpecError } from '../resources/ranges.js';
+import { dispatchCommand } from './dispatch.js';
 import { serveCommand } from './serve.js';
 
 /** Exit code for bad usage or options. */
@@ -29,7 +31,7 @@ export function buildProgram(): Command {
     .exitOverride();
   program.addCommand(serveCommand());
   program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
-  program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
+  program.addCommand(dispatchCommand());
   program.addCommand(notBuilt('status', 'show machines, books, waiting claims and calls in flight', 'issue #3'));
   for (const c of program.commands) c.exitOverride();
   return program;
@@ -43,7 +45,7 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) {
       process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
     }
-    if (err instanceof OptionsError || err instanceof RangeSpecError) {
+    if (err instanceof OptionsError || err instanceof RangeSpecError || err instanceof BatchError) {
       process.stderr.write(`berth: ${err.message}\n`);
       process.exit(EXIT_USAGE);
     }

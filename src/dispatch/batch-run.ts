@@ -115,7 +115,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       settle({
         index, label: job.label, status, exitCode: end.exitCode, signal: end.signal, devices: r.info.devices,
         machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile: r.capture.logFile,
-        error: end.spawnError, tail: r.capture.tail(),
+        error: end.spawnError ?? end.error, tail: r.capture.tail(),
       });
       if (status !== 'passed' && config.failFast) stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);
       pump();

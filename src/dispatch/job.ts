@@ -63,6 +63,8 @@ export interface RunEnd {
   signal: string | null;
   /** Set when the job could not be started (no such program, bad cwd, server refused). */
   spawnError?: string;
+  /** Set when the job ran but its runner lost track of it (e.g. the server went away): status failed. */
+  error?: string;
 }
 
 /** A job in flight. */
