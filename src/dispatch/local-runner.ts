@@ -53,8 +53,8 @@ export class LocalRunner implements Runner {
     let killTimer: NodeJS.Timeout | undefined;
     let exited = false;
     const done = new Promise<RunEnd>((resolve) => {
-      child.stdout.on('data', (b: Buffer) => capture.write(b));
-      child.stderr.on('data', (b: Buffer) => capture.write(b));
+      child.stdout.on('data', (b: Buffer) => capture.take('stdout', b));
+      child.stderr.on('data', (b: Buffer) => capture.take('stderr', b));
       child.once('error', (err: NodeJS.ErrnoException) => {
         if (pid === undefined) resolve({ exitCode: null, signal: null, spawnError: `cannot start ${file}: ${err.code === 'ENOENT' ? 'no such program' : err.message}` });
       });
