@@ -76,7 +76,9 @@ export class OutputCapture {
   /** Appends a note of dispatch's own (e.g. "[berth] sent SIGTERM") to the log and the ring. */
   note(text: string): void {
     this.flush();
-    this.write(Buffer.from(`\n[berth dispatch] ${text}\n`));
+    const last = this.#chunks.at(-1);
+    const fresh = last === undefined || last[last.length - 1] === 0x0a;
+    this.write(Buffer.from(`${fresh ? '' : '\n'}[berth dispatch] ${text}\n`));
   }
 
   /** Recent output decoded as UTF-8 (invalid bytes → U+FFFD); at most `ringBytes` bytes' worth. */

@@ -81,7 +81,13 @@ export class LocalRunner implements Runner {
         killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
       },
       dumpStack() {
-        return pid !== undefined && !exited && signalGroup(pid, 'SIGUSR1');
+        if (pid === undefined || exited) return false;
+        try {
+          process.kill(pid, 'SIGUSR1'); // the main process only: SIGUSR1 would kill helpers that do not expect it
+          return true;
+        } catch {
+          return false;
+        }
       },
     };
   }
