@@ -69,6 +69,12 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
   }
+  try {
+    await runner.ready();
+  } catch (e) {
+    runner.close();
+    throw e;
+  }
   const logDir = o.logDir !== undefined ? resolve(o.logDir) : mkdtempSync(join(os.tmpdir(), 'berth-dispatch-'));
   mkdirSync(logDir, { recursive: true });
   const out = process.stdout;

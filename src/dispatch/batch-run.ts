@@ -4,6 +4,7 @@
  * a per-job timeout stops that job alone, the batch timeout, fail-fast and `signal` stop the
  * queue (the rest `skipped`) and every running job (SIGTERM, SIGKILL after the grace).
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DevicePool } from '../resources/devices.js';
 import { OutputCapture } from './capture.js';
@@ -112,9 +113,14 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       r.capture.close();
       const job = jobs[index];
       const status = statusOf(end, r.stopped);
+      let logFile = r.capture.logFile;
+      if (status === 'spawn_error' && r.capture.bytes === 0 && logFile !== undefined) {
+        rmSync(logFile, { force: true }); // nothing ran: no log to point at
+        logFile = undefined;
+      }
       settle({
         index, label: job.label, status, exitCode: end.exitCode, signal: end.signal, devices: r.info.devices,
-        machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile: r.capture.logFile,
+        machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile,
         error: end.spawnError ?? end.error, tail: r.capture.tail(),
       });
       if (status !== 'passed' && config.failFast) stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);

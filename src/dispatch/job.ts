@@ -85,6 +85,8 @@ export interface Runner {
    * start resolves `done` with `spawnError`.
    */
   start(job: Job, ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun;
+  /** Resolves once the runner can start jobs; rejects with a message fit for the user (e.g. server unreachable). */
+  ready(): Promise<void>;
   /** Releases what the runner holds (channels). */
   close(): void;
 }

@@ -92,6 +92,9 @@ export class LocalRunner implements Runner {
     };
   }
 
+  /** Always ready. */
+  async ready(): Promise<void> {}
+
   /** Nothing to release. */
   close(): void {}
 }

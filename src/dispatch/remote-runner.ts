@@ -105,6 +105,16 @@ export class RemoteRunner implements Runner {
     };
   }
 
+  /** Waits up to `timeoutMs` for the channel to connect. @throws Error naming the server when it cannot. */
+  ready(timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#client.waitForReady(Date.now() + timeoutMs, (err) => {
+        if (err) reject(new Error(`berth at ${this.address} is unreachable: ${err.message}`));
+        else resolve();
+      });
+    });
+  }
+
   /** Closes the channel. */
   close(): void {
     this.#client.close();

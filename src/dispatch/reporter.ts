@@ -48,11 +48,14 @@ export function secondsText(ms: number): string {
 export class ConsoleReporter implements Reporter {
   #done = 0;
   #failed = 0;
-  #counts = { queued: 0, running: 0 };
+  #counts: { queued: number; running: number };
   #barShown = false;
+  #lastBar = '';
 
   /** @param total jobs in the batch; @param tailLines lines of output shown per failed or stuck job. */
-  constructor(readonly out: NodeJS.WritableStream, readonly tty: boolean, readonly total: number, readonly tailLines = 50) {}
+  constructor(readonly out: NodeJS.WritableStream, readonly tty: boolean, readonly total: number, readonly tailLines = 50) {
+    this.#counts = { queued: total, running: 0 };
+  }
 
   #print(text: string): void {
     if (this.#barShown) this.out.write('\r\x1b[2K');
@@ -66,7 +69,10 @@ export class ConsoleReporter implements Reporter {
     const width = 24;
     const filled = this.total === 0 ? width : Math.round((this.#done / this.total) * width);
     const c = this.#counts;
-    this.out.write(`\r\x1b[2K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`);
+    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`;
+    if (this.#barShown && bar === this.#lastBar) return;
+    this.out.write(`\r\x1b[2K${bar}`);
+    this.#lastBar = bar;
     this.#barShown = true;
   }
 
@@ -83,6 +89,7 @@ export class ConsoleReporter implements Reporter {
 
   finished(r: JobResult, _job: Job): void {
     this.#done++;
+    if (r.status !== 'skipped' && this.#counts.running > 0) this.#counts = { ...this.#counts, running: this.#counts.running - 1 };
     if (r.status === 'skipped' || (r.status === 'passed' && this.tty)) return this.#bar();
     if (r.status !== 'passed') this.#failed++;
     let text = `${STATUS_WORD[r.status].padEnd(9)} ${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
