@@ -8,6 +8,7 @@ import { BatchError } from '../dispatch/batch.js';
 import { RangeSpecError } from '../resources/ranges.js';
 import { dispatchCommand } from './dispatch.js';
 import { serveCommand } from './serve.js';
+import { statusCommand } from './status.js';
 
 /** Exit code for bad usage or options. */
 export const EXIT_USAGE = 2;
@@ -32,7 +33,7 @@ export function buildProgram(): Command {
   program.addCommand(serveCommand());
   program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
   program.addCommand(dispatchCommand());
-  program.addCommand(notBuilt('status', 'show machines, books, waiting claims and calls in flight', 'issue #3'));
+  program.addCommand(statusCommand());
   for (const c of program.commands) c.exitOverride();
   return program;
 }
