@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { authMetadata, resolveClientOptions } from './client.js';
 import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
 import { OptionsError } from '../config/fields.js';
 import { BatchError, loadBatch } from '../dispatch/batch.js';
@@ -62,7 +63,7 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   if (o.server !== undefined) {
     if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
-    runner = new RemoteRunner(o.server, o.deviceEnv);
+    runner = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
   } else {
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
     checkFits(jobs, pool);
@@ -133,6 +134,7 @@ export function dispatchCommand(): Command {
     .option('--log-dir <dir>', 'directory for per-job logs (default: a new temp directory)')
     .option('--tail-lines <n>', 'lines of output shown per failed or stuck job', '50')
     .option('--server <host:port>', 'run the jobs through berth as Run calls instead of on this host')
+    .option('--token <token>', 'token for --server [env BERTH_TOKEN]')
     .addHelpText('after', EXAMPLE)
     .action(async (file: string, flags: Record<string, unknown>) => dispatch(file, flags));
 }

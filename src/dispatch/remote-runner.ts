@@ -7,7 +7,7 @@
  * the grace. Any RPC error — e.g. UNIMPLEMENTED from a server without Run — makes the job a
  * `spawn_error` whose message names the server and the gRPC status.
  */
-import { credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -56,15 +56,18 @@ export class RemoteRunner implements Runner {
   readonly #client: PlacementServiceClient;
   readonly #batchId = `dispatch-${process.pid}-${Date.now().toString(36)}`;
 
-  /** @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range. */
-  constructor(readonly address: string, readonly deviceEnv: string) {
+  /**
+   * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
+   * @param metadata sent with every call (e.g. the bearer token).
+   */
+  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata()) {
     this.#client = new PlacementServiceClient(address, credentials.createInsecure());
   }
 
   /** See Runner.start. Device ids come from the server; `ids` is ignored. */
   start(job: Job, _ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun {
     const runId = `${this.#batchId}-${job.index + 1}`;
-    const call = this.#client.run(runRequestFor(job, runId, this.deviceEnv));
+    const call = this.#client.run(runRequestFor(job, runId, this.deviceEnv), this.metadata);
     let last: RunResponse['kind'];
     let ended = false;
     let dropTimer: NodeJS.Timeout | undefined;
@@ -98,7 +101,7 @@ export class RemoteRunner implements Runner {
       done,
       stop: (graceMs: number) => {
         if (ended || dropTimer !== undefined) return;
-        this.#client.cancel({ runId }, () => {});
+        this.#client.cancel({ runId }, this.metadata, () => {});
         dropTimer = setTimeout(() => call.cancel(), graceMs);
       },
       dumpStack: () => false,
