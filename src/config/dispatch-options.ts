@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { parseRange } from '../resources/ranges.js';
-import { address, deviceRange, parseOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, parseOptions } from './fields.js';
 
 /** Default variable that receives a job's device range. */
 export const DEFAULT_DEVICE_ENV = 'CUDA_VISIBLE_DEVICES';
@@ -29,21 +29,66 @@ const deviceList = z.string().superRefine((spec, ctx) => {
   }
 }).pipe(deviceRange);
 
-const positiveSeconds = seconds.pipe(z.number().positive('must be more than 0'));
+interface NumberRule {
+  whole?: boolean;
+  min: number;
+  /** `min` is exclusive. */
+  above?: boolean;
+  max?: number;
+}
+
+/** Why `text` breaks `r`, or undefined when it is fine. */
+function numberProblem(text: string, r: NumberRule): string | undefined {
+  const ok = r.whole ? /^-?\d+$/.test(text) : /^-?\d+(\.\d+)?$/.test(text);
+  const n = Number(text);
+  if (!ok) return r.whole ? 'expected a whole number' : 'expected a number of seconds, e.g. 10 or 0.5';
+  if (r.above ? n <= r.min : n < r.min) return `must be ${r.above ? 'more than' : 'at least'} ${r.min}`;
+  if (r.max !== undefined && n > r.max) return `must be at most ${r.max}`;
+  return undefined;
+}
+
+/** A number from a flag string or a number. One path, so errors say what is wrong (no union "Invalid input"). */
+function numberFlag(r: NumberRule) {
+  return z.union([z.string(), z.number()]).transform((v, ctx): number => {
+    const problem = numberProblem(String(v).trim(), r);
+    if (problem === undefined) return Number(v);
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  });
+}
+
+/** `-j`: `auto` or a whole number 1…4096. */
+const jobsFlag = z.union([z.string(), z.number()]).transform((v, ctx): number | 'auto' => {
+  const text = String(v).trim();
+  if (text === 'auto') return 'auto';
+  const problem = numberProblem(text, { whole: true, min: 1, max: 4096 });
+  if (problem === undefined) return Number(text);
+  ctx.addIssue({ code: 'custom', message: `${problem} or auto` });
+  return z.NEVER;
+});
+
+/** `--backfill [n]`: absent/false = 0 (strict FIFO), bare = DEFAULT_BACKFILL, else n ≥ 1 overtakes. */
+const backfillFlag = z.union([z.boolean(), z.string(), z.number()]).transform((v, ctx): number => {
+  if (typeof v === 'boolean') return v ? DEFAULT_BACKFILL : 0;
+  const problem = numberProblem(String(v).trim(), { whole: true, min: 1, max: 1_000_000 });
+  if (problem === undefined) return Number(v);
+  ctx.addIssue({ code: 'custom', message: problem });
+  return z.NEVER;
+});
 
 const schema = z.object({
   devices: deviceList.optional(),
-  jobs: z.union([z.literal('auto'), wholeNumber(1, 4096)]).default('auto'),
+  jobs: jobsFlag.default('auto'),
   failFast: z.boolean().default(false),
-  backfill: z.union([z.literal(true).transform(() => DEFAULT_BACKFILL), z.literal(false).transform(() => 0), wholeNumber(1, 1_000_000)]).default(0),
-  timeout: positiveSeconds.optional(),
-  grace: seconds.default(5),
+  backfill: backfillFlag.default(0),
+  timeout: numberFlag({ min: 0, above: true }).optional(),
+  grace: numberFlag({ min: 0 }).default(5),
   deviceEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a variable name such as CUDA_VISIBLE_DEVICES').default(DEFAULT_DEVICE_ENV),
   platform: z.string().trim().min(1, 'must not be empty').optional(),
   junit: z.string().min(1, 'must not be empty').optional(),
   server: address.optional(),
   logDir: z.string().min(1, 'must not be empty').optional(),
-  tailLines: wholeNumber(1, 100_000).default(50),
+  tailLines: numberFlag({ whole: true, min: 1, max: 100_000 }).default(50),
 });
 
 /** Validated `berth dispatch` options. Units: `timeout` and `grace` in seconds. */

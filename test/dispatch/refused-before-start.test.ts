@@ -41,7 +41,7 @@ describe('a batch that cannot run is refused before anything starts', () => {
     const file = s.batch([recordingJob(s.dir, 'a', 1, 0)]);
     const j0 = await dispatch(file, '--devices', '0-3', '-j', '0');
     expect(j0.code).toBe(2);
-    expect(j0.stderr).toMatch(/-j\/--jobs: must be at least 1 \(got "0"\)/);
+    expect(j0.stderr).toMatch(/-j\/--jobs: must be at least 1 or auto \(got "0"\)/);
     const dup = await dispatch(file, '--devices', '0-3,2');
     expect(dup.code).toBe(2);
     expect(dup.stderr).toMatch(/--devices: device 2 is listed twice/);
