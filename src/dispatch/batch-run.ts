@@ -32,6 +32,9 @@ export interface BatchConfig {
   stackDumpWaitMs?: number;
 }
 
+/** Characters of recent output a passed job's result keeps (results of big batches stay small). */
+export const PASSED_TAIL_CHARS = 4096;
+
 interface Running {
   run: JobRun;
   capture: OutputCapture;
@@ -121,7 +124,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       settle({
         index, label: job.label, status, exitCode: end.exitCode, signal: end.signal, devices: r.info.devices,
         machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile,
-        error: end.spawnError ?? end.error, tail: r.capture.tail(),
+        error: end.spawnError ?? end.error, tail: status === 'passed' ? r.capture.tail().slice(-PASSED_TAIL_CHARS) : r.capture.tail(),
       });
       if (status !== 'passed' && config.failFast) stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);
       pump();

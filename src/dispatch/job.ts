@@ -46,7 +46,7 @@ export interface JobResult {
   logFile?: string;
   /** Why the job could not start, or what went wrong around it. */
   error?: string;
-  /** Recent output (bounded, invalid UTF-8 replaced). */
+  /** Recent output, invalid UTF-8 replaced: the ring's worth for jobs that did not pass, 4 KiB for those that did. */
   tail: string;
 }
 
