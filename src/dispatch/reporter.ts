@@ -11,11 +11,15 @@ import type { Job, JobResult, JobStatus, StartInfo } from './job.js';
 
 /** Receives batch events; every method is synchronous and cheap. */
 export interface Reporter {
+  /** A job runs: its pid (embedded) or machine (`--server`) and its devices are known. */
   started(job: Job, info: StartInfo): void;
+  /** A job has its one result (skipped jobs too). */
   finished(result: JobResult, job: Job): void;
   /** A job is being stopped for a timeout: show what it printed last. */
   stuck(job: Job, info: StartInfo, capture: OutputCapture): void;
+  /** Something about the whole batch (fail-fast, interrupted, batch timeout). */
   notice(text: string): void;
+  /** Queue and in-flight counts after jobs were started. */
   progress(counts: { queued: number; running: number }): void;
   /** Clears any progress bar; call before printing the summary. */
   end(): void;
