@@ -43,15 +43,18 @@ interface Running {
   timer?: NodeJS.Timeout;
   /** Why dispatch stopped it; decides the status. */
   stopped?: 'cancelled' | 'timed_out';
+  /** Its timeout passed (it may end on the stack-dump signal before it is stopped). */
+  expired?: boolean;
 }
 
 function fileName(job: Job): string {
   return `${String(job.index + 1).padStart(3, '0')}-${job.label.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60)}.log`;
 }
 
-function statusOf(end: RunEnd, stopped: Running['stopped']): JobStatus {
+function statusOf(end: RunEnd, r: Running): JobStatus {
+  if (r.stopped !== undefined) return r.stopped; // e.g. a --server job cancelled while it waited
   if (end.spawnError !== undefined) return 'spawn_error';
-  if (stopped !== undefined) return stopped;
+  if (r.expired) return 'timed_out';
   return end.exitCode === 0 ? 'passed' : 'failed';
 }
 
@@ -68,6 +71,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
   let left = jobs.length;
   let batchTimer: NodeJS.Timeout | undefined;
 
+  if (jobs.length === 0) return Promise.resolve([]);
   return new Promise<JobResult[]>((resolve) => {
     const settle = (r: JobResult) => {
       results[r.index] = r;
@@ -102,6 +106,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
 
     const onTimeout = (index: number, r: Running) => {
       const job = jobs[index];
+      r.expired = true;
       if (job.stackDumpSignal && r.run.dumpStack()) {
         r.capture.note('timed out: sent SIGUSR1 for a stack dump');
         r.timer = setTimeout(() => stopOne(index, r, 'timed_out'), config.stackDumpWaitMs ?? Math.min(2000, config.graceMs));
@@ -115,7 +120,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       scheduler.release(index);
       r.capture.close();
       const job = jobs[index];
-      const status = statusOf(end, r.stopped);
+      const status = statusOf(end, r);
       let logFile = r.capture.logFile;
       if (status === 'spawn_error' && r.capture.bytes === 0 && logFile !== undefined) {
         rmSync(logFile, { force: true }); // nothing ran: no log to point at

@@ -34,6 +34,14 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
     expect(r.stdout).toMatch(/----- recent output of dumps[^\n]*\nstarted\n\[berth dispatch\] timed out: sent SIGUSR1 for a stack dump\nSTACK DUMP\n-----/);
   });
 
+  it('a job that dies of the stack-dump signal itself is still timed_out', async () => {
+    s = scratch();
+    const file = s.batch([{ label: 'fragile', devices: 0, timeout: 0.3, stack_dump_signal: true, argv: ['sleep', '30'] }]);
+    const r = await dispatch(file, '--devices', '', '--grace', '1');
+    expect(statuses(r.stdout)).toEqual({ fragile: 'timed_out' });
+    expect(r.stdout).toMatch(/TIMEOUT\s+fragile\s+signal SIGUSR1/);
+  });
+
   it('the batch --timeout stops running jobs and skips the queue', async () => {
     s = scratch();
     const file = s.batch([
