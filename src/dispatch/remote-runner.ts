@@ -1,7 +1,7 @@
 /**
  * RemoteRunner: runs jobs through a berth server as `Run` calls (SPEC D8), so they can land on
- * any attached worker. Each job is one Run stream with an ask of `gpus: devices, cpus: 0` and a
- * command payload; berth picks the machine and the device ids (the reply's CallStarted names
+ * any attached worker. Each job is one Run stream with an ask of `gpus: devices` (and one core for a
+ * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the device ids (the reply's CallStarted names
  * them) and replaces `{devices}` itself. Log lines stream into the job's OutputCapture.
  * Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after
  * the grace. Any RPC error — e.g. UNIMPLEMENTED from a server without Run — makes the job a
@@ -12,19 +12,31 @@ import { PlacementServiceClient, type RunRequest, type RunResponse } from '../..
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
 
-/** The exit code a command Result or an ExitCode Failure carries. */
-export function exitCodeOf(msg: RunResponse['kind']): { exitCode: number | null; signal: string | null } {
+/**
+ * How a call ended, from its last message: a command Result `{exit_code: N}`; a Failure of type
+ * `ExitCode` ("<file> exited with code N" / "<file> killed by SIGTERM"); `SpawnError` → spawnError.
+ */
+export function endOf(msg: RunResponse['kind']): RunEnd {
   if (msg?.$case === 'result') {
     const v: unknown = msg.value.value;
     const code = v !== null && typeof v === 'object' && 'exit_code' in v ? Number((v as { exit_code: unknown }).exit_code) : 0;
     return { exitCode: Number.isFinite(code) ? code : 0, signal: null };
   }
   if (msg?.$case === 'failure') {
-    const sig = /\bSIG[A-Z0-9]+\b/.exec(msg.value.message)?.[0] ?? null;
-    const code = /-?\d+/.exec(msg.value.message)?.[0];
-    return { exitCode: sig !== null ? null : code !== undefined ? Number(code) : 1, signal: sig };
+    const f = msg.value;
+    if (f.type === 'SpawnError') return { exitCode: null, signal: null, spawnError: f.message };
+    const code = /exited with code (-?\d+)/.exec(f.message)?.[1];
+    const sig = /killed by (SIG[A-Z0-9]+)/.exec(f.message)?.[1];
+    if (code !== undefined) return { exitCode: Number(code), signal: null };
+    if (sig !== undefined) return { exitCode: null, signal: sig };
+    return { exitCode: null, signal: null, error: `${f.type}: ${f.message}` };
   }
-  return { exitCode: null, signal: null };
+  return { exitCode: null, signal: null, error: 'the call ended without a result' };
+}
+
+/** A node name berth accepts (letters, digits, _ . -; ≤ 128) made from the job's number and label. */
+export function nodeName(job: Job): string {
+  return `${job.index + 1}-${job.label.replace(/[^A-Za-z0-9_.-]+/g, '_')}`.slice(0, 128);
 }
 
 /**
@@ -35,10 +47,10 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
   let argv = job.argv ?? ['sh', '-c', job.shell ?? ''];
   if (deviceEnv !== 'CUDA_VISIBLE_DEVICES') argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
   return {
-    placement: { $case: 'ask', value: { cpus: 0, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${job.label}`, runId, env: {} } },
+    placement: { $case: 'ask', value: { cpus: job.devices > 0 ? 0 : 1, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${nodeName(job)}`, runId, env: {} } },
     payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? '' } },
     flow: 'dispatch',
-    node: job.label,
+    node: nodeName(job),
     runId,
     timeoutMs: 0,
   };
@@ -94,7 +106,7 @@ export class RemoteRunner implements Runner {
       call.on('end', () => {
         ended = true;
         clearTimeout(dropTimer);
-        resolve(last !== undefined ? exitCodeOf(last) : { exitCode: null, signal: null, spawnError: `berth at ${this.address} ended the call without a result` });
+        resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, spawnError: `berth at ${this.address} ended the call without a result` });
       });
     });
     return {
