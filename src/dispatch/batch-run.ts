@@ -150,10 +150,12 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       r.run = logError !== undefined
         ? { done: Promise.resolve({ exitCode: null, signal: null, spawnError: logError }), stop: () => {}, dumpStack: () => false }
         : runner.start(job, ids, capture, (info) => {
+          // time and timeout count from the start (a --server job may first wait in berth's queue)
           r.info = info;
+          r.startedMs = Date.now();
+          if (job.timeoutMs !== undefined && r.stopped === undefined) r.timer = setTimeout(() => onTimeout(index, r), job.timeoutMs);
           reporter.started(job, info);
         });
-      if (job.timeoutMs !== undefined) r.timer = setTimeout(() => onTimeout(index, r), job.timeoutMs);
       void r.run.done.then((end) => finish(index, end));
     };
 

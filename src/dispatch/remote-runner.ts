@@ -59,6 +59,7 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
 function describe(address: string, err: ServiceError): string {
   const name = GrpcStatus[err.code] ?? String(err.code);
   if (err.code === GrpcStatus.UNIMPLEMENTED) return `berth at ${address} cannot run jobs yet (UNIMPLEMENTED: ${err.details})`;
+  if (err.code === GrpcStatus.CANCELLED) return `cancelled while waiting in berth's queue (${err.details})`;
   if (err.code === GrpcStatus.UNAVAILABLE) return `berth at ${address} is unreachable (UNAVAILABLE: ${err.details})`;
   return `berth at ${address} refused the job (${name}: ${err.details})`;
 }
@@ -100,7 +101,7 @@ export class RemoteRunner implements Runner {
         ended = true;
         clearTimeout(dropTimer);
         if (!started) resolve({ exitCode: null, signal: null, spawnError: describe(this.address, err) });
-        else if (err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: 'SIGTERM' });
+        else if (err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
         else resolve({ exitCode: null, signal: null, error: describe(this.address, err) });
       });
       call.on('end', () => {
