@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { finished, spawnBerth } from '../support/cli.js';
-import { dispatch, liveMembers, pids, scratch, statuses, type Scratch } from './support.js';
+import { dispatch, liveMembers, pids, scratch, statuses, withLogDir, type Scratch } from './support.js';
 
 let s: Scratch;
 afterEach(() => s?.cleanup());
@@ -21,7 +21,7 @@ describe('fail-fast really stops, and a failure alone stops nothing', () => {
       { label: 'five', devices: 1, argv: ['true'] },
       { label: 'six', devices: 1, argv: ['true'] },
     ]);
-    const child = spawnBerth(['dispatch', file, '--devices', '0-2', '--fail-fast', '--grace', '1']);
+    const child = spawnBerth(['dispatch', file, ...withLogDir(file, ['--devices', '0-2', '--fail-fast', '--grace', '1'])]);
     let failedAt = 0;
     child.stdout!.on('data', (d: Buffer) => {
       if (failedAt === 0 && /^FAIL\s+failer/m.test(d.toString())) failedAt = Date.now();
@@ -42,7 +42,7 @@ describe('fail-fast really stops, and a failure alone stops nothing', () => {
   it('SIGTERM to dispatch stops the batch the same way and leaves no process', async () => {
     s = scratch();
     const file = s.batch([{ label: 'long', devices: 1, argv: ['sleep', '30'] }, { label: 'later', devices: 1, argv: ['true'] }]);
-    const child = spawnBerth(['dispatch', file, '--devices', '0', '--grace', '1']);
+    const child = spawnBerth(['dispatch', file, ...withLogDir(file, ['--devices', '0', '--grace', '1'])]);
     const done = finished(child);
     await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => /^START\s+long/m.test(d.toString()) && resolve()));
     child.kill('SIGTERM');

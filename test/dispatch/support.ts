@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { runBerth, type CliResult } from '../support/cli.js';
 
 /** A scratch directory removed by `cleanup()`. */
@@ -106,7 +106,12 @@ export function liveMembers(pgid: number): number[] {
   return live;
 }
 
-/** Runs `berth dispatch FILE ...args`. */
+/** Runs `berth dispatch FILE ...args`, with logs beside FILE unless `--log-dir` is given. */
 export function dispatch(file: string, ...args: string[]): Promise<CliResult> {
-  return runBerth(['dispatch', file, ...args]);
+  return runBerth(['dispatch', file, ...withLogDir(file, args)]);
+}
+
+/** `args` plus `--log-dir <dir of file>/logs` when they name no log dir (so tests leave nothing in /tmp). */
+export function withLogDir(file: string, args: string[]): string[] {
+  return args.includes('--log-dir') ? args : [...args, '--log-dir', join(dirname(file), 'logs')];
 }
