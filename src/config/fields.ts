@@ -11,15 +11,17 @@ export const address = z.string().trim().refine((s) => {
   return m !== null && Number(m[2]) <= 65535;
 }, 'expected host:port, e.g. 127.0.0.1:50051');
 
-/** A whole number from a flag or env string; `min` inclusive. */
+/** Turns a numeric flag/env string into a number; anything else is left for the schema to refuse. */
+const numeric = (v: unknown) => (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
+
+/** A whole number from a flag or env string; `min` and `max` inclusive. */
 export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return z.union([z.number(), z.string().trim().regex(/^-?\d+$/, 'expected a whole number').transform(Number)])
-    .pipe(z.number().int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+  return z.preprocess(numeric, z.number({ error: 'expected a whole number' })
+    .int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 }
 
 /** A non-negative number of seconds (decimals allowed). */
-export const seconds = z.union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/, 'expected seconds, e.g. 10 or 0.5').transform(Number)])
-  .pipe(z.number().min(0, 'must be at least 0'));
+export const seconds = z.preprocess(numeric, z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'));
 
 /** A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4). */
 export const deviceRange = z.string().transform((s, ctx) => {
