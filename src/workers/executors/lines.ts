@@ -1,0 +1,40 @@
+/**
+ * LineSplitter: bytes in, complete lines out, invalid UTF-8 replaced (U+FFFD). Very long lines
+ * are cut into pieces of at most `maxLine` characters so one line cannot hold memory forever.
+ */
+
+/** Default longest line in characters before it is cut. */
+export const MAX_LINE = 64 * 1024;
+
+/** Splits a byte stream into lines without their trailing newline (and `\r`). */
+export class LineSplitter {
+  readonly #decoder = new TextDecoder('utf-8', { fatal: false });
+  #buf = '';
+
+  constructor(readonly onLine: (line: string) => void, readonly maxLine = MAX_LINE) {}
+
+  /** Feeds a chunk; emits every complete line it finishes. */
+  push(chunk: Uint8Array): void {
+    this.#buf += this.#decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = this.#buf.indexOf('\n')) >= 0) {
+      this.#emit(this.#buf.slice(0, nl));
+      this.#buf = this.#buf.slice(nl + 1);
+    }
+    while (this.#buf.length > this.maxLine) {
+      this.onLine(this.#buf.slice(0, this.maxLine));
+      this.#buf = this.#buf.slice(this.maxLine);
+    }
+  }
+
+  /** Emits what is left (a last line without newline). */
+  end(): void {
+    this.#buf += this.#decoder.decode();
+    if (this.#buf !== '') this.#emit(this.#buf);
+    this.#buf = '';
+  }
+
+  #emit(line: string): void {
+    this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
+  }
+}
