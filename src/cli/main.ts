@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { OptionsError } from '../config/fields.js';
 import { RangeSpecError } from '../resources/ranges.js';
 import { serveCommand } from './serve.js';
+import { workerCommand } from './worker.js';
 
 /** Exit code for bad usage or options. */
 export const EXIT_USAGE = 2;
@@ -28,7 +29,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.addCommand(serveCommand());
-  program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
+  program.addCommand(workerCommand());
   program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
   program.addCommand(notBuilt('status', 'show machines, books, waiting claims and calls in flight', 'issue #3'));
   for (const c of program.commands) c.exitOverride();
