@@ -18,7 +18,8 @@ export type EventKind =
   | 'call_started'
   | 'call_finished'
   | 'call_cancelled'
-  | 'server_draining';
+  | 'server_draining'
+  | 'watch_started';
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */
 export interface BerthEvent {
@@ -58,6 +59,11 @@ export class EventBus {
   subscribe(fn: (e: BerthEvent) => void): () => void {
     this.#subs.add(fn);
     return () => this.#subs.delete(fn);
+  }
+
+  /** Sequence number of the last event emitted (0 before any). */
+  get seq(): number {
+    return this.#seq;
   }
 
   /** Number of subscribers (for tests and status). */

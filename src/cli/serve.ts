@@ -30,7 +30,7 @@ export function serveCommand(): Command {
       const log = createLogger(options.logLevel);
       const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
       log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
-      const server = new BerthServer(options, engine, log);
+      const server = new BerthServer(options, engine, { log });
       await server.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {

@@ -3,6 +3,8 @@
  * objects the server owns. Later layers add their services here.
  */
 import type { ServeOptions } from '../config/serve-options.js';
+import type { EventBus } from '../events.js';
+import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { EdgeContext } from './edge.js';
 
@@ -12,4 +14,8 @@ export interface ServerContext extends EdgeContext {
   options: ServeOptions;
   /** The engine host's inventory (detected, then overridden by flags). */
   engine: HostInventory;
+  /** Placement and worker events (WatchEvents). */
+  events: EventBus;
+  /** The books of every machine and the claims on them. */
+  placer: Placer;
 }

@@ -9,6 +9,9 @@ import { readFileSync } from 'node:fs';
 import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerServiceService } from '../../generated/ts/berth/v1/worker.js';
 import type { ServeOptions } from '../config/serve-options.js';
+import { EventBus } from '../events.js';
+import { Placer } from '../placement/placer.js';
+import type { Provisioner } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import type { ServerContext } from './context.js';
@@ -35,10 +38,19 @@ export class BerthServer {
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
+   * @param deps optional logger and provisioners (SPEC P10)
    */
-  constructor(readonly options: ServeOptions, engine: HostInventory, log: Logger = silentLogger) {
+  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[] } = {}) {
+    const log = deps.log ?? silentLogger;
     this.#log = log;
-    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine };
+    const events = new EventBus();
+    const placer = new Placer({
+      engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
+      events,
+      reconnectGraceMs: options.reconnectGrace * 1000,
+      provisioners: deps.provisioners,
+    });
+    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
@@ -88,6 +100,7 @@ export class BerthServer {
 
   async #stop(graceMs: number): Promise<void> {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
+    this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
     this.lifecycle.to('draining');
     this.#log.info({ graceMs }, 'berth draining');
     await new Promise<void>((resolve) => {

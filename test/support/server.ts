@@ -7,6 +7,7 @@ import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js
 import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import type { HostInventory } from '../../src/resources/inventory.js';
+import type { Provisioner } from '../../src/placement/provisioner.js';
 import { BerthServer } from '../../src/server/server.js';
 
 /** Engine inventory and serve flags for a test server. */
@@ -14,6 +15,8 @@ export interface TestServerOptions {
   cpus?: number;
   gpuIds?: number[];
   ramMb?: number;
+  /** Provisioners (SPEC P10). */
+  provisioners?: Provisioner[];
   /** Extra `berth serve` flags (as option keys, e.g. { token: 's3cret', grace: 1 }). */
   flags?: Record<string, unknown>;
 }
@@ -24,6 +27,8 @@ export interface TestServer {
   address: string;
   placement: PlacementServiceClient;
   worker: WorkerServiceClient;
+  /** Books invariant violations seen after any event (SPEC P8); must stay empty. */
+  invariantErrors: string[];
   /** Closes the clients and stops the server (grace 1 s unless given). */
   close(graceMs?: number): Promise<void>;
 }
@@ -32,9 +37,17 @@ export interface TestServer {
 export async function startServer(o: TestServerOptions = {}): Promise<TestServer> {
   const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, ...o.flags }, {});
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
-  const server = new BerthServer(options, engine);
+  const server = new BerthServer(options, engine, { provisioners: o.provisioners });
   await server.start();
   const address = server.address;
+  const invariantErrors: string[] = [];
+  server.context.events.subscribe((e) => {
+    try {
+      server.context.placer.checkInvariants();
+    } catch (err) {
+      invariantErrors.push(`after ${e.kind}: ${(err as Error).message}`);
+    }
+  });
   const placement = new PlacementServiceClient(address, credentials.createInsecure());
   const worker = new WorkerServiceClient(address, credentials.createInsecure());
   return {
@@ -42,6 +55,7 @@ export async function startServer(o: TestServerOptions = {}): Promise<TestServer
     address,
     placement,
     worker,
+    invariantErrors,
     async close(graceMs = 1000) {
       placement.close();
       worker.close();

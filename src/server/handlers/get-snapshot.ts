@@ -1,12 +1,13 @@
 /**
- * GetSnapshot RPC handler. Not built yet: answers UNIMPLEMENTED (issue #3).
+ * GetSnapshot RPC: machines with their books (engine first), waiting claims in arrival order,
+ * held claims, calls in flight, provisioners. Never fails once authenticated.
  */
 import type { GetSnapshotRequest, GetSnapshotResponse } from '../../../generated/ts/berth/v1/placement.js';
 import type { ServerContext } from '../context.js';
+import { toSnapshot } from '../convert.js';
 import { unary } from '../edge.js';
-import { notBuilt } from './unimplemented.js';
 
 /** Builds the GetSnapshot handler. */
 export function getSnapshotHandler(ctx: ServerContext) {
-  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', async (_req: GetSnapshotRequest): Promise<GetSnapshotResponse> => notBuilt('GetSnapshot', 'issue #3'));
+  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => toSnapshot(ctx.placer.snapshot()));
 }

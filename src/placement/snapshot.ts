@@ -1,0 +1,62 @@
+/**
+ * A plain view of the placer's state for GetSnapshot and `berth status`.
+ */
+import type { Amount } from '../resources/books.js';
+import type { HostInventory } from '../resources/inventory.js';
+import type { MachineEntry, MachineSet } from './machines.js';
+import type { Provisioner } from './provisioner.js';
+import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
+import { queuedInfo, type Waiter } from './waiting.js';
+
+/** One machine's books. */
+export interface MachineView {
+  name: string;
+  labels: string[];
+  remote: boolean;
+  total: HostInventory;
+  free: Amount;
+  freeGpuIds: number[];
+  claims: number;
+  maxParallel: number;
+  version: string;
+}
+
+/** The whole placer state; times in ms. */
+export interface PlacerSnapshot {
+  machines: MachineView[];
+  waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number }[];
+  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number }[];
+  provisioners: { name: string; shapes: HostInventory[]; status: string }[];
+}
+
+/** Builds the snapshot from the placer's parts. */
+export function placerSnapshot(
+  machines: MachineSet,
+  waiters: readonly Waiter[],
+  held: readonly { grant: Grant; entry: MachineEntry; since: number }[],
+  provisioners: readonly Provisioner[],
+): PlacerSnapshot {
+  const now = Date.now();
+  return {
+    machines: machines.all().map((m) => ({
+      name: m.spec.name,
+      labels: [...m.spec.labels],
+      remote: m.spec.remote,
+      total: { cpus: m.books.total.cpus, gpuIds: [...m.books.total.gpuIds], ramMb: m.books.total.ramMb },
+      free: m.books.free,
+      freeGpuIds: m.books.freeGpuIds(),
+      claims: m.books.claims,
+      maxParallel: m.spec.maxParallel ?? 0,
+      version: m.spec.version ?? '',
+    })),
+    waiting: waiters.map((w, i) => ({
+      claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
+      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since,
+    })),
+    held: held.map((h) => ({
+      claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
+      allocation: h.grant.allocation, heldMs: now - h.since,
+    })),
+    provisioners: provisioners.map((p) => ({ name: p.name, shapes: p.shapes(), status: p.status() })),
+  };
+}

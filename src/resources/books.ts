@@ -1,0 +1,144 @@
+/**
+ * ResourceAccountant: the books of one machine — what it has, what is free, what each claim
+ * holds (SPEC P8: free never exceeds total nor goes below zero; no device held twice).
+ * Units: cpus in cores, ramMb in MB.
+ */
+import { DevicePool } from './devices.js';
+import type { HostInventory } from './inventory.js';
+
+/** An amount of each dimension. `ramMb` undefined = none asked. */
+export interface Amount {
+  cpus: number;
+  gpus: number;
+  ramMb?: number;
+}
+
+/** What one claim holds on a machine. */
+export interface Holding {
+  cpus: number;
+  gpuIds: number[];
+  ramMb?: number;
+}
+
+/** Thrown when the books would break an invariant: a bug, never caused by input. */
+export class BooksError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BooksError';
+  }
+}
+
+/** The books of one machine. */
+export class ResourceAccountant {
+  readonly total: Readonly<HostInventory>;
+  readonly #devices: DevicePool;
+  #freeCpus: number;
+  #freeRam: number | undefined;
+  readonly #held = new Map<string, Holding>();
+
+  /** @param total the machine's inventory (ramMb undefined = memory not limited). */
+  constructor(total: HostInventory) {
+    this.total = { cpus: total.cpus, gpuIds: [...total.gpuIds].sort((a, b) => a - b), ramMb: total.ramMb };
+    this.#devices = new DevicePool(total.gpuIds);
+    this.#freeCpus = total.cpus;
+    this.#freeRam = total.ramMb;
+  }
+
+  /** What is free now. `ramMb` undefined when memory is not limited. */
+  get free(): Amount {
+    return { cpus: this.#freeCpus, gpus: this.#devices.freeCount, ramMb: this.#freeRam };
+  }
+
+  /** Free device ids, sorted. */
+  freeGpuIds(): number[] {
+    return this.#devices.freeIds();
+  }
+
+  /** Number of claims held. */
+  get claims(): number {
+    return this.#held.size;
+  }
+
+  /** True when the machine could hold `a` if nothing else were held. */
+  canEverHold(a: Amount): boolean {
+    return a.cpus <= this.total.cpus && a.gpus <= this.total.gpuIds.length && ramFits(a.ramMb, this.total.ramMb);
+  }
+
+  /** True when `a` fits what is free now minus `reserved` (held back for an older waiter). */
+  fitsNow(a: Amount, reserved?: Amount): boolean {
+    // A dimension the ask does not use is never held back by a reservation (issue 3, acceptance 13).
+    const r = reserved ?? { cpus: 0, gpus: 0 };
+    const freeRam = this.#freeRam === undefined ? undefined : this.#freeRam - (r.ramMb ?? 0);
+    return (a.cpus === 0 || a.cpus <= this.#freeCpus - r.cpus)
+      && (a.gpus === 0 || a.gpus <= this.#devices.freeCount - r.gpus)
+      && (!a.ramMb || ramFits(a.ramMb, freeRam));
+  }
+
+  /**
+   * Takes `a` for `claimId`: cores, the lowest contiguous free device ids, memory.
+   * @throws BooksError when it does not fit or the claim id already holds something.
+   */
+  take(claimId: string, a: Amount): Holding {
+    if (this.#held.has(claimId)) throw new BooksError(`claim ${claimId} already holds resources`);
+    if (!this.fitsNow(a)) throw new BooksError(`claim ${claimId} does not fit`);
+    const gpuIds = this.#devices.pick(a.gpus);
+    if (!gpuIds) throw new BooksError(`claim ${claimId}: ${a.gpus} device(s) not free`);
+    this.#devices.take(gpuIds);
+    this.#freeCpus -= a.cpus;
+    if (this.#freeRam !== undefined && a.ramMb !== undefined) this.#freeRam -= a.ramMb;
+    const h: Holding = { cpus: a.cpus, gpuIds, ramMb: a.ramMb };
+    this.#held.set(claimId, h);
+    return h;
+  }
+
+  /** Gives back what `claimId` holds. Idempotent: returns false when it holds nothing. */
+  give(claimId: string): boolean {
+    const h = this.#held.get(claimId);
+    if (!h) return false;
+    this.#held.delete(claimId);
+    this.#devices.give(h.gpuIds);
+    this.#freeCpus += h.cpus;
+    if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam += h.ramMb;
+    return true;
+  }
+
+  /**
+   * Checks the invariants: free within [0, total] per dimension, no device in two holdings,
+   * held = sum of holdings. @throws BooksError naming the broken one.
+   */
+  check(name: string): void {
+    let cpus = 0;
+    let ram = 0;
+    const ids = new Set<number>();
+    for (const [id, h] of this.#held) {
+      cpus += h.cpus;
+      ram += h.ramMb ?? 0;
+      for (const g of h.gpuIds) {
+        if (ids.has(g)) throw new BooksError(`${name}: device ${g} held twice (claim ${id})`);
+        ids.add(g);
+      }
+    }
+    if (this.#freeCpus < 0 || this.#freeCpus > this.total.cpus) throw new BooksError(`${name}: free cpus ${this.#freeCpus} outside [0, ${this.total.cpus}]`);
+    if (cpus + this.#freeCpus !== this.total.cpus) throw new BooksError(`${name}: held cpus ${cpus} + free ${this.#freeCpus} ≠ ${this.total.cpus}`);
+    if (ids.size + this.#devices.freeCount !== this.total.gpuIds.length) throw new BooksError(`${name}: held devices ${ids.size} + free ${this.#devices.freeCount} ≠ ${this.total.gpuIds.length}`);
+    for (const g of ids) if (this.#devices.freeIds().includes(g)) throw new BooksError(`${name}: device ${g} both held and free`);
+    if (this.total.ramMb !== undefined && this.#freeRam !== undefined) {
+      if (this.#freeRam < 0 || this.#freeRam > this.total.ramMb) throw new BooksError(`${name}: free ram ${this.#freeRam} outside [0, ${this.total.ramMb}]`);
+      if (ram + this.#freeRam !== this.total.ramMb) throw new BooksError(`${name}: held ram ${ram} + free ${this.#freeRam} ≠ ${this.total.ramMb}`);
+    }
+  }
+}
+
+function ramFits(want: number | undefined, free: number | undefined): boolean {
+  return want === undefined || free === undefined || want <= free;
+}
+
+/** "1 gpu(s) and 2 cpu(s)" — the human detail of an amount (SPEC P6); "nothing" when empty. */
+export function describeAmount(a: Amount): string {
+  const parts: string[] = [];
+  if (a.gpus > 0) parts.push(`${a.gpus} gpu(s)`);
+  if (a.cpus > 0) parts.push(`${a.cpus} cpu(s)`);
+  if (a.ramMb) parts.push(`${a.ramMb} MB RAM`);
+  if (parts.length === 0) return 'nothing';
+  return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+}

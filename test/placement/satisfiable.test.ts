@@ -1,0 +1,72 @@
+import { status, type ServiceError } from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Ask } from '../../generated/ts/berth/v1/resources.js';
+import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { ask, claim, fakeWorker } from '../support/claims.js';
+import { TestProvisioner } from '../support/provisioner.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+
+function satisfiable(client: PlacementServiceClient, a: Partial<Ask> | undefined): Promise<string> {
+  return new Promise((resolve, reject) => client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+}
+
+describe('Satisfiable and provisioners (SPEC P10)', () => {
+  let t: TestServer | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it('engine 4 cpus, no provisioner: everything can run now or after clamping', async () => {
+    t = await startServer({ cpus: 4 });
+    expect(await satisfiable(t.placement, {})).toBe('');
+    expect(await satisfiable(t.placement, undefined)).toBe('');
+    expect(await satisfiable(t.placement, { cpus: 2 })).toBe('');
+    expect(await satisfiable(t.placement, { cpus: 1, gpus: 1 })).toBe('');
+  });
+
+  it('with a provisioner covering up to 2 GPUs: a GPU ask waits for it; a CPU ask does not', async () => {
+    const prov = new TestProvisioner({ cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
+    t = await startServer({ cpus: 4, provisioners: [prov] });
+    expect(await satisfiable(t.placement, { cpus: 1, gpus: 1 })).toBe('1 gpu(s) and 1 cpu(s)');
+    expect(await satisfiable(t.placement, { cpus: 1, gpus: 0 })).toBe('');
+    expect((await snapshot(t.placement)).provisioners.map((p) => p.name)).toEqual(['test']);
+  });
+
+  it('an ask a provisioner covers waits for the machine it starts instead of being clamped', async () => {
+    const prov = new TestProvisioner({ cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
+    t = await startServer({ cpus: 4, provisioners: [prov] });
+    const c = claim(t.placement, { cpus: 1, gpus: 1, node: 'wants.gpu' });
+    const q = await c.queued;
+    expect(q.detail).toBe('1 gpu(s) and 1 cpu(s)');
+    expect(prov.requests.map((r) => r.node)).toEqual(['wants.gpu']);
+    const w = fakeWorker(t.worker, 'prov-1', { cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
+    const g = await c.granted;
+    expect(g.machine).toBe('prov-1');
+    expect(g.clamped).toBe(false);
+    await c.release();
+    w.close();
+  });
+
+  it('a required label no machine carries fails at once with FAILED_PRECONDITION naming it', async () => {
+    t = await startServer({ cpus: 4 });
+    const err = await satisfiable(t.placement, { label: 'tpu', policy: 2 }).catch((e: ServiceError) => e);
+    expect((err as ServiceError).code).toBe(status.FAILED_PRECONDITION);
+    expect((err as ServiceError).details).toContain("'tpu'");
+  });
+
+  it('a required label whose worker left within the reconnect grace waits for it to come back', async () => {
+    t = await startServer({ cpus: 4 });
+    const w = fakeWorker(t.worker, 'tpu1', { cpus: 4 }, ['tpu']);
+    await w.welcomed;
+    w.close();
+    await w.ended;
+    const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: 2 });
+    await c.queued;
+    const back = fakeWorker(t.worker, 'tpu1', { cpus: 4 }, ['tpu']);
+    expect((await c.granted).machine).toBe('tpu1');
+    await c.release();
+    back.close();
+  });
+});

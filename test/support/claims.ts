@@ -1,0 +1,131 @@
+/**
+ * Test support: a Claim stream driven with the generated client, and a test-double worker that
+ * holds a WorkerStream open with a Hello. Everything resolves on events, never on sleeps.
+ */
+import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
+import type { Ask } from '../../generated/ts/berth/v1/resources.js';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import type { ClaimRequest, ClaimResponse, Granted, PlacementServiceClient, Queued, WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
+import type { WorkerServiceClient, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+
+/** A complete Ask from a partial one (wire defaults). */
+export function ask(a: Partial<Ask> = {}): Ask {
+  return { gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {}, ...a };
+}
+
+/** One open Claim stream. */
+export interface ClaimHandle {
+  call: ClientDuplexStream<ClaimRequest, ClaimResponse>;
+  /** Resolves with the grant (rejects if the stream ends first). */
+  granted: Promise<Granted>;
+  /** Resolves with the first Queued. */
+  queued: Promise<Queued>;
+  /** Every response so far. */
+  responses: ClaimResponse[];
+  /** Resolves when the stream ends: the error (null on OK). */
+  ended: Promise<ServiceError | null>;
+  /** Sends Release and waits for Released and the end. */
+  release(): Promise<void>;
+}
+
+/** Opens a Claim stream and sends the ask. */
+export function claim(client: PlacementServiceClient, a: Partial<Ask>): ClaimHandle {
+  const call = client.claim();
+  const responses: ClaimResponse[] = [];
+  let onGranted!: (g: Granted) => void;
+  let onQueued!: (q: Queued) => void;
+  let failGranted!: (e: unknown) => void;
+  const granted = new Promise<Granted>((res, rej) => ((onGranted = res), (failGranted = rej)));
+  const queued = new Promise<Queued>((res) => (onQueued = res));
+  granted.catch(() => {});
+  const ended = new Promise<ServiceError | null>((resolve) => {
+    call.on('error', (e: ServiceError) => {
+      failGranted(e);
+      resolve(e);
+    });
+    call.on('status', (s) => {
+      if (s.code === 0) {
+        failGranted(new Error('stream ended without a grant'));
+        resolve(null);
+      }
+    });
+  });
+  call.on('data', (r: ClaimResponse) => {
+    responses.push(r);
+    if (r.kind?.$case === 'granted') onGranted(r.kind.value);
+    if (r.kind?.$case === 'queued') onQueued(r.kind.value);
+  });
+  call.write({ kind: { $case: 'ask', value: ask(a) } });
+  return {
+    call,
+    granted,
+    queued,
+    responses,
+    ended,
+    async release() {
+      call.write({ kind: { $case: 'release', value: {} } });
+      call.end();
+      const err = await ended;
+      if (err) throw err;
+    },
+  };
+}
+
+/** A test-double worker: sends Hello and keeps the stream open until `close()`. */
+export interface FakeWorker {
+  call: ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
+  /** Resolves once the server answered Welcome (the books have joined). */
+  welcomed: Promise<void>;
+  /** Frames received from the server. */
+  frames: WorkerStreamResponse[];
+  /** Half-closes the stream (the worker leaves). */
+  close(): void;
+  /** Resolves when the server ends the stream. */
+  ended: Promise<ServiceError | null>;
+}
+
+/** Attaches a test-double worker. */
+export function fakeWorker(client: WorkerServiceClient, name: string, inv: { cpus: number; gpuIds?: number[]; ramMb?: number }, labels: string[] = []): FakeWorker {
+  const call = client.workerStream();
+  const frames: WorkerStreamResponse[] = [];
+  let welcome!: () => void;
+  const welcomed = new Promise<void>((r) => (welcome = r));
+  const ended = new Promise<ServiceError | null>((resolve) => {
+    call.on('error', (e: ServiceError) => resolve(e));
+    call.on('status', (s) => s.code === 0 && resolve(null));
+  });
+  call.on('data', (f: WorkerStreamResponse) => {
+    frames.push(f);
+    if (f.frame?.$case === 'welcome') welcome();
+  });
+  call.write({ frame: { $case: 'hello', value: { name, labels, inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb }, maxParallel: 0, version: 'test' } } });
+  return { call, welcomed, frames, ended, close: () => call.end() };
+}
+
+/** Collects WatchEvents until cancelled (await `ready` before acting); `next(pred)` resolves with the first matching event. */
+export function watch(client: PlacementServiceClient) {
+  const call = client.watchEvents({});
+  const seen: WatchEventsResponse[] = [];
+  let live!: () => void;
+  const ready = new Promise<void>((r) => (live = r));
+  const waiters: { pred: (e: WatchEventsResponse) => boolean; resolve: (e: WatchEventsResponse) => void; from: number }[] = [];
+  call.on('data', (e: WatchEventsResponse) => {
+    if (e.kind === 'watch_started') return live();
+    seen.push(e);
+    for (const w of [...waiters]) if (w.pred(e)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(e);
+    }
+  });
+  call.on('error', () => {});
+  return {
+    seen,
+    /** Resolves once the server-side subscription is live. */
+    ready,
+    /** The first event matching `pred` from now on. */
+    next(pred: (e: WatchEventsResponse) => boolean): Promise<WatchEventsResponse> {
+      return new Promise((resolve) => waiters.push({ pred, resolve, from: seen.length }));
+    },
+    cancel: () => call.cancel(),
+  };
+}
