@@ -1,6 +1,6 @@
 /**
  * Session: one WorkerStream connection of the agent. Sends Hello, answers Welcome / Call /
- * CancelCall / CompileCall / Drain frames, heartbeats each running call, and when the stream ends
+ * CancelCall / CompileCall / Drain frames, heartbeats itself and each running call, and when the stream ends
  * stops its running calls and resolves only once their processes have exited (so the next
  * Hello never advertises resources a dying process still holds; SPEC W6).
  */
@@ -27,6 +27,7 @@ export class Session {
   readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
   #heartbeatMs = DEFAULT_HEARTBEAT_MS;
   #welcomed = false;
+  #alive?: NodeJS.Timeout;
 
   constructor(
     readonly stream: ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>,
@@ -53,6 +54,7 @@ export class Session {
     this.stream.on('data', (msg: WorkerStreamResponse) => this.#onFrame(msg));
     void this.#writer.send({ $case: 'hello', value: this.hello });
     const reason = await ended;
+    clearInterval(this.#alive);
     this.#writer.close();
     this.stream.cancel();
     await this.stopAll(new BerthError('unavailable', `stream to server lost: ${reason}`));
@@ -74,6 +76,8 @@ export class Session {
         this.#welcomed = true;
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
+        clearInterval(this.#alive);
+        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '' } }), this.#heartbeatMs);
         this.onAttached();
         return;
       case 'call':

@@ -14,6 +14,7 @@ import { Placer } from '../placement/placer.js';
 import type { Provisioner } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { silentLogger, type Logger } from '../log/logger.js';
+import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { loadDescriptors } from './descriptors.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
@@ -38,9 +39,9 @@ export class BerthServer {
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
-   * @param deps optional logger and provisioners (SPEC P10)
+   * @param deps optional logger, provisioners (SPEC P10) and worker heartbeat interval in ms (default 5000)
    */
-  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[] } = {}) {
+  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number } = {}) {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
@@ -50,7 +51,8 @@ export class BerthServer {
       reconnectGraceMs: options.reconnectGrace * 1000,
       provisioners: deps.provisioners,
     });
-    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer };
+    const hub = new WorkerHub({ placer, events, log, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
+    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
@@ -114,6 +116,7 @@ export class BerthServer {
         resolve();
       });
     });
+    await this.context.hub.close();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }
