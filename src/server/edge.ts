@@ -110,17 +110,21 @@ export function unary<Req, Res>(
   };
 }
 
-/** Wraps a server-streaming domain function; the stream is ended when `fn` resolves. */
+/**
+ * Wraps a server-streaming domain function; the stream is ended when `fn` resolves.
+ * `followDrain: false` keeps the signal alive through drain (in-flight work gets the grace).
+ */
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
   fn: (req: Req, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
+  opts: { followDrain?: boolean } = {},
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
       try {
         checkToken(call.metadata, ctx.token);
-        await fn(call.request, makeSink(call), callSignal(call, ctx.drain));
+        await fn(call.request, makeSink(call), callSignal(call, ctx.drain, opts));
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));

@@ -22,7 +22,9 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
-  return serverStream<RunRequest, RunResponse>(ctx, 'Run', async (req, sink, signal) => {
+  return serverStream<RunRequest, RunResponse>(ctx, 'Run', run, { followDrain: false });
+
+  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
@@ -33,6 +35,7 @@ export function runHandler(ctx: ServerContext) {
     const joined = ctx.hub.calls.get(callId);
     if (joined && !joined.ended) return follow(joined, sink, signal);
     toTask(callId, undefined, req.payload); // validate the payload before anything is claimed
+    if (joined) await settledOr(joined, signal); // a cancelled namesake is still stopping: let it finish first
     let grant: Grant;
     let own = false;
     if (req.placement?.$case === 'claimId') {
@@ -76,6 +79,19 @@ export function runHandler(ctx: ServerContext) {
         else ctx.placer.release(id, 'run ended');
       }
     }
+  }
+}
+
+/** Resolves when `rec` is settled; rejects with `signal.reason` if the caller goes away first. */
+function settledOr(rec: CallRecord, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    void rec.settled.then(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
   });
 }
 
