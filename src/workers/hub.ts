@@ -1,50 +1,43 @@
 /**
  * WorkerHub: the workers attached over WorkerStream (SPEC W1–W5) and every call in flight.
  * Attaches on Hello (books join the placer), replaces on re-attach under the same name, leaves on
- * stream end, error or keepalive silence (books leave, calls fail at once with "went away"),
- * routes worker frames to calls (heartbeats are only liveness), and runs engine-host calls
- * in-process with the same executors the agent uses.
+ * stream end, error or keepalive silence (books leave, calls fail at once with "went away"), and
+ * starts calls on their claim's machine — a worker, or the engine host in-process.
  */
-import type { Call, CompileResult, WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import type { Failure } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import type { Grant } from '../placement/types.js';
-import { AttachedWorker } from './attached.js';
-import { CallRecord } from './call-record.js';
-import { Executors } from './executors/index.js';
-import { toEvent, toTerminal, type WirePayload, toTask } from './task.js';
+import type { AttachedWorker, CallSpec } from './attached.js';
+import type { CallRecord } from './call-record.js';
+import { EngineRunner } from './engine-runner.js';
+
+export type { CallSpec } from './attached.js';
 
 /** Hub settings. Units: ms. */
 export interface HubOptions {
   placer: Placer;
   events: EventBus;
   log: Logger;
-  /** Interval the worker heartbeats at (sent in Welcome). */
+  /** Name of the engine host's machine. */
+  engineName: string;
+  /** Interval workers heartbeat at (sent in Welcome). */
   heartbeatMs: number;
   /** SIGTERM → SIGKILL grace for engine-host calls. */
   graceMs: number;
-}
-
-/** A call to start: its id parts, payload and deadline. */
-export interface CallSpec {
-  callId: string;
-  runId: string;
-  flow: string;
-  node: string;
-  payload: WirePayload;
 }
 
 /** All attached workers and all calls in flight of one server. */
 export class WorkerHub {
   readonly workers = new Map<string, AttachedWorker>();
   readonly calls = new Map<string, CallRecord>();
-  #local?: Executors;
-  #compileIds = 0;
+  readonly #engine: EngineRunner;
 
-  constructor(readonly o: HubOptions) {}
+  constructor(readonly o: HubOptions) {
+    this.#engine = new EngineRunner(o.engineName, o.graceMs);
+  }
 
   /** How long a worker may stay silent before it is dropped: 3 heartbeats and a second. */
   get keepaliveMs(): number {
@@ -55,6 +48,7 @@ export class WorkerHub {
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
     if (old) {
+      this.#forget(old);
       old.leave(new BerthError('unavailable', `worker ${w.name} went away: replaced by a new stream under the same name`));
       this.o.events.emit({ kind: 'worker_replaced', machine: w.name, detail: `worker ${w.name} re-attached; the old stream was ended` });
     }
@@ -63,11 +57,10 @@ export class WorkerHub {
     this.o.log.info({ worker: w.name, labels: w.spec.labels, cpus: w.spec.inventory.cpus, gpus: w.spec.inventory.gpuIds.length }, 'worker attached');
   }
 
-  /** `w`'s stream is over (end, error, silence): its calls fail, its books leave (SPEC W3). No-op if replaced. */
+  /** `w`'s stream is over (end, error, silence): its calls fail, its books leave (SPEC W3). Idempotent. */
   leave(w: AttachedWorker, why: string): void {
-    const reason = new BerthError('unavailable', `worker ${w.name} went away: ${why}`);
-    for (const id of w.calls.keys()) this.calls.delete(id);
-    w.leave(reason);
+    this.#forget(w);
+    w.leave(new BerthError('unavailable', `worker ${w.name} went away: ${why}`));
     if (this.workers.get(w.name) !== w) return;
     this.workers.delete(w.name);
     this.o.placer.detach(w.name, `worker ${w.name} went away: ${why}`);
@@ -76,36 +69,29 @@ export class WorkerHub {
 
   /**
    * Starts a call inside `grant` on its machine: on a worker after taking one of its slots
-   * (SPEC W4), or in-process on the engine host. Resolves once the call is running.
-   * @throws BerthError unavailable when the worker is gone; `signal.reason` if it aborts while waiting for a slot.
+   * (SPEC W4: the claim is already held, so the two never deadlock), or on the engine host.
+   * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
+   *   `signal.reason` if it aborts while waiting for a slot.
    */
   async start(spec: CallSpec, grant: Grant, signal: AbortSignal): Promise<CallRecord> {
-    const allocation = { cpus: grant.allocation.cpus, gpuIds: grant.allocation.gpuIds, ramMb: grant.allocation.ramMb, env: grant.allocation.env };
-    const task = toTask(spec.callId, allocation, spec.payload);
-    if (!grant.remote) return this.#startLocal(spec, grant, task);
-    const w = this.workers.get(grant.machine);
-    if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
-    const release = await w.slots.acquire(AbortSignal.any([signal, w.gone.signal]));
-    if (w.gone.signal.aborted) {
-      release();
-      throw w.gone.signal.reason;
+    const a = grant.allocation;
+    const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+    let rec: CallRecord;
+    if (!grant.remote) {
+      rec = this.#engine.start(spec, allocation);
+    } else {
+      const w = this.workers.get(grant.machine);
+      if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
+      rec = await w.startCall(spec, allocation, signal);
     }
-    const rec = new CallRecord(spec.callId, spec.runId, w.name, allocation, (reason) => {
-      void w.send({ $case: 'cancel', value: { callId: spec.callId, reason: reason.message } });
-    });
+    this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
-      release();
-      if (w.calls.get(spec.callId) === rec) w.calls.delete(spec.callId);
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
     });
-    w.calls.set(spec.callId, rec);
-    this.calls.set(spec.callId, rec);
-    const call: Call = { callId: spec.callId, runId: spec.runId, flow: spec.flow, node: spec.node, allocation, payload: spec.payload, timeoutMs: 0 };
-    void w.send({ $case: 'call', value: call });
     return rec;
   }
 
-  /** Cancels every call in flight of `runId` (a Cancel frame each; SPEC "Cancel"); returns how many. */
+  /** Cancels every call in flight of `runId` (a Cancel frame each; those Runs end CANCELLED); returns how many. */
   cancelRun(runId: string): number {
     const mine = [...this.calls.values()].filter((c) => c.runId === runId && !c.ended);
     for (const c of mine) {
@@ -123,54 +109,7 @@ export class WorkerHub {
   async compile(label: string, flow: string, node: string, source: string, signal: AbortSignal): Promise<{ worker: string; failure?: Failure } | undefined> {
     const w = [...this.workers.values()].find((x) => x.spec.labels.includes(label));
     if (!w) return undefined;
-    const requestId = `k${++this.#compileIds}`;
-    const answer = await new Promise<CompileResult | BerthError>((resolve) => {
-      const onAbort = () => {
-        w.compiles.delete(requestId);
-        resolve(signal.reason instanceof BerthError ? signal.reason : new BerthError('cancelled', 'compile cancelled'));
-      };
-      w.compiles.set(requestId, (r) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(r);
-      });
-      signal.addEventListener('abort', onAbort, { once: true });
-      void w.send({ $case: 'compile', value: { requestId, flow, node, source } });
-    });
-    if (answer instanceof BerthError) throw answer;
-    return { worker: w.name, failure: answer.ok ? undefined : answer.failure ?? { callId: '', type: 'CompileError', message: 'compile failed', traceback: '' } };
-  }
-
-  /**
-   * Routes one frame from `w` to its call (SPEC W2): events in order, a Result or Failure ends
-   * the call and frees its slot; heartbeats only prove liveness and are never forwarded.
-   * @throws BerthError invalid_argument for a second Hello.
-   */
-  route(w: AttachedWorker, frame: WorkerStreamRequest['frame']): void {
-    w.lastSeen = Date.now();
-    if (!frame) return;
-    switch (frame.$case) {
-      case 'heartbeat':
-        return;
-      case 'event':
-        w.calls.get(frame.value.callId)?.event(frame.value);
-        return;
-      case 'result':
-      case 'failure': {
-        const rec = w.calls.get(frame.value.callId);
-        if (!rec) return;
-        rec.finish(frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value });
-        rec.markSettled();
-        return;
-      }
-      case 'compileResult': {
-        const done = w.compiles.get(frame.value.requestId);
-        w.compiles.delete(frame.value.requestId);
-        done?.(frame.value);
-        return;
-      }
-      case 'hello':
-        throw new BerthError('invalid_argument', 'frame: hello may only be the first frame');
-    }
+    return { worker: w.name, failure: await w.compile(flow, node, source, signal) };
   }
 
   /** Calls in flight (for snapshots); elapsed in ms. */
@@ -187,23 +126,11 @@ export class WorkerHub {
   }
 
   /** Closes the engine host's warm Python processes. */
-  async close(): Promise<void> {
-    await this.#local?.close();
+  close(): Promise<void> {
+    return this.#engine.close();
   }
 
-  #startLocal(spec: CallSpec, grant: Grant, task: ReturnType<typeof toTask>): CallRecord {
-    this.#local ??= new Executors({ graceMs: this.o.graceMs });
-    const ac = new AbortController();
-    const allocation = { cpus: grant.allocation.cpus, gpuIds: grant.allocation.gpuIds, ramMb: grant.allocation.ramMb, env: grant.allocation.env };
-    const rec = new CallRecord(spec.callId, spec.runId, grant.machine, allocation, (reason) => ac.abort(reason));
-    this.calls.set(spec.callId, rec);
-    void this.#local
-      .run(task, (e) => rec.event(toEvent(spec.callId, e)), ac.signal)
-      .then((o) => rec.finish(toTerminal(spec.callId, o)), (err: unknown) => rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', String(err))))
-      .finally(() => {
-        if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
-        rec.markSettled();
-      });
-    return rec;
+  #forget(w: AttachedWorker): void {
+    for (const [id, rec] of w.calls) if (this.calls.get(id) === rec) this.calls.delete(id);
   }
 }

@@ -42,7 +42,7 @@ export async function serveWorkerStream(
     for (;;) {
       const next = await Promise.race([it.next(), over]);
       if (next.done) break;
-      hub.route(w, next.value.frame);
+      w.receive(next.value.frame);
     }
     if (w.gone.signal.aborted) why = String((w.gone.signal.reason as Error).message);
     else if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
