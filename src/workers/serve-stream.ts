@@ -32,7 +32,7 @@ export async function serveWorkerStream(
   await w.send({ $case: 'welcome', value: { serverVersion: WELCOME_VERSION, heartbeatMs: hub.o.heartbeatMs } });
   const silence = setInterval(() => {
     if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
-  }, Math.min(1000, hub.keepaliveMs));
+  }, Math.min(1000, hub.o.heartbeatMs));
   const onDrain = () => void w.send({ $case: 'drain', value: { graceMs: drain.graceMs } });
   if (drain.signal.aborted) onDrain();
   else drain.signal.addEventListener('abort', onDrain, { once: true });
