@@ -9,6 +9,7 @@ import type { CompileResult, WorkerStreamRequest, WorkerStreamResponse } from '.
 import { BerthError } from '../errors.js';
 import type { MachineSpec } from '../placement/types.js';
 import { CallRecord } from './call-record.js';
+import { checkFrame } from './frames.js';
 import { Slots } from './slots.js';
 import type { WirePayload } from './task.js';
 
@@ -100,10 +101,11 @@ export class AttachedWorker {
   /**
    * Routes one frame from the worker: events to their call in order; a Result or Failure ends
    * the call and frees its slot; heartbeats only prove liveness and are never forwarded.
-   * @throws BerthError invalid_argument for a second Hello.
+   * @throws BerthError invalid_argument for a bad frame (SPEC R1) or a second Hello.
    */
   receive(frame: WorkerStreamRequest['frame']): void {
     this.lastSeen = Date.now();
+    checkFrame(frame);
     switch (frame?.$case) {
       case undefined:
       case 'heartbeat':

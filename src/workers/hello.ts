@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Hello } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import { MAX_CPUS, MAX_RAM_MB } from '../placement/ask.js';
+import { fieldPath } from './frames.js';
 import type { MachineSpec } from '../placement/types.js';
 import { MAX_DEVICE_ID } from '../resources/ranges.js';
 
@@ -30,7 +31,7 @@ export function machineFromHello(h: Hello): MachineSpec {
     const issue = r.error.issues[0];
     let value: unknown = h;
     for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
-    throw new BerthError('invalid_argument', `hello.${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(value)})`);
+    throw new BerthError('invalid_argument', `${fieldPath(['hello', ...issue.path])}: ${issue.message} (got ${JSON.stringify(value)})`);
   }
   const v = r.data;
   return {

@@ -42,7 +42,7 @@ export class HarnessProcess {
 
   constructor(env: NodeJS.ProcessEnv, python = 'python3') {
     this.child = spawn(python, ['-u', HARNESS_PATH], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
-    this.child.on('error', () => this.#die('cannot start the Python interpreter'));
+    this.child.on('error', (err) => this.#die(`cannot start the Python interpreter ${python}: ${err.message}`));
     this.child.once('close', (code, sig) => this.#die(`the Python process exited (${sig ?? `code ${code}`})`));
     const answers = new LineSplitter((line) => this.#answer(line), Number.MAX_SAFE_INTEGER);
     (this.child.stdio[4] as Readable).on('data', (d: Buffer) => answers.push(d));
