@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { OptionsError } from '../config/fields.js';
 import { RangeSpecError } from '../resources/ranges.js';
 import { serveCommand } from './serve.js';
+import { statusCommand } from './status.js';
 import { workerCommand } from './worker.js';
 
 /** Exit code for bad usage or options. */
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
   program.addCommand(serveCommand());
   program.addCommand(workerCommand());
   program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
-  program.addCommand(notBuilt('status', 'show machines, books, waiting claims and calls in flight', 'issue #3'));
+  program.addCommand(statusCommand());
   for (const c of program.commands) c.exitOverride();
   return program;
 }

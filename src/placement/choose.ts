@@ -1,5 +1,6 @@
 /**
- * Where an ask goes: the pure decision functions of the placer (SPEC P2–P5).
+ * Where an ask goes: the pure decision functions of the placer (SPEC P2–P5). They walk the
+ * machine indexes (best-fit order, labels, shapes) rather than every machine.
  */
 import type { Amount } from '../resources/books.js';
 import type { MachineEntry, MachineSet } from './machines.js';
@@ -13,9 +14,14 @@ export function amountOf(a: NormalizedAsk): Amount {
   return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
 }
 
+/** True when the ask must stay on machines carrying its label (SPEC P3). */
+function requires(ask: NormalizedAsk): boolean {
+  return ask.policy === 'require' && ask.label !== '';
+}
+
 /** True when the machine may host the ask at all: `require` + label → only labelled machines. */
 export function eligible(m: MachineEntry, ask: NormalizedAsk): boolean {
-  return !(ask.policy === 'require' && ask.label !== '') || m.spec.labels.includes(ask.label);
+  return !requires(ask) || m.spec.labels.includes(ask.label);
 }
 
 /** Leftover after placing `a` on `m`, GPUs first: smaller is a better fit. */
@@ -24,15 +30,16 @@ function leftover(m: MachineEntry, a: Amount): [number, number, number] {
   return [f.gpus - a.gpus, f.cpus - a.cpus, f.ramMb === undefined ? Number.MAX_SAFE_INTEGER : f.ramMb - (a.ramMb ?? 0)];
 }
 
-function better(x: [number, number, number], y: [number, number, number]): boolean {
+function lexLess(x: [number, number, number], y: [number, number, number]): boolean {
   for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] < y[i];
   return false;
 }
 
 /**
  * Picks a machine that can grant `amount` now, respecting reservations (SPEC P2, P4):
- * the engine when it may host the ask and it fits; else a preferred-label machine, best fit;
- * else (prefer only) any machine, best fit — then `fellBack` is true when a label was preferred.
+ * an unlabelled ask stays on the engine when it fits there; a labelled ask takes the best-fitting
+ * labelled machine; otherwise (never for `require`) the engine, else the best fit anywhere —
+ * `fellBack` is true when a preferred label could not be honoured.
  */
 export function chooseNow(
   machines: MachineSet,
@@ -40,52 +47,47 @@ export function chooseNow(
   amount: Amount,
   reserved: Reservations,
 ): { machine: MachineEntry; fellBack: boolean } | undefined {
-  const fits = (m: MachineEntry) => eligible(m, ask) && m.books.fitsNow(amount, reserved.get(m));
-  const labelled = ask.label !== '';
+  const fits = (m: MachineEntry) => m.books.fitsNow(amount, reserved.get(m));
   const engine = machines.engine;
-  if (!labelled && engine && fits(engine)) return { machine: engine, fellBack: false };
-  let best: MachineEntry | undefined;
-  let bestLabelled: MachineEntry | undefined;
-  for (const m of machines.withFreeGpus(amount.gpus)) {
-    if (!fits(m)) continue;
-    if (labelled && m.spec.labels.includes(ask.label)) {
-      if (!bestLabelled || better(leftover(m, amount), leftover(bestLabelled, amount))) bestLabelled = m;
-    } else if (!best || better(leftover(m, amount), leftover(best, amount))) best = m;
+  if (ask.label === '') {
+    if (engine && fits(engine)) return { machine: engine, fellBack: false };
+  } else {
+    let best: MachineEntry | undefined;
+    for (const m of machines.withLabel(ask.label)) {
+      if (fits(m) && (!best || lexLess(leftover(m, amount), leftover(best, amount)))) best = m;
+    }
+    if (best) return { machine: best, fellBack: false };
+    if (requires(ask)) return undefined;
+    if (engine && fits(engine)) return { machine: engine, fellBack: true };
   }
-  if (bestLabelled) return { machine: bestLabelled, fellBack: false };
-  if (!best) return undefined;
-  if (labelled && engine && best !== engine && fits(engine)) return { machine: engine, fellBack: true };
-  return { machine: best, fellBack: labelled };
+  for (const m of machines.bestFit(amount)) {
+    if (m !== engine && fits(m)) return { machine: m, fellBack: ask.label !== '' };
+  }
+  return undefined;
 }
 
 /**
  * Clamping (SPEC P5): the best real machine for an ask none can ever hold — by granted GPUs,
  * then CPUs, then RAM, per machine — and the amount cut to it. Undefined with no eligible machine.
+ * Runs only for asks nothing can hold, so it may look at every eligible machine.
  */
 export function clampTarget(machines: MachineSet, ask: NormalizedAsk): { machine: MachineEntry; amount: Amount } | undefined {
   let best: { machine: MachineEntry; amount: Amount } | undefined;
-  const key = (a: Amount): [number, number, number] => [a.gpus, a.cpus, a.ramMb ?? 0];
-  for (const m of machines.all()) {
-    if (!eligible(m, ask)) continue;
+  const key = (a: Amount): [number, number, number] => [-a.gpus, -a.cpus, -(a.ramMb ?? 0)];
+  const pool = requires(ask) ? machines.withLabel(ask.label) : machines.all();
+  for (const m of pool) {
     const t = m.books.total;
     const amount: Amount = {
       cpus: Math.min(ask.cpus, t.cpus),
       gpus: Math.min(ask.gpus, t.gpuIds.length),
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
-    if (!best || better(neg(key(amount)), neg(key(best.amount)))) {
-      best = { machine: m, amount };
-    }
+    if (!best || lexLess(key(amount), key(best.amount))) best = { machine: m, amount };
   }
   return best;
 }
 
-function neg(k: [number, number, number]): [number, number, number] {
-  return [-k[0], -k[1], -k[2]];
-}
-
-/** True when some eligible machine could hold `amount` if it were idle. */
+/** True when some eligible machine could hold `amount` if it were idle (by shape). */
 export function anyCanEverHold(machines: MachineSet, ask: NormalizedAsk, amount: Amount): boolean {
-  for (const m of machines.all()) if (eligible(m, ask) && m.books.canEverHold(amount)) return true;
-  return false;
+  return machines.anyShapeHolds(amount, requires(ask) ? ask.label : undefined);
 }

@@ -1,8 +1,10 @@
 /**
- * The machines whose books berth keeps (SPEC P1), the engine first, indexed by free GPU count so
- * a decision looks only at machines with enough free devices instead of scanning all of them.
+ * The machines whose books berth keeps (SPEC P1), the engine first. Indexed so a decision does
+ * not scan every machine when there are thousands: by free capacity (free GPUs → free cores →
+ * machines, walked in best-fit order), by label, and by shape (distinct totals) for "could any
+ * machine ever hold this".
  */
-import { ResourceAccountant } from '../resources/books.js';
+import { ResourceAccountant, type Amount } from '../resources/books.js';
 import type { MachineSpec } from './types.js';
 
 /** One machine: its spec and its books. */
@@ -12,10 +14,24 @@ export interface MachineEntry {
   attachedAt: number;
 }
 
-/** Machines by name, plus an index of free GPU count → machines. */
+/** A distinct machine shape (total inventory and labels) and how many machines have it. */
+interface Shape {
+  cpus: number;
+  gpus: number;
+  ramMb?: number;
+  labels: string[];
+  count: number;
+}
+
+const shapeKey = (s: MachineSpec) => `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${s.inventory.ramMb ?? '-'}/${[...s.labels].sort().join(',')}`;
+const ascending = (keys: Iterable<number>, min: number) => [...keys].filter((k) => k >= min).sort((a, b) => a - b);
+
+/** Machines by name with their indexes. Call `update` around every change of a machine's books. */
 export class MachineSet {
   readonly #byName = new Map<string, MachineEntry>();
-  readonly #byFreeGpus = new Map<number, Set<MachineEntry>>();
+  readonly #byFree = new Map<number, Map<number, Set<MachineEntry>>>();
+  readonly #byLabel = new Map<string, Set<MachineEntry>>();
+  readonly #shapes = new Map<string, Shape>();
   #engine?: MachineEntry;
 
   /** Adds `spec` (the engine when `spec.remote` is false). @throws Error if the name is taken. */
@@ -25,6 +41,15 @@ export class MachineSet {
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     this.#index(e);
+    for (const l of spec.labels) {
+      let set = this.#byLabel.get(l);
+      if (!set) this.#byLabel.set(l, (set = new Set()));
+      set.add(e);
+    }
+    const k = shapeKey(spec);
+    const shape = this.#shapes.get(k);
+    if (shape) shape.count++;
+    else this.#shapes.set(k, { cpus: spec.inventory.cpus, gpus: spec.inventory.gpuIds.length, ramMb: spec.inventory.ramMb, labels: [...spec.labels], count: 1 });
     return e;
   }
 
@@ -34,6 +59,14 @@ export class MachineSet {
     if (!e) return undefined;
     this.#byName.delete(name);
     this.#unindex(e);
+    for (const l of e.spec.labels) {
+      const set = this.#byLabel.get(l);
+      set?.delete(e);
+      if (set?.size === 0) this.#byLabel.delete(l);
+    }
+    const k = shapeKey(e.spec);
+    const shape = this.#shapes.get(k)!;
+    if (--shape.count === 0) this.#shapes.delete(k);
     if (this.#engine === e) this.#engine = undefined;
     return e;
   }
@@ -59,18 +92,40 @@ export class MachineSet {
     return this.#byName.size;
   }
 
-  /** Machines with at least `gpus` free devices (from the index). */
-  *withFreeGpus(gpus: number): Iterable<MachineEntry> {
-    for (const [free, set] of this.#byFreeGpus) if (free >= gpus) yield* set;
+  /** Machines carrying `label`. */
+  withLabel(label: string): Iterable<MachineEntry> {
+    return this.#byLabel.get(label) ?? [];
   }
 
   /** True when some machine carries `label`. */
   hasLabel(label: string): boolean {
-    for (const e of this.#byName.values()) if (e.spec.labels.includes(label)) return true;
+    return this.#byLabel.has(label);
+  }
+
+  /**
+   * Machines with at least `a.gpus` free devices and `a.cpus` free cores, in best-fit order:
+   * fewest free GPUs first, then fewest free cores. Lazy: stop iterating at the first that fits.
+   */
+  *bestFit(a: Amount): Iterable<MachineEntry> {
+    for (const g of ascending(this.#byFree.keys(), a.gpus)) {
+      const byCpus = this.#byFree.get(g)!;
+      for (const c of ascending(byCpus.keys(), a.cpus)) yield* byCpus.get(c)!;
+    }
+  }
+
+  /**
+   * True when some machine could ever hold `a` (by shape, not per machine); with `label`, only
+   * machines carrying it count.
+   */
+  anyShapeHolds(a: Amount, label?: string): boolean {
+    for (const s of this.#shapes.values()) {
+      if (label && !s.labels.includes(label)) continue;
+      if (a.cpus <= s.cpus && a.gpus <= s.gpus && (a.ramMb === undefined || s.ramMb === undefined || a.ramMb <= s.ramMb)) return true;
+    }
     return false;
   }
 
-  /** Call around every change of `e`'s books to keep the index right. */
+  /** Runs `change` (which alters `e`'s books) and keeps the free-capacity index right. */
   update(e: MachineEntry, change: () => void): void {
     this.#unindex(e);
     try {
@@ -81,18 +136,20 @@ export class MachineSet {
   }
 
   #index(e: MachineEntry): void {
-    const k = e.books.free.gpus;
-    let set = this.#byFreeGpus.get(k);
-    if (!set) this.#byFreeGpus.set(k, (set = new Set()));
+    const { gpus, cpus } = e.books.free;
+    let byCpus = this.#byFree.get(gpus);
+    if (!byCpus) this.#byFree.set(gpus, (byCpus = new Map()));
+    let set = byCpus.get(cpus);
+    if (!set) byCpus.set(cpus, (set = new Set()));
     set.add(e);
   }
 
   #unindex(e: MachineEntry): void {
-    for (const [k, set] of this.#byFreeGpus) {
-      if (set.delete(e)) {
-        if (set.size === 0) this.#byFreeGpus.delete(k);
-        return;
-      }
-    }
+    const { gpus, cpus } = e.books.free;
+    const byCpus = this.#byFree.get(gpus);
+    const set = byCpus?.get(cpus);
+    if (!set?.delete(e)) throw new Error(`index out of step for ${e.spec.name}`);
+    if (set.size === 0) byCpus!.delete(cpus);
+    if (byCpus!.size === 0) this.#byFree.delete(gpus);
   }
 }

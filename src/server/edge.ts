@@ -58,7 +58,8 @@ type CallLike = NodeJS.EventEmitter & { cancelled: boolean };
  */
 export function callSignal(call: CallLike, drain: AbortSignal, opts: { endAborts?: boolean; followDrain?: boolean } = {}): AbortSignal {
   const ac = new AbortController();
-  const abort = (reason: string) => () => ac.abort(new BerthError(reason === 'drain' ? 'unavailable' : 'cancelled', reason));
+  const abort = (reason: string) => () =>
+    ac.abort(reason === 'drain' ? new BerthError('unavailable', 'server is draining') : new BerthError('cancelled', reason));
   if (call.cancelled) ac.abort(new BerthError('cancelled', 'cancelled'));
   call.once('cancelled', abort('cancelled by client'));
   call.once('close', abort('call closed'));

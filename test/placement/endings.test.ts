@@ -144,3 +144,19 @@ describe('every ending gives the claim back (SPEC P8)', () => {
     expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 4, gpus: 2 });
   });
 });
+
+describe('drain (SPEC R3)', () => {
+  it('a held claim ends UNAVAILABLE "server is draining" when the server stops, and a waiting one too', async () => {
+    const t = await startServer({ cpus: 1 });
+    const held = claim(t.placement, { cpus: 1 });
+    await held.granted;
+    const waiting = claim(t.placement, { cpus: 1 });
+    await waiting.queued;
+    await t.close(2000);
+    for (const c of [held, waiting]) {
+      const err = await c.ended;
+      expect(err?.code).toBe(status.UNAVAILABLE);
+      expect(err?.details).toContain('draining');
+    }
+  });
+});

@@ -29,7 +29,7 @@ export interface TestServer {
   worker: WorkerServiceClient;
   /** Books invariant violations seen after any event (SPEC P8); must stay empty. */
   invariantErrors: string[];
-  /** Closes the clients and stops the server (grace 1 s unless given). */
+  /** Closes the clients and stops the server (grace 1 s unless given); throws if a books invariant broke. */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -60,6 +60,7 @@ export async function startServer(o: TestServerOptions = {}): Promise<TestServer
       placement.close();
       worker.close();
       await server.stop(graceMs);
+      if (invariantErrors.length) throw new Error(`books invariants broken (SPEC P8):\n${invariantErrors.join('\n')}`);
     },
   };
 }

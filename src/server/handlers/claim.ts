@@ -43,7 +43,8 @@ export function claimHandler(ctx: ServerContext) {
       waitAc.abort(new BerthError('cancelled', 'abandoned while waiting'));
       const outcome = await claimed.then((g) => g, () => undefined);
       if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
-      if (first2.kind === 'end' || signal.aborted) return;
+      if (signal.aborted) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
+      if (first2.kind === 'end') return;
       if (first2.kind === 'message' && first2.msg.kind?.$case === 'release') return; // released before the grant
       throw unexpected(first2);
     }
@@ -57,7 +58,10 @@ export function claimHandler(ctx: ServerContext) {
       });
       const next = await Promise.race([pending, lost]);
       if (next.kind === 'lost') throw next.err;
-      if (next.kind === 'end') return; // half-close or cancel ends the lease
+      if (next.kind === 'end') {
+        if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
+        return; // half-close ends the lease
+      }
       if (next.msg.kind?.$case === 'release') {
         ctx.placer.release(grant.claimId, 'released');
         await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });

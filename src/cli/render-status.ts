@@ -1,0 +1,69 @@
+/**
+ * Renders a GetSnapshot response as the text `berth status` prints: machines with their books,
+ * waiting claims with their reasons and wait times, held claims and calls in flight.
+ */
+import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
+import { formatRange } from '../resources/ranges.js';
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  return [line(head), ...rows.map(line)].join('\n');
+}
+
+/** Seconds with one decimal, e.g. "12.3s". */
+function secs(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+/** The full status text for snapshot `s`. */
+export function renderStatus(s: GetSnapshotResponse): string {
+  const out: string[] = [];
+  out.push(table(
+    ['MACHINE', 'KIND', 'LABELS', 'CPUS FREE/TOTAL', 'GPUS FREE/TOTAL', 'FREE GPU IDS', 'RAM MB FREE/TOTAL', 'CLAIMS', 'CALLS'],
+    s.machines.map((m) => [
+      m.name,
+      m.remote ? 'worker' : 'engine',
+      m.labels.join(',') || '-',
+      `${m.free?.cpus ?? 0}/${m.total?.cpus ?? 0}`,
+      `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,
+      formatRange(m.freeGpuIds) || '-',
+      m.total?.ramMb === undefined ? 'unlimited' : `${m.free?.ramMb ?? 0}/${m.total.ramMb}`,
+      String(m.claims),
+      m.maxParallel ? `${m.runningCalls}/${m.maxParallel}` : String(m.runningCalls),
+    ]),
+  ));
+  out.push('');
+  if (s.waiting.length === 0) out.push('waiting: none');
+  else {
+    out.push(`waiting: ${s.waiting.length}`);
+    out.push(table(
+      ['#', 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
+      s.waiting.map((w) => [
+        String(w.reason?.position ?? ''),
+        w.node || w.claimId,
+        w.runId || '-',
+        w.reason?.detail ?? '',
+        w.reason?.bestMachine ? `${w.reason.bestMachine} (${w.reason.bestFree?.cpus ?? 0} cpu, ${w.reason.bestFree?.gpus ?? 0} gpu)` : '-',
+        String(w.reason?.machinesAble ?? 0),
+        secs(w.waitedMs),
+      ]),
+    ));
+  }
+  out.push('');
+  if (s.held.length === 0) out.push('held: none');
+  else {
+    out.push(`held: ${s.held.length}`);
+    out.push(table(['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'], s.held.map((h) => [
+      h.claimId, h.node || '-', h.machine, String(h.allocation?.cpus ?? 0), formatRange(h.allocation?.gpuIds ?? []) || '-', secs(h.heldMs),
+    ])));
+  }
+  out.push('');
+  if (s.calls.length === 0) out.push('calls in flight: none');
+  else {
+    out.push(`calls in flight: ${s.calls.length}`);
+    out.push(table(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
+  }
+  for (const p of s.provisioners) out.push(`provisioner ${p.name}: ${p.status}`);
+  return out.join('\n');
+}
