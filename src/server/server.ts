@@ -19,6 +19,7 @@ import type { ServerContext } from './context.js';
 import { loadDescriptors } from './descriptors.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { placementService, workerService } from './services.js';
+import { SERVER_VERSION_TEXT } from './version.js';
 
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
@@ -51,7 +52,7 @@ export class BerthServer {
       reconnectGraceMs: options.reconnectGrace * 1000,
       provisioners: deps.provisioners,
     });
-    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
+    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
     this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));

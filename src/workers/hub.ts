@@ -21,8 +21,10 @@ export interface HubOptions {
   placer: Placer;
   events: EventBus;
   log: Logger;
-  /** Name of the engine host's machine. */
+  /** Name of the engine host's machine (no worker may take it). */
   engineName: string;
+  /** Server version sent in Welcome. */
+  serverVersion: string;
   /** Interval workers heartbeat at (sent in Welcome). */
   heartbeatMs: number;
   /** SIGTERM → SIGKILL grace for engine-host calls. */

@@ -2,6 +2,7 @@
  * serveWorkerStream: the life of one WorkerStream on the server. First frame Hello (validated),
  * Welcome back, then frames routed until the stream ends, errors, or stays silent past the
  * keepalive; on drain the worker is sent Drain and the stream ends once its calls are done.
+ * A stream replaced by a newer one under the same name (SPEC W1), or silent, ends UNAVAILABLE.
  */
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
@@ -9,12 +10,10 @@ import { machineFromHello } from './hello.js';
 import { AttachedWorker, type FrameSink } from './attached.js';
 import type { WorkerHub } from './hub.js';
 
-/** Server version sent in Welcome. */
-export const WELCOME_VERSION = '0.1.0';
-
 /**
  * Serves one worker stream until it is over.
- * @throws BerthError invalid_argument for a first frame that is not a valid Hello, or a bad later frame.
+ * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
+ *   engine), or a bad later frame; unavailable when replaced or silent past the keepalive.
  */
 export async function serveWorkerStream(
   hub: WorkerHub,
@@ -27,9 +26,11 @@ export async function serveWorkerStream(
   const first = await it.next();
   if (first.done) return;
   if (first.value.frame?.$case !== 'hello') throw new BerthError('invalid_argument', `frame: the first frame must be hello (got ${first.value.frame?.$case ?? 'nothing'})`);
-  const w = new AttachedWorker(machineFromHello(first.value.frame.value), write);
+  const spec = machineFromHello(first.value.frame.value);
+  if (spec.name === hub.o.engineName) throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
+  const w = new AttachedWorker(spec, write);
   hub.attach(w);
-  await w.send({ $case: 'welcome', value: { serverVersion: WELCOME_VERSION, heartbeatMs: hub.o.heartbeatMs } });
+  await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
   const silence = setInterval(() => {
     if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
   }, Math.min(1000, hub.o.heartbeatMs));
@@ -44,8 +45,8 @@ export async function serveWorkerStream(
       if (next.done) break;
       w.receive(next.value.frame);
     }
-    if (w.gone.signal.aborted) why = String((w.gone.signal.reason as Error).message);
-    else if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
+    if (w.gone.signal.aborted) throw w.gone.signal.reason; // replaced or silent: the old stream ends UNAVAILABLE
+    if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
     else if (drain.signal.aborted) why = 'server drained';
   } catch (err) {
     why = err instanceof Error ? err.message : String(err);

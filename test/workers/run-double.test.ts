@@ -119,7 +119,7 @@ describe('Run on a remote worker (test double)', () => {
     const second = await worker(s, 'gpu1');
     const o1 = await r1.done;
     expect(o1.error?.code).toBe(status.UNAVAILABLE);
-    await first.waitEnded();
+    expect(await first.waitEnded()).toMatchObject({ code: status.UNAVAILABLE });
     const r2 = run(s.placement, runRequest({ runId: 'b', label: 'gpu' }));
     const call = await second.next('call');
     expect(call.callId).toBe('b:flow.node');

@@ -81,6 +81,18 @@ describe('bad worker frames', () => {
   });
 });
 
+describe('names', () => {
+  it("a worker may not take the engine's name", async () => {
+    const s = await startServer({ cpus: 1 });
+    open.push(() => s.close());
+    const w = new TestWorker(s.address, { name: 'engine' });
+    open.push(() => w.close());
+    const ended = (await w.waitEnded()) as ServiceError;
+    expect(ended.code).toBe(status.INVALID_ARGUMENT);
+    expect(ended.details).toContain('hello.name');
+  });
+});
+
 describe('berth worker CLI', () => {
   it('--help shows every flag and the token variable', async () => {
     const r = await runBerth(['worker', '--help']);
