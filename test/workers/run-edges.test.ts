@@ -42,6 +42,23 @@ describe('Run placement and input', () => {
     expect((await r.done).error).toBeNull();
   });
 
+  it('Cancel stops a command running on the engine host: the Run ends CANCELLED and the books are full again', async () => {
+    const s = await server();
+    const r = run(s.placement, runRequest({ runId: 'eng', cpus: 2, argv: ['sh', '-c', 'echo started; exec sleep 60'] }));
+    await until(() => r.responses.some((x) => x.kind?.$case === 'event'));
+    const counts = await new Promise<{ calls: number }>((resolve, reject) => s.placement.cancel({ runId: 'eng' }, (e, res) => (e ? reject(e) : resolve(res))));
+    expect(counts.calls).toBe(1);
+    expect((await r.done).error?.code).toBe(status.CANCELLED);
+    await until(() => s.server.context.placer.snapshot().machines[0].free.cpus === 2);
+  });
+
+  it('a Run with neither a claim_id nor an ask is INVALID_ARGUMENT naming placement', async () => {
+    const s = await server();
+    const o = await run(s.placement, { ...runRequest({}), placement: undefined }).done;
+    expect(o.error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(o.error?.details).toContain('placement');
+  });
+
   it('an unknown claim_id is NOT_FOUND', async () => {
     const s = await server();
     const o = await run(s.placement, runRequest({ claimId: 'c999' })).done;
@@ -71,3 +88,11 @@ describe('Run placement and input', () => {
     expect(snap.machines.map((m) => m.name)).toEqual(['engine']);
   });
 });
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -43,7 +43,8 @@ export function runHandler(ctx: ServerContext) {
       if (!g) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(req.placement.value)}`);
       grant = g;
     } else {
-      const ask = normalizeAsk(req.placement?.value, 'ask');
+      if (!req.placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
+      const ask = normalizeAsk(req.placement.value, 'ask');
       grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
       own = true;
     }
