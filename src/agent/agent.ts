@@ -1,9 +1,9 @@
 /**
  * WorkerAgent: the `berth worker` process's core. Holds one WorkerStream to the server at a time
  * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
- * Token: `authorization: Bearer <token>` (SPEC R2).
+ * Token: `authorization: Bearer <token>` (SPEC R2); a refused token stops it (retrying cannot help).
  */
-import { credentials, Metadata } from '@grpc/grpc-js';
+import { credentials, Metadata, status } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -59,9 +59,17 @@ export class WorkerAgent {
     return { attached: this.#attached, running: this.#session?.running ?? 0, pools: this.executors.python.pools.count, attaches: this.#attaches };
   }
 
+  /** Why the agent gave up (a refused token); undefined while it keeps (re)connecting. */
+  fatal?: string;
+
   /** Starts connecting (and reconnecting) in the background. */
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Resolves when the agent stops: after `stop()`, or when it gives up (see `fatal`). */
+  get finished(): Promise<void> {
+    return this.#loop ?? Promise.resolve();
   }
 
   /** Resolves the next time a Welcome arrives (for tests and the CLI). */
@@ -105,6 +113,11 @@ export class WorkerAgent {
       this.#session = undefined;
       client.close();
       if (this.#stop.signal.aborted) break;
+      if (end.code === status.UNAUTHENTICATED) {
+        this.fatal = `the server refused the token: ${end.reason}`;
+        this.log.error({ reason: end.reason }, 'cannot attach: set BERTH_TOKEN to the server\'s token');
+        break;
+      }
       if (end.welcomed) attempt = 0;
       const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
       this.log.warn({ reason: end.reason, retryInMs: delay }, end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying');

@@ -15,10 +15,11 @@ import { FrameWriter } from './frame-writer.js';
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
 
-/** How a session ended. `welcomed`: the server accepted the Hello. */
+/** How a session ended. `welcomed`: the server accepted the Hello; `code`: the gRPC status, if any. */
 export interface SessionEnd {
   welcomed: boolean;
   reason: string;
+  code?: number;
 }
 
 /** One connection; `run()` resolves when it is over and its calls are stopped. */
@@ -46,8 +47,12 @@ export class Session {
 
   /** Sends Hello and serves frames until the stream ends; then stops running calls. */
   async run(): Promise<SessionEnd> {
+    let code: number | undefined;
     const ended = new Promise<string>((resolve) => {
-      this.stream.on('error', (err: Error) => resolve(err.message));
+      this.stream.on('error', (err: Error & { code?: number }) => {
+        code = err.code;
+        resolve(err.message);
+      });
       this.stream.on('end', () => resolve('server ended the stream'));
       this.stream.on('close', () => resolve('stream closed'));
     });
@@ -58,7 +63,7 @@ export class Session {
     this.#writer.close();
     this.stream.cancel();
     await this.stopAll(new BerthError('unavailable', `stream to server lost: ${reason}`));
-    return { welcomed: this.#welcomed, reason };
+    return { welcomed: this.#welcomed, reason, code };
   }
 
   /** Aborts every running call with `reason`; resolves when their processes have exited. */

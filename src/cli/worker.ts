@@ -38,5 +38,10 @@ export function workerCommand(): Command {
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      await agent.finished;
+      if (agent.fatal) {
+        await agent.stop();
+        throw new Error(agent.fatal);
+      }
     });
 }

@@ -94,6 +94,14 @@ describe('names', () => {
 });
 
 describe('berth worker CLI', () => {
+  it('a worker whose token the server refuses exits 1 saying so', async () => {
+    const s = await startServer({ cpus: 1, flags: { token: 's3cret' } });
+    open.push(() => s.close());
+    const r = await runBerth(['worker', '--server', s.address, '--name', 'w1', '--cpus', '1', '--gpus', ''], { BERTH_TOKEN: 'wrong' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('token');
+  });
+
   it('--help shows every flag and the token variable', async () => {
     const r = await runBerth(['worker', '--help']);
     expect(r.code).toBe(0);
