@@ -3,7 +3,8 @@
  * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
  * Token: `authorization: Bearer <token>` (SPEC R2); a refused token stops it (retrying cannot help).
  */
-import { credentials, Metadata, status } from '@grpc/grpc-js';
+import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -26,6 +27,8 @@ export interface AgentOptions {
   token?: string;
   backoff?: BackoffOptions;
   python?: string;
+  /** PEM files: `ca` turns TLS on; `cert` + `key` add a client certificate (mutual TLS). */
+  tls?: { ca: string; cert?: string; key?: string };
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -96,10 +99,17 @@ export class WorkerAgent {
     };
   }
 
+  /** Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply). */
+  #credentials(): ChannelCredentials {
+    const t = this.options.tls;
+    if (!t) return credentials.createInsecure();
+    return credentials.createSsl(readFileSync(t.ca), t.key ? readFileSync(t.key) : null, t.cert ? readFileSync(t.cert) : null);
+  }
+
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#stop.signal.aborted) {
-      const client = new WorkerServiceClient(this.options.server, credentials.createInsecure(), {
+      const client = new WorkerServiceClient(this.options.server, this.#credentials(), {
         'grpc.keepalive_time_ms': 10_000,
         'grpc.keepalive_timeout_ms': 5_000,
         'grpc.keepalive_permit_without_calls': 1,

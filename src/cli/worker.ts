@@ -21,6 +21,9 @@ export function workerCommand(): Command {
     .option('--ram-mb <mb>', 'memory to offer in MB [env BERTH_RAM_MB]')
     .option('--max-parallel <k>', 'most calls at once, 0 = unlimited [env BERTH_MAX_PARALLEL] (default 0)')
     .option('--grace <s>', 'seconds between SIGTERM and SIGKILL when a call is cancelled [env BERTH_GRACE] (default 10)')
+    .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
+    .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
+    .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [env BERTH_LOG_LEVEL] (default info)')
     .addHelpText('after', '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4')
     .action(async (flags: Record<string, unknown>) => {
@@ -28,7 +31,7 @@ export function workerCommand(): Command {
       const log = createLogger(o.logLevel);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
       log.info({ name: o.name, server: o.server, labels: o.labels, cpus: inventory.cpus, gpus: formatRange(inventory.gpuIds), ramMb: inventory.ramMb, maxParallel: o.maxParallel, version: AGENT_VERSION }, 'berth worker starting');
-      const agent = new WorkerAgent({ server: o.server, name: o.name, labels: o.labels, inventory, maxParallel: o.maxParallel, graceMs: o.grace * 1000, token: o.token }, log);
+      const agent = new WorkerAgent({ server: o.server, name: o.name, labels: o.labels, inventory, maxParallel: o.maxParallel, graceMs: o.grace * 1000, token: o.token, tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined }, log);
       agent.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, labelList, parseOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, labelList, OptionsError, parseOptions, seconds, wholeNumber } from './fields.js';
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
@@ -18,9 +18,15 @@ const schema = z.object({
   grace: seconds.default(10),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: z.enum(LOG_LEVELS).default('info'),
+  tlsCa: z.string().min(1).optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
 });
 
-/** Validated `berth worker` options. Units: `grace` in seconds, `ramMb` in MB; maxParallel 0 = unlimited. */
+/**
+ * Validated `berth worker` options. Units: `grace` in seconds, `ramMb` in MB; maxParallel 0 = unlimited.
+ * `tlsCa` turns TLS on (trusting that CA); `tlsCert`/`tlsKey` add a client certificate (mutual TLS).
+ */
 export type WorkerOptions = z.output<typeof schema>;
 
 const FLAGS: Record<string, [flag: string, env: string]> = {
@@ -34,6 +40,9 @@ const FLAGS: Record<string, [flag: string, env: string]> = {
   grace: ['--grace', 'BERTH_GRACE'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
+  tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
+  tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
 };
 
 /**
@@ -52,5 +61,8 @@ export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS
       names[key] = envName;
     }
   }
-  return parseOptions(schema, raw, names);
+  const opts = parseOptions(schema, raw, names);
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
+  if (opts.tlsCert && !opts.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
+  return opts;
 }
