@@ -36,6 +36,8 @@ export class WorkerHub {
   readonly workers = new Map<string, AttachedWorker>();
   readonly calls = new Map<string, CallRecord>();
   readonly #engine: EngineRunner;
+  /** Calls holding their claim but waiting for a worker slot (SPEC W4); Cancel reaches them too. */
+  readonly #waitingForSlot = new Set<{ runId: string; abort: AbortController }>();
 
   constructor(readonly o: HubOptions) {
     this.#engine = new EngineRunner(o.engineName, o.graceMs);
@@ -84,7 +86,13 @@ export class WorkerHub {
     } else {
       const w = this.workers.get(grant.machine);
       if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
-      rec = await w.startCall(spec, allocation, signal);
+      const waiting = { runId: spec.runId, abort: new AbortController() };
+      this.#waitingForSlot.add(waiting);
+      try {
+        rec = await w.startCall(spec, allocation, AbortSignal.any([signal, waiting.abort.signal]));
+      } finally {
+        this.#waitingForSlot.delete(waiting);
+      }
     }
     this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
@@ -93,15 +101,20 @@ export class WorkerHub {
     return rec;
   }
 
-  /** Cancels every call in flight of `runId` (a Cancel frame each; those Runs end CANCELLED); returns how many. */
+  /**
+   * Cancels every call of `runId` in flight (a Cancel frame each) or waiting for a worker slot;
+   * those Runs end CANCELLED. Returns how many.
+   */
   cancelRun(runId: string): number {
+    const reason = new BerthError('cancelled', `run ${runId} cancelled`);
     const mine = [...this.calls.values()].filter((c) => c.runId === runId && !c.ended);
     for (const c of mine) {
-      const reason = new BerthError('cancelled', `run ${runId} cancelled`);
       c.stop(reason);
       c.fail(reason);
     }
-    return mine.length;
+    const queued = [...this.#waitingForSlot].filter((x) => x.runId === runId);
+    for (const q of queued) q.abort.abort(reason);
+    return mine.length + queued.length;
   }
 
   /**

@@ -166,6 +166,21 @@ describe('Run on a remote worker (test double)', () => {
     for (const r of runs) expect((await r.done).error).toBeNull();
   });
 
+  it('10c: Cancel reaches a call that holds its claim but waits for a worker slot', async () => {
+    const s = await server();
+    const w = await worker(s, 'gpu1', { maxParallel: 1, cpus: 8 });
+    const first = run(s.placement, runRequest({ runId: 'busy', label: 'gpu' }));
+    await w.next('call');
+    const queued = run(s.placement, runRequest({ runId: 'queued', label: 'gpu' }));
+    await until(() => s.server.context.placer.snapshot().held.length === 2);
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => s.placement.cancel({ runId: 'queued' }, (e, res) => (e ? reject(e) : resolve(res))));
+    expect(counts).toEqual({ calls: 1, claims: 0 });
+    expect((await queued.done).error?.code).toBe(status.CANCELLED);
+    w.result('busy:flow.node', 1);
+    expect((await first.done).error).toBeNull();
+    expect(w.calls.map((c) => c.runId)).toEqual(['busy']);
+  });
+
   it('10b: four 2-cpu nodes on a 4-cpu worker with max_parallel 4: never more than 4 cpus in flight, OMP_NUM_THREADS=2, no deadlock', async () => {
     const s = await server();
     const w = await worker(s, 'gpu1', { maxParallel: 4, cpus: 4 });
@@ -191,3 +206,11 @@ describe('Run on a remote worker (test double)', () => {
     expect(maxCpus).toBeLessThanOrEqual(4);
   });
 });
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
