@@ -22,6 +22,7 @@ export class CallRecord {
   readonly #items: CallItem[] = [];
   #end?: Terminal | BerthError;
   #wakers = new Set<() => void>();
+  /** Runs following the call now (the first caller and any that joined). */
   followers = 0;
   #settle!: () => void;
   /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */

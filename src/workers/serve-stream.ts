@@ -4,7 +4,7 @@
  * keepalive; on drain the worker is sent Drain and the stream ends once its calls are done.
  * A stream replaced by a newer one under the same name (SPEC W1), or silent, ends UNAVAILABLE.
  */
-import type { WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import { machineFromHello } from './hello.js';
 import { AttachedWorker, type FrameSink } from './attached.js';
@@ -13,7 +13,7 @@ import type { WorkerHub } from './hub.js';
 /**
  * Serves one worker stream until it is over.
  * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
- *   engine), or a bad later frame; unavailable when replaced or silent past the keepalive.
+ *   engine), or a bad later frame; unavailable while draining, when replaced, or silent past the keepalive.
  */
 export async function serveWorkerStream(
   hub: WorkerHub,
@@ -27,6 +27,7 @@ export async function serveWorkerStream(
   if (first.done) return;
   if (first.value.frame?.$case !== 'hello') throw new BerthError('invalid_argument', `frame: the first frame must be hello (got ${first.value.frame?.$case ?? 'nothing'})`);
   const spec = machineFromHello(first.value.frame.value);
+  if (drain.signal.aborted) throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
   if (spec.name === hub.o.engineName) throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
   const w = new AttachedWorker(spec, write);
   hub.attach(w);
