@@ -1,14 +1,18 @@
 /**
  * CallRecord: one call in flight (remote or on the engine host), fanned out to every Run that
- * follows it (a retried Run with the same call id joins instead of running twice). Events are
- * kept (up to MAX_REPLAY) so a joiner sees them in order before the one terminal (SPEC W2).
+ * follows it (a retried Run with the same call id joins instead of running twice). Every follower
+ * gets every event from where it started, in order, then the one terminal (SPEC W2). Events all
+ * followers have passed are dropped, except the last MAX_REPLAY kept for a Run that joins late;
+ * a follower more than MAX_BEHIND events behind is ended RESOURCE_EXHAUSTED.
  */
 import type { Event, Failure, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 
-/** Most events replayed to a Run that joins late. */
+/** Most past events replayed to a Run that joins late. */
 export const MAX_REPLAY = 10_000;
+/** Most events a follower may lag behind before it is cut off as too slow. */
+export const MAX_BEHIND = 100_000;
 
 /** The one ending of a call: its Result or its Failure. */
 export type Terminal = { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure };
@@ -19,11 +23,13 @@ export type CallItem = { $case: 'event'; value: Event } | Terminal;
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
 export class CallRecord {
   readonly startedAt = Date.now();
-  readonly #items: CallItem[] = [];
+  #items: CallItem[] = [];
+  /** Absolute index of #items[0]. */
+  #base = 0;
   #end?: Terminal | BerthError;
-  #wakers = new Set<() => void>();
-  /** Runs following the call now (the first caller and any that joined). */
-  followers = 0;
+  readonly #wakers = new Set<() => void>();
+  /** Absolute next index of each follower. */
+  readonly #cursors = new Set<{ i: number }>();
   #settle!: () => void;
   /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */
   readonly settled = new Promise<void>((resolve) => (this.#settle = resolve));
@@ -41,10 +47,16 @@ export class CallRecord {
     return this.#end !== undefined;
   }
 
+  /** Runs following the call now (the first caller and any that joined). */
+  get followers(): number {
+    return this.#cursors.size;
+  }
+
   /** Records an event (ignored after the end). */
   event(e: Event): void {
     if (this.#end) return;
-    if (this.#items.length < MAX_REPLAY) this.#items.push({ $case: 'event', value: e });
+    this.#items.push({ $case: 'event', value: e });
+    this.#trim();
     this.#wake();
   }
 
@@ -69,15 +81,21 @@ export class CallRecord {
   }
 
   /**
-   * Yields every item from the start, waiting for new ones, until the terminal; throws the
-   * BerthError when the call failed, or `signal.reason` when the follower goes away.
+   * Yields every item from the oldest kept, waiting for new ones, until the terminal; throws the
+   * BerthError when the call failed, `signal.reason` when the follower goes away, or
+   * RESOURCE_EXHAUSTED when it falls MAX_BEHIND events behind.
    */
   async *follow(signal: AbortSignal): AsyncGenerator<CallItem> {
-    this.followers++;
+    const cur = { i: this.#base };
+    this.#cursors.add(cur);
     try {
-      for (let i = 0; ; ) {
-        while (i < this.#items.length) {
-          const item = this.#items[i++];
+      for (;;) {
+        while (cur.i < this.#base + this.#items.length) {
+          if (this.#base + this.#items.length - cur.i > MAX_BEHIND) {
+            throw new BerthError('resource_exhausted', `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`);
+          }
+          const item = this.#items[cur.i - this.#base];
+          cur.i++;
           yield item;
           if (item.$case !== 'event') return;
         }
@@ -94,8 +112,19 @@ export class CallRecord {
         });
       }
     } finally {
-      this.followers--;
+      this.#cursors.delete(cur);
     }
+  }
+
+  /** Drops events every follower has passed, keeping the last MAX_REPLAY (in batches, so pushes stay O(1)). */
+  #trim(): void {
+    const total = this.#base + this.#items.length;
+    let upTo = total - MAX_REPLAY;
+    for (const c of this.#cursors) upTo = Math.min(upTo, c.i);
+    const drop = upTo - this.#base;
+    if (drop < 1024) return;
+    this.#items = this.#items.slice(drop);
+    this.#base += drop;
   }
 
   #wake(): void {
