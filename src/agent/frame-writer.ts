@@ -11,6 +11,8 @@ type Stream = ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
 export class FrameWriter {
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
+  /** Frames queued and not yet handed to the transport. */
+  backlog = 0;
 
   constructor(readonly stream: Stream) {
     const close = () => (this.#closed = true);
@@ -21,7 +23,8 @@ export class FrameWriter {
 
   /** Queues `frame`; resolves once it was handed to the transport (or dropped on a closed stream). */
   send(frame: WorkerStreamRequest['frame']): Promise<void> {
-    this.#chain = this.#chain.then(() => this.#write(frame));
+    this.backlog++;
+    this.#chain = this.#chain.then(() => this.#write(frame)).finally(() => this.backlog--);
     return this.#chain;
   }
 
