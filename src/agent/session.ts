@@ -12,9 +12,6 @@ import type { ExecEvent, Executors } from '../workers/executors/index.js';
 import { toEvent, toFailure, toTask, toTerminal } from '../workers/task.js';
 import { FrameWriter } from './frame-writer.js';
 
-/** Frames queued for a slow server beyond which output lines are dropped (counted, then reported). */
-export const MAX_BACKLOG = 10_000;
-
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
 
@@ -112,7 +109,8 @@ export class Session {
     const done = (async () => {
       try {
         const task = toTask(id, call.allocation, call.payload);
-        const outcome = await this.executors.run(task, this.#eventSender(id), abort.signal);
+        const send = (e: ExecEvent) => void this.#writer.send({ $case: 'event', value: toEvent(id, e) });
+        const outcome = await this.executors.run(task, send, abort.signal, this.#writer);
         await this.#writer.send(toTerminal(id, outcome));
         this.log.info({ call: id, ok: outcome.ok }, 'call finished');
       } catch (err) {
@@ -126,26 +124,6 @@ export class Session {
       }
     })();
     this.#running.set(id, { abort, done });
-  }
-
-  /**
-   * Sends a call's events in order. While the server is not keeping up (MAX_BACKLOG frames
-   * queued) output lines are dropped and counted — metrics never are — and one line says how
-   * many were lost once the queue has room again. Bounds the agent's memory.
-   */
-  #eventSender(id: string): (e: ExecEvent) => void {
-    let dropped = 0;
-    return (e) => {
-      if (e.kind === 'log' && this.#writer.backlog >= MAX_BACKLOG) {
-        dropped++;
-        return;
-      }
-      if (dropped > 0) {
-        void this.#writer.send({ $case: 'event', value: toEvent(id, { kind: 'log', stream: 'stderr', line: `[berth] ${dropped} output line(s) dropped: the server was not keeping up` }) });
-        dropped = 0;
-      }
-      void this.#writer.send({ $case: 'event', value: toEvent(id, e) });
-    };
   }
 
   async #compile(requestId: string, source: string, filename: string): Promise<void> {

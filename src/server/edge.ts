@@ -16,6 +16,7 @@ import type {
 import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { nextOrAbort } from '../workers/next-or-abort.js';
 import { toStatus } from './status.js';
 
 /** What every handler factory receives from the server. */
@@ -140,13 +141,8 @@ export function serverStream<Req, Res>(
  */
 export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?: unknown }, signal: AbortSignal): AsyncGenerator<T> {
   const it = (call as unknown as { iterator(o: { destroyOnReturn: boolean }): AsyncIterator<T> }).iterator({ destroyOnReturn: false });
-  const aborted = new Promise<IteratorResult<T>>((resolve) => {
-    const done = () => resolve({ done: true, value: undefined });
-    if (signal.aborted) done();
-    else signal.addEventListener('abort', done, { once: true });
-  });
   for (;;) {
-    const r = await Promise.race([it.next(), aborted]);
+    const r = await nextOrAbort(it, signal);
     if (r.done) return;
     yield r.value;
   }

@@ -9,6 +9,7 @@ import { BerthError } from '../errors.js';
 import { machineFromHello } from './hello.js';
 import { AttachedWorker, type FrameSink } from './attached.js';
 import type { WorkerHub } from './hub.js';
+import { nextOrAbort } from './next-or-abort.js';
 
 /**
  * Serves one worker stream until it is over.
@@ -42,7 +43,7 @@ export async function serveWorkerStream(
   try {
     const over = streamOver(w, drain.signal);
     for (;;) {
-      const next = await Promise.race([it.next(), over]);
+      const next = await nextOrAbort(it, over);
       if (next.done) break;
       w.receive(next.value.frame);
     }
@@ -59,21 +60,21 @@ export async function serveWorkerStream(
   }
 }
 
-/** Resolves done when `w` leaves, or once the server drains and `w` has no call in flight. */
-function streamOver(w: AttachedWorker, drain: AbortSignal): Promise<IteratorResult<WorkerStreamRequest>> {
-  return new Promise((resolve) => {
-    const done = () => resolve({ done: true, value: undefined });
-    if (w.gone.signal.aborted) return done();
-    w.gone.signal.addEventListener('abort', done, { once: true });
-    const watch = () => {
-      const t = setInterval(() => {
-        if (w.calls.size === 0 || w.gone.signal.aborted) {
-          clearInterval(t);
-          done();
-        }
-      }, 50);
-    };
-    if (drain.aborted) watch();
-    else drain.addEventListener('abort', watch, { once: true, signal: w.gone.signal });
-  });
+/** Aborted when `w` leaves, or once the server drains and `w` has no call in flight. */
+function streamOver(w: AttachedWorker, drain: AbortSignal): AbortSignal {
+  const over = new AbortController();
+  const done = () => over.abort();
+  if (w.gone.signal.aborted) done();
+  w.gone.signal.addEventListener('abort', done, { once: true });
+  const watch = () => {
+    const t = setInterval(() => {
+      if (w.calls.size === 0 || w.gone.signal.aborted) {
+        clearInterval(t);
+        done();
+      }
+    }, 50);
+  };
+  if (drain.aborted) watch();
+  else drain.addEventListener('abort', watch, { once: true, signal: over.signal });
+  return over.signal;
 }

@@ -5,9 +5,9 @@
  */
 import { spawn } from 'node:child_process';
 import { formatRange } from '../../resources/ranges.js';
-import { LineSplitter } from './lines.js';
+import { LineSplitter, pipeLines } from './lines.js';
 import { DEFAULT_GRACE_MS, exited, stopGroup } from './kill.js';
-import type { CommandPayload, ExecEvent, Executor, Outcome, Task } from './types.js';
+import type { CommandPayload, ExecEvent, Executor, Flow, Outcome, Task } from './types.js';
 
 /** Replaces every `{devices}` in `argv` with `formatRange(gpuIds)` (e.g. `0-3`). */
 export function expandDevices(argv: string[], gpuIds: number[]): string[] {
@@ -20,7 +20,7 @@ export class CommandExecutor implements Executor {
   constructor(readonly graceMs = DEFAULT_GRACE_MS) {}
 
   /** See Executor.run. A program that cannot be started is a `SpawnError` failure. */
-  async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal): Promise<Outcome> {
+  async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
     const p = task.payload as CommandPayload;
     if (p.kind !== 'command') throw new TypeError('CommandExecutor runs command payloads only');
     signal.throwIfAborted();
@@ -33,9 +33,7 @@ export class CommandExecutor implements Executor {
     });
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
     for (const stream of ['stdout', 'stderr'] as const) {
-      const split = new LineSplitter((line) => onEvent({ kind: 'log', stream, line }));
-      child[stream].on('data', (d: Buffer) => split.push(d));
-      child[stream].on('end', () => split.end());
+      pipeLines(child[stream], new LineSplitter((line) => onEvent({ kind: 'log', stream, line })), () => flow);
     }
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
     let stopping: Promise<void> | undefined;

@@ -7,9 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { LineSplitter } from './lines.js';
+import { LineSplitter, pipeLines } from './lines.js';
 import { exited, stopGroup } from './kill.js';
-import type { ExecEvent } from './types.js';
+import type { ExecEvent, Flow } from './types.js';
 
 /** Path of the harness script (stdlib only). */
 export const HARNESS_PATH = fileURLToPath(new URL('./harness.py', import.meta.url));
@@ -31,6 +31,7 @@ export type FinalAnswer =
 
 interface Pending {
   onEvent: (e: ExecEvent) => void;
+  flow?: Flow;
   resolve: (a: FinalAnswer) => void;
 }
 
@@ -45,10 +46,10 @@ export class HarnessProcess {
     this.child.on('error', (err) => this.#die(`cannot start the Python interpreter ${python}: ${err.message}`));
     this.child.once('close', (code, sig) => this.#die(`the Python process exited (${sig ?? `code ${code}`})`));
     const answers = new LineSplitter((line) => this.#answer(line), Number.MAX_SAFE_INTEGER);
-    (this.child.stdio[4] as Readable).on('data', (d: Buffer) => answers.push(d));
+    const flow = () => this.#pending?.flow;
+    pipeLines(this.child.stdio[4] as Readable, answers, flow);
     for (const [fd, stream] of [[1, 'stdout'], [2, 'stderr']] as const) {
-      const split = new LineSplitter((line) => this.#pending?.onEvent({ kind: 'log', stream, line }));
-      (this.child.stdio[fd] as Readable).on('data', (d: Buffer) => split.push(d));
+      pipeLines(this.child.stdio[fd] as Readable, new LineSplitter((line) => this.#pending?.onEvent({ kind: 'log', stream, line })), flow);
     }
     (this.child.stdio[3] as Writable).on('error', () => undefined);
   }
@@ -60,14 +61,14 @@ export class HarnessProcess {
 
   /**
    * Sends one request and resolves with its final answer; log and metric answers go to
-   * `onEvent` in order. If the process dies first, resolves with a `WorkerProcessDied` failure.
+   * `onEvent` in order (output is read only while `flow` has room). If the process dies first, resolves with a `WorkerProcessDied` failure.
    * @throws Error when a request is already running on this process.
    */
-  request(req: Record<string, unknown>, onEvent: (e: ExecEvent) => void): Promise<FinalAnswer> {
+  request(req: Record<string, unknown>, onEvent: (e: ExecEvent) => void, flow?: Flow): Promise<FinalAnswer> {
     if (this.#pending) throw new Error('harness process is busy');
     return new Promise((resolve) => {
       if (this.#dead) return resolve(died('the Python process is gone'));
-      this.#pending = { onEvent, resolve };
+      this.#pending = { onEvent, flow, resolve };
       (this.child.stdio[3] as Writable).write(JSON.stringify(req) + '\n');
     });
   }

@@ -4,9 +4,9 @@
  */
 import { CommandExecutor } from './command.js';
 import { PythonExecutor, type PythonExecutorOptions } from './python.js';
-import type { ExecEvent, ExecFailure, Executor, Outcome, Task } from './types.js';
+import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
 
-export type { ExecEvent, ExecFailure, Executor, Outcome, Task } from './types.js';
+export type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
 
 /** Both executors behind the one Executor interface. */
 export class Executors implements Executor {
@@ -20,8 +20,8 @@ export class Executors implements Executor {
   }
 
   /** Runs `task` with the executor of its payload kind. See Executor.run. */
-  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal): Promise<Outcome> {
-    return task.payload.kind === 'command' ? this.command.run(task, onEvent, signal) : this.python.run(task, onEvent, signal);
+  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
+    return task.payload.kind === 'command' ? this.command.run(task, onEvent, signal, flow) : this.python.run(task, onEvent, signal, flow);
   }
 
   /** Compile check of Python source; undefined when it compiles. */

@@ -3,6 +3,9 @@
  * are cut into pieces of at most `maxLine` characters so one line cannot hold memory forever.
  */
 
+import type { Readable } from 'node:stream';
+import type { Flow } from './types.js';
+
 /** Default longest line in characters before it is cut. */
 export const MAX_LINE = 64 * 1024;
 
@@ -37,4 +40,24 @@ export class LineSplitter {
   #emit(line: string): void {
     this.onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
   }
+}
+
+/**
+ * Feeds `stream` into `split`, pausing the stream while the consumer's flow (`flow()`, looked up
+ * per chunk) is full and resuming once it has room.
+ */
+export function pipeLines(stream: Readable, split: LineSplitter, flow: () => Flow | undefined): void {
+  let paused = false;
+  stream.on('data', (d: Buffer) => {
+    split.push(d);
+    const f = flow();
+    if (paused || !f?.full()) return;
+    paused = true;
+    stream.pause();
+    void f.room().then(() => {
+      paused = false;
+      stream.resume();
+    });
+  });
+  stream.on('end', () => split.end());
 }

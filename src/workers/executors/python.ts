@@ -6,7 +6,7 @@
  */
 import { DEFAULT_GRACE_MS } from './kill.js';
 import { PythonPools } from './pools.js';
-import type { ExecEvent, ExecFailure, Executor, Outcome, SourcePayload, Task } from './types.js';
+import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, SourcePayload, Task } from './types.js';
 
 /** Options: `graceMs` SIGTERM → SIGKILL delay; `python` interpreter; `onPoolsChanged(count)`. */
 export interface PythonExecutorOptions {
@@ -26,7 +26,7 @@ export class PythonExecutor implements Executor {
   }
 
   /** See Executor.run. On cancel the process is stopped and replaced, never reused. */
-  async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal): Promise<Outcome> {
+  async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
     const p = task.payload as SourcePayload;
     if (p.kind !== 'source') throw new TypeError('PythonExecutor runs source payloads only');
     signal.throwIfAborted();
@@ -39,7 +39,7 @@ export class PythonExecutor implements Executor {
     signal.addEventListener('abort', onAbort, { once: true });
     let reusable = false;
     try {
-      const answer = await proc.request({ op: 'run', source: p.source, kwargs: p.kwargs, filename: `<${task.callId}>` }, onEvent);
+      const answer = await proc.request({ op: 'run', source: p.source, kwargs: p.kwargs, filename: `<${task.callId}>` }, onEvent, flow);
       if (stopping) {
         await stopping;
         throw signal.reason;

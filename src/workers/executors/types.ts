@@ -44,10 +44,19 @@ export interface ExecFailure {
 export type Outcome = { ok: true; value: unknown } | ({ ok: false } & ExecFailure);
 
 /**
+ * Backpressure from whoever consumes the events: while `full()`, an executor stops reading the
+ * process's output (the process blocks on its pipe) until `room()` resolves. Nothing is dropped.
+ */
+export interface Flow {
+  full(): boolean;
+  room(): Promise<void>;
+}
+
+/**
  * Runs tasks. `run` resolves with the outcome once the process is done with it; when `signal`
  * aborts, the process group gets SIGTERM, then SIGKILL after the grace, and `run` rejects with
  * `signal.reason` only after the process has exited (so its resources are really free).
  */
 export interface Executor {
-  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal): Promise<Outcome>;
+  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome>;
 }
