@@ -4,7 +4,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { OptionsError } from '../config/fields.js';
+import { BatchError } from '../dispatch/batch.js';
 import { RangeSpecError } from '../resources/ranges.js';
+import { dispatchCommand } from './dispatch.js';
 import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
 import { workerCommand } from './worker.js';
@@ -31,7 +33,7 @@ export function buildProgram(): Command {
     .exitOverride();
   program.addCommand(serveCommand());
   program.addCommand(workerCommand());
-  program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
+  program.addCommand(dispatchCommand());
   program.addCommand(statusCommand());
   for (const c of program.commands) c.exitOverride();
   return program;
@@ -45,7 +47,7 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) {
       process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
     }
-    if (err instanceof OptionsError || err instanceof RangeSpecError) {
+    if (err instanceof OptionsError || err instanceof RangeSpecError || err instanceof BatchError) {
       process.stderr.write(`berth: ${err.message}\n`);
       process.exit(EXIT_USAGE);
     }
