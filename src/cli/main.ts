@@ -9,6 +9,7 @@ import { RangeSpecError } from '../resources/ranges.js';
 import { dispatchCommand } from './dispatch.js';
 import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
+import { workerCommand } from './worker.js';
 
 /** Exit code for bad usage or options. */
 export const EXIT_USAGE = 2;
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.addCommand(serveCommand());
-  program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
+  program.addCommand(workerCommand());
   program.addCommand(dispatchCommand());
   program.addCommand(statusCommand());
   for (const c of program.commands) c.exitOverride();
