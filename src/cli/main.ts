@@ -14,16 +14,6 @@ import { workerCommand } from './worker.js';
 /** Exit code for bad usage or options. */
 export const EXIT_USAGE = 2;
 
-function notBuilt(name: string, description: string, issue: string): Command {
-  return new Command(name)
-    .description(`${description} (not built yet: ${issue})`)
-    .allowUnknownOption()
-    .action(() => {
-      process.stderr.write(`berth ${name}: not built yet (${issue})\n`);
-      process.exitCode = EXIT_USAGE;
-    });
-}
-
 /** Builds the program; exported for tests. */
 export function buildProgram(): Command {
   const program = new Command('berth')
