@@ -24,8 +24,6 @@ import { SERVER_VERSION_TEXT } from './version.js';
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
 
-/** Server version sent to workers and shown in logs. */
-export const SERVER_VERSION = '0.1.0';
 
 /** One berth server. Create, `start()`, later `stop()`. */
 export class BerthServer {
