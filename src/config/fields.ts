@@ -61,3 +61,25 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string,
   const value = raw[key];
   throw new OptionsError(`${flag}: ${issue.message} (got ${JSON.stringify(value)})`);
 }
+
+/** Option key → [flag name, env var name], e.g. `cpus: ['--cpus', 'BERTH_CPUS']`. */
+export type FlagTable = Record<string, readonly [flag: string, env: string]>;
+
+/**
+ * Validates options taken from flags, then env vars (`table`), then the schema's defaults; an
+ * empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
+ */
+export function resolveOptions<S extends z.ZodType>(schema: S, table: FlagTable, flags: Record<string, unknown>, env: NodeJS.ProcessEnv): z.output<S> {
+  const raw: Record<string, unknown> = {};
+  const names: Record<string, string> = {};
+  for (const [key, [flag, envName]] of Object.entries(table)) {
+    if (flags[key] !== undefined) {
+      raw[key] = flags[key];
+      names[key] = flag;
+    } else if (env[envName] !== undefined && env[envName] !== '') {
+      raw[key] = env[envName];
+      names[key] = envName;
+    }
+  }
+  return parseOptions(schema, raw, names);
+}

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, labelList, OptionsError, parseOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
@@ -29,7 +29,7 @@ const schema = z.object({
  */
 export type WorkerOptions = z.output<typeof schema>;
 
-const FLAGS: Record<string, [flag: string, env: string]> = {
+const FLAGS: FlagTable = {
   server: ['--server', 'BERTH_SERVER'],
   name: ['--name', 'BERTH_WORKER_NAME'],
   labels: ['--labels', 'BERTH_WORKER_LABELS'],
@@ -50,18 +50,7 @@ const FLAGS: Record<string, [flag: string, env: string]> = {
  * @throws OptionsError naming the flag (or env var) and the bad value.
  */
 export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): WorkerOptions {
-  const raw: Record<string, unknown> = {};
-  const names: Record<string, string> = {};
-  for (const [key, [flag, envName]] of Object.entries(FLAGS)) {
-    if (flags[key] !== undefined) {
-      raw[key] = flags[key];
-      names[key] = flag;
-    } else if (env[envName] !== undefined && env[envName] !== '') {
-      raw[key] = env[envName];
-      names[key] = envName;
-    }
-  }
-  const opts = parseOptions(schema, raw, names);
+  const opts = resolveOptions(schema, FLAGS, flags, env);
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
   if (opts.tlsCert && !opts.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
   return opts;
