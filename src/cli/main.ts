@@ -4,22 +4,15 @@
  */
 import { Command, CommanderError } from 'commander';
 import { OptionsError } from '../config/fields.js';
+import { BatchError } from '../dispatch/batch.js';
 import { RangeSpecError } from '../resources/ranges.js';
+import { dispatchCommand } from './dispatch.js';
 import { serveCommand } from './serve.js';
 import { statusCommand } from './status.js';
+import { workerCommand } from './worker.js';
 
 /** Exit code for bad usage or options. */
 export const EXIT_USAGE = 2;
-
-function notBuilt(name: string, description: string, issue: string): Command {
-  return new Command(name)
-    .description(`${description} (not built yet: ${issue})`)
-    .allowUnknownOption()
-    .action(() => {
-      process.stderr.write(`berth ${name}: not built yet (${issue})\n`);
-      process.exitCode = EXIT_USAGE;
-    });
-}
 
 /** Builds the program; exported for tests. */
 export function buildProgram(): Command {
@@ -29,8 +22,8 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.addCommand(serveCommand());
-  program.addCommand(notBuilt('worker', 'attach this machine as a worker and run calls sent to it', 'issue #4'));
-  program.addCommand(notBuilt('dispatch', 'run a batch of device-hungry jobs in parallel up to the devices that exist', 'issue #5'));
+  program.addCommand(workerCommand());
+  program.addCommand(dispatchCommand());
   program.addCommand(statusCommand());
   for (const c of program.commands) c.exitOverride();
   return program;
@@ -44,7 +37,7 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) {
       process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
     }
-    if (err instanceof OptionsError || err instanceof RangeSpecError) {
+    if (err instanceof OptionsError || err instanceof RangeSpecError || err instanceof BatchError) {
       process.stderr.write(`berth: ${err.message}\n`);
       process.exit(EXIT_USAGE);
     }

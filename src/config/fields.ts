@@ -11,15 +11,17 @@ export const address = z.string().trim().refine((s) => {
   return m !== null && Number(m[2]) <= 65535;
 }, 'expected host:port, e.g. 127.0.0.1:50051');
 
-/** A whole number from a flag or env string; `min` inclusive. */
+/** Turns a numeric flag/env string into a number; anything else is left for the schema to refuse. */
+const numeric = (v: unknown) => (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
+
+/** A whole number from a flag or env string; `min` and `max` inclusive. */
 export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return z.union([z.number(), z.string().trim().regex(/^-?\d+$/, 'expected a whole number').transform(Number)])
-    .pipe(z.number().int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+  return z.preprocess(numeric, z.number({ error: 'expected a whole number' })
+    .int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 }
 
 /** A non-negative number of seconds (decimals allowed). */
-export const seconds = z.union([z.number(), z.string().trim().regex(/^\d+(\.\d+)?$/, 'expected seconds, e.g. 10 or 0.5').transform(Number)])
-  .pipe(z.number().min(0, 'must be at least 0'));
+export const seconds = z.preprocess(numeric, z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'));
 
 /** A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4). */
 export const deviceRange = z.string().transform((s, ctx) => {
@@ -58,4 +60,26 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string,
   const flag = flags[key] ?? key;
   const value = raw[key];
   throw new OptionsError(`${flag}: ${issue.message} (got ${JSON.stringify(value)})`);
+}
+
+/** Option key → [flag name, env var name], e.g. `cpus: ['--cpus', 'BERTH_CPUS']`. */
+export type FlagTable = Record<string, readonly [flag: string, env: string]>;
+
+/**
+ * Validates options taken from flags, then env vars (`table`), then the schema's defaults; an
+ * empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
+ */
+export function resolveOptions<S extends z.ZodType>(schema: S, table: FlagTable, flags: Record<string, unknown>, env: NodeJS.ProcessEnv): z.output<S> {
+  const raw: Record<string, unknown> = {};
+  const names: Record<string, string> = {};
+  for (const [key, [flag, envName]] of Object.entries(table)) {
+    if (flags[key] !== undefined) {
+      raw[key] = flags[key];
+      names[key] = flag;
+    } else if (env[envName] !== undefined && env[envName] !== '') {
+      raw[key] = env[envName];
+      names[key] = envName;
+    }
+  }
+  return parseOptions(schema, raw, names);
 }

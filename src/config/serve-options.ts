@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, labelList, OptionsError, parseOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 /** Default listen address: loopback only. */
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -28,7 +28,7 @@ const schema = z.object({
 /** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */
 export type ServeOptions = z.output<typeof schema>;
 
-const FLAGS: Record<string, [flag: string, env: string]> = {
+const FLAGS: FlagTable = {
   listen: ['--listen', 'BERTH_LISTEN'],
   cpus: ['--cpus', 'BERTH_CPUS'],
   gpus: ['--gpus', 'BERTH_GPUS'],
@@ -49,18 +49,7 @@ const FLAGS: Record<string, [flag: string, env: string]> = {
  * @throws OptionsError naming the flag (or env var) and the bad value.
  */
 export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
-  const raw: Record<string, unknown> = {};
-  const names: Record<string, string> = {};
-  for (const [key, [flag, envName]] of Object.entries(FLAGS)) {
-    if (flags[key] !== undefined) {
-      raw[key] = flags[key];
-      names[key] = flag;
-    } else if (env[envName] !== undefined && env[envName] !== '') {
-      raw[key] = env[envName];
-      names[key] = envName;
-    }
-  }
-  const opts = parseOptions(schema, raw, names);
+  const opts = resolveOptions(schema, FLAGS, flags, env);
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }

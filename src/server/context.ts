@@ -6,6 +6,7 @@ import type { ServeOptions } from '../config/serve-options.js';
 import type { EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
+import type { WorkerHub } from '../workers/hub.js';
 import type { EdgeContext } from './edge.js';
 
 /** Shared by all handlers of one server. */
@@ -18,4 +19,6 @@ export interface ServerContext extends EdgeContext {
   events: EventBus;
   /** The books of every machine and the claims on them. */
   placer: Placer;
+  /** Attached workers and calls in flight. */
+  hub: WorkerHub;
 }

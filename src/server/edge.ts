@@ -16,6 +16,7 @@ import type {
 import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { nextOrAbort } from '../workers/next-or-abort.js';
 import { toStatus } from './status.js';
 
 /** What every handler factory receives from the server. */
@@ -111,17 +112,21 @@ export function unary<Req, Res>(
   };
 }
 
-/** Wraps a server-streaming domain function; the stream is ended when `fn` resolves. */
+/**
+ * Wraps a server-streaming domain function; the stream is ended when `fn` resolves.
+ * `followDrain: false` keeps the signal alive through drain (in-flight work gets the grace).
+ */
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
   fn: (req: Req, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
+  opts: { followDrain?: boolean } = {},
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
       try {
         checkToken(call.metadata, ctx.token);
-        await fn(call.request, makeSink(call), callSignal(call, ctx.drain));
+        await fn(call.request, makeSink(call), callSignal(call, ctx.drain, opts));
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));
@@ -136,13 +141,8 @@ export function serverStream<Req, Res>(
  */
 export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?: unknown }, signal: AbortSignal): AsyncGenerator<T> {
   const it = (call as unknown as { iterator(o: { destroyOnReturn: boolean }): AsyncIterator<T> }).iterator({ destroyOnReturn: false });
-  const aborted = new Promise<IteratorResult<T>>((resolve) => {
-    const done = () => resolve({ done: true, value: undefined });
-    if (signal.aborted) done();
-    else signal.addEventListener('abort', done, { once: true });
-  });
   for (;;) {
-    const r = await Promise.race([it.next(), aborted]);
+    const r = await nextOrAbort(it, signal);
     if (r.done) return;
     yield r.value;
   }

@@ -14,16 +14,16 @@ import { Placer } from '../placement/placer.js';
 import type { Provisioner } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { silentLogger, type Logger } from '../log/logger.js';
+import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { loadDescriptors } from './descriptors.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { placementService, workerService } from './services.js';
+import { SERVER_VERSION_TEXT } from './version.js';
 
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
 
-/** Server version sent to workers and shown in logs. */
-export const SERVER_VERSION = '0.1.0';
 
 /** One berth server. Create, `start()`, later `stop()`. */
 export class BerthServer {
@@ -38,9 +38,9 @@ export class BerthServer {
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
-   * @param deps optional logger and provisioners (SPEC P10)
+   * @param deps optional logger, provisioners (SPEC P10) and worker heartbeat interval in ms (default 5000)
    */
-  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[] } = {}) {
+  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number } = {}) {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
@@ -50,7 +50,8 @@ export class BerthServer {
       reconnectGraceMs: options.reconnectGrace * 1000,
       provisioners: deps.provisioners,
     });
-    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer };
+    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
+    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
@@ -114,6 +115,7 @@ export class BerthServer {
         resolve();
       });
     });
+    await this.context.hub.close();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }

@@ -13,11 +13,15 @@ describe('berth CLI', () => {
     [['serve', '--listen', 'nonsense'], '--listen', 'nonsense'],
     [['serve', '--gpus', '3-1'], '--gpus', '3-1'],
     [['serve', '--grace', 'soon'], '--grace', 'soon'],
-  ])('berth %j exits 2 naming the flag and the value', async (args, flag, value) => {
+    [['serve', '--grace', '-1'], '--grace', '-1'],
+    [['serve', '--cpus', '1.5'], '--cpus', '1.5'],
+  ])('berth %j exits 2 naming the flag, the value and what is wrong', async (args, flag, value) => {
     const r = await runBerth(args);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(flag);
     expect(r.stderr).toContain(value);
+    expect(r.stderr).toMatch(/must be|expected|runs backwards/);
+    expect(r.stderr).not.toContain('Invalid input');
   });
 
   it('a bad BERTH_* env value exits 2 naming the variable', async () => {

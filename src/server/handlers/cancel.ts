@@ -1,12 +1,20 @@
 /**
- * Cancel RPC handler. Not built yet: answers UNIMPLEMENTED (issue #4).
+ * Cancel RPC: cancels a run's in-flight calls (a Cancel frame reaches each worker; those Runs end
+ * CANCELLED) and abandons its waiting claims; other runs are untouched. Returns both counts.
+ * Errors: INVALID_ARGUMENT for an empty run_id.
  */
 import type { CancelRequest, CancelResponse } from '../../../generated/ts/berth/v1/placement.js';
+import { BerthError } from '../../errors.js';
 import type { ServerContext } from '../context.js';
 import { unary } from '../edge.js';
-import { notBuilt } from './unimplemented.js';
 
 /** Builds the Cancel handler. */
 export function cancelHandler(ctx: ServerContext) {
-  return unary<CancelRequest, CancelResponse>(ctx, 'Cancel', async (_req: CancelRequest): Promise<CancelResponse> => notBuilt('Cancel', 'issue #4'));
+  return unary<CancelRequest, CancelResponse>(ctx, 'Cancel', (req) => {
+    if (!req.runId || req.runId.length > 128) throw new BerthError('invalid_argument', `run_id: required, at most 128 characters (got ${JSON.stringify(req.runId.slice(0, 140))})`);
+    const calls = ctx.hub.cancelRun(req.runId);
+    const claims = ctx.placer.cancelRun(req.runId);
+    ctx.log.info({ runId: req.runId, calls, claims }, 'run cancelled');
+    return { calls, claims };
+  });
 }

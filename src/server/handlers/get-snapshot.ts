@@ -9,5 +9,5 @@ import { unary } from '../edge.js';
 
 /** Builds the GetSnapshot handler. */
 export function getSnapshotHandler(ctx: ServerContext) {
-  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => toSnapshot(ctx.placer.snapshot()));
+  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => toSnapshot(ctx.placer.snapshot(), ctx.hub.callsInFlight(), ctx.hub.runningByMachine()));
 }

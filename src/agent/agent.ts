@@ -1,0 +1,145 @@
+/**
+ * WorkerAgent: the `berth worker` process's core. Holds one WorkerStream to the server at a time
+ * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
+ * Token: `authorization: Bearer <token>` (SPEC R2); a refused token stops it (retrying cannot help).
+ */
+import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
+import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
+import { BerthError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import type { HostInventory } from '../resources/inventory.js';
+import { Executors } from '../workers/executors/index.js';
+import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { Session } from './session.js';
+
+/** Agent version sent in Hello. */
+export const AGENT_VERSION = '0.1.0';
+
+/** What the agent needs. Units: graceMs in ms. */
+export interface AgentOptions {
+  server: string;
+  name: string;
+  labels: string[];
+  inventory: HostInventory;
+  maxParallel: number;
+  graceMs: number;
+  token?: string;
+  backoff?: BackoffOptions;
+  python?: string;
+  /** PEM files: `ca` turns TLS on; `cert` + `key` add a client certificate (mutual TLS). */
+  tls?: { ca: string; cert?: string; key?: string };
+}
+
+/** What the agent is doing, for logs and tests. */
+export interface AgentStatus {
+  attached: boolean;
+  running: number;
+  pools: number;
+  attaches: number;
+}
+
+/** The worker agent. `start()`, later `stop()`. */
+export class WorkerAgent {
+  readonly executors: Executors;
+  readonly #stop = new AbortController();
+  #session?: Session;
+  #attached = false;
+  #attaches = 0;
+  #loop?: Promise<void>;
+  readonly #attachedWaiters = new Set<() => void>();
+
+  constructor(readonly options: AgentOptions, readonly log: Logger) {
+    this.executors = new Executors({
+      graceMs: options.graceMs,
+      python: options.python,
+      onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
+    });
+  }
+
+  /** Current status: attached or not, calls running, Python pools, attaches so far. */
+  status(): AgentStatus {
+    return { attached: this.#attached, running: this.#session?.running ?? 0, pools: this.executors.python.pools.count, attaches: this.#attaches };
+  }
+
+  /** Why the agent gave up (a refused token); undefined while it keeps (re)connecting. */
+  fatal?: string;
+
+  /** Starts connecting (and reconnecting) in the background. */
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Resolves when the agent stops: after `stop()`, or when it gives up (see `fatal`). */
+  get finished(): Promise<void> {
+    return this.#loop ?? Promise.resolve();
+  }
+
+  /** Resolves the next time a Welcome arrives (for tests and the CLI). */
+  nextAttach(): Promise<void> {
+    return new Promise((resolve) => this.#attachedWaiters.add(resolve));
+  }
+
+  /** Stops: ends the stream, stops running calls (SIGTERM, then SIGKILL after the grace), closes pools. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#session?.stream.cancel();
+    await this.#loop;
+    await this.executors.close();
+  }
+
+  #hello(): Hello {
+    const inv = this.options.inventory;
+    return {
+      name: this.options.name,
+      labels: this.options.labels,
+      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb },
+      maxParallel: this.options.maxParallel,
+      version: AGENT_VERSION,
+    };
+  }
+
+  /** Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply). */
+  #credentials(): ChannelCredentials {
+    const t = this.options.tls;
+    if (!t) return credentials.createInsecure();
+    return credentials.createSsl(readFileSync(t.ca), t.key ? readFileSync(t.key) : null, t.cert ? readFileSync(t.cert) : null);
+  }
+
+  async #run(): Promise<void> {
+    let attempt = 0;
+    while (!this.#stop.signal.aborted) {
+      const client = new WorkerServiceClient(this.options.server, this.#credentials(), {
+        'grpc.keepalive_time_ms': 10_000,
+        'grpc.keepalive_timeout_ms': 5_000,
+        'grpc.keepalive_permit_without_calls': 1,
+      });
+      const md = new Metadata();
+      if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
+      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached());
+      this.#session = session;
+      const end = await session.run();
+      this.#attached = false;
+      this.#session = undefined;
+      client.close();
+      if (this.#stop.signal.aborted) break;
+      if (end.code === status.UNAUTHENTICATED) {
+        this.fatal = `the server refused the token: ${end.reason}`;
+        this.log.error({ reason: end.reason }, 'cannot attach: set BERTH_TOKEN to the server\'s token');
+        break;
+      }
+      if (end.welcomed) attempt = 0;
+      const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+      this.log.warn({ reason: end.reason, retryInMs: delay }, end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying');
+      await sleep(delay, this.#stop.signal);
+    }
+    if (this.#session) await this.#session.stopAll(new BerthError('cancelled', 'worker stopping'));
+  }
+
+  #onAttached(): void {
+    this.#attached = true;
+    this.#attaches++;
+    for (const w of this.#attachedWaiters) w();
+    this.#attachedWaiters.clear();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * FrameWriter: writes frames to the worker stream in order. While write() says the transport
+ * buffer is full, frames queue until 'drain'. Frames sent after the stream closed are dropped.
+ * It is the executors' Flow: full at HIGH queued frames, room again at LOW, so a slow server
+ * slows the process's output instead of growing the agent's memory.
+ */
+import type { ClientDuplexStream } from '@grpc/grpc-js';
+import type { WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import type { Flow } from '../workers/executors/types.js';
+
+type Stream = ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
+type Frame = WorkerStreamRequest['frame'];
+
+/** Queued frames at which the writer reports full, and at which it has room again. */
+export const HIGH = 256;
+export const LOW = 32;
+
+/** Ordered, backpressure-honouring writes on one stream. */
+export class FrameWriter implements Flow {
+  readonly #queue: Array<{ frame: Frame; sent: () => void }> = [];
+  readonly #roomWaiters = new Set<() => void>();
+  #blocked = false;
+  #closed = false;
+
+  constructor(readonly stream: Stream) {
+    const close = () => this.close();
+    stream.once('close', close);
+    stream.once('error', close);
+    stream.once('end', close);
+    stream.on('drain', () => this.#flush());
+  }
+
+  /** Frames queued and not yet handed to the transport. */
+  get backlog(): number {
+    return this.#queue.length;
+  }
+
+  /** Sends `frame` after those before it; resolves once handed to the transport (or dropped on a closed stream). */
+  send(frame: Frame): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (!this.#blocked) {
+      this.#blocked = !this.stream.write({ frame });
+      return Promise.resolve();
+    }
+    return new Promise((sent) => this.#queue.push({ frame, sent }));
+  }
+
+  /** True while HIGH or more frames wait (and the stream is open). */
+  full(): boolean {
+    return !this.#closed && this.#queue.length >= HIGH;
+  }
+
+  /** Resolves once at most LOW frames wait, or the stream closed. */
+  room(): Promise<void> {
+    if (this.#closed || this.#queue.length <= LOW) return Promise.resolve();
+    return new Promise((resolve) => this.#roomWaiters.add(resolve));
+  }
+
+  /** Marks the stream closed: queued and later frames are dropped; output readers are released. */
+  close(): void {
+    this.#closed = true;
+    for (const q of this.#queue.splice(0)) q.sent();
+    this.#wakeRoom();
+  }
+
+  #flush(): void {
+    this.#blocked = false;
+    while (!this.#blocked && !this.#closed && this.#queue.length) {
+      const q = this.#queue.shift()!;
+      this.#blocked = !this.stream.write({ frame: q.frame });
+      q.sent();
+    }
+    if (this.#queue.length <= LOW) this.#wakeRoom();
+  }
+
+  #wakeRoom(): void {
+    for (const w of [...this.#roomWaiters]) w();
+    this.#roomWaiters.clear();
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * `berth dispatch FILE`: run a batch of device-hungry jobs in parallel up to the devices that
+ * exist (SPEC D1–D8). Usage and validation errors exit 2 before anything starts; otherwise the
+ * exit code is 0 only when every job passed, 130/143 after Ctrl-C/SIGTERM, else 1.
+ */
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { Command } from 'commander';
+import { authMetadata, resolveClientOptions } from './client.js';
+import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
+import { OptionsError } from '../config/fields.js';
+import { BatchError, loadBatch } from '../dispatch/batch.js';
+import { runBatch } from '../dispatch/batch-run.js';
+import type { Job, Runner } from '../dispatch/job.js';
+import { writeJunit } from '../dispatch/junit.js';
+import { LocalRunner } from '../dispatch/local-runner.js';
+import { killAllGroups } from '../dispatch/process-groups.js';
+import { RemoteRunner } from '../dispatch/remote-runner.js';
+import { ConsoleReporter } from '../dispatch/reporter.js';
+import { summaryText } from '../dispatch/summary.js';
+import { DevicePool } from '../resources/devices.js';
+import { detectInventory } from '../resources/inventory.js';
+import { formatRange } from '../resources/ranges.js';
+
+const EXAMPLE = `
+Batch file (YAML or JSON; a bare list of jobs works too):
+  jobs:
+    - label: train-a
+      devices: 2                      # device count, 0 for none
+      argv: [python, train.py, --gpus, "{devices}"]
+      timeout: 600                    # seconds, optional
+    - label: smoke
+      devices: 1
+      shell: "echo on $CUDA_VISIBLE_DEVICES && ./smoke.sh"
+      env: { SEED: 1 }
+      cwd: tests
+      stack_dump_signal: true         # SIGUSR1 before a timeout stop
+
+Examples:
+  berth dispatch jobs.yaml                         # every GPU of this host, one job per device
+  berth dispatch jobs.yaml --devices 0-3 -j 2 --fail-fast --junit report.xml
+  berth dispatch jobs.yaml --device-env ASCEND_RT_VISIBLE_DEVICES --backfill
+  berth dispatch jobs.yaml --server 127.0.0.1:50051   # through berth and its workers
+
+Exit code: 0 when every job passed, 1 otherwise, 2 for bad usage or an invalid batch.`;
+
+/** D2: refuses a batch with a job needing more devices than the pool has, naming it and both numbers. */
+export function checkFits(jobs: readonly Job[], pool: DevicePool): void {
+  const tooBig = jobs.filter((j) => j.devices > pool.size);
+  if (tooBig.length === 0) return;
+  const where = pool.size === 0 ? 'no devices' : `${pool.size} device${pool.size === 1 ? '' : 's'} (${formatRange(pool.all)})`;
+  const lines = tooBig.map((j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${j.devices} devices but the pool has ${where}`);
+  throw new BatchError(`${lines.join('\n')}\nnothing was started`);
+}
+
+async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
+  const o = resolveDispatchOptions(flags);
+  const jobs = loadBatch(file);
+  let pool: DevicePool | null = null;
+  let runner: Runner;
+  let maxInFlight: number;
+  if (o.server !== undefined) {
+    if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
+    maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
+    runner = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
+  } else {
+    pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
+    checkFits(jobs, pool);
+    maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
+    runner = new LocalRunner(o.deviceEnv);
+  }
+  try {
+    await runner.ready();
+  } catch (e) {
+    runner.close();
+    throw e;
+  }
+  const logDir = o.logDir !== undefined ? resolve(o.logDir) : mkdtempSync(join(os.tmpdir(), 'berth-dispatch-'));
+  mkdirSync(logDir, { recursive: true });
+  const out = process.stdout;
+  const where = pool === null ? `berth at ${o.server}` : `devices ${pool.size === 0 ? 'none' : formatRange(pool.all)}`;
+  out.write(`berth dispatch: ${jobs.length} jobs on ${where}, -j ${maxInFlight}, ${o.backfill > 0 ? `backfill (≤ ${o.backfill} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`);
+
+  const reporter = new ConsoleReporter(out, out.isTTY === true, jobs.length, o.tailLines);
+  const abort = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (signalled !== undefined) {
+      killAllGroups(); // second signal: no grace
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    }
+    signalled = sig;
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const t0 = Date.now();
+  try {
+    const results = await runBatch(jobs, runner, {
+      pool, maxInFlight, backfill: o.backfill, failFast: o.failFast, graceMs: o.grace * 1000,
+      batchTimeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, logDir,
+    }, reporter, abort.signal);
+    const wallMs = Date.now() - t0;
+    reporter.end();
+    out.write(summaryText(results, logDir, wallMs));
+    if (o.junit !== undefined) {
+      writeJunit(o.junit, results, wallMs);
+      out.write(`junit: ${resolve(o.junit)}\n`);
+    }
+    const allPassed = results.every((r) => r.status === 'passed');
+    process.exitCode = signalled === 'SIGINT' ? 130 : signalled === 'SIGTERM' ? 143 : allPassed ? 0 : 1;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    runner.close();
+  }
+}
+
+/** Registers the `dispatch` command. */
+export function dispatchCommand(): Command {
+  return new Command('dispatch')
+    .description('run a batch of device-hungry jobs in parallel up to the devices that exist')
+    .argument('<file>', 'batch file (YAML or JSON): { jobs: [...] } or a list of jobs')
+    .option('--devices <ids>', 'device ids to hand out, e.g. 0-7 or 0,2,5 (default: GPUs detected on this host)')
+    .option('-j, --jobs <n|auto>', 'most jobs at once; auto = number of devices, min(cores, devices) for a *sim platform', 'auto')
+    .option('--fail-fast', 'on the first failure skip the rest and stop running jobs')
+    .option('--backfill [n]', 'let a later job that fits start ahead of a blocked one, at most n times per blocked job (default 10)')
+    .option('--timeout <s>', 'whole-batch timeout in seconds; running jobs are stopped, the rest skipped')
+    .option('--grace <s>', 'seconds between SIGTERM and SIGKILL when stopping a job', '5')
+    .option('--device-env <name>', 'variable receiving the device range', 'CUDA_VISIBLE_DEVICES')
+    .option('--platform <name>', 'accelerator platform; a name ending in "sim" makes -j auto use min(cores, devices)')
+    .option('--junit <file>', 'write JUnit XML, one testcase per job')
+    .option('--log-dir <dir>', 'directory for per-job logs (default: a new temp directory)')
+    .option('--tail-lines <n>', 'lines of output shown per failed or stuck job', '50')
+    .option('--server <host:port>', 'run the jobs through berth as Run calls instead of on this host')
+    .option('--token <token>', 'token for --server [env BERTH_TOKEN]')
+    .addHelpText('after', EXAMPLE)
+    .action(async (file: string, flags: Record<string, unknown>) => dispatch(file, flags));
+}

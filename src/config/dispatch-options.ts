@@ -1,0 +1,116 @@
+/**
+ * Options of `berth dispatch`, validated once (SPEC D1–D8). Bad values throw OptionsError naming
+ * the flag and the value (CLI exit 2): `-j 0`, duplicate ids in `--devices`, a malformed range.
+ */
+import { z } from 'zod';
+import { parseRange } from '../resources/ranges.js';
+import { address, deviceRange, parseOptions } from './fields.js';
+
+/** Default variable that receives a job's device range. */
+export const DEFAULT_DEVICE_ENV = 'CUDA_VISIBLE_DEVICES';
+/** Default overtakes per blocked head when `--backfill` is given without a number. */
+export const DEFAULT_BACKFILL = 10;
+
+/** `--devices`: a range spec whose parts name no id twice (`0-3,2` is an error, unlike parseRange). */
+const deviceList = z.string().superRefine((spec, ctx) => {
+  const seen = new Set<number>();
+  for (const part of spec.split(',')) {
+    if (part.trim() === '') continue; // parseRange reports empty elements
+    let ids: number[];
+    try {
+      ids = parseRange(part);
+    } catch {
+      return; // deviceRange below names the malformed spec
+    }
+    for (const id of ids) {
+      if (seen.has(id)) ctx.addIssue({ code: 'custom', message: `device ${id} is listed twice` });
+      seen.add(id);
+    }
+  }
+}).pipe(deviceRange);
+
+interface NumberRule {
+  whole?: boolean;
+  min: number;
+  /** `min` is exclusive. */
+  above?: boolean;
+  max?: number;
+}
+
+/** Why `text` breaks `r`, or undefined when it is fine. */
+function numberProblem(text: string, r: NumberRule): string | undefined {
+  const ok = r.whole ? /^-?\d+$/.test(text) : /^-?\d+(\.\d+)?$/.test(text);
+  const n = Number(text);
+  if (!ok) return r.whole ? 'expected a whole number' : 'expected a number of seconds, e.g. 10 or 0.5';
+  if (r.above ? n <= r.min : n < r.min) return `must be ${r.above ? 'more than' : 'at least'} ${r.min}`;
+  if (r.max !== undefined && n > r.max) return `must be at most ${r.max}`;
+  return undefined;
+}
+
+/** A number from a flag string or a number. One path, so errors say what is wrong (no union "Invalid input"). */
+function numberFlag(r: NumberRule) {
+  return z.union([z.string(), z.number()]).transform((v, ctx): number => {
+    const problem = numberProblem(String(v).trim(), r);
+    if (problem === undefined) return Number(v);
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  });
+}
+
+/** `-j`: `auto` or a whole number 1…4096. */
+const jobsFlag = z.union([z.string(), z.number()]).transform((v, ctx): number | 'auto' => {
+  const text = String(v).trim();
+  if (text === 'auto') return 'auto';
+  const problem = numberProblem(text, { whole: true, min: 1, max: 4096 });
+  if (problem === undefined) return Number(text);
+  ctx.addIssue({ code: 'custom', message: `${problem} or auto` });
+  return z.NEVER;
+});
+
+/** `--backfill [n]`: absent/false = 0 (strict FIFO), bare = DEFAULT_BACKFILL, else n ≥ 1 overtakes. */
+const backfillFlag = z.union([z.boolean(), z.string(), z.number()]).transform((v, ctx): number => {
+  if (typeof v === 'boolean') return v ? DEFAULT_BACKFILL : 0;
+  const problem = numberProblem(String(v).trim(), { whole: true, min: 1, max: 1_000_000 });
+  if (problem === undefined) return Number(v);
+  ctx.addIssue({ code: 'custom', message: problem });
+  return z.NEVER;
+});
+
+const schema = z.object({
+  devices: deviceList.optional(),
+  jobs: jobsFlag.default('auto'),
+  failFast: z.boolean().default(false),
+  backfill: backfillFlag.default(0),
+  timeout: numberFlag({ min: 0, above: true }).optional(),
+  grace: numberFlag({ min: 0 }).default(5),
+  deviceEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a variable name such as CUDA_VISIBLE_DEVICES').default(DEFAULT_DEVICE_ENV),
+  platform: z.string().trim().min(1, 'must not be empty').optional(),
+  junit: z.string().min(1, 'must not be empty').optional(),
+  server: address.optional(),
+  logDir: z.string().min(1, 'must not be empty').optional(),
+  tailLines: numberFlag({ whole: true, min: 1, max: 100_000 }).default(50),
+});
+
+/** Validated `berth dispatch` options. Units: `timeout` and `grace` in seconds. */
+export type DispatchOptions = z.output<typeof schema>;
+
+const FLAGS: Record<string, string> = {
+  devices: '--devices', jobs: '-j/--jobs', failFast: '--fail-fast', backfill: '--backfill', timeout: '--timeout', grace: '--grace',
+  deviceEnv: '--device-env', platform: '--platform', junit: '--junit', server: '--server', logDir: '--log-dir', tailLines: '--tail-lines',
+};
+
+/** Validates commander's flags. @throws OptionsError naming the flag and the value. */
+export function resolveDispatchOptions(flags: Record<string, unknown>): DispatchOptions {
+  const raw = Object.fromEntries(Object.entries(flags).filter(([k, v]) => k in FLAGS && v !== undefined));
+  return parseOptions(schema, raw, FLAGS);
+}
+
+/**
+ * The most jobs in flight: `-j N` as given; `auto` = the number of devices, or for a platform
+ * whose name ends in `sim` (a simulator that runs on cores) min(cores, devices); never below 1.
+ */
+export function jobsLimit(jobs: number | 'auto', devices: number, cores: number, platform?: string): number {
+  if (jobs !== 'auto') return jobs;
+  const n = platform !== undefined && platform.endsWith('sim') ? Math.min(cores, devices) : devices;
+  return Math.max(1, n);
+}

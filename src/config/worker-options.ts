@@ -1,0 +1,57 @@
+/**
+ * Options of `berth worker`, validated and defaulted once: flags win over BERTH_* env vars,
+ * which win over defaults.
+ */
+import os from 'node:os';
+import { z } from 'zod';
+import { LOG_LEVELS } from '../log/logger.js';
+import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
+
+const schema = z.object({
+  server: address.default('127.0.0.1:50051'),
+  name: z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'names are letters, digits, _ . -').default(os.hostname().split('.')[0] || 'worker'),
+  labels: labelList.default([]),
+  cpus: wholeNumber(0, 65536).optional(),
+  gpus: deviceRange.optional(),
+  ramMb: wholeNumber(0, 1 << 30).optional(),
+  maxParallel: wholeNumber(0, 65536).default(0),
+  grace: seconds.default(10),
+  token: z.string().min(1, 'must not be empty').optional(),
+  logLevel: z.enum(LOG_LEVELS).default('info'),
+  tlsCa: z.string().min(1).optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+});
+
+/**
+ * Validated `berth worker` options. Units: `grace` in seconds, `ramMb` in MB; maxParallel 0 = unlimited.
+ * `tlsCa` turns TLS on (trusting that CA); `tlsCert`/`tlsKey` add a client certificate (mutual TLS).
+ */
+export type WorkerOptions = z.output<typeof schema>;
+
+const FLAGS: FlagTable = {
+  server: ['--server', 'BERTH_SERVER'],
+  name: ['--name', 'BERTH_WORKER_NAME'],
+  labels: ['--labels', 'BERTH_WORKER_LABELS'],
+  cpus: ['--cpus', 'BERTH_CPUS'],
+  gpus: ['--gpus', 'BERTH_GPUS'],
+  ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
+  maxParallel: ['--max-parallel', 'BERTH_MAX_PARALLEL'],
+  grace: ['--grace', 'BERTH_GRACE'],
+  token: ['--token', 'BERTH_TOKEN'],
+  logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
+  tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
+  tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
+};
+
+/**
+ * Merges flags and env into validated options.
+ * @throws OptionsError naming the flag (or env var) and the bad value.
+ */
+export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): WorkerOptions {
+  const opts = resolveOptions(schema, FLAGS, flags, env);
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
+  if (opts.tlsCert && !opts.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
+  return opts;
+}

@@ -1,0 +1,98 @@
+/**
+ * Batch files (SPEC D1): YAML or JSON, either `{ jobs: [...] }` or a bare list of jobs. Each job:
+ * `label`, `devices` (count ≥ 0), `argv` (list, may hold `{devices}`) or `shell` (run by `sh -c`),
+ * optional `cwd`, `env`, `timeout` (s) and `stack_dump_signal` (SIGUSR1 before a timeout stop).
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import type { Job } from './job.js';
+
+/** A batch file that cannot be read or does not validate; the message names the job and the field. CLI exit 2. */
+export class BatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BatchError';
+  }
+}
+
+const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+
+const jobSchema = z.strictObject({
+  label: z.string().trim().min(1, 'must not be empty').optional(),
+  devices: z.number().int('expected a whole number').min(0, 'must be at least 0').default(0),
+  argv: z.array(z.string()).min(1, 'must hold at least the program').optional(),
+  shell: z.string().min(1, 'must not be empty').optional(),
+  cwd: z.string().min(1, 'must not be empty').optional(),
+  env: z.record(z.string().regex(/^[^=\0]+$/, 'names hold no = or NUL'), envValue).default({}),
+  timeout: z.number().positive('must be more than 0 seconds').optional(),
+  stack_dump_signal: z.boolean().default(false),
+});
+
+function jobName(i: number, raw: unknown): string {
+  const label = raw !== null && typeof raw === 'object' && 'label' in raw ? (raw as { label: unknown }).label : undefined;
+  return typeof label === 'string' && label.trim() !== '' ? `job ${i + 1} (${JSON.stringify(label.trim())})` : `job ${i + 1}`;
+}
+
+function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
+  let v = raw;
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
+  return v;
+}
+
+/**
+ * Validates parsed batch data (a list of jobs or `{ jobs: [...] }`) into jobs in file order.
+ * @throws BatchError naming `source`, the job (1-based number and label), the field and the value.
+ */
+export function parseBatch(data: unknown, source = 'batch'): Job[] {
+  let list: unknown;
+  if (Array.isArray(data)) list = data;
+  else if (data !== null && typeof data === 'object' && Object.keys(data).length === 1 && 'jobs' in data) list = data.jobs;
+  else throw new BatchError(`${source}: expected a list of jobs or { jobs: [...] } with no other keys`);
+  if (!Array.isArray(list)) throw new BatchError(`${source}: jobs: expected a list of jobs (got ${JSON.stringify(list)})`);
+  if (list.length === 0) throw new BatchError(`${source}: the batch holds no jobs`);
+  return list.map((raw: unknown, i): Job => {
+    const r = jobSchema.safeParse(raw);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      const field = issue.path.length > 0 ? issue.path.join('.') : '(job)';
+      const got = issue.path.length > 0 ? valueAt(raw, issue.path) : raw;
+      throw new BatchError(`${source}: ${jobName(i, raw)}: ${field}: ${issue.message} (got ${JSON.stringify(got) ?? 'nothing'})`);
+    }
+    const j = r.data;
+    if ((j.argv === undefined) === (j.shell === undefined)) {
+      throw new BatchError(`${source}: ${jobName(i, raw)}: argv/shell: give exactly one of argv (a list) or shell (a string)`);
+    }
+    return {
+      index: i,
+      label: j.label ?? `job${i + 1}`,
+      devices: j.devices,
+      argv: j.argv,
+      shell: j.shell,
+      cwd: j.cwd,
+      env: j.env,
+      timeoutMs: j.timeout === undefined ? undefined : Math.round(j.timeout * 1000),
+      stackDumpSignal: j.stack_dump_signal,
+    };
+  });
+}
+
+/**
+ * Reads and validates a batch file (YAML, of which JSON is a subset).
+ * @throws BatchError when the file cannot be read, is not YAML/JSON, or a job is invalid.
+ */
+export function loadBatch(file: string): Job[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new BatchError(`${file}: cannot read: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (e) {
+    throw new BatchError(`${file}: not valid YAML or JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return parseBatch(data, file);
+}

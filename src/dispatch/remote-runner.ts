@@ -1,0 +1,138 @@
+/**
+ * RemoteRunner: runs jobs through a berth server as `Run` calls (SPEC D8), so they can land on
+ * any attached worker. Each job is one Run stream with an ask of `gpus: devices` (and one core for a
+ * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the device ids (the reply's CallStarted names
+ * them) and replaces `{devices}` itself. Log lines stream into the job's OutputCapture.
+ * Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after
+ * the grace. Any RPC error — e.g. UNIMPLEMENTED from a server without Run — makes the job a
+ * `spawn_error` whose message names the server and the gRPC status.
+ */
+import { credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { PlacementServiceClient, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import type { OutputCapture } from './capture.js';
+import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
+
+/**
+ * How a call ended, from its last message: a command Result `{exit_code: N}`; a Failure of type
+ * `ExitCode` ("<file> exited with code N" / "<file> killed by SIGTERM"); `SpawnError` → spawnError.
+ */
+export function endOf(msg: RunResponse['kind']): RunEnd {
+  if (msg?.$case === 'result') {
+    const v: unknown = msg.value.value;
+    const code = v !== null && typeof v === 'object' && 'exit_code' in v ? Number((v as { exit_code: unknown }).exit_code) : 0;
+    return { exitCode: Number.isFinite(code) ? code : 0, signal: null };
+  }
+  if (msg?.$case === 'failure') {
+    const f = msg.value;
+    if (f.type === 'SpawnError') return { exitCode: null, signal: null, spawnError: f.message };
+    const code = /exited with code (-?\d+)/.exec(f.message)?.[1];
+    const sig = /killed by (SIG[A-Z0-9]+)/.exec(f.message)?.[1];
+    if (code !== undefined) return { exitCode: Number(code), signal: null };
+    if (sig !== undefined) return { exitCode: null, signal: sig };
+    return { exitCode: null, signal: null, error: `${f.type}: ${f.message}` };
+  }
+  return { exitCode: null, signal: null, error: 'the call ended without a result' };
+}
+
+/** A node name berth accepts (letters, digits, _ . -; ≤ 128) made from the job's number and label. */
+export function nodeName(job: Job): string {
+  return `${job.index + 1}-${job.label.replace(/[^A-Za-z0-9_.-]+/g, '_')}`.slice(0, 128);
+}
+
+/**
+ * The RunRequest for `job` under `runId`. berth sets CUDA_VISIBLE_DEVICES on the call; another
+ * `deviceEnv` is filled from it by a `sh` wrapper on the machine that runs the job.
+ */
+export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRequest {
+  let argv = job.argv ?? ['sh', '-c', job.shell ?? ''];
+  if (deviceEnv !== 'CUDA_VISIBLE_DEVICES') argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
+  return {
+    placement: { $case: 'ask', value: { cpus: job.devices > 0 ? 0 : 1, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${nodeName(job)}`, runId, env: {} } },
+    payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? '' } },
+    flow: 'dispatch',
+    node: nodeName(job),
+    runId,
+    timeoutMs: 0,
+  };
+}
+
+function describe(address: string, err: ServiceError): string {
+  const name = GrpcStatus[err.code] ?? String(err.code);
+  if (err.code === GrpcStatus.UNIMPLEMENTED) return `berth at ${address} cannot run jobs yet (UNIMPLEMENTED: ${err.details})`;
+  if (err.code === GrpcStatus.CANCELLED) return `cancelled while waiting in berth's queue (${err.details})`;
+  if (err.code === GrpcStatus.UNAVAILABLE) return `berth at ${address} is unreachable (UNAVAILABLE: ${err.details})`;
+  return `berth at ${address} refused the job (${name}: ${err.details})`;
+}
+
+/** Runs jobs through the berth server at `address`. */
+export class RemoteRunner implements Runner {
+  readonly #client: PlacementServiceClient;
+  readonly #batchId = `dispatch-${process.pid}-${Date.now().toString(36)}`;
+
+  /**
+   * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
+   * @param metadata sent with every call (e.g. the bearer token).
+   */
+  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata()) {
+    this.#client = new PlacementServiceClient(address, credentials.createInsecure());
+  }
+
+  /** See Runner.start. Device ids come from the server; `ids` is ignored. */
+  start(job: Job, _ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun {
+    const runId = `${this.#batchId}-${job.index + 1}`;
+    const call = this.#client.run(runRequestFor(job, runId, this.deviceEnv), this.metadata);
+    let last: RunResponse['kind'];
+    let ended = false;
+    let dropTimer: NodeJS.Timeout | undefined;
+    const done = new Promise<RunEnd>((resolve) => {
+      let started = false;
+      call.on('data', (m: RunResponse) => {
+        const k = m.kind;
+        if (k?.$case === 'started') {
+          started = true;
+          onStarted({ machine: k.value.machine, devices: [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b) });
+        } else if (k?.$case === 'event' && k.value.kind?.$case === 'log') capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
+        else if (k?.$case === 'result' || k?.$case === 'failure') {
+          last = k;
+          if (k.$case === 'failure' && k.value.traceback !== '') capture.write(Buffer.from(k.value.traceback));
+        }
+      });
+      call.on('error', (err: ServiceError) => {
+        ended = true;
+        clearTimeout(dropTimer);
+        if (!started) resolve({ exitCode: null, signal: null, spawnError: describe(this.address, err) });
+        else if (err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
+        else resolve({ exitCode: null, signal: null, error: describe(this.address, err) });
+      });
+      call.on('end', () => {
+        ended = true;
+        clearTimeout(dropTimer);
+        resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, spawnError: `berth at ${this.address} ended the call without a result` });
+      });
+    });
+    return {
+      done,
+      stop: (graceMs: number) => {
+        if (ended || dropTimer !== undefined) return;
+        this.#client.cancel({ runId }, this.metadata, () => {});
+        dropTimer = setTimeout(() => call.cancel(), graceMs);
+      },
+      dumpStack: () => false,
+    };
+  }
+
+  /** Waits up to `timeoutMs` for the channel to connect. @throws Error naming the server when it cannot. */
+  ready(timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#client.waitForReady(Date.now() + timeoutMs, (err) => {
+        if (err) reject(new Error(`berth at ${this.address} is unreachable: ${err.message}`));
+        else resolve();
+      });
+    });
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.#client.close();
+  }
+}

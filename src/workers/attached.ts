@@ -1,0 +1,149 @@
+/**
+ * AttachedWorker: one worker stream as the hub sees it — its machine, its calls in flight, its
+ * slots (SPEC W4), pending compile checks, ordered frame writes to it, and the routing of its
+ * frames (events in order, one terminal per call; heartbeats only prove liveness, SPEC W2).
+ */
+import type { Failure } from '../../generated/ts/berth/v1/calls.js';
+import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
+import type { CompileResult, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import { BerthError } from '../errors.js';
+import type { MachineSpec } from '../placement/types.js';
+import { CallRecord } from './call-record.js';
+import { checkFrame } from './frames.js';
+import { Slots } from './slots.js';
+import type { WirePayload } from './task.js';
+
+/** Writes one frame to the worker; resolves when handed to the transport. */
+export type FrameSink = (frame: WorkerStreamResponse['frame']) => Promise<void>;
+
+/** A call to start: its id parts and payload. */
+export interface CallSpec {
+  callId: string;
+  runId: string;
+  flow: string;
+  node: string;
+  payload: WirePayload;
+}
+
+/** A worker attached over one stream. */
+export class AttachedWorker {
+  readonly calls = new Map<string, CallRecord>();
+  readonly #compiles = new Map<string, (r: CompileResult | BerthError) => void>();
+  readonly slots: Slots;
+  /** Aborted (with the reason) when this stream is no longer the worker's: ended, replaced, silent. */
+  readonly gone = new AbortController();
+  /** When the worker last sent any frame (ms since the epoch). */
+  lastSeen = Date.now();
+  #chain: Promise<void> = Promise.resolve();
+  #ids = 0;
+
+  constructor(readonly spec: MachineSpec, readonly sink: FrameSink) {
+    this.slots = new Slots(spec.maxParallel ?? 0);
+  }
+
+  /** Name of the machine. */
+  get name(): string {
+    return this.spec.name;
+  }
+
+  /** Queues a frame in order; a failed write (stream gone) is ignored: `gone` says it. */
+  send(frame: WorkerStreamResponse['frame']): Promise<void> {
+    this.#chain = this.#chain.then(() => this.sink(frame)).catch(() => undefined);
+    return this.#chain;
+  }
+
+  /**
+   * Takes a slot (waiting in line when max_parallel are running; SPEC W4), then sends the Call.
+   * The slot is freed when the worker answers the call (or leaves).
+   * @throws the worker's leave reason, or `signal.reason` while waiting for a slot.
+   */
+  async startCall(spec: CallSpec, allocation: Allocation, signal: AbortSignal): Promise<CallRecord> {
+    const release = await this.slots.acquire(AbortSignal.any([signal, this.gone.signal]));
+    if (this.gone.signal.aborted) {
+      release();
+      throw this.gone.signal.reason;
+    }
+    const rec = new CallRecord(spec.callId, spec.runId, this.name, allocation, (reason) => {
+      void this.send({ $case: 'cancel', value: { callId: spec.callId, reason: reason.message } });
+    });
+    void rec.settled.then(() => {
+      release();
+      if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
+    });
+    this.calls.set(spec.callId, rec);
+    void this.send({ $case: 'call', value: { ...spec, allocation, timeoutMs: 0 } });
+    return rec;
+  }
+
+  /**
+   * Asks the worker to compile `source` (SPEC W5); resolves with the failure, or undefined when it compiled.
+   * @throws the leave reason when the worker goes away first; `signal.reason` when the caller does.
+   */
+  async compile(flow: string, node: string, source: string, signal: AbortSignal): Promise<Failure | undefined> {
+    const requestId = `k${++this.#ids}`;
+    const answer = await new Promise<CompileResult | BerthError>((resolve) => {
+      const onAbort = () => {
+        this.#compiles.delete(requestId);
+        resolve(signal.reason instanceof BerthError ? signal.reason : new BerthError('cancelled', 'compile cancelled'));
+      };
+      this.#compiles.set(requestId, (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+      void this.send({ $case: 'compile', value: { requestId, flow, node, source } });
+    });
+    if (answer instanceof BerthError) throw answer;
+    if (answer.ok) return undefined;
+    return answer.failure ?? { callId: '', type: 'CompileError', message: 'compile failed', traceback: '' };
+  }
+
+  /**
+   * Routes one frame from the worker: events to their call in order; a Result or Failure ends
+   * the call and frees its slot; heartbeats only prove liveness and are never forwarded.
+   * @throws BerthError invalid_argument for a bad frame (SPEC R1) or a second Hello.
+   */
+  receive(frame: WorkerStreamRequest['frame']): void {
+    this.lastSeen = Date.now();
+    checkFrame(frame);
+    switch (frame?.$case) {
+      case undefined:
+      case 'heartbeat':
+        return;
+      case 'event':
+        this.calls.get(frame.value.callId)?.event(frame.value);
+        return;
+      case 'result':
+      case 'failure': {
+        const rec = this.calls.get(frame.value.callId);
+        rec?.finish(frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value });
+        rec?.markSettled();
+        return;
+      }
+      case 'compileResult': {
+        const done = this.#compiles.get(frame.value.requestId);
+        this.#compiles.delete(frame.value.requestId);
+        done?.(frame.value);
+        return;
+      }
+      case 'hello':
+        throw new BerthError('invalid_argument', 'frame: hello may only be the first frame');
+    }
+  }
+
+  /**
+   * This stream is over: every call in flight fails at once with `reason` (SPEC W3), pending
+   * compiles get it too. Idempotent.
+   */
+  leave(reason: BerthError): void {
+    if (this.gone.signal.aborted) return;
+    this.gone.abort(reason);
+    for (const c of this.calls.values()) {
+      c.fail(reason);
+      c.markSettled();
+    }
+    this.calls.clear();
+    for (const done of this.#compiles.values()) done(reason);
+    this.#compiles.clear();
+  }
+}

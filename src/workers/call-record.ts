@@ -1,0 +1,133 @@
+/**
+ * CallRecord: one call in flight (remote or on the engine host), fanned out to every Run that
+ * follows it (a retried Run with the same call id joins instead of running twice). Every follower
+ * gets every event from where it started, in order, then the one terminal (SPEC W2). Events all
+ * followers have passed are dropped, except the last MAX_REPLAY kept for a Run that joins late;
+ * a follower more than MAX_BEHIND events behind is ended RESOURCE_EXHAUSTED.
+ */
+import type { Event, Failure, Result } from '../../generated/ts/berth/v1/calls.js';
+import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
+import { BerthError } from '../errors.js';
+
+/** Most past events replayed to a Run that joins late. */
+export const MAX_REPLAY = 10_000;
+/** Most events a follower may lag behind before it is cut off as too slow. */
+export const MAX_BEHIND = 100_000;
+
+/** The one ending of a call: its Result or its Failure. */
+export type Terminal = { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure };
+
+/** What a follower receives, in order: events, then exactly one terminal. */
+export type CallItem = { $case: 'event'; value: Event } | Terminal;
+
+/** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
+export class CallRecord {
+  readonly startedAt = Date.now();
+  #items: CallItem[] = [];
+  /** Absolute index of #items[0]. */
+  #base = 0;
+  #end?: Terminal | BerthError;
+  readonly #wakers = new Set<() => void>();
+  /** Absolute next index of each follower. */
+  readonly #cursors = new Set<{ i: number }>();
+  #settle!: () => void;
+  /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */
+  readonly settled = new Promise<void>((resolve) => (this.#settle = resolve));
+
+  constructor(
+    readonly callId: string,
+    readonly runId: string,
+    readonly machine: string,
+    readonly allocation: Allocation,
+    readonly stop: (reason: BerthError) => void,
+  ) {}
+
+  /** True once the call ended for its callers. */
+  get ended(): boolean {
+    return this.#end !== undefined;
+  }
+
+  /** Runs following the call now (the first caller and any that joined). */
+  get followers(): number {
+    return this.#cursors.size;
+  }
+
+  /** Records an event (ignored after the end). */
+  event(e: Event): void {
+    if (this.#end) return;
+    this.#items.push({ $case: 'event', value: e });
+    this.#trim();
+    this.#wake();
+  }
+
+  /** Ends the call with its Result or Failure (first ending wins). */
+  finish(t: Terminal): void {
+    if (this.#end) return;
+    this.#end = t;
+    this.#items.push(t);
+    this.#wake();
+  }
+
+  /** Ends the call with an RPC error for its callers (first ending wins): went away, deadline, cancelled. */
+  fail(err: BerthError): void {
+    if (this.#end) return;
+    this.#end = err;
+    this.#wake();
+  }
+
+  /** Marks the machine done with the call. */
+  markSettled(): void {
+    this.#settle();
+  }
+
+  /**
+   * Yields every item from the oldest kept, waiting for new ones, until the terminal; throws the
+   * BerthError when the call failed, `signal.reason` when the follower goes away, or
+   * RESOURCE_EXHAUSTED when it falls MAX_BEHIND events behind.
+   */
+  async *follow(signal: AbortSignal): AsyncGenerator<CallItem> {
+    const cur = { i: this.#base };
+    this.#cursors.add(cur);
+    try {
+      for (;;) {
+        while (cur.i < this.#base + this.#items.length) {
+          if (this.#base + this.#items.length - cur.i > MAX_BEHIND) {
+            throw new BerthError('resource_exhausted', `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`);
+          }
+          const item = this.#items[cur.i - this.#base];
+          cur.i++;
+          yield item;
+          if (item.$case !== 'event') return;
+        }
+        if (this.#end instanceof BerthError) throw this.#end;
+        signal.throwIfAborted();
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            this.#wakers.delete(done);
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          this.#wakers.add(done);
+          signal.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      this.#cursors.delete(cur);
+    }
+  }
+
+  /** Drops events every follower has passed, keeping the last MAX_REPLAY (in batches, so pushes stay O(1)). */
+  #trim(): void {
+    const total = this.#base + this.#items.length;
+    let upTo = total - MAX_REPLAY;
+    for (const c of this.#cursors) upTo = Math.min(upTo, c.i);
+    const drop = upTo - this.#base;
+    if (drop < 1024) return;
+    this.#items = this.#items.slice(drop);
+    this.#base += drop;
+  }
+
+  #wake(): void {
+    for (const w of [...this.#wakers]) w();
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Executors: one entry point that runs a task with the executor for its payload (command or
+ * Python source). Shared by the `berth worker` agent and by the server for engine-host runs.
+ */
+import { CommandExecutor } from './command.js';
+import { PythonExecutor, type PythonExecutorOptions } from './python.js';
+import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
+
+export type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
+
+/** Both executors behind the one Executor interface. */
+export class Executors implements Executor {
+  readonly command: CommandExecutor;
+  readonly python: PythonExecutor;
+
+  /** `graceMs`: SIGTERM → SIGKILL delay on cancel (default 10 s). */
+  constructor(o: PythonExecutorOptions = {}) {
+    this.command = new CommandExecutor(o.graceMs);
+    this.python = new PythonExecutor(o);
+  }
+
+  /** Runs `task` with the executor of its payload kind. See Executor.run. */
+  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
+    return task.payload.kind === 'command' ? this.command.run(task, onEvent, signal, flow) : this.python.run(task, onEvent, signal, flow);
+  }
+
+  /** Compile check of Python source; undefined when it compiles. */
+  compile(source: string, filename: string): Promise<ExecFailure | undefined> {
+    return this.python.compile(source, filename);
+  }
+
+  /** Closes warm Python processes. */
+  close(): Promise<void> {
+    return this.python.close();
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Validation of a worker's Hello frame (SPEC R1) into the machine it brings.
+ */
+import { z } from 'zod';
+import type { Hello } from '../../generated/ts/berth/v1/worker.js';
+import { BerthError } from '../errors.js';
+import { MAX_CPUS, MAX_RAM_MB } from '../placement/ask.js';
+import { fieldPath } from './frames.js';
+import type { MachineSpec } from '../placement/types.js';
+import { MAX_DEVICE_ID } from '../resources/ranges.js';
+
+const schema = z.object({
+  name: z.string().min(1, 'required').max(63, 'at most 63 characters').regex(/^[A-Za-z0-9_.\-]+$/, 'a name holds only letters, digits and _ . -'),
+  labels: z.array(z.string().min(1).max(63).regex(/^[A-Za-z0-9_.\-]+$/, 'a label holds only letters, digits and _ . -')).max(64),
+  inventory: z.object({
+    cpus: z.number().int().min(0).max(MAX_CPUS),
+    gpuIds: z.array(z.number().int().min(0).max(MAX_DEVICE_ID)).max(4096).refine((ids) => new Set(ids).size === ids.length, 'device ids must be unique'),
+    ramMb: z.number().int().min(0).max(MAX_RAM_MB).optional(),
+  }, { error: 'required' }),
+  maxParallel: z.number().int().min(0).max(65_536),
+  version: z.string().max(64),
+});
+
+/**
+ * The machine a Hello attaches.
+ * @throws BerthError invalid_argument naming `hello.<field>` and the value.
+ */
+export function machineFromHello(h: Hello): MachineSpec {
+  const r = schema.safeParse(h);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    let value: unknown = h;
+    for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
+    throw new BerthError('invalid_argument', `${fieldPath(['hello', ...issue.path])}: ${issue.message} (got ${JSON.stringify(value)})`);
+  }
+  const v = r.data;
+  return {
+    name: v.name,
+    labels: v.labels,
+    inventory: { cpus: v.inventory.cpus, gpuIds: [...v.inventory.gpuIds].sort((a, b) => a - b), ramMb: v.inventory.ramMb },
+    remote: true,
+    maxParallel: v.maxParallel,
+    version: v.version,
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * serveWorkerStream: the life of one WorkerStream on the server. First frame Hello (validated),
+ * Welcome back, then frames routed until the stream ends, errors, or stays silent past the
+ * keepalive; on drain the worker is sent Drain and the stream ends once its calls are done.
+ * A stream replaced by a newer one under the same name (SPEC W1), or silent, ends UNAVAILABLE.
+ */
+import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
+import { BerthError } from '../errors.js';
+import { machineFromHello } from './hello.js';
+import { AttachedWorker, type FrameSink } from './attached.js';
+import type { WorkerHub } from './hub.js';
+import { nextOrAbort } from './next-or-abort.js';
+
+/**
+ * Serves one worker stream until it is over.
+ * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
+ *   engine), or a bad later frame; unavailable while draining, when replaced, or silent past the keepalive.
+ */
+export async function serveWorkerStream(
+  hub: WorkerHub,
+  messages: AsyncIterable<WorkerStreamRequest>,
+  write: FrameSink,
+  signal: AbortSignal,
+  drain: { signal: AbortSignal; graceMs: number },
+): Promise<void> {
+  const it = messages[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done) return;
+  if (first.value.frame?.$case !== 'hello') throw new BerthError('invalid_argument', `frame: the first frame must be hello (got ${first.value.frame?.$case ?? 'nothing'})`);
+  const spec = machineFromHello(first.value.frame.value);
+  if (drain.signal.aborted) throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
+  if (spec.name === hub.o.engineName) throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
+  const w = new AttachedWorker(spec, write);
+  hub.attach(w);
+  await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
+  const silence = setInterval(() => {
+    if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
+  }, Math.min(1000, hub.o.heartbeatMs));
+  const onDrain = () => void w.send({ $case: 'drain', value: { graceMs: drain.graceMs } });
+  if (drain.signal.aborted) onDrain();
+  else drain.signal.addEventListener('abort', onDrain, { once: true });
+  let why = 'stream ended';
+  try {
+    const over = streamOver(w, drain.signal);
+    for (;;) {
+      const next = await nextOrAbort(it, over);
+      if (next.done) break;
+      w.receive(next.value.frame);
+    }
+    if (w.gone.signal.aborted) throw w.gone.signal.reason; // replaced or silent: the old stream ends UNAVAILABLE
+    if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
+    else if (drain.signal.aborted) why = 'server drained';
+  } catch (err) {
+    why = err instanceof Error ? err.message : String(err);
+    throw err;
+  } finally {
+    clearInterval(silence);
+    drain.signal.removeEventListener('abort', onDrain);
+    hub.leave(w, why);
+  }
+}
+
+/** Aborted when `w` leaves, or once the server drains and `w` has no call in flight. */
+function streamOver(w: AttachedWorker, drain: AbortSignal): AbortSignal {
+  const over = new AbortController();
+  const done = () => over.abort();
+  if (w.gone.signal.aborted) done();
+  w.gone.signal.addEventListener('abort', done, { once: true });
+  const watch = () => {
+    const t = setInterval(() => {
+      if (w.calls.size === 0 || w.gone.signal.aborted) {
+        clearInterval(t);
+        done();
+      }
+    }, 50);
+  };
+  if (drain.aborted) watch();
+  else drain.addEventListener('abort', watch, { once: true, signal: over.signal });
+  return over.signal;
+}

@@ -1,0 +1,57 @@
+/**
+ * Acceptance 11: the same batch gives the same results embedded and through `berth serve` with a
+ * real `berth worker` attached (jobs needing devices land on the worker, the only GPU machine).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { watch } from '../support/claims.js';
+import { finished, spawnBerth } from '../support/cli.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+import { dispatch, scratch, statuses, type Scratch } from './support.js';
+
+let s: Scratch | undefined;
+let t: TestServer | undefined;
+afterEach(async () => {
+  s?.cleanup();
+  await t?.close();
+  s = undefined;
+  t = undefined;
+});
+
+describe('embedded and --server give the same results', () => {
+  it('passed / failed / spawn_error per job alike, and device ids reach the job on the worker', async () => {
+    s = scratch();
+    const file = s.batch({ jobs: [
+      { label: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
+      { label: 'two', devices: 2, argv: ['sh', '-c', 'echo two on {devices}'] },
+      { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
+      { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
+      { label: 'cpu', devices: 0, argv: ['true'] },
+    ] });
+    const embedded = await dispatch(file, '--devices', '0-3');
+
+    t = await startServer({ cpus: 2, gpuIds: [] });
+    const events = watch(t.placement);
+    await events.ready;
+    const attached = events.next((e) => e.kind === 'worker_attached' && e.machine === 'w1');
+    const worker = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--cpus', '4', '--gpus', '0-3', '--log-level', 'warn']);
+    const workerDone = finished(worker);
+    await attached;
+    const remote = await dispatch(file, '--server', t.address, '-j', '4');
+    events.cancel();
+
+    expect(statuses(embedded.stdout)).toEqual({ one: 'passed', two: 'passed', fails: 'failed', ghost: 'spawn_error', cpu: 'passed' });
+    expect(statuses(remote.stdout)).toEqual(statuses(embedded.stdout));
+    expect(remote.code).toBe(embedded.code);
+    expect(remote.code).toBe(1);
+    expect(remote.stdout).toContain('about to fail');
+    const logs = /^logs: (\S+)$/m.exec(remote.stdout)![1];
+    const oneLog = readdirSync(logs).find((f) => f.endsWith('-one.log'))!;
+    expect(readFileSync(join(logs, oneLog), 'utf8')).toMatch(/^one on (\d) sees \1$/m);
+    expect((await snapshot(t.placement)).held).toEqual([]); // every claim given back
+    worker.kill('SIGTERM');
+    await workerDone;
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * Test support: a test-double WorkerService server (grpc-js + the generated definition) that
+ * hands each worker connection to the test, to drive the real agent frame by frame.
+ */
+import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import { WorkerServiceService, type WorkerStreamRequest, type WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+
+type Frame = NonNullable<WorkerStreamRequest['frame']>;
+/** The value of a frame of kind C. */
+type V<C extends Frame['$case']> = Extract<Frame, { $case: C }>['value'];
+
+/** One worker connection as the double sees it. */
+export class FakeConnection {
+  readonly frames: Frame[] = [];
+  readonly #waiters: Array<() => void> = [];
+  closed = false;
+
+  constructor(readonly call: ServerDuplexStream<WorkerStreamRequest, WorkerStreamResponse>) {
+    call.on('data', (m: WorkerStreamRequest) => {
+      if (m.frame) this.frames.push(m.frame);
+      this.#wake();
+    });
+    const close = () => {
+      this.closed = true;
+      this.#wake();
+    };
+    call.on('end', close);
+    call.on('cancelled', close);
+    call.on('error', close);
+  }
+
+  /** Sends a server frame. */
+  send(frame: WorkerStreamResponse['frame']): void {
+    this.call.write({ frame });
+  }
+
+  /** Resolves with the first frame of `kind` matching `pred`; rejects after `ms`. */
+  async waitFor<C extends Frame['$case']>(kind: C, pred: (v: V<C>) => boolean = () => true, ms = 15_000): Promise<V<C>> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const f = this.frames.find((x) => x.$case === kind && pred(x.value as unknown as V<C>));
+      if (f) return f.value as unknown as V<C>;
+      if (Date.now() > end) throw new Error(`no ${kind} frame within ${ms} ms; got ${this.frames.map((x) => x.$case).join(',')}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.max(1, end - Date.now()));
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Frames of call `callId` that are events, heartbeats or terminal frames, in order. */
+  of(callId: string): Frame[] {
+    return this.frames.filter((f) => 'callId' in f.value && f.value.callId === callId);
+  }
+
+  #wake(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+}
+
+/** The double server. */
+export class FakeHub {
+  readonly server = new Server();
+  readonly connections: FakeConnection[] = [];
+  readonly metadata: Array<Record<string, unknown>> = [];
+  #waiters: Array<() => void> = [];
+  port = 0;
+
+  /** Binds 127.0.0.1:`port` (0 = ephemeral). */
+  async start(port = 0): Promise<string> {
+    this.server.addService(WorkerServiceService, {
+      workerStream: (call: ServerDuplexStream<WorkerStreamRequest, WorkerStreamResponse>) => {
+        this.metadata.push(call.metadata.getMap());
+        this.connections.push(new FakeConnection(call));
+        for (const w of this.#waiters.splice(0)) w();
+      },
+    });
+    this.port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Resolves with connection number `n` (0-based) once it exists. */
+  async connection(n: number, ms = 15_000): Promise<FakeConnection> {
+    const end = Date.now() + ms;
+    while (!this.connections[n]) {
+      if (Date.now() > end) throw new Error(`no connection #${n} within ${ms} ms`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 100);
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return this.connections[n];
+  }
+
+  /** Stops at once, cutting every stream. */
+  stop(): void {
+    this.server.forceShutdown();
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Test support: one Run RPC with the generated client, collecting what the caller sees.
+ */
+import type { ServiceError } from '@grpc/grpc-js';
+import type { PlacementServiceClient, RunRequest, RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import { Policy, type Ask } from '../../generated/ts/berth/v1/resources.js';
+
+/** What a Run caller saw: every response, and how the stream ended (null = OK). */
+export interface RunOutcome {
+  responses: RunResponse[];
+  error: ServiceError | null;
+}
+
+/** A Run in progress. */
+export interface RunHandle {
+  responses: RunResponse[];
+  done: Promise<RunOutcome>;
+  cancel(): void;
+}
+
+/** Builds a RunRequest: an ask (default: require label `label`), a Python source payload. */
+export function runRequest(o: {
+  runId?: string; flow?: string; node?: string; label?: string; cpus?: number; gpus?: number; claimId?: string;
+  source?: string; kwargs?: Record<string, unknown>; argv?: string[]; timeoutMs?: number; policy?: Policy;
+}): RunRequest {
+  const ask: Ask = { cpus: o.cpus, gpus: o.gpus ?? 0, label: o.label ?? '', policy: o.policy ?? (o.label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED), node: '', runId: '', env: {} };
+  return {
+    placement: o.claimId ? { $case: 'claimId', value: o.claimId } : { $case: 'ask', value: ask },
+    payload: o.argv
+      ? { $case: 'command', value: { argv: o.argv, env: {}, cwd: '' } }
+      : { $case: 'source', value: { source: o.source ?? 'def process():\n    return 1\n', kwargs: o.kwargs ?? {} } },
+    flow: o.flow ?? 'flow',
+    node: o.node ?? 'node',
+    runId: o.runId ?? 'r1',
+    timeoutMs: o.timeoutMs ?? 0,
+  };
+}
+
+/** Starts a Run. */
+export function run(client: PlacementServiceClient, req: RunRequest): RunHandle {
+  const call = client.run(req);
+  const responses: RunResponse[] = [];
+  call.on('data', (r: RunResponse) => responses.push(r));
+  const done = new Promise<RunOutcome>((resolve) => {
+    call.on('error', (e: ServiceError) => resolve({ responses, error: e }));
+    call.on('status', (s) => {
+      if (s.code === 0) resolve({ responses, error: null });
+    });
+  });
+  return { responses, done, cancel: () => call.cancel() };
+}
+
+/** The kinds of responses in order, e.g. ['started', 'event', 'result']. */
+export function kinds(o: { responses: RunResponse[] }): string[] {
+  return o.responses.map((r) => r.kind?.$case ?? '?');
+}
+
+/** The terminal response's value. */
+export function terminal(o: { responses: RunResponse[] }) {
+  const last = o.responses[o.responses.length - 1]?.kind;
+  return last?.$case === 'result' || last?.$case === 'failure' ? last : undefined;
+}

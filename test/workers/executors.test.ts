@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BerthError } from '../../src/errors.js';
+import { Executors, type ExecEvent, type Task } from '../../src/workers/executors/index.js';
+
+const ex = new Executors({ graceMs: 500 });
+afterAll(() => ex.close());
+
+function source(src: string, kwargs: Record<string, unknown> = {}, env: Record<string, string> = {}): Task {
+  return { callId: 'r1:flow.node', payload: { kind: 'source', source: src, kwargs }, gpuIds: [], env };
+}
+function command(argv: string[], gpuIds: number[] = [], env: Record<string, string> = {}): Task {
+  return { callId: 'r1:flow.cmd', payload: { kind: 'command', argv, env: {}, cwd: '' }, gpuIds, env };
+}
+async function run(task: Task, signal = new AbortController().signal) {
+  const events: ExecEvent[] = [];
+  const outcome = await ex.run(task, (e) => events.push(e), signal);
+  return { outcome, events };
+}
+
+describe('command executor', () => {
+  it('replaces {devices} with the granted range and applies the allocation env', async () => {
+    const { outcome, events } = await run(command(['sh', '-c', 'echo dev=$1 cvd=$CUDA_VISIBLE_DEVICES', 'sh', '{devices}'], [0, 1, 2, 3], { CUDA_VISIBLE_DEVICES: '0,1,2,3' }));
+    expect(outcome).toEqual({ ok: true, value: { exit_code: 0 } });
+    expect(events).toEqual([{ kind: 'log', stream: 'stdout', line: 'dev=0-3 cvd=0,1,2,3' }]);
+  });
+
+  it('a non-zero exit is an ExitCode failure and stderr lines are logged', async () => {
+    const { outcome, events } = await run(command(['sh', '-c', 'echo oops >&2; exit 3']));
+    expect(outcome).toMatchObject({ ok: false, type: 'ExitCode' });
+    expect(outcome.ok === false && outcome.message).toContain('code 3');
+    expect(events).toEqual([{ kind: 'log', stream: 'stderr', line: 'oops' }]);
+  });
+
+  it('invalid UTF-8 in output is replaced, not fatal', async () => {
+    const { events } = await run(command(['sh', '-c', "printf 'a\\377b\\n'"]));
+    expect(events).toEqual([{ kind: 'log', stream: 'stdout', line: 'a\uFFFDb' }]);
+  });
+
+  it('a missing program is a SpawnError failure', async () => {
+    const { outcome } = await run(command(['/nonexistent/berth-test-program']));
+    expect(outcome).toMatchObject({ ok: false, type: 'SpawnError' });
+  });
+
+  it('cancel stops a command and its children; a command ignoring SIGTERM is killed after the grace', async () => {
+    const ac = new AbortController();
+    const events: ExecEvent[] = [];
+    const started = Date.now();
+    const p = ex.run(command(['sh', '-c', "trap '' TERM; sleep 60 & echo $!; wait"]), (e) => events.push(e), ac.signal);
+    await until(() => events.length > 0);
+    ac.abort(new BerthError('cancelled', 'cancelled by test'));
+    await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const child = Number((events[0] as { line: string }).line);
+    await until(() => !alive(child));
+  });
+});
+
+describe('python executor', () => {
+  it('calls process(**kwargs) and returns its JSON value', async () => {
+    const { outcome } = await run(source('def process(x):\n    return {"out": x + 1}\n', { x: 1 }));
+    expect(outcome).toEqual({ ok: true, value: { out: 2 } });
+  });
+
+  it('runs with the allocation env', async () => {
+    const { outcome } = await run(source('import os\ndef process():\n    return {"threads": int(os.environ["OMP_NUM_THREADS"])}\n', {}, { OMP_NUM_THREADS: '2' }));
+    expect(outcome).toEqual({ ok: true, value: { threads: 2 } });
+  });
+
+  it('report() is a metric and print() a log line, in order', async () => {
+    const { outcome, events } = await run(source('def process():\n    print("hello")\n    report("loss", 0.5)\n    return 1\n'));
+    expect(events).toEqual([{ kind: 'log', stream: 'stdout', line: 'hello' }, { kind: 'metric', name: 'loss', value: 0.5 }]);
+    expect(outcome).toEqual({ ok: true, value: 1 });
+  });
+
+  it('an exception is a failure with class, message and a traceback naming the source line', async () => {
+    const { outcome } = await run(source('def process():\n    x = 1\n    raise ValueError("bad")\n'));
+    expect(outcome).toMatchObject({ ok: false, type: 'ValueError', message: 'bad' });
+    const tb = outcome.ok === false ? outcome.traceback : '';
+    expect(tb).toContain('line 3');
+    expect(tb).toContain('raise ValueError("bad")');
+    expect(tb).not.toContain('harness.py');
+  });
+
+  it('a value that is not JSON-able is a TypeError failure', async () => {
+    const { outcome } = await run(source('def process():\n    return object()\n'));
+    expect(outcome).toMatchObject({ ok: false, type: 'TypeError' });
+  });
+
+  it('same env reuses one warm process; a different env adds one pool; a cancelled process is replaced', async () => {
+    const local = new Executors({ graceMs: 300 });
+    try {
+      const pid = 'import os\ndef process():\n    return os.getpid()\n';
+      const a = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
+      const b = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
+      expect(a).toEqual(b);
+      expect(local.python.pools.count).toBe(1);
+      await local.run(source(pid, {}, { OMP_NUM_THREADS: '2' }), () => undefined, new AbortController().signal);
+      expect(local.python.pools.count).toBe(2);
+      expect(local.python.pools.started).toBe(2);
+      const ac = new AbortController();
+      const events: ExecEvent[] = [];
+      const p = local.run(source('import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ndef process():\n    print("up")\n    time.sleep(60)\n', {}, { OMP_NUM_THREADS: '1' }), (e) => events.push(e), ac.signal);
+      await until(() => events.length > 0);
+      ac.abort(new BerthError('cancelled', 'cancelled by test'));
+      await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
+      const c = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
+      expect(c.ok).toBe(true);
+      expect(local.python.pools.started).toBe(3);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('compile reports a SyntaxError without running the source', async () => {
+    expect(await ex.compile('def process():\n    return 1\nraise SystemExit\n', '<c>')).toBeUndefined();
+    expect(await ex.compile('def process(:\n', '<c>')).toMatchObject({ type: 'SyntaxError' });
+  });
+});
+
+/** True while `pid` runs (a zombie left for a reaper counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
