@@ -20,7 +20,9 @@ export function createLogger(level: LogLevel = 'info', pretty = process.stderr.i
       transport: { target: 'pino-pretty', options: { destination: 2, colorize: true, ignore: 'pid,hostname' } },
     });
   }
-  return pino({ level, base: { pid: process.pid } }, pino.destination(2));
+  const dest = pino.destination({ dest: 2, sync: true });
+  dest.on('error', () => {}); // stderr gone (EPIPE): drop logs, never block shutdown
+  return pino({ level, base: { pid: process.pid } }, dest);
 }
 
 /** A logger that drops everything (tests, embedded use). */

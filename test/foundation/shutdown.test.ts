@@ -45,4 +45,14 @@ describe('shutdown', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/berth stopped/);
   });
+
+  it('berth serve still exits 0 on SIGTERM after whoever read its logs has gone away (EPIPE)', async () => {
+    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1']);
+    await waitForLine(child, /berth serving/);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stderr!.destroy();
+    child.stdout!.destroy();
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
 });
