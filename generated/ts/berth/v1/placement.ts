@@ -132,7 +132,7 @@ export interface RunRequest {
   flow: string;
   /** Node name; part of the call id. */
   node: string;
-  /** Run id; part of the call id; Cancel(run_id) acts on it. */
+  /** Run id, required (letters, digits, _ . : -); part of the call id; Cancel(run_id) acts on it. */
   runId: string;
   /** Deadline for the call in ms (0 = none); silence past it is DEADLINE_EXCEEDED. */
   timeoutMs: number;
