@@ -128,11 +128,11 @@ export interface RunRequest {
     /** Python source calling process(**kwargs). */
     { $case: "source"; value: PythonSource }
     | undefined;
-  /** Flow name; part of the call id. */
+  /** Flow name, required (letters, digits, _ . -); part of the call id. */
   flow: string;
-  /** Node name; part of the call id. */
+  /** Node name, required (letters, digits, _ . -); part of the call id. */
   node: string;
-  /** Run id, required (letters, digits, _ . : -); part of the call id; Cancel(run_id) acts on it. */
+  /** Run id, required (letters, digits, _ . -, at most 128); part of the call id; Cancel(run_id) acts on it. */
   runId: string;
   /** Deadline for the call in ms (0 = none); silence past it is DEADLINE_EXCEEDED. */
   timeoutMs: number;
