@@ -49,12 +49,15 @@ lint: setup venv
 
 ## test: every test (vitest, then the Python client's pytest suite against the real server)
 test: setup
-	$(NPX) vitest run
+	@mkdir -p test-results
+	$(NPX) vitest run --reporter=default --reporter=json --outputFile=test-results/vitest.json
 	$(MAKE) --no-print-directory test-python
+	@$(PY) bin/test-summary.py test-results/vitest.json test-results/pytest.xml
 
 ## test-python: the Python client's contract tests (pytest; exit 5 "no tests collected" is a failure)
 test-python: setup venv
-	@$(PY) -m pytest -q test/python; rc=$$?; \
+	@mkdir -p test-results
+	@$(PY) -m pytest -q --junitxml=test-results/pytest.xml test/python; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests under test/python" >&2; fi; exit $$rc
 
 ## run: start berth on 127.0.0.1:50051 (flags via ARGS="--cpus 4 --gpus 0-3")

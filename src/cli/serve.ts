@@ -31,7 +31,6 @@ export function serveCommand(): Command {
       const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
       log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
       const server = new BerthServer(options, engine, { log });
-      await server.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
@@ -42,7 +41,9 @@ export function serveCommand(): Command {
         log.info({ sig }, 'shutting down');
         void server.stop().then(() => process.exit(0));
       };
+      // Handlers go in before binding, so a signal right after "berth serving" still drains.
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      await server.start();
     });
 }

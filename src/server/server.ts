@@ -83,7 +83,7 @@ export class BerthServer {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(err) : resolve(port)));
     });
-    this.lifecycle.to('serving');
+    if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
     return this.#port;
