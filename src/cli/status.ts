@@ -1,6 +1,7 @@
 /**
  * `berth status`: prints every machine with its books, the waiting claims and the calls in flight;
- * `--watch` redraws on each event; `--json` prints the snapshot for scripts.
+ * `--watch` redraws on each event until interrupted (exit 0) or the server goes away (exit 1,
+ * saying so); `--json` prints the snapshot for scripts (one JSON line per snapshot with --watch).
  */
 import { Command } from 'commander';
 import { PlacementServiceClient, type GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
@@ -25,8 +26,9 @@ export function statusCommand(): Command {
       const client = new PlacementServiceClient(opts.server, channelCredentials());
       const draw = async () => {
         const s = await fetchSnapshot(client, opts.token);
-        const text = flags.json ? JSON.stringify(s, null, 2) : renderStatus(s);
-        if (flags.watch && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
+        // --watch --json prints one snapshot per line (JSON lines) for scripts to follow.
+        const text = flags.json ? JSON.stringify(s, null, flags.watch ? undefined : 2) : renderStatus(s);
+        if (flags.watch && !flags.json && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
         process.stdout.write(`${text}\n${flags.watch && !flags.json ? '\n' : ''}`);
       };
       try {
@@ -42,13 +44,17 @@ export function statusCommand(): Command {
       const stream = client.watchEvents({}, authMetadata(opts.token));
       let drawing = Promise.resolve();
       stream.on('data', () => (drawing = drawing.then(draw, draw).catch(() => {})));
+      let interrupted = false;
       await new Promise<void>((resolve, reject) => {
-        stream.on('error', (e: { code?: number; details?: string }) => (e.code === 1 ? resolve() : reject(new Error(`watch ended: ${e.details ?? ''}`))));
-        stream.on('end', resolve);
-        const stop = () => stream.cancel();
+        const gone = (why: string) => reject(new Error(`berth at ${opts.server} went away (${why}); the last status above is stale`));
+        stream.on('error', (e: { code?: number; details?: string }) => (interrupted ? resolve() : gone(e.details ?? 'stream error')));
+        stream.on('end', () => (interrupted ? resolve() : gone('server ended the stream')));
+        const stop = () => {
+          interrupted = true;
+          stream.cancel();
+        };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
-      });
-      client.close();
+      }).finally(() => client.close());
     });
 }

@@ -79,4 +79,22 @@ describe('berth status', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('127.0.0.1:1');
   });
+
+  it('--watch exits 1 saying the server went away when it stops, and --json with --watch prints JSON lines', async () => {
+    t = await startServer({ cpus: 2 });
+    const child = spawnBerth(['status', '--server', t.address, '--watch', '--json']);
+    const done = finished(child);
+    let out = '';
+    await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve();
+    }));
+    await t.close();
+    t = undefined;
+    const r = await done;
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('went away');
+    const lines = r.stdout.trim().split('\n');
+    for (const l of lines) expect(JSON.parse(l).machines[0].name).toBe('engine');
+  });
 });
