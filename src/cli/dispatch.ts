@@ -1,6 +1,7 @@
 /**
  * `berth dispatch FILE`: run a batch of device-hungry jobs in parallel up to the devices that
- * exist (SPEC D1–D8). Usage and validation errors exit 2 before anything starts; otherwise the
+ * exist (SPEC D1–D8). Usage and validation errors (flags, batch, output paths, token, a job too big
+ * for any machine) exit 2 before anything starts; an unreachable `--server` exits 1; otherwise the
  * exit code is 0 only when every job passed, 130/143 after Ctrl-C/SIGTERM, else 1.
  */
 import { mkdtempSync } from 'node:fs';
@@ -50,8 +51,8 @@ Examples:
   berth dispatch jobs.yaml --server 127.0.0.1:50051   # through berth and its workers
 
 Exit code: 0 when every job passed; 1 when one did not, or --server cannot be reached; 2 for bad
-usage, an invalid batch or a job too big for any machine (nothing started); 130 / 143 after
-SIGINT / SIGTERM.`;
+usage, an invalid batch, an unwritable --junit/--log-dir, a rejected token or a job too big
+for any machine (nothing started); 130 / 143 after SIGINT / SIGTERM.`;
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -2,11 +2,12 @@
  * Batch files and flags (SPEC D1): YAML or JSON, a bare list or { jobs }, errors naming the job
  * and the field; `-j auto` = devices, min(cores, devices) for a *sim platform, never below 1.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobsLimit, resolveDispatchOptions } from '../../src/config/dispatch-options.js';
 import { loadBatch } from '../../src/dispatch/batch.js';
+import { ROOT, runBerth } from '../support/cli.js';
 import { scratch, type Scratch } from './support.js';
 
 let s: Scratch;
@@ -74,5 +75,19 @@ describe('batch files and dispatch flags', () => {
     expect(c.cwd).toBe(join(s.dir, 'sub'));
     expect(d.cwd).toBe('/abs');
     expect(e.cwd).toBeUndefined(); // none given: dispatch's own working directory
+  });
+
+  it('--help and the README give the same exit codes and list every flag', async () => {
+    const help = await runBerth(['dispatch', '--help']);
+    expect(help.code).toBe(0);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Batch dispatch'), readme.indexOf('\n## ', readme.indexOf('## Batch dispatch') + 1));
+    const exitText = (t: string) => /Exit code: ([^]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
+    expect(exitText(section)).toBeDefined();
+    expect(exitText(section)).toBe(exitText(help.stdout));
+    for (const flag of help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)) {
+      if (flag[1] !== '--help') expect(section, flag[1]).toContain(`\`${flag[1]}`);
+    }
+    expect(section).not.toMatch(/issue #4/);
   });
 });
