@@ -11,10 +11,11 @@ import { runBatch } from '../../src/dispatch/batch-run.js';
 import { parseBatch } from '../../src/dispatch/batch.js';
 import { describeCallError, RemoteRunner } from '../../src/dispatch/remote-runner.js';
 import { ConsoleReporter } from '../../src/dispatch/reporter.js';
-import { runBerth } from '../support/cli.js';
+import { watch } from '../support/claims.js';
+import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
-import { dispatch, recordingJob, scratch, started, withLogDir, type Scratch } from './support.js';
+import { dispatch, recordingJob, scratch, started, statuses, withLogDir, type Scratch } from './support.js';
 
 let s: Scratch | undefined;
 let t: TestServer | undefined;
@@ -108,6 +109,29 @@ describe('dispatch --server results', () => {
     runner.close();
     expect(results.map((r) => [r.index, r.label, r.status])).toEqual([[0, 'a', 'error'], [1, 'b', 'error'], [2, 'c', 'error']]);
     expect(results[0].error).toMatch(/refused the job \(UNAUTHENTICATED/);
+  });
+
+  it('the worker running a job is killed: the job is an error that blames the machine, not the server', async () => {
+    s = scratch();
+    t = await startServer({ cpus: 2, gpuIds: [] });
+    const events = watch(t.placement);
+    await events.ready;
+    const attached = events.next((e) => e.kind === 'worker_attached' && e.machine === 'w1');
+    const worker = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--cpus', '2', '--gpus', '0-1', '--log-level', 'warn']);
+    const workerDone = finished(worker);
+    await attached;
+    events.cancel();
+    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]); // bounded: the killed worker's child is orphaned
+    const d = spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])]);
+    const done = finished(d);
+    await waitForLine(d, /^START\s+long\b/);
+    worker.kill('SIGKILL');
+    await workerDone;
+    const r = await done;
+    expect(r.code).toBe(1);
+    expect(statuses(r.stdout)).toEqual({ long: 'error' });
+    expect(r.stdout).toMatch(/ERROR\s+long\s+machine w1 went away, the job's outcome is unknown \(worker w1 went away/);
+    expect(r.stdout).not.toMatch(/unreachable/);
   });
 
   it('a worker that went away blames the machine, not the server', () => {
