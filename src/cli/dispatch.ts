@@ -1,11 +1,12 @@
 /**
  * `berth dispatch FILE`: run a batch of device-hungry jobs in parallel up to the devices that
- * exist (SPEC D1–D8). Usage and validation errors exit 2 before anything starts; otherwise the
+ * exist (SPEC D1–D8). Usage and validation errors (flags, batch, output paths, token, a job too big
+ * for any machine) exit 2 before anything starts; an unreachable `--server` exits 1; otherwise the
  * exit code is 0 only when every job passed, 130/143 after Ctrl-C/SIGTERM, else 1.
  */
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { authMetadata, resolveClientOptions } from './client.js';
 import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
@@ -16,6 +17,8 @@ import type { Job, Runner } from '../dispatch/job.js';
 import { writeJunit } from '../dispatch/junit.js';
 import { LocalRunner } from '../dispatch/local-runner.js';
 import { killAllGroups } from '../dispatch/process-groups.js';
+import { checkReportFile, prepareLogDir } from '../dispatch/paths.js';
+import { largestMachine } from '../dispatch/remote-outcome.js';
 import { RemoteRunner } from '../dispatch/remote-runner.js';
 import { ConsoleReporter } from '../dispatch/reporter.js';
 import { summaryText } from '../dispatch/summary.js';
@@ -37,21 +40,39 @@ Batch file (YAML or JSON; a bare list of jobs works too):
       cwd: tests
       stack_dump_signal: true         # SIGUSR1 before a timeout stop
 
+label (default job<N>) and devices (default 0) are optional; cwd is relative to the batch file's
+directory. {devices} in argv/shell is the range string (0-3); the device variable gets the ids as
+a comma list (0,1,2,3), as CUDA and ASCEND_RT_VISIBLE_DEVICES expect. Processes that leave their
+process group (setsid, daemons) are not tracked.
+
 Examples:
   berth dispatch jobs.yaml                         # every GPU of this host, one job per device
   berth dispatch jobs.yaml --devices 0-3 -j 2 --fail-fast --junit report.xml
-  berth dispatch jobs.yaml --device-env ASCEND_RT_VISIBLE_DEVICES --backfill
+  berth dispatch jobs.yaml --device-env ASCEND_RT_VISIBLE_DEVICES --backfill --max-overtakes 4
   berth dispatch jobs.yaml --server 127.0.0.1:50051   # through berth and its workers
 
-Exit code: 0 when every job passed, 1 otherwise, 2 for bad usage or an invalid batch.`;
+Exit code: 0 when every job passed; 1 when one did not, or --server cannot be reached; 2 for bad
+usage, an invalid batch, an unwritable --junit/--log-dir, a rejected token or a job too big
+for any machine (nothing started); 130 / 143 after SIGINT / SIGTERM.`;
 
-/** D2: refuses a batch with a job needing more devices than the pool has, naming it and both numbers. */
-export function checkFits(jobs: readonly Job[], pool: DevicePool): void {
-  const tooBig = jobs.filter((j) => j.devices > pool.size);
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * D2: refuses a batch with a job needing more devices than `most` (the pool, or the biggest machine
+ * in `--server` mode, described by `where`), naming each such job and both numbers.
+ * @throws BatchError (CLI exit 2).
+ */
+export function checkFits(jobs: readonly Job[], most: number, where: string): void {
+  const tooBig = jobs.filter((j) => j.devices > most);
   if (tooBig.length === 0) return;
-  const where = pool.size === 0 ? 'no devices' : `${pool.size} device${pool.size === 1 ? '' : 's'} (${formatRange(pool.all)})`;
-  const lines = tooBig.map((j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${j.devices} devices but the pool has ${where}`);
+  const lines = tooBig.map((j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${plural(j.devices, 'device')} but ${where}`);
   throw new BatchError(`${lines.join('\n')}\nnothing was started`);
+}
+
+function poolText(pool: DevicePool): string {
+  return `the pool has ${pool.size === 0 ? 'no devices' : `${plural(pool.size, 'device')} (${formatRange(pool.all)})`}`;
 }
 
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
@@ -60,27 +81,36 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   let pool: DevicePool | null = null;
   let runner: Runner;
   let maxInFlight: number;
+  const junit = o.junit !== undefined ? checkReportFile(o.junit) : undefined;
   if (o.server !== undefined) {
     if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
-    runner = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
+    const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
+    runner = remote;
+    process.stderr.write(`berth dispatch: connecting to ${o.server}…\n`);
+    try {
+      const big = largestMachine(await remote.snapshot());
+      checkFits(jobs, big.devices, `the largest machine of berth at ${o.server} has ${big.devices === 0 ? 'no devices' : `${plural(big.devices, 'device')} (${big.name})`}`);
+    } catch (e) {
+      runner.close();
+      throw e;
+    }
   } else {
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
-    checkFits(jobs, pool);
+    checkFits(jobs, pool.size, poolText(pool));
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
   }
+  let logDir: string;
   try {
-    await runner.ready();
+    logDir = o.logDir !== undefined ? prepareLogDir(o.logDir) : mkdtempSync(join(os.tmpdir(), 'berth-dispatch-'));
   } catch (e) {
     runner.close();
     throw e;
   }
-  const logDir = o.logDir !== undefined ? resolve(o.logDir) : mkdtempSync(join(os.tmpdir(), 'berth-dispatch-'));
-  mkdirSync(logDir, { recursive: true });
   const out = process.stdout;
   const where = pool === null ? `berth at ${o.server}` : `devices ${pool.size === 0 ? 'none' : formatRange(pool.all)}`;
-  out.write(`berth dispatch: ${jobs.length} jobs on ${where}, -j ${maxInFlight}, ${o.backfill > 0 ? `backfill (≤ ${o.backfill} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`);
+  out.write(`berth dispatch: ${plural(jobs.length, 'job')} on ${where}, -j ${maxInFlight}, ${o.overtakes > 0 ? `backfill (≤ ${o.overtakes} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`);
 
   const reporter = new ConsoleReporter(out, out.isTTY === true, jobs.length, o.tailLines);
   const abort = new AbortController();
@@ -98,15 +128,15 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   const t0 = Date.now();
   try {
     const results = await runBatch(jobs, runner, {
-      pool, maxInFlight, backfill: o.backfill, failFast: o.failFast, graceMs: o.grace * 1000,
+      pool, maxInFlight, backfill: o.overtakes, failFast: o.failFast, graceMs: o.grace * 1000,
       batchTimeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, logDir,
     }, reporter, abort.signal);
     const wallMs = Date.now() - t0;
     reporter.end();
     out.write(summaryText(results, logDir, wallMs));
-    if (o.junit !== undefined) {
-      writeJunit(o.junit, results, wallMs);
-      out.write(`junit: ${resolve(o.junit)}\n`);
+    if (junit !== undefined) {
+      writeJunit(junit, results, wallMs);
+      out.write(`junit: ${junit}\n`);
     }
     const allPassed = results.every((r) => r.status === 'passed');
     process.exitCode = signalled === 'SIGINT' ? 130 : signalled === 'SIGTERM' ? 143 : allPassed ? 0 : 1;
@@ -125,10 +155,11 @@ export function dispatchCommand(): Command {
     .option('--devices <ids>', 'device ids to hand out, e.g. 0-7 or 0,2,5 (default: GPUs detected on this host)')
     .option('-j, --jobs <n|auto>', 'most jobs at once; auto = number of devices, min(cores, devices) for a *sim platform', 'auto')
     .option('--fail-fast', 'on the first failure skip the rest and stop running jobs')
-    .option('--backfill [n]', 'let a later job that fits start ahead of a blocked one, at most n times per blocked job (default 10)')
+    .option('--backfill', 'let a later job that fits the free devices start ahead of a blocked one')
+    .option('--max-overtakes <n>', 'with --backfill: most later jobs that may start ahead of one blocked job (default 10)')
     .option('--timeout <s>', 'whole-batch timeout in seconds; running jobs are stopped, the rest skipped')
     .option('--grace <s>', 'seconds between SIGTERM and SIGKILL when stopping a job', '5')
-    .option('--device-env <name>', 'variable receiving the device range', 'CUDA_VISIBLE_DEVICES')
+    .option('--device-env <name>', 'variable receiving the device ids, comma-separated', 'CUDA_VISIBLE_DEVICES')
     .option('--platform <name>', 'accelerator platform; a name ending in "sim" makes -j auto use min(cores, devices)')
     .option('--junit <file>', 'write JUnit XML, one testcase per job')
     .option('--log-dir <dir>', 'directory for per-job logs (default: a new temp directory)')

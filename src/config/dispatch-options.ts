@@ -4,12 +4,14 @@
  */
 import { z } from 'zod';
 import { parseRange } from '../resources/ranges.js';
-import { address, deviceRange, parseOptions } from './fields.js';
+import { address, deviceRange, OptionsError, parseOptions } from './fields.js';
 
 /** Default variable that receives a job's device range. */
 export const DEFAULT_DEVICE_ENV = 'CUDA_VISIBLE_DEVICES';
-/** Default overtakes per blocked head when `--backfill` is given without a number. */
-export const DEFAULT_BACKFILL = 10;
+/** Default `--max-overtakes`: how many later jobs may start ahead of one blocked job under `--backfill`. */
+export const DEFAULT_MAX_OVERTAKES = 10;
+/** Longest `--timeout` / `--grace` in seconds (Node timers hold at most 2^31 − 1 ms). */
+export const MAX_SECONDS = 2_147_483;
 
 /** `--devices`: a range spec whose parts name no id twice (`0-3,2` is an error, unlike parseRange). */
 const deviceList = z.string().superRefine((spec, ctx) => {
@@ -67,22 +69,14 @@ const jobsFlag = z.union([z.string(), z.number()]).transform((v, ctx): number | 
   return z.NEVER;
 });
 
-/** `--backfill [n]`: absent/false = 0 (strict FIFO), bare = DEFAULT_BACKFILL, else n ≥ 1 overtakes. */
-const backfillFlag = z.union([z.boolean(), z.string(), z.number()]).transform((v, ctx): number => {
-  if (typeof v === 'boolean') return v ? DEFAULT_BACKFILL : 0;
-  const problem = numberProblem(String(v).trim(), { whole: true, min: 1, max: 1_000_000 });
-  if (problem === undefined) return Number(v);
-  ctx.addIssue({ code: 'custom', message: problem });
-  return z.NEVER;
-});
-
 const schema = z.object({
   devices: deviceList.optional(),
   jobs: jobsFlag.default('auto'),
   failFast: z.boolean().default(false),
-  backfill: backfillFlag.default(0),
-  timeout: numberFlag({ min: 0, above: true }).optional(),
-  grace: numberFlag({ min: 0 }).default(5),
+  backfill: z.boolean().default(false),
+  maxOvertakes: numberFlag({ whole: true, min: 1, max: 1_000_000 }).optional(),
+  timeout: numberFlag({ min: 0, above: true, max: MAX_SECONDS }).optional(),
+  grace: numberFlag({ min: 0, max: MAX_SECONDS }).default(5),
   deviceEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a variable name such as CUDA_VISIBLE_DEVICES').default(DEFAULT_DEVICE_ENV),
   platform: z.string().trim().min(1, 'must not be empty').optional(),
   junit: z.string().min(1, 'must not be empty').optional(),
@@ -91,18 +85,26 @@ const schema = z.object({
   tailLines: numberFlag({ whole: true, min: 1, max: 100_000 }).default(50),
 });
 
-/** Validated `berth dispatch` options. Units: `timeout` and `grace` in seconds. */
-export type DispatchOptions = z.output<typeof schema>;
+/**
+ * Validated `berth dispatch` options. Units: `timeout` and `grace` in seconds. `overtakes` is what
+ * the scheduler gets: 0 = strict FIFO, else `--max-overtakes` (default 10) under `--backfill`.
+ */
+export type DispatchOptions = Omit<z.output<typeof schema>, 'maxOvertakes'> & { overtakes: number };
 
 const FLAGS: Record<string, string> = {
-  devices: '--devices', jobs: '-j/--jobs', failFast: '--fail-fast', backfill: '--backfill', timeout: '--timeout', grace: '--grace',
+  devices: '--devices', jobs: '-j/--jobs', failFast: '--fail-fast', backfill: '--backfill', maxOvertakes: '--max-overtakes', timeout: '--timeout', grace: '--grace',
   deviceEnv: '--device-env', platform: '--platform', junit: '--junit', server: '--server', logDir: '--log-dir', tailLines: '--tail-lines',
 };
 
-/** Validates commander's flags. @throws OptionsError naming the flag and the value. */
+/**
+ * Validates commander's flags. @throws OptionsError naming the flag and the value; also for
+ * `--max-overtakes` without `--backfill` (it would do nothing).
+ */
 export function resolveDispatchOptions(flags: Record<string, unknown>): DispatchOptions {
   const raw = Object.fromEntries(Object.entries(flags).filter(([k, v]) => k in FLAGS && v !== undefined));
-  return parseOptions(schema, raw, FLAGS);
+  const { maxOvertakes, ...o } = parseOptions(schema, raw, FLAGS);
+  if (maxOvertakes !== undefined && !o.backfill) throw new OptionsError(`--max-overtakes: only used with --backfill (got ${maxOvertakes})`);
+  return { ...o, overtakes: o.backfill ? (maxOvertakes ?? DEFAULT_MAX_OVERTAKES) : 0 };
 }
 
 /**

@@ -54,6 +54,7 @@ function fileName(job: Job): string {
 function statusOf(end: RunEnd, r: Running): JobStatus {
   if (r.stopped !== undefined) return r.stopped; // e.g. a --server job cancelled while it waited
   if (end.spawnError !== undefined) return 'spawn_error';
+  if (end.error !== undefined) return 'error';
   if (r.expired) return 'timed_out';
   return end.exitCode === 0 ? 'passed' : 'failed';
 }
@@ -122,7 +123,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       const job = jobs[index];
       const status = statusOf(end, r);
       let logFile = r.capture.logFile;
-      if (status === 'spawn_error' && r.capture.bytes === 0 && logFile !== undefined) {
+      if ((status === 'spawn_error' || status === 'error') && r.capture.bytes === 0 && logFile !== undefined) {
         rmSync(logFile, { force: true }); // nothing ran: no log to point at
         logFile = undefined;
       }
@@ -148,7 +149,7 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       const r: Running = { capture, info: { devices: ids }, startedMs: Date.now(), run: undefined as unknown as JobRun };
       running.set(index, r);
       r.run = logError !== undefined
-        ? { done: Promise.resolve({ exitCode: null, signal: null, spawnError: logError }), stop: () => {}, dumpStack: () => false }
+        ? { done: Promise.resolve({ exitCode: null, signal: null, error: logError }), stop: () => {}, dumpStack: () => false }
         : runner.start(job, ids, capture, (info) => {
           // time and timeout count from the start (a --server job may first wait in berth's queue)
           r.info = info;

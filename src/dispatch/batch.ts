@@ -1,9 +1,12 @@
 /**
  * Batch files (SPEC D1): YAML or JSON, either `{ jobs: [...] }` or a bare list of jobs. Each job:
  * `label`, `devices` (count ≥ 0), `argv` (list, may hold `{devices}`) or `shell` (run by `sh -c`),
- * optional `cwd`, `env`, `timeout` (s) and `stack_dump_signal` (SIGUSR1 before a timeout stop).
+ * optional `cwd` (relative to the batch file's directory), `env`, `timeout` (s) and
+ * `stack_dump_signal` (SIGUSR1 before a timeout stop). Labels are unique and free of control
+ * characters (they name log files, JUnit testcases and output lines); the default is `job<N>`.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Job } from './job.js';
@@ -18,14 +21,20 @@ export class BatchError extends Error {
 
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
+/** Most devices one job may ask for (one more than the highest device id a range may name). */
+export const MAX_JOB_DEVICES = 65536;
+/** Longest timeout in seconds (Node timers hold at most 2^31 − 1 ms). */
+export const MAX_TIMEOUT_S = 2_147_483;
+
 const jobSchema = z.strictObject({
-  label: z.string().trim().min(1, 'must not be empty').optional(),
-  devices: z.number().int('expected a whole number').min(0, 'must be at least 0').default(0),
+  label: z.string().trim().min(1, 'must not be empty')
+    .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not hold control characters (newline, tab, escape…)').optional(),
+  devices: z.number().max(MAX_JOB_DEVICES, `must be at most ${MAX_JOB_DEVICES}`).int('expected a whole number').min(0, 'must be at least 0').default(0),
   argv: z.array(z.string()).min(1, 'must hold at least the program').optional(),
   shell: z.string().min(1, 'must not be empty').optional(),
   cwd: z.string().min(1, 'must not be empty').optional(),
   env: z.record(z.string().regex(/^[^=\0]+$/, 'names hold no = or NUL'), envValue).default({}),
-  timeout: z.number().positive('must be more than 0 seconds').optional(),
+  timeout: z.number().positive('must be more than 0 seconds').max(MAX_TIMEOUT_S, `must be at most ${MAX_TIMEOUT_S} seconds`).optional(),
   stack_dump_signal: z.boolean().default(false),
 });
 
@@ -41,17 +50,19 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /**
- * Validates parsed batch data (a list of jobs or `{ jobs: [...] }`) into jobs in file order.
- * @throws BatchError naming `source`, the job (1-based number and label), the field and the value.
+ * Validates parsed batch data (a list of jobs or `{ jobs: [...] }`) into jobs in file order. A
+ * relative `cwd` is resolved against `baseDir` (the batch file's directory).
+ * @throws BatchError naming `source`, the job (1-based number and label), the field and the value;
+ * for a label used twice, both jobs.
  */
-export function parseBatch(data: unknown, source = 'batch'): Job[] {
+export function parseBatch(data: unknown, source = 'batch', baseDir = process.cwd()): Job[] {
   let list: unknown;
   if (Array.isArray(data)) list = data;
   else if (data !== null && typeof data === 'object' && Object.keys(data).length === 1 && 'jobs' in data) list = data.jobs;
   else throw new BatchError(`${source}: expected a list of jobs or { jobs: [...] } with no other keys`);
   if (!Array.isArray(list)) throw new BatchError(`${source}: jobs: expected a list of jobs (got ${JSON.stringify(list)})`);
   if (list.length === 0) throw new BatchError(`${source}: the batch holds no jobs`);
-  return list.map((raw: unknown, i): Job => {
+  const jobs = list.map((raw: unknown, i): Job => {
     const r = jobSchema.safeParse(raw);
     if (!r.success) {
       const issue = r.error.issues[0];
@@ -69,16 +80,26 @@ export function parseBatch(data: unknown, source = 'batch'): Job[] {
       devices: j.devices,
       argv: j.argv,
       shell: j.shell,
-      cwd: j.cwd,
+      cwd: j.cwd === undefined ? undefined : resolve(baseDir, j.cwd),
       env: j.env,
       timeoutMs: j.timeout === undefined ? undefined : Math.round(j.timeout * 1000),
       stackDumpSignal: j.stack_dump_signal,
     };
   });
+  const byLabel = new Map<string, number>();
+  for (const j of jobs) {
+    const first = byLabel.get(j.label);
+    if (first !== undefined) {
+      throw new BatchError(`${source}: job ${j.index + 1} (${JSON.stringify(j.label)}): label: ${JSON.stringify(j.label)} is already the label of job ${first + 1}; labels must be unique (log files and JUnit testcases are per label)`);
+    }
+    byLabel.set(j.label, j.index);
+  }
+  return jobs;
 }
 
 /**
- * Reads and validates a batch file (YAML, of which JSON is a subset).
+ * Reads and validates a batch file (YAML, of which JSON is a subset); relative `cwd`s are taken
+ * from the file's directory.
  * @throws BatchError when the file cannot be read, is not YAML/JSON, or a job is invalid.
  */
 export function loadBatch(file: string): Job[] {
@@ -94,5 +115,5 @@ export function loadBatch(file: string): Job[] {
   } catch (e) {
     throw new BatchError(`${file}: not valid YAML or JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
-  return parseBatch(data, file);
+  return parseBatch(data, file, dirname(resolve(file)));
 }

@@ -24,10 +24,15 @@ export interface Job {
 }
 
 /** How a job ended. */
-export type JobStatus = 'passed' | 'failed' | 'timed_out' | 'cancelled' | 'skipped' | 'spawn_error';
+/**
+ * How a job ended. `spawn_error`: its program could not be started (missing program, bad cwd);
+ * `error`: it could not run, or be followed to its end, for a reason outside the job (berth
+ * refused it, fewer devices granted than asked, its machine went away, no log file).
+ */
+export type JobStatus = 'passed' | 'failed' | 'timed_out' | 'cancelled' | 'skipped' | 'spawn_error' | 'error';
 
 /** Every status, in the order summaries list them. */
-export const JOB_STATUSES: readonly JobStatus[] = ['passed', 'failed', 'timed_out', 'cancelled', 'skipped', 'spawn_error'];
+export const JOB_STATUSES: readonly JobStatus[] = ['passed', 'failed', 'timed_out', 'cancelled', 'skipped', 'spawn_error', 'error'];
 
 /** The one result of one job. `durationMs` is 0 for jobs that never started. */
 export interface JobResult {
@@ -61,9 +66,12 @@ export interface StartInfo {
 export interface RunEnd {
   exitCode: number | null;
   signal: string | null;
-  /** Set when the job could not be started (no such program, bad cwd, server refused). */
+  /** Set when the job's program could not be started (no such program, bad cwd): status spawn_error. */
   spawnError?: string;
-  /** Set when the job ran but its runner lost track of it (e.g. the server went away): status failed. */
+  /**
+   * Set when the job could not run or be followed to its end for a reason outside it (berth refused
+   * it, a grant with fewer devices than asked, its machine went away): status error.
+   */
   error?: string;
 }
 

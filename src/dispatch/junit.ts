@@ -1,7 +1,7 @@
 /**
  * JUnit XML for a batch (SPEC D7): one testsuite, one testcase per job in file order with its
- * time (s), status and recent output. failed / timed_out → <failure>, spawn_error / cancelled →
- * <error>, skipped → <skipped>. Built with xmlbuilder2, which escapes text and replaces characters
+ * time (s), status and recent output. failed / timed_out → <failure>, spawn_error / error /
+ * cancelled → <error>, skipped → <skipped>. Built with xmlbuilder2, which escapes text and replaces characters
  * XML cannot hold (control bytes from job output) with U+FFFD.
  */
 import { writeFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ export function junitXml(results: readonly JobResult[], wallMs: number, suite = 
     name: suite,
     tests: String(results.length),
     failures: count((r) => r.status === 'failed' || r.status === 'timed_out'),
-    errors: count((r) => r.status === 'spawn_error' || r.status === 'cancelled'),
+    errors: count((r) => r.status === 'spawn_error' || r.status === 'error' || r.status === 'cancelled'),
     skipped: count((r) => r.status === 'skipped'),
     time: (wallMs / 1000).toFixed(3),
   };
@@ -27,7 +27,7 @@ export function junitXml(results: readonly JobResult[], wallMs: number, suite = 
     const message = `${r.status}: ${endText(r)}`;
     if (r.status === 'failed') tc.ele('failure', { message, type: 'failed' }).txt(message);
     else if (r.status === 'timed_out') tc.ele('failure', { message, type: 'timed_out' }).txt(message);
-    else if (r.status === 'spawn_error' || r.status === 'cancelled') tc.ele('error', { message, type: r.status }).txt(message);
+    else if (r.status === 'spawn_error' || r.status === 'error' || r.status === 'cancelled') tc.ele('error', { message, type: r.status }).txt(message);
     else if (r.status === 'skipped') tc.ele('skipped', { message: 'not started: the batch was stopped' });
     if (r.tail !== '') tc.ele('system-out').txt(r.tail);
   }

@@ -1,7 +1,7 @@
 /**
  * LocalRunner: runs jobs as subprocesses of this host (the embedded default, SPEC D8). Each job
- * runs in a new process group with `{devices}` replaced by the id range and the device variable
- * set (SPEC D4); stdout and stderr are read as bytes into the job's OutputCapture (SPEC D5).
+ * runs in a new process group with `{devices}` replaced by the id range (`0-3`) and the device
+ * variable set to the ids comma-separated (`0,1,2,3`: CUDA and Ascend parse lists, not ranges) (SPEC D4); stdout and stderr are read as bytes into the job's OutputCapture (SPEC D5).
  * Stopping sends SIGTERM to the group and SIGKILL after the grace (SPEC D6). When the job's main
  * process exits, whatever it left in its group is SIGKILLed so nothing outlives its job.
  */
@@ -15,12 +15,16 @@ import { groupAlive, signalGroup, trackGroup, untrackGroup } from './process-gro
 /** Placeholder replaced by the granted device range in argv and shell lines. */
 export const DEVICES_PLACEHOLDER = '{devices}';
 
-/** What the program, its arguments and its environment are for `job` on `ids`. */
+/**
+ * What the program, its arguments and its environment are for `job` on `ids` (sorted): `{devices}`
+ * becomes the range string (`0-3`), `deviceEnv` the comma list (`0,1,2,3`, as berth sets it for
+ * `--server` jobs too); the job's own env wins.
+ */
 export function commandFor(job: Job, ids: readonly number[], deviceEnv: string): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   const range = formatRange(ids);
   const argv = job.argv !== undefined ? job.argv : ['sh', '-c', job.shell ?? ''];
   const [file, ...args] = argv.map((a) => a.replaceAll(DEVICES_PLACEHOLDER, range));
-  return { file, args, env: { ...process.env, [deviceEnv]: range, ...job.env } };
+  return { file, args, env: { ...process.env, [deviceEnv]: ids.join(','), ...job.env } };
 }
 
 function cwdProblem(cwd: string | undefined): string | undefined {

@@ -4,35 +4,17 @@
  * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the device ids (the reply's CallStarted names
  * them) and replaces `{devices}` itself. Log lines stream into the job's OutputCapture.
  * Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after
- * the grace. Any RPC error — e.g. UNIMPLEMENTED from a server without Run — makes the job a
- * `spawn_error` whose message names the server and the gRPC status.
+ * the grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant
+ * with fewer devices than the job needs (berth clamps an ask to the best machine left, P5) and a
+ * machine that goes away make the job an `error` whose message says which; only a missing program
+ * (the worker's SpawnError) is a `spawn_error`.
  */
 import { credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { PlacementServiceClient, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import { PlacementServiceClient, type GetSnapshotResponse, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import { OptionsError } from '../config/fields.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
-
-/**
- * How a call ended, from its last message: a command Result `{exit_code: N}`; a Failure of type
- * `ExitCode` ("<file> exited with code N" / "<file> killed by SIGTERM"); `SpawnError` → spawnError.
- */
-export function endOf(msg: RunResponse['kind']): RunEnd {
-  if (msg?.$case === 'result') {
-    const v: unknown = msg.value.value;
-    const code = v !== null && typeof v === 'object' && 'exit_code' in v ? Number((v as { exit_code: unknown }).exit_code) : 0;
-    return { exitCode: Number.isFinite(code) ? code : 0, signal: null };
-  }
-  if (msg?.$case === 'failure') {
-    const f = msg.value;
-    if (f.type === 'SpawnError') return { exitCode: null, signal: null, spawnError: f.message };
-    const code = /exited with code (-?\d+)/.exec(f.message)?.[1];
-    const sig = /killed by (SIG[A-Z0-9]+)/.exec(f.message)?.[1];
-    if (code !== undefined) return { exitCode: Number(code), signal: null };
-    if (sig !== undefined) return { exitCode: null, signal: sig };
-    return { exitCode: null, signal: null, error: `${f.type}: ${f.message}` };
-  }
-  return { exitCode: null, signal: null, error: 'the call ended without a result' };
-}
+import { describeCallError, endOf } from './remote-outcome.js';
 
 /** A node name berth accepts (letters, digits, _ . -; ≤ 128) made from the job's number and label. */
 export function nodeName(job: Job): string {
@@ -56,14 +38,6 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
   };
 }
 
-function describe(address: string, err: ServiceError): string {
-  const name = GrpcStatus[err.code] ?? String(err.code);
-  if (err.code === GrpcStatus.UNIMPLEMENTED) return `berth at ${address} cannot run jobs yet (UNIMPLEMENTED: ${err.details})`;
-  if (err.code === GrpcStatus.CANCELLED) return `cancelled while waiting in berth's queue (${err.details})`;
-  if (err.code === GrpcStatus.UNAVAILABLE) return `berth at ${address} is unreachable (UNAVAILABLE: ${err.details})`;
-  return `berth at ${address} refused the job (${name}: ${err.details})`;
-}
-
 /** Runs jobs through the berth server at `address`. */
 export class RemoteRunner implements Runner {
   readonly #client: PlacementServiceClient;
@@ -84,13 +58,24 @@ export class RemoteRunner implements Runner {
     let last: RunResponse['kind'];
     let ended = false;
     let dropTimer: NodeJS.Timeout | undefined;
+    let machine: string | undefined;
+    /** Why dispatch dropped the call itself (a clamped grant). */
+    let refused: string | undefined;
     const done = new Promise<RunEnd>((resolve) => {
-      let started = false;
       call.on('data', (m: RunResponse) => {
         const k = m.kind;
+        if (refused !== undefined) return;
         if (k?.$case === 'started') {
-          started = true;
-          onStarted({ machine: k.value.machine, devices: [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b) });
+          const devices = [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b);
+          if (devices.length < job.devices) {
+            // berth clamped the ask (a machine left since the batch was checked): do not run it short
+            refused = `berth granted ${devices.length} of the ${job.devices} devices it needs (on ${k.value.machine}: ${devices.length === 0 ? 'none' : devices.join(',')}); not run`;
+            this.#client.cancel({ runId }, this.metadata, () => {});
+            call.cancel();
+            return;
+          }
+          machine = k.value.machine;
+          onStarted({ machine, devices });
         } else if (k?.$case === 'event' && k.value.kind?.$case === 'log') capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
         else if (k?.$case === 'result' || k?.$case === 'failure') {
           last = k;
@@ -100,14 +85,15 @@ export class RemoteRunner implements Runner {
       call.on('error', (err: ServiceError) => {
         ended = true;
         clearTimeout(dropTimer);
-        if (!started) resolve({ exitCode: null, signal: null, spawnError: describe(this.address, err) });
-        else if (err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
-        else resolve({ exitCode: null, signal: null, error: describe(this.address, err) });
+        if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
+        else if (machine !== undefined && err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
+        else resolve({ exitCode: null, signal: null, error: describeCallError(this.address, err, machine) });
       });
       call.on('end', () => {
         ended = true;
         clearTimeout(dropTimer);
-        resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, spawnError: `berth at ${this.address} ended the call without a result` });
+        if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
+        else resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, error: `berth at ${this.address} ended the call without a result` });
       });
     });
     return {
@@ -121,14 +107,27 @@ export class RemoteRunner implements Runner {
     };
   }
 
-  /** Waits up to `timeoutMs` for the channel to connect. @throws Error naming the server when it cannot. */
-  ready(timeoutMs = 10_000): Promise<void> {
+  /**
+   * One GetSnapshot with the token, within `timeoutMs`: proves the server answers and takes the
+   * token, and tells what machines it has (for D2). Fails at the first connection error with its
+   * real cause (ECONNREFUSED, DNS), as `berth status` does.
+   * @throws OptionsError naming --token/BERTH_TOKEN on UNAUTHENTICATED (CLI exit 2); Error naming
+   * the address otherwise (exit 1).
+   */
+  snapshot(timeoutMs = 5_000): Promise<GetSnapshotResponse> {
     return new Promise((resolve, reject) => {
-      this.#client.waitForReady(Date.now() + timeoutMs, (err) => {
-        if (err) reject(new Error(`berth at ${this.address} is unreachable: ${err.message}`));
-        else resolve();
+      this.#client.getSnapshot({}, this.metadata, { deadline: Date.now() + timeoutMs }, (err, res) => {
+        if (!err) return resolve(res!);
+        if (err.code === GrpcStatus.UNAUTHENTICATED) {
+          reject(new OptionsError(`--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ${err.details}); give its token with --token or BERTH_TOKEN`));
+        } else reject(new Error(`cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`));
       });
     });
+  }
+
+  /** See snapshot(). */
+  async ready(): Promise<void> {
+    await this.snapshot();
   }
 
   /** Closes the channel. */

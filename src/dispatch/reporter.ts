@@ -27,7 +27,7 @@ export interface Reporter {
 
 /** The word that starts a job's end line, per status. */
 export const STATUS_WORD: Record<JobStatus, string> = {
-  passed: 'PASS', failed: 'FAIL', timed_out: 'TIMEOUT', cancelled: 'CANCELLED', skipped: 'SKIPPED', spawn_error: 'ERROR',
+  passed: 'PASS', failed: 'FAIL', timed_out: 'TIMEOUT', cancelled: 'CANCELLED', skipped: 'SKIPPED', spawn_error: 'ERROR', error: 'ERROR',
 };
 
 /** `devices 0-3`, `devices none`, plus the machine when a server placed the job. */
@@ -97,7 +97,7 @@ export class ConsoleReporter implements Reporter {
     if (r.status === 'skipped' || (r.status === 'passed' && this.tty)) return this.#bar();
     if (r.status !== 'passed') this.#failed++;
     let text = `${STATUS_WORD[r.status].padEnd(9)} ${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
-    if (r.status !== 'passed' && r.status !== 'spawn_error') {
+    if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
       const lines = r.tail.replace(/\n$/, '').split('\n');
       const shown = { text: lines.slice(-this.tailLines).join('\n'), truncated: lines.length > this.tailLines };
       text += `\n${this.#output(`output of ${r.label}`, shown, r.logFile)}`;

@@ -2,11 +2,12 @@
  * Batch files and flags (SPEC D1): YAML or JSON, a bare list or { jobs }, errors naming the job
  * and the field; `-j auto` = devices, min(cores, devices) for a *sim platform, never below 1.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobsLimit, resolveDispatchOptions } from '../../src/config/dispatch-options.js';
 import { loadBatch } from '../../src/dispatch/batch.js';
+import { ROOT, runBerth } from '../support/cli.js';
 import { scratch, type Scratch } from './support.js';
 
 let s: Scratch;
@@ -39,8 +40,54 @@ describe('batch files and dispatch flags', () => {
     expect(jobsLimit('auto', 0, 2)).toBe(1);
     expect(jobsLimit(3, 8, 2)).toBe(3);
     expect(() => resolveDispatchOptions({ jobs: '0' })).toThrow(/-j\/--jobs: must be at least 1/);
-    expect(resolveDispatchOptions({ jobs: 'auto', backfill: true, devices: '0,2-3' })).toMatchObject({ jobs: 'auto', backfill: 10, devices: [0, 2, 3] });
+    expect(resolveDispatchOptions({ jobs: 'auto', backfill: true, devices: '0,2-3' })).toMatchObject({ jobs: 'auto', overtakes: 10, devices: [0, 2, 3] });
+    expect(resolveDispatchOptions({})).toMatchObject({ overtakes: 0 }); // strict FIFO
+    expect(resolveDispatchOptions({ backfill: true, maxOvertakes: '3' })).toMatchObject({ overtakes: 3 });
+    expect(() => resolveDispatchOptions({ maxOvertakes: '3' })).toThrow(/--max-overtakes: only used with --backfill/);
+    expect(() => resolveDispatchOptions({ backfill: true, maxOvertakes: '0' })).toThrow(/--max-overtakes: must be at least 1 \(got "0"\)/);
     expect(() => resolveDispatchOptions({ devices: '1,0-2' })).toThrow(/--devices: device 1 is listed twice/);
     expect(() => resolveDispatchOptions({ deviceEnv: 'bad-name' })).toThrow(/--device-env/);
+  });
+
+  it('labels: control characters and duplicates are refused, naming the job and the field', () => {
+    s = scratch();
+    expect(() => loadBatch(s!.batch([{ label: 'ok', argv: ['true'] }, { label: 'x\nPASS      fake', argv: ['true'] }])))
+      .toThrow(/job 2 \("x\\nPASS      fake"\): label: must not hold control characters/);
+    expect(() => loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).toThrow(/job 1 .*label: must not hold control characters/);
+    expect(() => loadBatch(s!.batch([{ label: 'same', argv: ['true'] }, { label: 'other', argv: ['true'] }, { label: 'same', argv: ['true'] }])))
+      .toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
+    expect(() => loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).toThrow(/job 2 \("job1"\): label: "job1" is already the label of job 1/);
+  });
+
+  it('a huge device count or timeout says the bound, not "expected a whole number"', () => {
+    s = scratch();
+    const huge = join(s.dir, 'huge.yaml');
+    writeFileSync(huge, '- label: h\n  devices: 99999999999999999999\n  argv: [true]\n');
+    expect(() => loadBatch(huge)).toThrow(/job 1 \("h"\): devices: must be at most 65536/);
+    expect(() => loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).toThrow(/timeout: must be at most 2147483 seconds/);
+    expect(() => resolveDispatchOptions({ timeout: '9999999999' })).toThrow(/--timeout: must be at most 2147483/);
+  });
+
+  it('a relative cwd is taken from the batch file\'s directory, not from where dispatch runs', () => {
+    s = scratch();
+    const file = s.batch([{ label: 'c', cwd: 'sub', argv: ['true'] }, { label: 'd', cwd: '/abs', argv: ['true'] }, { label: 'e', argv: ['true'] }], 'b.json');
+    const [c, d, e] = loadBatch(file);
+    expect(c.cwd).toBe(join(s.dir, 'sub'));
+    expect(d.cwd).toBe('/abs');
+    expect(e.cwd).toBeUndefined(); // none given: dispatch's own working directory
+  });
+
+  it('--help and the README give the same exit codes and list every flag', async () => {
+    const help = await runBerth(['dispatch', '--help']);
+    expect(help.code).toBe(0);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Batch dispatch'), readme.indexOf('\n## ', readme.indexOf('## Batch dispatch') + 1));
+    const exitText = (t: string) => /Exit code: ([^]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
+    expect(exitText(section)).toBeDefined();
+    expect(exitText(section)).toBe(exitText(help.stdout));
+    for (const flag of help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)) {
+      if (flag[1] !== '--help') expect(section, flag[1]).toContain(`\`${flag[1]}`);
+    }
+    expect(section).not.toMatch(/issue #4/);
   });
 });

@@ -23,7 +23,8 @@ describe('devices are never shared and never over-used', () => {
     expect(Object.values(statuses(r.stdout))).toEqual(Array(8).fill('passed'));
     const recs = labels.map((l) => readRecord(s.dir, l));
     for (const rec of recs) {
-      expect(rec.devices).toBe(rec.envDevices); // {devices} and CUDA_VISIBLE_DEVICES agree
+      // {devices} is the range string, CUDA_VISIBLE_DEVICES the comma list CUDA parses: same ids
+      expect(rec.envDevices).toBe(parseRange(rec.devices).join(','));
       expect(parseRange(rec.devices)).toHaveLength(2);
     }
     // at every job start, the jobs running then hold ≤ 4 devices and no id twice

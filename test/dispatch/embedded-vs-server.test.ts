@@ -25,12 +25,18 @@ describe('embedded and --server give the same results', () => {
     s = scratch();
     const file = s.batch({ jobs: [
       { label: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
-      { label: 'two', devices: 2, argv: ['sh', '-c', 'echo two on {devices}'] },
+      { label: 'two', devices: 3, argv: ['sh', '-c', 'echo two on {devices} sees $CUDA_VISIBLE_DEVICES'] },
       { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
       { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
       { label: 'cpu', devices: 0, argv: ['true'] },
     ] });
     const embedded = await dispatch(file, '--devices', '0-3');
+    const logOf = (r: { stdout: string }, label: string) => {
+      const dir = /^logs: (\S+)$/m.exec(r.stdout)![1];
+      return readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith(`-${label}.log`))!), 'utf8');
+    };
+    // both modes: {devices} is the range string, CUDA_VISIBLE_DEVICES the comma list
+    expect(logOf(embedded, 'two')).toMatch(/^two on (\d)-(\d) sees \1,\d,\2$/m);
 
     t = await startServer({ cpus: 2, gpuIds: [] });
     const events = watch(t.placement);
@@ -47,9 +53,8 @@ describe('embedded and --server give the same results', () => {
     expect(remote.code).toBe(embedded.code);
     expect(remote.code).toBe(1);
     expect(remote.stdout).toContain('about to fail');
-    const logs = /^logs: (\S+)$/m.exec(remote.stdout)![1];
-    const oneLog = readdirSync(logs).find((f) => f.endsWith('-one.log'))!;
-    expect(readFileSync(join(logs, oneLog), 'utf8')).toMatch(/^one on (\d) sees \1$/m);
+    expect(logOf(remote, 'one')).toMatch(/^one on (\d) sees \1$/m);
+    expect(logOf(remote, 'two')).toMatch(/^two on (\d)-(\d) sees \1,\d,\2$/m);
     expect((await snapshot(t.placement)).held).toEqual([]); // every claim given back
     worker.kill('SIGTERM');
     await workerDone;

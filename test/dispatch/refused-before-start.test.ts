@@ -2,6 +2,8 @@
  * Acceptance 2 (SPEC D2): a job needing more devices than the pool refuses the whole batch before
  * anything starts, naming the job and both numbers; exit 2. Bad batches and flags do the same.
  */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch, recordingJob, scratch, started, type Scratch } from './support.js';
 
@@ -46,5 +48,41 @@ describe('a batch that cannot run is refused before anything starts', () => {
     expect(dup.code).toBe(2);
     expect(dup.stderr).toMatch(/--devices: device 2 is listed twice/);
     expect(started(s.dir, 'a')).toBe(false);
+  });
+
+  it('--junit into a missing directory: exit 2 naming the flag and the value, before any job runs', async () => {
+    s = scratch();
+    const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
+    const r = await dispatch(file, '--devices', '0', '--junit', '/nonexistent/dir/x.xml');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--junit: directory \/nonexistent\/dir does not exist \(got "\/nonexistent\/dir\/x\.xml"\)/);
+    expect(started(s.dir, 'a')).toBe(false);
+  });
+
+  it('--log-dir that is a file, that cannot be created (/proc/nope: no hang) or written: exit 2 naming it', async () => {
+    s = scratch();
+    const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
+    const plain = join(s.dir, 'plain');
+    writeFileSync(plain, 'x');
+    const asFile = await dispatch(file, '--devices', '0', '--log-dir', plain);
+    expect(asFile.code).toBe(2);
+    expect(asFile.stderr).toMatch(/--log-dir: \S+plain is not a directory/);
+    const proc = await dispatch(file, '--devices', '0', '--log-dir', '/proc/nope'); // recursive mkdir spun forever here
+    expect(proc.code).toBe(2);
+    expect(proc.stderr).toMatch(/--log-dir: cannot create \/proc\/nope \(got "\/proc\/nope"\): ENOENT/);
+    const readOnly = await dispatch(file, '--devices', '0', '--log-dir', '/sys'); // not writable, even for root
+    expect(readOnly.code).toBe(2);
+    expect(readOnly.stderr).toMatch(/--log-dir: cannot write in \/sys/);
+    expect(started(s.dir, 'a')).toBe(false);
+  });
+
+  it('a missing --log-dir is created with its parents; the header pluralises', async () => {
+    s = scratch();
+    mkdirSync(join(s.dir, 'out'));
+    const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
+    const r = await dispatch(file, '--devices', '0', '--log-dir', join(s.dir, 'out', 'x', 'y'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(join(s.dir, 'out', 'x', 'y'))).toBe(true);
+    expect(r.stdout).toMatch(/^berth dispatch: 1 job on devices 0,/m);
   });
 });

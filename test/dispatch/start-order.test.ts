@@ -4,7 +4,8 @@
  * with --backfill the Cs run on device 1 while A runs, and B still starts as soon as A ends.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { dispatch, readRecord, recordingJob, scratch, type Scratch } from './support.js';
+import { runBerth } from '../support/cli.js';
+import { dispatch, readRecord, recordingJob, scratch, withLogDir, type Scratch } from './support.js';
 
 let s: Scratch;
 afterEach(() => s?.cleanup());
@@ -31,7 +32,9 @@ describe('jobs start in file order; backfill overtakes a blocked head without st
 
   it('--backfill: C1–C5 finish on device 1 while A runs; B starts as soon as A ends', async () => {
     s = scratch();
-    const r = await dispatch(s.batch(batch(s.dir)), '--devices', '0,1', '--backfill');
+    // --backfill before the file, as people type it: a plain flag, it must not swallow the file name
+    const file = s.batch(batch(s.dir));
+    const r = await runBerth(['dispatch', '--backfill', file, ...withLogDir(file, ['--devices', '0,1'])]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const [a, b, ...cs] = ['A', 'B', ...CS].map((l) => readRecord(s.dir, l));
     for (const c of cs) {
@@ -43,9 +46,9 @@ describe('jobs start in file order; backfill overtakes a blocked head without st
     expect(b.start - a.end).toBeLessThan(1);
   });
 
-  it('--backfill 2: after two overtakes nothing passes the blocked head any more', async () => {
+  it('--backfill --max-overtakes 2: after two overtakes nothing passes the blocked head any more', async () => {
     s = scratch();
-    const r = await dispatch(s.batch(batch(s.dir)), '--devices', '0,1', '--backfill', '2');
+    const r = await dispatch(s.batch(batch(s.dir)), '--devices', '0,1', '--backfill', '--max-overtakes', '2');
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const [a, b, ...cs] = ['A', 'B', ...CS].map((l) => readRecord(s.dir, l));
     expect(cs[0].end).toBeLessThanOrEqual(a.end);

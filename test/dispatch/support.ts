@@ -70,7 +70,7 @@ export function started(dir: string, label: string): boolean {
 export function statuses(stdout: string): Record<string, string> {
   const out: Record<string, string> = {};
   const table = stdout.slice(stdout.indexOf('\nsummary\n'));
-  for (const m of table.matchAll(/^\d+\s+(\S+)\s+(passed|failed|timed_out|cancelled|skipped|spawn_error)\b/gm)) out[m[1]] = m[2];
+  for (const m of table.matchAll(/^\d+\s+(\S+)\s+(passed|failed|timed_out|cancelled|skipped|spawn_error|error)\b/gm)) out[m[1]] = m[2];
   return out;
 }
 
