@@ -35,7 +35,8 @@ export function serveCommand(): Command {
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
         if (signals > 1) {
-          log.warn({ sig }, 'second signal: exiting now');
+          log.warn({ sig }, 'second signal: killing engine-host processes and exiting now');
+          server.killNow();
           process.exit(130);
         }
         log.info({ sig }, 'shutting down');

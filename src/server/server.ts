@@ -92,7 +92,9 @@ export class BerthServer {
   /**
    * Drains then stops: health turns NOT_SERVING, the drain signal ends streams (workers are
    * told), in-flight calls get `graceMs` (default: options.grace) to finish, then the rest are
-   * cut. Idempotent: a second call returns the same promise.
+   * cut; engine-host processes still running then get SIGTERM, SIGKILL after the executor grace
+   * (options.grace), and stop resolves once their process groups are gone — at most about
+   * `graceMs` + options.grace + 3 s in all. Idempotent: a second call returns the same promise.
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
     this.#stopping ??= this.#stop(graceMs);
@@ -115,9 +117,14 @@ export class BerthServer {
         resolve();
       });
     });
-    await this.context.hub.close();
+    await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
+  }
+
+  /** SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit). */
+  killNow(): void {
+    this.context.hub.killNow();
   }
 
   #credentials(): ServerCredentials {

@@ -27,7 +27,7 @@ export interface HubOptions {
   serverVersion: string;
   /** Interval workers heartbeat at (sent in Welcome). */
   heartbeatMs: number;
-  /** SIGTERM → SIGKILL grace for engine-host calls. */
+  /** SIGTERM → SIGKILL grace for engine-host calls (on cancel and on shutdown). */
   graceMs: number;
 }
 
@@ -140,9 +140,17 @@ export class WorkerHub {
     return m;
   }
 
-  /** Closes the engine host's warm Python processes. */
+  /**
+   * Shutdown of the engine host's calls: those still running are stopped (SIGTERM, SIGKILL after
+   * `graceMs`); resolves once their process groups are gone (bounded), warm Python processes closed.
+   */
   close(): Promise<void> {
     return this.#engine.close();
+  }
+
+  /** SIGKILLs the engine host's running calls' process groups now (synchronous; second signal). */
+  killNow(): void {
+    this.#engine.killNow();
   }
 
   #forget(w: AttachedWorker): void {
