@@ -1,7 +1,8 @@
 /**
  * WorkerAgent: the `berth worker` process's core. Holds one WorkerStream to the server at a time
  * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
- * Token: `authorization: Bearer <token>` (SPEC R2); a refused token stops it (retrying cannot help).
+ * Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of retrying when retrying
+ * cannot help: a refused token, a refused Hello, or its name taken over by another live worker.
  */
 import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { Executors } from '../workers/executors/index.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
-import { Session } from './session.js';
+import { Session, type SessionEnd } from './session.js';
 
 /** Agent version sent in Hello. */
 export const AGENT_VERSION = '0.1.0';
@@ -62,7 +63,7 @@ export class WorkerAgent {
     return { attached: this.#attached, running: this.#session?.running ?? 0, pools: this.executors.python.pools.count, attaches: this.#attaches };
   }
 
-  /** Why the agent gave up (a refused token); undefined while it keeps (re)connecting. */
+  /** Why the agent gave up (see fatalEnd); undefined while it keeps (re)connecting. */
   fatal?: string;
 
   /** Starts connecting (and reconnecting) in the background. */
@@ -123,9 +124,10 @@ export class WorkerAgent {
       this.#session = undefined;
       client.close();
       if (this.#stop.signal.aborted) break;
-      if (end.code === status.UNAUTHENTICATED) {
-        this.fatal = `the server refused the token: ${end.reason}`;
-        this.log.error({ reason: end.reason }, 'cannot attach: set BERTH_TOKEN to the server\'s token');
+      const fatal = fatalEnd(end, this.options.name);
+      if (fatal) {
+        this.fatal = fatal;
+        this.log.error({ reason: end.details ?? end.reason }, fatal);
         break;
       }
       if (end.welcomed) attempt = 0;
@@ -142,4 +144,18 @@ export class WorkerAgent {
     for (const w of this.#attachedWaiters) w();
     this.#attachedWaiters.clear();
   }
+}
+
+/**
+ * Why a session's end means the agent must stop rather than reconnect, or undefined to retry:
+ * UNAUTHENTICATED (a refused token); INVALID_ARGUMENT before the Welcome (the server refused the
+ * Hello, e.g. too many device ids); FAILED_PRECONDITION (a newer stream took over `name` while
+ * this one was live: two workers share a name; see worker.proto).
+ */
+export function fatalEnd(end: SessionEnd, name: string): string | undefined {
+  const said = end.details ?? end.reason;
+  if (end.code === status.UNAUTHENTICATED) return `the server refused the token: ${said}`;
+  if (end.code === status.INVALID_ARGUMENT && !end.welcomed) return `the server refused this worker: ${said}`;
+  if (end.code === status.FAILED_PRECONDITION) return `name '${name}' was taken over by another worker; not reconnecting`;
+  return undefined;
 }

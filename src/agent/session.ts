@@ -15,11 +15,15 @@ import { FrameWriter } from './frame-writer.js';
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
 
-/** How a session ended. `welcomed`: the server accepted the Hello; `code`: the gRPC status, if any. */
+/**
+ * How a session ended. `welcomed`: the server accepted the Hello; `code` and `details`: the gRPC
+ * status and the server's own message, if the stream ended with one.
+ */
 export interface SessionEnd {
   welcomed: boolean;
   reason: string;
   code?: number;
+  details?: string;
 }
 
 /** One connection; `run()` resolves when it is over and its calls are stopped. */
@@ -48,9 +52,11 @@ export class Session {
   /** Sends Hello and serves frames until the stream ends; then stops running calls. */
   async run(): Promise<SessionEnd> {
     let code: number | undefined;
+    let details: string | undefined;
     const ended = new Promise<string>((resolve) => {
-      this.stream.on('error', (err: Error & { code?: number }) => {
+      this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code = err.code;
+        details = err.details;
         resolve(err.message);
       });
       this.stream.on('end', () => resolve('server ended the stream'));
@@ -63,7 +69,7 @@ export class Session {
     this.#writer.close();
     this.stream.cancel();
     await this.stopAll(new BerthError('unavailable', `stream to server lost: ${reason}`));
-    return { welcomed: this.#welcomed, reason, code };
+    return { welcomed: this.#welcomed, reason, code, details };
   }
 
   /** Aborts every running call with `reason`; resolves when their processes have exited. */

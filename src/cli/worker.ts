@@ -35,7 +35,10 @@ export function workerCommand(): Command {
       agent.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
-        if (++signals > 1) process.exit(130);
+        if (++signals > 1) {
+          agent.executors.killAll(); // running calls' process groups: SIGKILL now, before exiting
+          process.exit(130);
+        }
         log.info({ sig }, 'worker stopping');
         void agent.stop().then(() => process.exit(0));
       };
@@ -44,7 +47,8 @@ export function workerCommand(): Command {
       await agent.finished;
       if (agent.fatal) {
         await agent.stop();
-        throw new Error(agent.fatal);
+        process.stderr.write(`berth worker: ${agent.fatal}\n`);
+        process.exit(1);
       }
     });
 }

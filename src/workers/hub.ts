@@ -16,6 +16,9 @@ import { EngineRunner } from './engine-runner.js';
 
 export type { CallSpec } from './attached.js';
 
+/** Why a worker's stream was ended when a newer stream attached under its name (SPEC W1). */
+export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
+
 /** Hub settings. Units: ms. */
 export interface HubOptions {
   placer: Placer;
@@ -48,12 +51,19 @@ export class WorkerHub {
     return this.o.heartbeatMs * 3 + 1000;
   }
 
-  /** Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the books. */
+  /**
+   * Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the
+   * books. The old stream's calls fail UNAVAILABLE ("went away"); the old stream itself ends
+   * FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a live agent not to reconnect.
+   */
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
     if (old) {
       this.#forget(old);
-      old.leave(new BerthError('unavailable', `worker ${w.name} went away: replaced by a new stream under the same name`));
+      old.leave(
+        new BerthError('unavailable', `worker ${w.name} went away: ${REPLACED_MESSAGE}`),
+        new BerthError('failed_precondition', `worker ${w.name}: ${REPLACED_MESSAGE} (another worker holds the name now)`),
+      );
       this.o.events.emit({ kind: 'worker_replaced', machine: w.name, detail: `worker ${w.name} re-attached; the old stream was ended` });
     }
     this.workers.set(w.name, w);
