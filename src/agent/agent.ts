@@ -30,6 +30,8 @@ export interface AgentOptions {
   python?: string;
   /** PEM files: `ca` turns TLS on; `cert` + `key` add a client certificate (mutual TLS). */
   tls?: { ca: string; cert?: string; key?: string };
+  /** Wait for the Welcome after Hello before retrying, in ms (default DEFAULT_WELCOME_TIMEOUT_MS). */
+  welcomeTimeoutMs?: number;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -117,7 +119,7 @@ export class WorkerAgent {
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
-      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached());
+      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached(), this.options.welcomeTimeoutMs);
       this.#session = session;
       const end = await session.run();
       this.#attached = false;
@@ -127,7 +129,7 @@ export class WorkerAgent {
       const fatal = fatalEnd(end, this.options.name);
       if (fatal) {
         this.fatal = fatal;
-        this.log.error({ reason: end.details ?? end.reason }, fatal);
+        this.log.error({ reason: end.details ?? end.reason }, 'not reconnecting: retrying cannot help');
         break;
       }
       if (end.welcomed) attempt = 0;

@@ -14,6 +14,12 @@ import { FrameWriter } from './frame-writer.js';
 
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
+/**
+ * How long to wait for the Welcome after Hello before giving the stream up and retrying, in ms.
+ * Also keeps the process alive meanwhile: a stream that dies without any event (grpc-js drops
+ * a status whose trailers are too large) must not leave the agent waiting on nothing.
+ */
+export const DEFAULT_WELCOME_TIMEOUT_MS = 20_000;
 
 /**
  * How a session ended. `welcomed`: the server accepted the Hello; `code` and `details`: the gRPC
@@ -33,6 +39,7 @@ export class Session {
   #heartbeatMs = DEFAULT_HEARTBEAT_MS;
   #welcomed = false;
   #alive?: NodeJS.Timeout;
+  #onWelcome: () => void = () => undefined;
 
   constructor(
     readonly stream: ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>,
@@ -40,6 +47,7 @@ export class Session {
     readonly executors: Executors,
     readonly log: Logger,
     readonly onAttached: () => void = () => undefined,
+    readonly welcomeTimeoutMs = DEFAULT_WELCOME_TIMEOUT_MS,
   ) {
     this.#writer = new FrameWriter(stream);
   }
@@ -49,11 +57,17 @@ export class Session {
     return this.#running.size;
   }
 
-  /** Sends Hello and serves frames until the stream ends; then stops running calls. */
+  /**
+   * Sends Hello and serves frames until the stream ends (or no Welcome came within
+   * `welcomeTimeoutMs`); then stops running calls.
+   */
   async run(): Promise<SessionEnd> {
     let code: number | undefined;
     let details: string | undefined;
+    let noWelcome: NodeJS.Timeout | undefined;
     const ended = new Promise<string>((resolve) => {
+      noWelcome = setTimeout(() => resolve(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`), this.welcomeTimeoutMs);
+      this.#onWelcome = () => clearTimeout(noWelcome);
       this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code = err.code;
         details = err.details;
@@ -65,6 +79,7 @@ export class Session {
     this.stream.on('data', (msg: WorkerStreamResponse) => this.#onFrame(msg));
     void this.#writer.send({ $case: 'hello', value: this.hello });
     const reason = await ended;
+    clearTimeout(noWelcome);
     clearInterval(this.#alive);
     this.#writer.close();
     this.stream.cancel();
@@ -85,6 +100,7 @@ export class Session {
     switch (f.$case) {
       case 'welcome':
         this.#welcomed = true;
+        this.#onWelcome();
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
         clearInterval(this.#alive);

@@ -3,7 +3,7 @@
  * Each error message says what is expected; the caller prefixes the flag name and the value.
  */
 import { z } from 'zod';
-import { parseRange, RangeSpecError } from '../resources/ranges.js';
+import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
 export const address = z.string().trim().refine((s) => {
@@ -23,14 +23,29 @@ export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
 /** A non-negative number of seconds (decimals allowed). */
 export const seconds = z.preprocess(numeric, z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'));
 
-/** A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4). */
+/**
+ * A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4), for every command's
+ * device flag. Refused: a malformed spec, an id above MAX_DEVICE_ID, an id named twice (`0,0`),
+ * more than MAX_DEVICES ids.
+ */
 export const deviceRange = z.string().transform((s, ctx) => {
+  let ids: number[];
   try {
-    return parseRange(s);
+    ids = parseRange(s);
   } catch (e) {
     ctx.addIssue({ code: 'custom', message: e instanceof RangeSpecError ? e.message : String(e) });
     return z.NEVER;
   }
+  const twice = repeatedId(s);
+  if (twice !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `device ${twice} is listed twice` });
+    return z.NEVER;
+  }
+  if (ids.length > MAX_DEVICES) {
+    ctx.addIssue({ code: 'custom', message: `${ids.length} device ids; at most ${MAX_DEVICES} (ids 0-${MAX_DEVICE_ID})` });
+    return z.NEVER;
+  }
+  return ids;
 });
 
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */

@@ -24,6 +24,21 @@ describe('berth CLI', () => {
     expect(r.stderr).not.toContain('Invalid input');
   });
 
+  it.each([
+    [['serve', '--gpus', '0-65535'], '--gpus', '0-65535', 'at most 4096'],
+    [['worker', '--gpus', '0-65535'], '--gpus', '0-65535', 'at most 4096'],
+    [['worker', '--gpus', '0-4096'], '--gpus', '0-4096', 'at most 4096'],
+    [['serve', '--gpus', '65536'], '--gpus', '65536', 'above 65535'],
+    [['serve', '--gpus', '0,0'], '--gpus', '0,0', 'device 0 is listed twice'],
+    [['worker', '--gpus', '0-3,2'], '--gpus', '0-3,2', 'device 2 is listed twice'],
+  ])('berth %j: one device limit for every command (at most 4096 ids, each ≤ 65535, none twice) → exit 2', async (args, flag, value, why) => {
+    const r = await runBerth([...args, '--log-level', 'silent']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`berth: ${flag}:`);
+    expect(r.stderr).toContain(value);
+    expect(r.stderr).toContain(why);
+  });
+
   it('a bad BERTH_* env value exits 2 naming the variable', async () => {
     const r = await runBerth(['serve'], { BERTH_CPUS: 'many' });
     expect(r.code).toBe(2);
