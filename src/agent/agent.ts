@@ -5,8 +5,8 @@
  * cannot help: a refused token, a refused Hello, or its name taken over by another live worker.
  */
 import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
+import { readFlagFile } from '../config/fields.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
@@ -102,17 +102,29 @@ export class WorkerAgent {
     };
   }
 
-  /** Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply). */
+  /**
+   * Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply).
+   * @throws Error `--tls-ca: cannot read '<file>': no such file` and the like.
+   */
   #credentials(): ChannelCredentials {
     const t = this.options.tls;
     if (!t) return credentials.createInsecure();
-    return credentials.createSsl(readFileSync(t.ca), t.key ? readFileSync(t.key) : null, t.cert ? readFileSync(t.cert) : null);
+    return credentials.createSsl(readFlagFile('--tls-ca', t.ca), t.key ? readFlagFile('--tls-key', t.key) : null, t.cert ? readFlagFile('--tls-cert', t.cert) : null);
   }
 
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#stop.signal.aborted) {
-      const client = new WorkerServiceClient(this.options.server, this.#credentials(), {
+      let creds: ChannelCredentials;
+      try {
+        creds = this.#credentials();
+      } catch (err) {
+        const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+        this.log.warn({ reason: (err as Error).message, retryInMs: delay }, 'cannot read a TLS file; retrying');
+        await sleep(delay, this.#stop.signal);
+        continue;
+      }
+      const client = new WorkerServiceClient(this.options.server, creds, {
         'grpc.keepalive_time_ms': 10_000,
         'grpc.keepalive_timeout_ms': 5_000,
         'grpc.keepalive_permit_without_calls': 1,

@@ -6,6 +6,7 @@ import { resolveServeOptions } from '../config/serve-options.js';
 import { createLogger } from '../log/logger.js';
 import { formatRange } from '../resources/ranges.js';
 import { detectInventory } from '../resources/inventory.js';
+import { routeGrpcLogs } from '../server/grpc-log.js';
 import { BerthServer } from '../server/server.js';
 
 /** Registers the `serve` command on `program`. */
@@ -28,6 +29,7 @@ export function serveCommand(): Command {
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
+      routeGrpcLogs(log);
       const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
       log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
       const server = new BerthServer(options, engine, { log });

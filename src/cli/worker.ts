@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
 import { createLogger } from '../log/logger.js';
+import { routeGrpcLogs } from '../server/grpc-log.js';
 import { formatRange } from '../resources/ranges.js';
 import { detectInventory } from '../resources/inventory.js';
 
@@ -29,6 +30,7 @@ export function workerCommand(): Command {
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);
       const log = createLogger(o.logLevel);
+      routeGrpcLogs(log);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
       log.info({ name: o.name, server: o.server, labels: o.labels, cpus: inventory.cpus, gpus: formatRange(inventory.gpuIds), ramMb: inventory.ramMb, maxParallel: o.maxParallel, version: AGENT_VERSION }, 'berth worker starting');
       const agent = new WorkerAgent({ server: o.server, name: o.name, labels: o.labels, inventory, maxParallel: o.maxParallel, graceMs: o.grace * 1000, token: o.token, tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined }, log);

@@ -2,6 +2,7 @@
  * zod field schemas shared by every command's options: listen addresses, counts, device ranges.
  * Each error message says what is expected; the caller prefixes the flag name and the value.
  */
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
@@ -46,6 +47,44 @@ export const deviceRange = z.string().transform((s, ctx) => {
     return z.NEVER;
   }
   return ids;
+});
+
+/** Plain words for the file errors a user can fix (ENOENT → `no such file`). */
+const FILE_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  ENOTDIR: 'no such file (a part of the path is not a directory)',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'is a directory',
+  ELOOP: 'too many symbolic links',
+};
+
+/** Why `path` cannot be read, e.g. `cannot read '/x': no such file`, from the error fs raised. */
+export function cannotRead(path: string, err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
+  return `cannot read '${path}': ${FILE_ERRORS[code] ?? (err instanceof Error ? err.message : String(err))}`;
+}
+
+/**
+ * Reads the file a flag names (a PEM file read again at connect or bind time).
+ * @throws Error `<flag>: cannot read '<file>': no such file` and the like.
+ */
+export function readFlagFile(flag: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new Error(`${flag}: ${cannotRead(path, e)}`);
+  }
+}
+
+/** A file that exists and can be read now (a PEM file, a batch file). */
+export const readableFile = z.string().min(1, 'must not be empty').superRefine((path, ctx) => {
+  try {
+    if (statSync(path).isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    accessSync(path, constants.R_OK);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: cannotRead(path, e) });
+  }
 });
 
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, type FlagTable, labelList, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
@@ -18,9 +18,9 @@ const schema = z.object({
   grace: seconds.default(10),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: z.enum(LOG_LEVELS).default('info'),
-  tlsCa: z.string().min(1).optional(),
-  tlsCert: z.string().min(1).optional(),
-  tlsKey: z.string().min(1).optional(),
+  tlsCa: readableFile.optional(),
+  tlsCert: readableFile.optional(),
+  tlsKey: readableFile.optional(),
 });
 
 /**

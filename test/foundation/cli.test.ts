@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { runBerth } from '../support/cli.js';
 
@@ -37,6 +38,29 @@ describe('berth CLI', () => {
     expect(r.stderr).toContain(`berth: ${flag}:`);
     expect(r.stderr).toContain(value);
     expect(r.stderr).toContain(why);
+  });
+
+  it.each([
+    [['serve', '--tls-cert', '/nonexistent', '--tls-key', '/nonexistent'], "berth: --tls-cert: cannot read '/nonexistent': no such file"],
+    [['worker', '--tls-ca', '/nonexistent'], "berth: --tls-ca: cannot read '/nonexistent': no such file"],
+    [['serve', '--tls-cert', '/', '--tls-key', '/'], "berth: --tls-cert: cannot read '/': is a directory"],
+  ])('berth %j: an unreadable file exits 2 naming the flag, the file and why', async (args, said) => {
+    const r = await runBerth(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(said);
+    expect(r.stderr).not.toContain('ENOENT');
+  });
+
+  it('berth serve on a port already taken exits 1 with one line naming --listen, the address and why', async () => {
+    const holder = createServer();
+    const port = await new Promise<number>((resolve) => holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)));
+    try {
+      const r = await runBerth(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'warn']);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toBe(`berth: --listen 127.0.0.1:${port}: address already in use`);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
   });
 
   it('a bad BERTH_* env value exits 2 naming the variable', async () => {
