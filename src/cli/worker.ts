@@ -25,7 +25,7 @@ export function workerCommand(): Command {
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [env BERTH_LOG_LEVEL] (default info)')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .addHelpText('after', '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4')
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);

@@ -4,6 +4,7 @@
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
+import { LOG_LEVELS } from '../log/logger.js';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
@@ -86,6 +87,12 @@ export const readableFile = z.string().min(1, 'must not be empty').superRefine((
     ctx.addIssue({ code: 'custom', message: cannotRead(path, e) });
   }
 });
+
+/** A log level, any case (`INFO` = `info`): fatal, error, warn, info, debug, trace or silent. */
+export const logLevel = z.preprocess(
+  (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v),
+  z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }),
+);
 
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */
 export const labelList = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
