@@ -20,11 +20,6 @@ export class EngineRunner {
 
   constructor(readonly machine: string, readonly graceMs: number) {}
 
-  /** Calls running now. */
-  get running(): number {
-    return this.#live.size;
-  }
-
   /**
    * Starts `spec` with `allocation`; the record settles when the process is done.
    * @throws BerthError invalid_argument for a bad payload; unavailable once the server is stopping.
