@@ -1,17 +1,18 @@
 /**
  * WorkerAgent: the `berth worker` process's core. Holds one WorkerStream to the server at a time
  * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
- * Token: `authorization: Bearer <token>` (SPEC R2); a refused token stops it (retrying cannot help).
+ * Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of retrying when retrying
+ * cannot help: a refused token, a refused Hello, or its name taken over by another live worker.
  */
 import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
+import { readFlagFile } from '../config/fields.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { Executors } from '../workers/executors/index.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
-import { Session } from './session.js';
+import { Session, type SessionEnd } from './session.js';
 
 /** Agent version sent in Hello. */
 export const AGENT_VERSION = '0.1.0';
@@ -29,6 +30,8 @@ export interface AgentOptions {
   python?: string;
   /** PEM files: `ca` turns TLS on; `cert` + `key` add a client certificate (mutual TLS). */
   tls?: { ca: string; cert?: string; key?: string };
+  /** Wait for the Welcome after Hello before retrying, in ms (default DEFAULT_WELCOME_TIMEOUT_MS). */
+  welcomeTimeoutMs?: number;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -62,7 +65,7 @@ export class WorkerAgent {
     return { attached: this.#attached, running: this.#session?.running ?? 0, pools: this.executors.python.pools.count, attaches: this.#attaches };
   }
 
-  /** Why the agent gave up (a refused token); undefined while it keeps (re)connecting. */
+  /** Why the agent gave up (see fatalEnd); undefined while it keeps (re)connecting. */
   fatal?: string;
 
   /** Starts connecting (and reconnecting) in the background. */
@@ -99,33 +102,46 @@ export class WorkerAgent {
     };
   }
 
-  /** Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply). */
+  /**
+   * Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply).
+   * @throws Error `--tls-ca: cannot read '<file>': no such file` and the like.
+   */
   #credentials(): ChannelCredentials {
     const t = this.options.tls;
     if (!t) return credentials.createInsecure();
-    return credentials.createSsl(readFileSync(t.ca), t.key ? readFileSync(t.key) : null, t.cert ? readFileSync(t.cert) : null);
+    return credentials.createSsl(readFlagFile('--tls-ca', t.ca), t.key ? readFlagFile('--tls-key', t.key) : null, t.cert ? readFlagFile('--tls-cert', t.cert) : null);
   }
 
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#stop.signal.aborted) {
-      const client = new WorkerServiceClient(this.options.server, this.#credentials(), {
+      let creds: ChannelCredentials;
+      try {
+        creds = this.#credentials();
+      } catch (err) {
+        const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+        this.log.warn({ reason: (err as Error).message, retryInMs: delay }, 'cannot read a TLS file; retrying');
+        await sleep(delay, this.#stop.signal);
+        continue;
+      }
+      const client = new WorkerServiceClient(this.options.server, creds, {
         'grpc.keepalive_time_ms': 10_000,
         'grpc.keepalive_timeout_ms': 5_000,
         'grpc.keepalive_permit_without_calls': 1,
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
-      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached());
+      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached(), this.options.welcomeTimeoutMs);
       this.#session = session;
       const end = await session.run();
       this.#attached = false;
       this.#session = undefined;
       client.close();
       if (this.#stop.signal.aborted) break;
-      if (end.code === status.UNAUTHENTICATED) {
-        this.fatal = `the server refused the token: ${end.reason}`;
-        this.log.error({ reason: end.reason }, 'cannot attach: set BERTH_TOKEN to the server\'s token');
+      const fatal = fatalEnd(end, this.options.name);
+      if (fatal) {
+        this.fatal = fatal;
+        this.log.error({ reason: end.details ?? end.reason }, 'not reconnecting: retrying cannot help');
         break;
       }
       if (end.welcomed) attempt = 0;
@@ -142,4 +158,18 @@ export class WorkerAgent {
     for (const w of this.#attachedWaiters) w();
     this.#attachedWaiters.clear();
   }
+}
+
+/**
+ * Why a session's end means the agent must stop rather than reconnect, or undefined to retry:
+ * UNAUTHENTICATED (a refused token); INVALID_ARGUMENT before the Welcome (the server refused the
+ * Hello, e.g. too many device ids); FAILED_PRECONDITION (a newer stream took over `name` while
+ * this one was live: two workers share a name; see worker.proto).
+ */
+export function fatalEnd(end: SessionEnd, name: string): string | undefined {
+  const said = end.details ?? end.reason;
+  if (end.code === status.UNAUTHENTICATED) return `the server refused the token: ${said}`;
+  if (end.code === status.INVALID_ARGUMENT && !end.welcomed) return `the server refused this worker: ${said}`;
+  if (end.code === status.FAILED_PRECONDITION) return `name '${name}' was taken over by another worker; not reconnecting`;
+  return undefined;
 }

@@ -14,12 +14,22 @@ import { FrameWriter } from './frame-writer.js';
 
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
+/**
+ * How long to wait for the Welcome after Hello before giving the stream up and retrying, in ms.
+ * Also keeps the process alive meanwhile: a stream that dies without any event (grpc-js drops
+ * a status whose trailers are too large) must not leave the agent waiting on nothing.
+ */
+export const DEFAULT_WELCOME_TIMEOUT_MS = 20_000;
 
-/** How a session ended. `welcomed`: the server accepted the Hello; `code`: the gRPC status, if any. */
+/**
+ * How a session ended. `welcomed`: the server accepted the Hello; `code` and `details`: the gRPC
+ * status and the server's own message, if the stream ended with one.
+ */
 export interface SessionEnd {
   welcomed: boolean;
   reason: string;
   code?: number;
+  details?: string;
 }
 
 /** One connection; `run()` resolves when it is over and its calls are stopped. */
@@ -29,6 +39,7 @@ export class Session {
   #heartbeatMs = DEFAULT_HEARTBEAT_MS;
   #welcomed = false;
   #alive?: NodeJS.Timeout;
+  #onWelcome: () => void = () => undefined;
 
   constructor(
     readonly stream: ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>,
@@ -36,6 +47,7 @@ export class Session {
     readonly executors: Executors,
     readonly log: Logger,
     readonly onAttached: () => void = () => undefined,
+    readonly welcomeTimeoutMs = DEFAULT_WELCOME_TIMEOUT_MS,
   ) {
     this.#writer = new FrameWriter(stream);
   }
@@ -45,12 +57,20 @@ export class Session {
     return this.#running.size;
   }
 
-  /** Sends Hello and serves frames until the stream ends; then stops running calls. */
+  /**
+   * Sends Hello and serves frames until the stream ends (or no Welcome came within
+   * `welcomeTimeoutMs`); then stops running calls.
+   */
   async run(): Promise<SessionEnd> {
     let code: number | undefined;
+    let details: string | undefined;
+    let noWelcome: NodeJS.Timeout | undefined;
     const ended = new Promise<string>((resolve) => {
-      this.stream.on('error', (err: Error & { code?: number }) => {
+      noWelcome = setTimeout(() => resolve(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`), this.welcomeTimeoutMs);
+      this.#onWelcome = () => clearTimeout(noWelcome);
+      this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code = err.code;
+        details = err.details;
         resolve(err.message);
       });
       this.stream.on('end', () => resolve('server ended the stream'));
@@ -59,11 +79,12 @@ export class Session {
     this.stream.on('data', (msg: WorkerStreamResponse) => this.#onFrame(msg));
     void this.#writer.send({ $case: 'hello', value: this.hello });
     const reason = await ended;
+    clearTimeout(noWelcome);
     clearInterval(this.#alive);
     this.#writer.close();
     this.stream.cancel();
     await this.stopAll(new BerthError('unavailable', `stream to server lost: ${reason}`));
-    return { welcomed: this.#welcomed, reason, code };
+    return { welcomed: this.#welcomed, reason, code, details };
   }
 
   /** Aborts every running call with `reason`; resolves when their processes have exited. */
@@ -79,6 +100,7 @@ export class Session {
     switch (f.$case) {
       case 'welcome':
         this.#welcomed = true;
+        this.#onWelcome();
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
         clearInterval(this.#alive);

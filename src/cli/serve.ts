@@ -6,6 +6,7 @@ import { resolveServeOptions } from '../config/serve-options.js';
 import { createLogger } from '../log/logger.js';
 import { formatRange } from '../resources/ranges.js';
 import { detectInventory } from '../resources/inventory.js';
+import { routeGrpcLogs } from '../server/grpc-log.js';
 import { BerthServer } from '../server/server.js';
 
 /** Registers the `serve` command on `program`. */
@@ -24,10 +25,11 @@ export function serveCommand(): Command {
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [env BERTH_LOG_LEVEL] (default info)')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
+      routeGrpcLogs(log);
       const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
       log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
       const server = new BerthServer(options, engine, { log });
@@ -35,7 +37,8 @@ export function serveCommand(): Command {
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
         if (signals > 1) {
-          log.warn({ sig }, 'second signal: exiting now');
+          log.warn({ sig }, 'second signal: killing engine-host processes and exiting now');
+          server.killNow();
           process.exit(130);
         }
         log.info({ sig }, 'shutting down');

@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
 import { createLogger } from '../log/logger.js';
+import { routeGrpcLogs } from '../server/grpc-log.js';
 import { formatRange } from '../resources/ranges.js';
 import { detectInventory } from '../resources/inventory.js';
 
@@ -24,18 +25,22 @@ export function workerCommand(): Command {
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [env BERTH_LOG_LEVEL] (default info)')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .addHelpText('after', '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4')
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);
       const log = createLogger(o.logLevel);
+      routeGrpcLogs(log);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
       log.info({ name: o.name, server: o.server, labels: o.labels, cpus: inventory.cpus, gpus: formatRange(inventory.gpuIds), ramMb: inventory.ramMb, maxParallel: o.maxParallel, version: AGENT_VERSION }, 'berth worker starting');
       const agent = new WorkerAgent({ server: o.server, name: o.name, labels: o.labels, inventory, maxParallel: o.maxParallel, graceMs: o.grace * 1000, token: o.token, tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined }, log);
       agent.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
-        if (++signals > 1) process.exit(130);
+        if (++signals > 1) {
+          agent.executors.killAll(); // running calls' process groups: SIGKILL now, before exiting
+          process.exit(130);
+        }
         log.info({ sig }, 'worker stopping');
         void agent.stop().then(() => process.exit(0));
       };
@@ -44,7 +49,8 @@ export function workerCommand(): Command {
       await agent.finished;
       if (agent.fatal) {
         await agent.stop();
-        throw new Error(agent.fatal);
+        process.stderr.write(`berth worker: ${agent.fatal}\n`);
+        process.exit(1);
       }
     });
 }

@@ -2,8 +2,10 @@
  * zod field schemas shared by every command's options: listen addresses, counts, device ranges.
  * Each error message says what is expected; the caller prefixes the flag name and the value.
  */
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
-import { parseRange, RangeSpecError } from '../resources/ranges.js';
+import { LOG_LEVELS } from '../log/logger.js';
+import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
 export const address = z.string().trim().refine((s) => {
@@ -23,15 +25,74 @@ export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
 /** A non-negative number of seconds (decimals allowed). */
 export const seconds = z.preprocess(numeric, z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'));
 
-/** A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4). */
+/**
+ * A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4), for every command's
+ * device flag. Refused: a malformed spec, an id above MAX_DEVICE_ID, an id named twice (`0,0`),
+ * more than MAX_DEVICES ids.
+ */
 export const deviceRange = z.string().transform((s, ctx) => {
+  let ids: number[];
   try {
-    return parseRange(s);
+    ids = parseRange(s);
   } catch (e) {
     ctx.addIssue({ code: 'custom', message: e instanceof RangeSpecError ? e.message : String(e) });
     return z.NEVER;
   }
+  const twice = repeatedId(s);
+  if (twice !== undefined) {
+    ctx.addIssue({ code: 'custom', message: `device ${twice} is listed twice` });
+    return z.NEVER;
+  }
+  if (ids.length > MAX_DEVICES) {
+    ctx.addIssue({ code: 'custom', message: `${ids.length} device ids; at most ${MAX_DEVICES} (ids 0-${MAX_DEVICE_ID})` });
+    return z.NEVER;
+  }
+  return ids;
 });
+
+/** Plain words for the file errors a user can fix (ENOENT → `no such file`). */
+const FILE_ERRORS: Record<string, string> = {
+  ENOENT: 'no such file',
+  ENOTDIR: 'no such file (a part of the path is not a directory)',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'is a directory',
+  ELOOP: 'too many symbolic links',
+};
+
+/** Why `path` cannot be read, e.g. `cannot read '/x': no such file`, from the error fs raised. */
+export function cannotRead(path: string, err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? '';
+  return `cannot read '${path}': ${FILE_ERRORS[code] ?? (err instanceof Error ? err.message : String(err))}`;
+}
+
+/**
+ * Reads the file a flag names (a PEM file read again at connect or bind time).
+ * @throws Error `<flag>: cannot read '<file>': no such file` and the like.
+ */
+export function readFlagFile(flag: string, path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new Error(`${flag}: ${cannotRead(path, e)}`);
+  }
+}
+
+/** A file that exists and can be read now (a PEM file, a batch file). */
+export const readableFile = z.string().min(1, 'must not be empty').superRefine((path, ctx) => {
+  try {
+    if (statSync(path).isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    accessSync(path, constants.R_OK);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: cannotRead(path, e) });
+  }
+});
+
+/** A log level, any case (`INFO` = `info`): fatal, error, warn, info, debug, trace or silent. */
+export const logLevel = z.preprocess(
+  (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v),
+  z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }),
+);
 
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */
 export const labelList = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))

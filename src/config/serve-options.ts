@@ -3,8 +3,7 @@
  * which win over defaults. Loopback is the default bind (SPEC R2).
  */
 import { z } from 'zod';
-import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 /** Default listen address: loopback only. */
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -19,10 +18,10 @@ const schema = z.object({
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),
   token: z.string().min(1, 'must not be empty').optional(),
-  logLevel: z.enum(LOG_LEVELS).default('info'),
-  tlsCert: z.string().optional(),
-  tlsKey: z.string().optional(),
-  tlsCa: z.string().optional(),
+  logLevel: logLevel.default('info'),
+  tlsCert: readableFile.optional(),
+  tlsKey: readableFile.optional(),
+  tlsCa: readableFile.optional(),
 });
 
 /** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */

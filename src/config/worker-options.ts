@@ -4,8 +4,7 @@
  */
 import os from 'node:os';
 import { z } from 'zod';
-import { LOG_LEVELS } from '../log/logger.js';
-import { address, deviceRange, type FlagTable, labelList, OptionsError, resolveOptions, seconds, wholeNumber } from './fields.js';
+import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
@@ -17,10 +16,10 @@ const schema = z.object({
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),
   token: z.string().min(1, 'must not be empty').optional(),
-  logLevel: z.enum(LOG_LEVELS).default('info'),
-  tlsCa: z.string().min(1).optional(),
-  tlsCert: z.string().min(1).optional(),
-  tlsKey: z.string().min(1).optional(),
+  logLevel: logLevel.default('info'),
+  tlsCa: readableFile.optional(),
+  tlsCert: readableFile.optional(),
+  tlsKey: readableFile.optional(),
 });
 
 /**

@@ -14,6 +14,8 @@ export class RangeSpecError extends Error {
 const ID = /^\d+$/;
 /** Largest device index accepted (keeps specs like `0-999999999` from allocating huge arrays). */
 export const MAX_DEVICE_ID = 65535;
+/** Most device ids one machine may have (`--gpus`, `--devices`, a worker's Hello). */
+export const MAX_DEVICES = 4096;
 
 /**
  * Parses a range spec into sorted, unique device ids.
@@ -54,4 +56,26 @@ export function formatRange(ids: Iterable<number>): string {
     i = j + 1;
   }
   return parts.join(',');
+}
+
+/**
+ * The first id a spec names twice (`0,0` → 0, `0-3,2` → 2), or undefined when each id appears
+ * once. Malformed parts are skipped: parseRange names them.
+ */
+export function repeatedId(spec: string): number | undefined {
+  const seen = new Set<number>();
+  for (const part of spec.split(',')) {
+    if (part.trim() === '') continue;
+    let ids: number[];
+    try {
+      ids = parseRange(part);
+    } catch {
+      continue;
+    }
+    for (const id of ids) {
+      if (seen.has(id)) return id;
+      seen.add(id);
+    }
+  }
+  return undefined;
 }

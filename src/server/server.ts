@@ -5,9 +5,9 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
-import { readFileSync } from 'node:fs';
 import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerServiceService } from '../../generated/ts/berth/v1/worker.js';
+import { readFlagFile } from '../config/fields.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
@@ -76,12 +76,13 @@ export class BerthServer {
 
   /**
    * Binds `options.listen` and starts serving; health turns SERVING.
-   * @throws Error when the address cannot be bound (in use, not local, bad TLS files).
+   * @throws ListenError when the address cannot be bound (in use, not on this host, not allowed),
+   *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file.
    */
   async start(): Promise<number> {
     const creds = this.#credentials();
     this.#port = await new Promise<number>((resolve, reject) => {
-      this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(err) : resolve(port)));
+      this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(new ListenError(this.options.listen, err)) : resolve(port)));
     });
     if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
@@ -92,7 +93,9 @@ export class BerthServer {
   /**
    * Drains then stops: health turns NOT_SERVING, the drain signal ends streams (workers are
    * told), in-flight calls get `graceMs` (default: options.grace) to finish, then the rest are
-   * cut. Idempotent: a second call returns the same promise.
+   * cut; engine-host processes still running then get SIGTERM, SIGKILL after the executor grace
+   * (options.grace), and stop resolves once their process groups are gone — at most about
+   * `graceMs` + options.grace + 3 s in all. Idempotent: a second call returns the same promise.
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
     this.#stopping ??= this.#stop(graceMs);
@@ -115,15 +118,38 @@ export class BerthServer {
         resolve();
       });
     });
-    await this.context.hub.close();
+    await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
+  }
+
+  /** SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit). */
+  killNow(): void {
+    this.context.hub.killNow();
   }
 
   #credentials(): ServerCredentials {
     const { tlsCert, tlsKey, tlsCa } = this.options;
     if (!tlsCert || !tlsKey) return ServerCredentials.createInsecure();
-    const ca = tlsCa ? readFileSync(tlsCa) : null;
-    return ServerCredentials.createSsl(ca, [{ cert_chain: readFileSync(tlsCert), private_key: readFileSync(tlsKey) }], Boolean(ca));
+    const ca = tlsCa ? readFlagFile('--tls-ca', tlsCa) : null;
+    return ServerCredentials.createSsl(ca, [{ cert_chain: readFlagFile('--tls-cert', tlsCert), private_key: readFlagFile('--tls-key', tlsKey) }], Boolean(ca));
   }
 }
+
+/** Plain words for why an address cannot be bound, by the errno name grpc-js reports. */
+const BIND_ERRORS: Array<[RegExp, string]> = [
+  [/EADDRINUSE/, 'address already in use'],
+  [/EADDRNOTAVAIL/, 'address not available on this host'],
+  [/EACCES|EPERM/, 'permission denied (ports below 1024 need privileges)'],
+  [/ENOTFOUND|EAI_AGAIN/, 'host name not found'],
+];
+
+/** `listen` cannot be bound; the message is `--listen <address>: <why>`, e.g. `address already in use`. */
+export class ListenError extends Error {
+  constructor(readonly address: string, cause: Error) {
+    const why = BIND_ERRORS.find(([re]) => re.test(cause.message))?.[1] ?? `cannot listen: ${cause.message}`;
+    super(`--listen ${address}: ${why}`);
+    this.name = 'ListenError';
+  }
+}
+

@@ -32,6 +32,8 @@ export class AttachedWorker {
   readonly slots: Slots;
   /** Aborted (with the reason) when this stream is no longer the worker's: ended, replaced, silent. */
   readonly gone = new AbortController();
+  /** How the stream itself ends when that differs from what its calls are told (replaced: FAILED_PRECONDITION). */
+  streamEnd?: BerthError;
   /** When the worker last sent any frame (ms since the epoch). */
   lastSeen = Date.now();
   #chain: Promise<void> = Promise.resolve();
@@ -133,10 +135,11 @@ export class AttachedWorker {
 
   /**
    * This stream is over: every call in flight fails at once with `reason` (SPEC W3), pending
-   * compiles get it too. Idempotent.
+   * compiles get it too; the stream ends with `streamEnd` (default `reason`). Idempotent.
    */
-  leave(reason: BerthError): void {
+  leave(reason: BerthError, streamEnd: BerthError = reason): void {
     if (this.gone.signal.aborted) return;
+    this.streamEnd = streamEnd;
     this.gone.abort(reason);
     for (const c of this.calls.values()) {
       c.fail(reason);

@@ -16,6 +16,9 @@ import { EngineRunner } from './engine-runner.js';
 
 export type { CallSpec } from './attached.js';
 
+/** Why a worker's stream was ended when a newer stream attached under its name (SPEC W1). */
+export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
+
 /** Hub settings. Units: ms. */
 export interface HubOptions {
   placer: Placer;
@@ -27,7 +30,7 @@ export interface HubOptions {
   serverVersion: string;
   /** Interval workers heartbeat at (sent in Welcome). */
   heartbeatMs: number;
-  /** SIGTERM → SIGKILL grace for engine-host calls. */
+  /** SIGTERM → SIGKILL grace for engine-host calls (on cancel and on shutdown). */
   graceMs: number;
 }
 
@@ -48,12 +51,19 @@ export class WorkerHub {
     return this.o.heartbeatMs * 3 + 1000;
   }
 
-  /** Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the books. */
+  /**
+   * Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the
+   * books. The old stream's calls fail UNAVAILABLE ("went away"); the old stream itself ends
+   * FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a live agent not to reconnect.
+   */
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
     if (old) {
       this.#forget(old);
-      old.leave(new BerthError('unavailable', `worker ${w.name} went away: replaced by a new stream under the same name`));
+      old.leave(
+        new BerthError('unavailable', `worker ${w.name} went away: ${REPLACED_MESSAGE}`),
+        new BerthError('failed_precondition', `worker ${w.name}: ${REPLACED_MESSAGE} (another worker holds the name now)`),
+      );
       this.o.events.emit({ kind: 'worker_replaced', machine: w.name, detail: `worker ${w.name} re-attached; the old stream was ended` });
     }
     this.workers.set(w.name, w);
@@ -140,9 +150,17 @@ export class WorkerHub {
     return m;
   }
 
-  /** Closes the engine host's warm Python processes. */
+  /**
+   * Shutdown of the engine host's calls: those still running are stopped (SIGTERM, SIGKILL after
+   * `graceMs`); resolves once their process groups are gone (bounded), warm Python processes closed.
+   */
   close(): Promise<void> {
     return this.#engine.close();
+  }
+
+  /** SIGKILLs the engine host's running calls' process groups now (synchronous; second signal). */
+  killNow(): void {
+    this.#engine.killNow();
   }
 
   #forget(w: AttachedWorker): void {

@@ -2,7 +2,8 @@
  * serveWorkerStream: the life of one WorkerStream on the server. First frame Hello (validated),
  * Welcome back, then frames routed until the stream ends, errors, or stays silent past the
  * keepalive; on drain the worker is sent Drain and the stream ends once its calls are done.
- * A stream replaced by a newer one under the same name (SPEC W1), or silent, ends UNAVAILABLE.
+ * A stream replaced by a newer one under the same name (SPEC W1) ends FAILED_PRECONDITION (its
+ * calls fail UNAVAILABLE "went away"); a silent one ends UNAVAILABLE.
  */
 import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
@@ -14,7 +15,8 @@ import { nextOrAbort } from './next-or-abort.js';
 /**
  * Serves one worker stream until it is over.
  * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
- *   engine), or a bad later frame; unavailable while draining, when replaced, or silent past the keepalive.
+ *   engine), or a bad later frame; failed_precondition when replaced by a newer stream of the same
+ *   name; unavailable while draining or silent past the keepalive.
  */
 export async function serveWorkerStream(
   hub: WorkerHub,
@@ -47,7 +49,7 @@ export async function serveWorkerStream(
       if (next.done) break;
       w.receive(next.value.frame);
     }
-    if (w.gone.signal.aborted) throw w.gone.signal.reason; // replaced or silent: the old stream ends UNAVAILABLE
+    if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason; // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
     if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
     else if (drain.signal.aborted) why = 'server drained';
   } catch (err) {

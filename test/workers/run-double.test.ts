@@ -111,7 +111,7 @@ describe('Run on a remote worker (test double)', () => {
     expect(c.detail).toContain('not checked');
   });
 
-  it('8: a second gpu1 replaces the first: the old stream ends, its call fails, new calls go to the new one, one gpu1 listed', async () => {
+  it('8: a second gpu1 replaces the first: the old stream ends FAILED_PRECONDITION, its call fails UNAVAILABLE, new calls go to the new one, one gpu1 listed', async () => {
     const s = await server();
     const first = await worker(s, 'gpu1');
     const r1 = run(s.placement, runRequest({ runId: 'a', label: 'gpu' }));
@@ -119,7 +119,7 @@ describe('Run on a remote worker (test double)', () => {
     const second = await worker(s, 'gpu1');
     const o1 = await r1.done;
     expect(o1.error?.code).toBe(status.UNAVAILABLE);
-    expect(await first.waitEnded()).toMatchObject({ code: status.UNAVAILABLE });
+    expect(await first.waitEnded()).toMatchObject({ code: status.FAILED_PRECONDITION, details: expect.stringContaining('replaced by a new stream under the same name') });
     const r2 = run(s.placement, runRequest({ runId: 'b', label: 'gpu' }));
     const call = await second.next('call');
     expect(call.callId).toBe('b:flow.node');

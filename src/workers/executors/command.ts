@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { formatRange } from '../../resources/ranges.js';
 import { LineSplitter, pipeLines } from './lines.js';
-import { DEFAULT_GRACE_MS, exited, stopGroup } from './kill.js';
+import { DEFAULT_GRACE_MS, exited, GroupSet, stopGroup } from './kill.js';
 import type { CommandPayload, ExecEvent, Executor, Flow, Outcome, Task } from './types.js';
 
 /** Replaces every `{devices}` in `argv` with `formatRange(gpuIds)` (e.g. `0-3`). */
@@ -15,9 +15,12 @@ export function expandDevices(argv: string[], gpuIds: number[]): string[] {
   return argv.map((a) => a.split('{devices}').join(range));
 }
 
-/** Runs command payloads. `graceMs`: SIGTERM → SIGKILL delay on cancel. */
+/**
+ * Runs command payloads. `graceMs`: SIGTERM → SIGKILL delay on cancel; `groups`: where the
+ * process groups of running commands are tracked (so an owner can SIGKILL them all at once).
+ */
 export class CommandExecutor implements Executor {
-  constructor(readonly graceMs = DEFAULT_GRACE_MS) {}
+  constructor(readonly graceMs = DEFAULT_GRACE_MS, readonly groups = new GroupSet()) {}
 
   /** See Executor.run. A program that cannot be started is a `SpawnError` failure. */
   async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
@@ -31,6 +34,7 @@ export class CommandExecutor implements Executor {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    this.groups.add(child);
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
     for (const stream of ['stdout', 'stderr'] as const) {
       pipeLines(child[stream], new LineSplitter((line) => onEvent({ kind: 'log', stream, line })), () => flow);
@@ -57,6 +61,7 @@ export class CommandExecutor implements Executor {
       return { ok: false, type: 'ExitCode', message: `${file} ${how}`, traceback: '' };
     } finally {
       signal.removeEventListener('abort', onAbort);
+      this.groups.forget(child);
     }
   }
 }

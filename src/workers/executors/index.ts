@@ -3,6 +3,7 @@
  * Python source). Shared by the `berth worker` agent and by the server for engine-host runs.
  */
 import { CommandExecutor } from './command.js';
+import { GroupSet } from './kill.js';
 import { PythonExecutor, type PythonExecutorOptions } from './python.js';
 import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
 
@@ -12,11 +13,19 @@ export type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './ty
 export class Executors implements Executor {
   readonly command: CommandExecutor;
   readonly python: PythonExecutor;
+  /** Process groups of every running command and every Python process. */
+  readonly groups: GroupSet;
 
   /** `graceMs`: SIGTERM → SIGKILL delay on cancel (default 10 s). */
   constructor(o: PythonExecutorOptions = {}) {
-    this.command = new CommandExecutor(o.graceMs);
-    this.python = new PythonExecutor(o);
+    this.groups = o.groups ?? new GroupSet();
+    this.command = new CommandExecutor(o.graceMs, this.groups);
+    this.python = new PythonExecutor({ ...o, groups: this.groups });
+  }
+
+  /** SIGKILLs every process group still running, now (synchronous: for a second signal before exit). */
+  killAll(): void {
+    this.groups.killAll();
   }
 
   /** Runs `task` with the executor of its payload kind. See Executor.run. */

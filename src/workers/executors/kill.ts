@@ -1,10 +1,14 @@
 /**
- * Stopping a process group: SIGTERM, then SIGKILL after a grace (SPEC W6).
+ * Stopping process groups: SIGTERM, then SIGKILL after a grace (SPEC W6), and the set of groups
+ * an executor has running, so whoever owns it can SIGKILL them all at once (second signal).
  */
 import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Default grace between SIGTERM and SIGKILL, in ms. */
 export const DEFAULT_GRACE_MS = 10_000;
+/** Longest wait, after the SIGKILL sweep, for a group's last member to vanish, in ms. */
+export const GROUP_GONE_MS = 2000;
 
 /** Sends `sig` to the process group led by `pid`; ignores a group that is already gone. */
 export function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
@@ -16,6 +20,46 @@ export function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void 
   }
 }
 
+/**
+ * True while group `pgid` has a member that is not a zombie (a zombie holds nothing but its pid
+ * until some reaper collects it). Without /proc, any member counts.
+ */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return true;
+  }
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    // "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses; read after the last ')'.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+  }
+  return false;
+}
+
+/** Resolves once group `pgid` has no live member, or after `boundMs`; true when it is gone. */
+export async function groupGone(pgid: number, boundMs = GROUP_GONE_MS): Promise<boolean> {
+  const end = Date.now() + boundMs;
+  while (groupAlive(pgid)) {
+    if (Date.now() >= end) return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return true;
+}
+
 /** Resolves when `child` has exited (at once if it already has). */
 export function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -25,7 +69,7 @@ export function exited(child: ChildProcess): Promise<void> {
 /**
  * SIGTERM to `child`'s group (it was spawned detached), SIGKILL to the group after `graceMs` if
  * the leader still runs; once the leader is gone, SIGKILL sweeps any member left behind.
- * Resolves when the leader has exited.
+ * Resolves when the leader has exited and the group is gone (bounded by GROUP_GONE_MS after that).
  */
 export async function stopGroup(child: ChildProcess, graceMs: number): Promise<void> {
   signalGroup(child.pid, 'SIGTERM');
@@ -35,5 +79,43 @@ export async function stopGroup(child: ChildProcess, graceMs: number): Promise<v
   } finally {
     clearTimeout(timer);
     signalGroup(child.pid, 'SIGKILL');
+  }
+  if (child.pid !== undefined) await groupGone(child.pid);
+}
+
+/**
+ * The process groups an executor has running (each child is spawned detached, so its pid is its
+ * group id). `killAll()` is synchronous: safe right before `process.exit`.
+ */
+export class GroupSet {
+  readonly #pgids = new Set<number>();
+
+  /** Groups tracked now. */
+  get size(): number {
+    return this.#pgids.size;
+  }
+
+  /** Tracks `child`'s group until `forget` (no-op when it did not start). */
+  add(child: ChildProcess): void {
+    if (child.pid !== undefined) this.#pgids.add(child.pid);
+  }
+
+  /** Stops tracking `child`'s group. */
+  forget(child: ChildProcess): void {
+    if (child.pid !== undefined) this.#pgids.delete(child.pid);
+  }
+
+  /** SIGKILLs every tracked group now. */
+  killAll(): void {
+    for (const pgid of this.#pgids) signalGroup(pgid, 'SIGKILL');
+  }
+
+  /** Resolves once every tracked group is gone, or after `boundMs`; true when all are. */
+  async allGone(boundMs = GROUP_GONE_MS): Promise<boolean> {
+    const end = Date.now() + boundMs;
+    for (const pgid of [...this.#pgids]) {
+      if (!(await groupGone(pgid, Math.max(0, end - Date.now())))) return false;
+    }
+    return true;
   }
 }

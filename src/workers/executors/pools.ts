@@ -4,6 +4,7 @@
  * pool. A process that was cancelled or died is never handed out again.
  */
 import { HarnessProcess } from './harness-process.js';
+import { GroupSet } from './kill.js';
 
 /** Bounds of the pools: idle processes kept per pool, pools kept in all. */
 export interface PoolLimits {
@@ -26,14 +27,17 @@ export function envKey(env: Record<string, string | undefined>): string {
   return JSON.stringify(Object.entries(env).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/** All pools of one executor. `onPoolsChanged(count)` is called whenever the pool count changes. */
+/**
+ * All pools of one executor. `onPoolsChanged(count)` is called whenever the pool count changes;
+ * every process's group is tracked in `groups` while it lives.
+ */
 export class PythonPools {
   readonly #pools = new Map<string, Pool>();
   readonly #limits: PoolLimits;
   /** Interpreter starts so far (for status and tests). */
   started = 0;
 
-  constructor(readonly python = 'python3', limits: Partial<PoolLimits> = {}, readonly onPoolsChanged: (count: number) => void = () => undefined) {
+  constructor(readonly python = 'python3', limits: Partial<PoolLimits> = {}, readonly onPoolsChanged: (count: number) => void = () => undefined, readonly groups = new GroupSet()) {
     this.#limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
@@ -58,7 +62,10 @@ export class PythonPools {
     while ((proc = pool.idle.pop()) && !proc.alive);
     if (proc) return proc;
     this.started++;
-    return new HarnessProcess(env, this.python);
+    const started = new HarnessProcess(env, this.python);
+    this.groups.add(started.child);
+    started.child.once('exit', () => this.groups.forget(started.child));
+    return started;
   }
 
   /** Gives `proc` back: kept warm when `reusable` and alive and there is room, else closed. */

@@ -4,15 +4,19 @@
  * becomes a metric event; print output becomes log events; an exception becomes a Failure with
  * its class name, message and a traceback naming the source line. Env = process env + allocation env.
  */
-import { DEFAULT_GRACE_MS } from './kill.js';
+import { DEFAULT_GRACE_MS, type GroupSet } from './kill.js';
 import { PythonPools } from './pools.js';
 import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, SourcePayload, Task } from './types.js';
 
-/** Options: `graceMs` SIGTERM → SIGKILL delay; `python` interpreter; `onPoolsChanged(count)`. */
+/**
+ * Options: `graceMs` SIGTERM → SIGKILL delay; `python` interpreter; `onPoolsChanged(count)`;
+ * `groups` where the Python processes' groups are tracked.
+ */
 export interface PythonExecutorOptions {
   graceMs?: number;
   python?: string;
   onPoolsChanged?: (count: number) => void;
+  groups?: GroupSet;
 }
 
 /** Runs Python payloads and compile checks. */
@@ -22,7 +26,7 @@ export class PythonExecutor implements Executor {
 
   constructor(o: PythonExecutorOptions = {}) {
     this.#graceMs = o.graceMs ?? DEFAULT_GRACE_MS;
-    this.pools = new PythonPools(o.python ?? process.env.BERTH_PYTHON ?? 'python3', {}, o.onPoolsChanged);
+    this.pools = new PythonPools(o.python ?? process.env.BERTH_PYTHON ?? 'python3', {}, o.onPoolsChanged, o.groups);
   }
 
   /** See Executor.run. On cancel the process is stopped and replaced, never reused. */

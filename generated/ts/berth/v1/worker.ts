@@ -26,7 +26,10 @@ export const protobufFileName = "berth/v1/worker.proto";
 
 /** Hello attaches a worker. */
 export interface Hello {
-  /** Machine name, unique; re-attaching under the same name replaces the old stream (SPEC W1). */
+  /**
+   * Machine name, unique; re-attaching under the same name replaces the old
+   * stream (SPEC W1), which ends FAILED_PRECONDITION.
+   */
   name: string;
   /** Labels such as "gpu". */
   labels: string[];
@@ -1428,7 +1431,12 @@ export const WorkerServiceService = {
    * WorkerStream: the worker's first frame is Hello; then it sends Event,
    * Heartbeat, Result, Failure and CompileResult frames; the server sends
    * Welcome, then Call, CancelCall, CompileCall and Drain frames.
-   * Errors: INVALID_ARGUMENT for a bad frame; UNAUTHENTICATED without the token.
+   * Errors: INVALID_ARGUMENT for a bad frame (a refused Hello: the worker
+   * should stop, retrying cannot help); UNAUTHENTICATED without the token;
+   * FAILED_PRECONDITION "replaced by a new stream under the same name" when a
+   * newer stream attached under this worker's name while this one was live
+   * (the worker should stop, not reconnect: another worker holds the name);
+   * UNAVAILABLE while draining or after silence past the keepalive (reconnect).
    */
   workerStream: {
     path: "/berth.v1.WorkerService/WorkerStream" as const,
@@ -1447,7 +1455,12 @@ export interface WorkerServiceServer extends UntypedServiceImplementation {
    * WorkerStream: the worker's first frame is Hello; then it sends Event,
    * Heartbeat, Result, Failure and CompileResult frames; the server sends
    * Welcome, then Call, CancelCall, CompileCall and Drain frames.
-   * Errors: INVALID_ARGUMENT for a bad frame; UNAUTHENTICATED without the token.
+   * Errors: INVALID_ARGUMENT for a bad frame (a refused Hello: the worker
+   * should stop, retrying cannot help); UNAUTHENTICATED without the token;
+   * FAILED_PRECONDITION "replaced by a new stream under the same name" when a
+   * newer stream attached under this worker's name while this one was live
+   * (the worker should stop, not reconnect: another worker holds the name);
+   * UNAVAILABLE while draining or after silence past the keepalive (reconnect).
    */
   workerStream: handleBidiStreamingCall<WorkerStreamRequest, WorkerStreamResponse>;
 }
@@ -1457,7 +1470,12 @@ export interface WorkerServiceClient extends Client {
    * WorkerStream: the worker's first frame is Hello; then it sends Event,
    * Heartbeat, Result, Failure and CompileResult frames; the server sends
    * Welcome, then Call, CancelCall, CompileCall and Drain frames.
-   * Errors: INVALID_ARGUMENT for a bad frame; UNAUTHENTICATED without the token.
+   * Errors: INVALID_ARGUMENT for a bad frame (a refused Hello: the worker
+   * should stop, retrying cannot help); UNAUTHENTICATED without the token;
+   * FAILED_PRECONDITION "replaced by a new stream under the same name" when a
+   * newer stream attached under this worker's name while this one was live
+   * (the worker should stop, not reconnect: another worker holds the name);
+   * UNAVAILABLE while draining or after silence past the keepalive (reconnect).
    */
   workerStream(): ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
   workerStream(options: Partial<CallOptions>): ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;

@@ -51,7 +51,12 @@ class WorkerServiceServicer:
         """WorkerStream: the worker's first frame is Hello; then it sends Event,
         Heartbeat, Result, Failure and CompileResult frames; the server sends
         Welcome, then Call, CancelCall, CompileCall and Drain frames.
-        Errors: INVALID_ARGUMENT for a bad frame; UNAUTHENTICATED without the token.
+        Errors: INVALID_ARGUMENT for a bad frame (a refused Hello: the worker
+        should stop, retrying cannot help); UNAUTHENTICATED without the token;
+        FAILED_PRECONDITION "replaced by a new stream under the same name" when a
+        newer stream attached under this worker's name while this one was live
+        (the worker should stop, not reconnect: another worker holds the name);
+        UNAVAILABLE while draining or after silence past the keepalive (reconnect).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
