@@ -27,8 +27,17 @@ export type StatusObject = Partial<ServiceError> & { code: status; details: stri
  */
 export function toStatus(err: unknown, log?: Logger, rpc?: string): StatusObject {
   if (err instanceof BerthError) {
-    return { code: CODES[err.kind], details: err.message, message: err.message, metadata: new Metadata() };
+    const details = cap(err.message);
+    return { code: CODES[err.kind], details, message: details, metadata: new Metadata() };
   }
   log?.error({ err, rpc }, 'unexpected error in handler');
   return { code: status.UNKNOWN, details: 'internal error', message: 'internal error', metadata: new Metadata() };
+}
+
+/** Longest status message sent: grpc-js drops a status whose trailers are too large, silently. */
+export const MAX_DETAILS = 2000;
+
+/** Cuts `message` to MAX_DETAILS characters, saying how much was cut. */
+function cap(message: string): string {
+  return message.length <= MAX_DETAILS ? message : `${message.slice(0, MAX_DETAILS)}… (${message.length - MAX_DETAILS} more characters)`;
 }
