@@ -35,7 +35,8 @@ export function statusCommand(): Command {
         await draw();
       } catch (err) {
         client.close();
-        throw new Error(`cannot get status from ${opts.server}: ${(err as { details?: string }).details ?? String(err)}`);
+        const details = ((err as { details?: string }).details ?? String(err)).replace(/\s*Resolution note:\s*$/, '');
+        throw new Error(`cannot get status from ${opts.server}: ${details}`);
       }
       if (!flags.watch) {
         client.close();

@@ -78,6 +78,8 @@ describe('berth status', () => {
     const r = await runBerth(['status', '--server', '127.0.0.1:1']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('127.0.0.1:1');
+    expect(r.stderr).toContain('ECONNREFUSED');
+    expect(r.stderr.trim()).not.toMatch(/Resolution note:$/);
   });
 
   it('--watch exits 1 saying the server went away when it stops, and --json with --watch prints JSON lines', async () => {
