@@ -43,7 +43,8 @@ def build_ask(
     run_id = checks.optional_str("run_id", run_id)
     node = checks.text("node", node)
     env = checks.env("env", env)
-    if not isinstance(policy, str) or policy not in POLICIES:
+    checks.text("policy", policy)
+    if policy not in POLICIES:
         raise InvalidAsk(f"ask.policy: must be 'prefer' or 'require' (got {policy!r})", field="ask.policy")
     ask = resources_pb2.Ask(
         gpus=_count("gpus", gpus),
