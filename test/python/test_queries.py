@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from berth_client import Client, Unauthenticated
+from berth_client import Client, ResourceExhausted, Unauthenticated, Unavailable
 from processes import start_server
 
 
@@ -60,3 +60,38 @@ def test_a_token_protected_server_refuses_a_client_without_the_token() -> None:
             assert client.snapshot().machines[0].name == "engine"
     finally:
         server.stop()
+
+
+def test_events_raise_unavailable_when_the_server_goes_away() -> None:
+    server, address = start_server("--cpus", "1", "--gpus", "")
+    try:
+        with Client(address) as client, client.events() as events:
+            client.snapshot()  # the stream is open before the server stops
+            guard = threading.Timer(30, events.close)  # bounds the wait should the stream hang
+            guard.start()
+            server.stop()
+            with pytest.raises(Unavailable):
+                for _ in events:
+                    pass
+            assert guard.is_alive(), "the stream hung until the guard closed it"
+            guard.cancel()
+    finally:
+        server.stop()
+
+
+def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str) -> None:
+    with Client(four_cpu_server) as client:
+        events = client.events()
+        closers: list[threading.Thread] = []
+        for event in events:  # ends without raising once closed
+            if not closers:  # the first event (watch_started): close from another thread
+                closers.append(threading.Thread(target=events.close))
+                closers[0].start()
+        closers[0].join()
+        assert list(events) == []  # and stays ended
+
+
+def test_a_request_over_the_size_limit_raises_resource_exhausted(four_cpu_server: str) -> None:
+    with Client(four_cpu_server) as client:
+        with pytest.raises(ResourceExhausted):
+            client.run(source="def process(blob):\n    return len(blob)", kwargs={"blob": "x" * (17 * 2**20)}, timeout=30)

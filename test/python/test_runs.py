@@ -73,6 +73,19 @@ def test_a_value_error_keeps_its_class_and_message(run_client: Client) -> None:
     assert any("remote traceback" in note for note in getattr(err, "__notes__", []))
 
 
+def test_a_key_error_keeps_its_key_without_repr_quotes(run_client: Client) -> None:
+    with pytest.raises(KeyError) as caught:
+        run_client.run(source="def process(key):\n    return {}[key]", kwargs={"key": "x"}, node="lookup", timeout=30)
+    assert type(caught.value) is KeyError and caught.value.args == ("x",)
+
+
+def test_the_nodes_own_class_named_like_a_builtin_comes_back_as_the_builtin(run_client: Client) -> None:
+    source = "class TimeoutError(Exception):\n    pass\n\ndef process():\n    raise TimeoutError('mine')"
+    with pytest.raises(TimeoutError) as caught:
+        run_client.run(source=source, node="own", timeout=30)
+    assert type(caught.value) is TimeoutError and str(caught.value) == "mine"
+
+
 def test_an_exception_of_the_nodes_own_type_is_a_remote_error_named_after_it(run_client: Client) -> None:
     with pytest.raises(RemoteError, match="did not converge") as caught:
         run_client.run(source=RAISES_OWN_TYPE, node="fit", timeout=30)

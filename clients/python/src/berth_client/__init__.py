@@ -17,6 +17,7 @@ from .errors import (
     NodeTimeout,
     NotFound,
     NoWorker,
+    ResourceExhausted,
     Unauthenticated,
     Unavailable,
     Unimplemented,
@@ -28,6 +29,6 @@ from .values import Allocation, CancelCounts, Grant, LogLine, Metric, Queued, Ru
 __all__ = [
     "Allocation", "BerthError", "CancelCounts", "Cancelled", "ClaimLease", "Client", "EventStream",
     "Grant", "InvalidAsk", "LogLine", "Metric", "NoWorker", "NodeTimeout", "NotFound", "Queued",
-    "RemoteError", "RunEvent", "Started", "Unauthenticated", "Unavailable", "Unimplemented", "WorkerGone",
+    "RemoteError", "ResourceExhausted", "RunEvent", "Started", "Unauthenticated", "Unavailable", "Unimplemented", "WorkerGone",
 ]
 __version__ = "0.1.0"

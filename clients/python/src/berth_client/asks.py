@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ._proto.berth.v1 import resources_pb2
+from . import checks
 from .errors import InvalidAsk
 
 POLICIES = {"prefer": resources_pb2.POLICY_PREFER, "require": resources_pb2.POLICY_REQUIRE}
@@ -35,8 +36,14 @@ def build_ask(
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
     `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4).
 
-    Raises InvalidAsk naming the field when a value cannot be encoded.
+    Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
+    value has the wrong type (label, policy, node, run_id must be str; env a str → str mapping).
     """
+    label = checks.optional_str("label", label)
+    run_id = checks.optional_str("run_id", run_id)
+    node = checks.text("node", node)
+    env = checks.env("env", env)
+    checks.text("policy", policy)
     if policy not in POLICIES:
         raise InvalidAsk(f"ask.policy: must be 'prefer' or 'require' (got {policy!r})", field="ask.policy")
     ask = resources_pb2.Ask(
@@ -45,7 +52,7 @@ def build_ask(
         policy=POLICIES[policy],
         node=node,
         run_id=run_id or "",
-        env=dict(env or {}),
+        env=env or {},
     )
     if cpus is not None:
         ask.cpus = _count("cpus", cpus)

@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from . import checks
 from .asks import build_ask
 from .claims import ClaimLease
 from .errors import InvalidAsk, from_rpc_error
@@ -32,11 +33,15 @@ class Client:
     """A connection to berth. Use as a context manager, or call `close()`.
 
     `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer
-    <token>`; `root_certificates` (PEM bytes) turns on TLS.
+    <token>`; `root_certificates` (PEM bytes) turns on TLS. A wrong type raises TypeError naming
+    the argument.
     """
 
     def __init__(self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: bytes | None = None) -> None:
-        self.address = address
+        self.address = checks.text("address", address)
+        checks.optional_str("token", token)
+        if root_certificates is not None and not isinstance(root_certificates, bytes):
+            raise checks.wrong_type("root_certificates", "PEM bytes or None", root_certificates)
         token = token if token is not None else os.environ.get("BERTH_TOKEN") or None
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
         if root_certificates is not None:
@@ -73,9 +78,12 @@ class Client:
 
         `with client.claim(...) as grant:` blocks until granted, calling `on_queued(reason)` on each
         Queued; the claim is released (and the release acknowledged) on every exit of the block.
-        `timeout` (s) bounds the wait for the grant (NodeTimeout). Raises InvalidAsk, NoWorker
-        (a required label no machine carries), Unavailable.
+        `timeout` (s, > 0; None waits for ever) bounds the wait for the grant (NodeTimeout).
+        Arguments are checked before anything is sent: TypeError (wrong type) or InvalidAsk (bad
+        value), naming the argument. Raises NoWorker (a required label no machine carries), Unavailable.
         """
+        timeout = checks.timeout(timeout)
+        checks.callback("on_queued", on_queued)
         ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=node, run_id=run_id, env=env)
         return ClaimLease(self._stub, ask, self._metadata, on_queued=on_queued, timeout=timeout)
 
@@ -108,8 +116,24 @@ class Client:
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached); NodeTimeout; WorkerGone; NoWorker naming the label;
-        Cancelled; InvalidAsk; NotFound (claim no longer held).
+        Cancelled; InvalidAsk; NotFound (claim no longer held). Arguments are checked before
+        anything is sent: TypeError (wrong type) or InvalidAsk (bad value), naming the argument.
         """
+        checks.optional_str("source", source)
+        command = checks.argv(command)
+        kwargs = checks.kwargs(kwargs)
+        if kwargs and source is None:
+            raise InvalidAsk("kwargs: only a source= payload takes kwargs (a command gets none)", field="kwargs")
+        checks.text("flow", flow)
+        checks.text("node", node)
+        checks.optional_str("run_id", run_id)
+        checks.optional_str("cwd", cwd)
+        timeout = checks.timeout(timeout)
+        checks.callback("on_event", on_event)
+        if claim is not None and not isinstance(claim, (Grant, str)):
+            raise checks.wrong_type("claim", "a Grant (from client.claim) or a claim id str, or None", claim)
+        if claim == "":
+            raise InvalidAsk("claim: must be a claim id (got '')", field="claim")
         run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
         ask = None
         if claim is not None:
@@ -125,7 +149,11 @@ class Client:
         return execute(self._stub, req, self._metadata, on_event, label=label or "")
 
     def cancel(self, run_id: str) -> CancelCounts:
-        """Cancels run `run_id`: its in-flight calls get a cancel, its waiting claims are abandoned."""
+        """Cancels run `run_id`: its in-flight calls get a cancel, its waiting claims are abandoned.
+        Raises TypeError / InvalidAsk naming `run_id` when it is not a non-empty str."""
+        checks.text("run_id", run_id)
+        if not run_id:
+            raise InvalidAsk("run_id: must name a run (got '')", field="run_id")
         try:
             res = self._stub.Cancel(placement_pb2.CancelRequest(run_id=run_id), metadata=self._metadata)
         except grpc.RpcError as err:

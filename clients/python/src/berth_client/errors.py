@@ -81,6 +81,13 @@ class Unimplemented(BerthError, NotImplementedError):
     code = grpc.StatusCode.UNIMPLEMENTED
 
 
+class ResourceExhausted(BerthError):
+    """RESOURCE_EXHAUSTED: a limit was hit, e.g. a request over the server's 16 MiB message limit,
+    or an event follower that fell too far behind."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 _BY_CODE: dict[grpc.StatusCode, type[BerthError]] = {
     grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.UNAVAILABLE: Unavailable,
@@ -88,6 +95,7 @@ _BY_CODE: dict[grpc.StatusCode, type[BerthError]] = {
     grpc.StatusCode.CANCELLED: Cancelled,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
 }
 
 _FIELD = re.compile(r"^([A-Za-z_][\w.\[\]]*):")

@@ -7,29 +7,42 @@ from typing import Any
 import grpc
 
 from ._proto.berth.v1 import placement_pb2
-from .errors import from_rpc_error
+from .errors import Unavailable, from_rpc_error
 
 
 class EventStream:
-    """Iterator over WatchEvents; `close()` (or leaving `with`) ends it, from any thread."""
+    """Iterator over WatchEvents; `close()` (or leaving `with`) ends it, from any thread.
+
+    Iteration ends quietly (StopIteration) only after `close()`. When the server ends the stream
+    (draining, stopped, connection lost) `next()` raises Unavailable, or the BerthError for the
+    status the server sent.
+    """
 
     def __init__(self, call: Any) -> None:
         self._call = call
+        self._closed = False
 
     def __iter__(self) -> Iterator[placement_pb2.WatchEventsResponse]:
         return self
 
     def __next__(self) -> placement_pb2.WatchEventsResponse:
+        if self._closed:
+            raise StopIteration
         try:
             msg: placement_pb2.WatchEventsResponse = next(self._call)
             return msg
+        except StopIteration:
+            if self._closed:
+                raise
+            raise Unavailable("event stream ended by the server (draining or stopped); call client.events() again once it is back") from None
         except grpc.RpcError as err:
-            if err.code() == grpc.StatusCode.CANCELLED and self._call.cancelled():
+            if self._closed:
                 raise StopIteration from None
             raise from_rpc_error(err) from None
 
     def close(self) -> None:
         """Ends the stream; a pending `next()` stops iteration."""
+        self._closed = True
         self._call.cancel()
 
     def __enter__(self) -> EventStream:

@@ -1,12 +1,15 @@
 """Turning a node's Failure (type, message, traceback) back into a Python exception.
 
-A Python builtin exception type comes back as that class (ValueError stays ValueError); any other
+A Python builtin exception type comes back as that class (ValueError stays ValueError) with the
+original message (a KeyError's key without the repr quotes the worker sends); any other
 type comes back as a RemoteError subclass named after it, one class per name so `except` works
 across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
-and the remote traceback as a note.
+and the remote traceback as a note. Only the type's name travels: a node's own class named like a
+builtin (its own `TimeoutError`) comes back as the builtin.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import threading
 
@@ -41,10 +44,22 @@ def _builtin(type_name: str, message: str) -> BaseException | None:
     cls = getattr(builtins, type_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         return None
+    if issubclass(cls, KeyError):
+        message = _unquoted_key(message)
     try:
         return cls(message)
     except TypeError:  # e.g. UnicodeDecodeError needs five arguments
         return None
+
+
+def _unquoted_key(message: str) -> str:
+    """The key of a KeyError message: str(KeyError('x')) is "'x'" (the key's repr), so the worker
+    sends the quotes; "'x'" → "x". Anything that is not one quoted string is kept as is."""
+    try:
+        key = ast.literal_eval(message)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return message
+    return key if isinstance(key, str) else message
 
 
 def exception_from_failure(type_name: str, message: str, traceback: str, call_id: str) -> BaseException:
