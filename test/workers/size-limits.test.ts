@@ -77,3 +77,19 @@ describe('size limits on the real agent', () => {
     expect(terminal(o)).toMatchObject({ $case: 'result', value: { value: 5 * 1024 * 1024 } });
   });
 });
+
+describe('metrics the server would refuse', () => {
+  it('report("", 1) and a 300-character name become stderr lines; the worker stays attached and the call succeeds', async () => {
+    const { s, a } = await setup();
+    const source = 'def process():\n    report("", 1)\n    report("n" * 300, 2)\n    report("ok", 3)\n    return 1\n';
+    const o = await run(s.placement, runRequest({ label: 'w', source })).done;
+    expect(o.error).toBeNull();
+    const lines = logLines(o);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toContain('metric dropped (its name is empty)');
+    expect(lines[1]).toContain('metric dropped (its name is longer than 256 characters)');
+    expect(o.responses.some((r) => r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'metric' && r.kind.value.kind.value.name === 'ok')).toBe(true);
+    expect(terminal(o)).toMatchObject({ $case: 'result', value: { value: 1 } });
+    expect(a.status().attaches).toBe(1);
+  });
+});

@@ -4,7 +4,7 @@
  */
 import { CommandExecutor } from './command.js';
 import { GroupSet } from './kill.js';
-import { limitOutcome } from './limits.js';
+import { limitEvent, limitOutcome } from './limits.js';
 import { PythonExecutor, type PythonExecutorOptions } from './python.js';
 import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
 
@@ -33,10 +33,12 @@ export class Executors implements Executor {
 
   /**
    * Runs `task` with the executor of its payload kind. See Executor.run. The outcome is size-checked
-   * (limits.ts): a result over MAX_RESULT_BYTES becomes a `ResultTooLarge` failure.
+   * (limits.ts): a result over MAX_RESULT_BYTES becomes a `ResultTooLarge` failure; a metric the
+   * server would refuse (empty or over-long name) becomes a stderr line.
    */
   async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
-    const o = await (task.payload.kind === 'command' ? this.command.run(task, onEvent, signal, flow) : this.python.run(task, onEvent, signal, flow));
+    const send = (e: ExecEvent) => onEvent(limitEvent(e));
+    const o = await (task.payload.kind === 'command' ? this.command.run(task, send, signal, flow) : this.python.run(task, send, signal, flow));
     return limitOutcome(o);
   }
 
