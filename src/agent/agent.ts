@@ -10,7 +10,7 @@ import { readFlagFile } from '../config/fields.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
-import { Executors } from '../workers/executors/index.js';
+import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { Session, type SessionEnd } from './session.js';
 
@@ -128,6 +128,8 @@ export class WorkerAgent {
         'grpc.keepalive_time_ms': 10_000,
         'grpc.keepalive_timeout_ms': 5_000,
         'grpc.keepalive_permit_without_calls': 1,
+        'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
+        'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);

@@ -62,7 +62,7 @@ export function callSignal(call: CallLike, drain: AbortSignal, opts: { endAborts
   const abort = (reason: string) => () =>
     ac.abort(reason === 'drain' ? new BerthError('unavailable', 'server is draining') : new BerthError('cancelled', reason));
   if (call.cancelled) ac.abort(new BerthError('cancelled', 'cancelled'));
-  call.once('cancelled', abort('cancelled by client'));
+  call.once('cancelled', abort('the client cancelled the call or its connection was lost'));
   call.once('close', abort('call closed'));
   if (opts.endAborts) call.once('end', abort('half-closed by client'));
   if (opts.followDrain !== false) {

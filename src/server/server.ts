@@ -20,6 +20,7 @@ import { loadDescriptors } from './descriptors.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
+import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
@@ -28,7 +29,12 @@ const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService']
 /** One berth server. Create, `start()`, later `stop()`. */
 export class BerthServer {
   readonly lifecycle = new Lifecycle();
-  readonly #grpc = new Server({ 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.min_ping_interval_without_data_ms': 5000 });
+  readonly #grpc = new Server({
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.http2.min_ping_interval_without_data_ms': 5000,
+    // Explicit, documented size limit (README "Workers"): far above every frame a worker sends.
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+  });
   readonly #health = new HealthImplementation(Object.fromEntries(HEALTH_NAMES.map((n) => [n, 'NOT_SERVING'])));
   readonly #log: Logger;
   readonly context: ServerContext;

@@ -3,16 +3,23 @@
  * follows it (a retried Run with the same call id joins instead of running twice). Every follower
  * gets every event from where it started, in order, then the one terminal (SPEC W2). Events all
  * followers have passed are dropped, except the last MAX_REPLAY kept for a Run that joins late;
- * a follower more than MAX_BEHIND events behind is ended RESOURCE_EXHAUSTED.
+ * a follower more than MAX_BEHIND events behind is ended RESOURCE_EXHAUSTED. A record is also a
+ * Flow: full while its slowest follower lags FLOW_HIGH events or more, so an engine-host process's
+ * output is paused instead of outrunning its callers (a worker's agent has its own Flow).
  */
 import type { Event, Failure, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
+import type { Flow } from './executors/types.js';
 
 /** Most past events replayed to a Run that joins late. */
 export const MAX_REPLAY = 10_000;
 /** Most events a follower may lag behind before it is cut off as too slow. */
 export const MAX_BEHIND = 100_000;
+
+/** Lag of the slowest follower (events) at which the record reports full, and at which it has room again. */
+export const FLOW_HIGH = 2000;
+export const FLOW_LOW = 500;
 
 /** The one ending of a call: its Result or its Failure. */
 export type Terminal = { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure };
@@ -21,7 +28,7 @@ export type Terminal = { $case: 'result'; value: Result } | { $case: 'failure'; 
 export type CallItem = { $case: 'event'; value: Event } | Terminal;
 
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
-export class CallRecord {
+export class CallRecord implements Flow {
   readonly startedAt = Date.now();
   #items: CallItem[] = [];
   /** Absolute index of #items[0]. */
@@ -30,6 +37,7 @@ export class CallRecord {
   readonly #wakers = new Set<() => void>();
   /** Absolute next index of each follower. */
   readonly #cursors = new Set<{ i: number }>();
+  readonly #roomWaiters = new Set<() => void>();
   #settle!: () => void;
   /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */
   readonly settled = new Promise<void>((resolve) => (this.#settle = resolve));
@@ -50,6 +58,17 @@ export class CallRecord {
   /** Runs following the call now (the first caller and any that joined). */
   get followers(): number {
     return this.#cursors.size;
+  }
+
+  /** Flow: true while the call runs and its slowest follower (or, with none yet, the kept backlog) lags FLOW_HIGH events or more. */
+  full(): boolean {
+    return !this.#end && this.#lag() >= FLOW_HIGH;
+  }
+
+  /** Flow: resolves once the slowest follower lags at most FLOW_LOW events, or the call ended. */
+  room(): Promise<void> {
+    if (this.#end || this.#lag() <= FLOW_LOW) return Promise.resolve();
+    return new Promise((resolve) => this.#roomWaiters.add(resolve));
   }
 
   /** Records an event (ignored after the end). */
@@ -96,6 +115,7 @@ export class CallRecord {
           }
           const item = this.#items[cur.i - this.#base];
           cur.i++;
+          if (this.#roomWaiters.size) this.#wakeRoom();
           yield item;
           if (item.$case !== 'event') return;
         }
@@ -113,6 +133,7 @@ export class CallRecord {
       }
     } finally {
       this.#cursors.delete(cur);
+      if (this.#roomWaiters.size) this.#wakeRoom();
     }
   }
 
@@ -129,5 +150,21 @@ export class CallRecord {
 
   #wake(): void {
     for (const w of [...this.#wakers]) w();
+    if (this.#end) this.#wakeRoom();
+  }
+
+  /** Events between the slowest follower and the newest event; with no follower, every kept event. */
+  #lag(): number {
+    const total = this.#base + this.#items.length;
+    let slowest = this.#cursors.size ? total : this.#base;
+    for (const c of this.#cursors) slowest = Math.min(slowest, c.i);
+    return total - slowest;
+  }
+
+  /** Wakes output readers waiting for room once the lag is down to FLOW_LOW (or the call ended). */
+  #wakeRoom(): void {
+    if (!this.#end && this.#lag() > FLOW_LOW) return;
+    for (const w of [...this.#roomWaiters]) w();
+    this.#roomWaiters.clear();
   }
 }

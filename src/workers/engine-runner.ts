@@ -32,7 +32,7 @@ export class EngineRunner {
     const rec = new CallRecord(spec.callId, spec.runId, this.machine, allocation, (reason) => ac.abort(reason));
     this.#live.add(rec);
     void this.#executors
-      .run(task, (e) => rec.event(toEvent(spec.callId, e)), ac.signal)
+      .run(task, (e) => rec.event(toEvent(spec.callId, e)), ac.signal, rec) // rec is the Flow: output pauses while callers lag
       .then(
         (o) => rec.finish(toTerminal(spec.callId, o)),
         (err: unknown) => rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`)),

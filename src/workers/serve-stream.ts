@@ -12,6 +12,9 @@ import { AttachedWorker, type FrameSink } from './attached.js';
 import type { WorkerHub } from './hub.js';
 import { nextOrAbort } from './next-or-abort.js';
 
+/** Why a worker left when its stream was torn down (agent stopped or killed, connection lost). */
+export const STREAM_CUT = 'its stream was cut (the agent stopped or the connection was lost)';
+
 /**
  * Serves one worker stream until it is over.
  * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
@@ -50,7 +53,8 @@ export async function serveWorkerStream(
       w.receive(next.value.frame);
     }
     if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason; // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
-    if (signal.aborted) why = (signal.reason as Error)?.message ?? 'stream cancelled';
+    // gRPC reports a torn-down stream (agent killed, network cut) as 'cancelled': nobody cancelled anything.
+    if (signal.aborted) why = signal.reason instanceof BerthError && signal.reason.kind === 'cancelled' ? STREAM_CUT : ((signal.reason as Error)?.message ?? STREAM_CUT);
     else if (drain.signal.aborted) why = 'server drained';
   } catch (err) {
     why = err instanceof Error ? err.message : String(err);

@@ -97,8 +97,8 @@ function settledOr(rec: CallRecord, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away and
- * no one else follows the call, the call is stopped.
+ * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
+ * cut off as too slow) and no one else follows the call, the call is stopped.
  */
 async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
   await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation } } });
@@ -107,8 +107,10 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
       await sink.write({ kind: item });
     }
   } catch (err) {
-    if (signal.aborted && rec.followers === 0 && !rec.ended) {
-      const why = new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`);
+    // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
+    // the process nor its claim lingers.
+    if (rec.followers === 0 && !rec.ended) {
+      const why = signal.aborted ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`) : err instanceof BerthError ? err : new BerthError('cancelled', `call ${rec.callId}: its caller stopped following`);
       rec.stop(why);
       rec.fail(why);
     }

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { LineSplitter, pipeLines } from './lines.js';
+import { clipText, LineSplitter, MAX_LINE, pipeLines } from './lines.js';
 import { exited, stopGroup } from './kill.js';
 import type { ExecEvent, Flow } from './types.js';
 
@@ -95,7 +95,7 @@ export class HarnessProcess {
       p.onEvent({ kind: 'log', stream: 'stderr', line: `berth harness: unreadable answer: ${line.slice(0, 200)}` });
       return;
     }
-    if (parsed.t === 'log') return p.onEvent({ kind: 'log', stream: parsed.stream, line: parsed.line });
+    if (parsed.t === 'log') return p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(parsed.line, MAX_LINE) });
     if (parsed.t === 'metric') return p.onEvent({ kind: 'metric', name: parsed.name, value: parsed.value });
     this.#pending = undefined;
     p.resolve(parsed);

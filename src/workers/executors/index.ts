@@ -4,10 +4,13 @@
  */
 import { CommandExecutor } from './command.js';
 import { GroupSet } from './kill.js';
+import { limitEvent, limitOutcome } from './limits.js';
 import { PythonExecutor, type PythonExecutorOptions } from './python.js';
 import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
 
 export type { ExecEvent, ExecFailure, Executor, Flow, Outcome, Task } from './types.js';
+export { AGENT_MAX_MESSAGE_BYTES, MAX_FAILURE_TEXT_BYTES, MAX_MESSAGE_BYTES, MAX_RESULT_BYTES } from './limits.js';
+export { MAX_LINE } from './lines.js';
 
 /** Both executors behind the one Executor interface. */
 export class Executors implements Executor {
@@ -28,9 +31,15 @@ export class Executors implements Executor {
     this.groups.killAll();
   }
 
-  /** Runs `task` with the executor of its payload kind. See Executor.run. */
-  run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
-    return task.payload.kind === 'command' ? this.command.run(task, onEvent, signal, flow) : this.python.run(task, onEvent, signal, flow);
+  /**
+   * Runs `task` with the executor of its payload kind. See Executor.run. The outcome is size-checked
+   * (limits.ts): a result over MAX_RESULT_BYTES becomes a `ResultTooLarge` failure; a metric the
+   * server would refuse (empty or over-long name) becomes a stderr line.
+   */
+  async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
+    const send = (e: ExecEvent) => onEvent(limitEvent(e));
+    const o = await (task.payload.kind === 'command' ? this.command.run(task, send, signal, flow) : this.python.run(task, send, signal, flow));
+    return limitOutcome(o);
   }
 
   /** Compile check of Python source; undefined when it compiles. */
