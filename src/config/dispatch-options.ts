@@ -3,7 +3,6 @@
  * the flag and the value (CLI exit 2): `-j 0`, duplicate ids in `--devices`, a malformed range.
  */
 import { z } from 'zod';
-import { parseRange } from '../resources/ranges.js';
 import { address, deviceRange, OptionsError, parseOptions } from './fields.js';
 
 /** Default variable that receives a job's device range. */
@@ -12,24 +11,6 @@ export const DEFAULT_DEVICE_ENV = 'CUDA_VISIBLE_DEVICES';
 export const DEFAULT_MAX_OVERTAKES = 10;
 /** Longest `--timeout` / `--grace` in seconds (Node timers hold at most 2^31 − 1 ms). */
 export const MAX_SECONDS = 2_147_483;
-
-/** `--devices`: a range spec whose parts name no id twice (`0-3,2` is an error, unlike parseRange). */
-const deviceList = z.string().superRefine((spec, ctx) => {
-  const seen = new Set<number>();
-  for (const part of spec.split(',')) {
-    if (part.trim() === '') continue; // parseRange reports empty elements
-    let ids: number[];
-    try {
-      ids = parseRange(part);
-    } catch {
-      return; // deviceRange below names the malformed spec
-    }
-    for (const id of ids) {
-      if (seen.has(id)) ctx.addIssue({ code: 'custom', message: `device ${id} is listed twice` });
-      seen.add(id);
-    }
-  }
-}).pipe(deviceRange);
 
 interface NumberRule {
   whole?: boolean;
@@ -70,7 +51,7 @@ const jobsFlag = z.union([z.string(), z.number()]).transform((v, ctx): number | 
 });
 
 const schema = z.object({
-  devices: deviceList.optional(),
+  devices: deviceRange.optional(), // no id twice, at most MAX_DEVICES (fields.ts)
   jobs: jobsFlag.default('auto'),
   failFast: z.boolean().default(false),
   backfill: z.boolean().default(false),

@@ -10,7 +10,8 @@ import { statSync } from 'node:fs';
 import { formatRange } from '../resources/ranges.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
-import { groupAlive, signalGroup, trackGroup, untrackGroup } from './process-groups.js';
+import { groupAlive, signalGroup } from '../workers/executors/kill.js';
+import { trackGroup, untrackGroup } from './process-groups.js';
 
 /** Placeholder replaced by the granted device range in argv and shell lines. */
 export const DEVICES_PLACEHOLDER = '{devices}';

@@ -2,30 +2,12 @@
  * Process groups of running jobs. Each local job runs in its own group (its pid is the group id),
  * so a signal reaches everything it started. The live groups are listed here so that, whatever
  * way dispatch leaves, none outlives it (SPEC D6): `killAllGroups` runs on process exit.
+ * Signalling and liveness are the executors' (src/workers/executors/kill.ts).
  */
+import { signalGroup } from '../workers/executors/kill.js';
 
 const live = new Set<number>();
 let hooked = false;
-
-/** Sends `signal` to process group `pgid`; returns false when no process of the group is left. */
-export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: the group is gone
-  }
-}
-
-/** True while any process of group `pgid` exists. */
-export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** SIGKILLs every registered group now (synchronous; safe inside an 'exit' handler). */
 export function killAllGroups(): void {

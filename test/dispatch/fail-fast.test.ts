@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { finished, spawnBerth } from '../support/cli.js';
-import { dispatch, liveMembers, pids, scratch, statuses, withLogDir, type Scratch } from './support.js';
+import { liveMembers } from '../support/process-groups.js';
+import { dispatch, pids, scratch, statuses, withLogDir, type Scratch } from './support.js';
 
 let s: Scratch;
 afterEach(() => s?.cleanup());

@@ -2,7 +2,7 @@
  * Test support for `berth dispatch`: batch files in a temp dir, jobs that record their devices
  * and start/end times, and readers for the summary table and the per-job records.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { runBerth, type CliResult } from '../support/cli.js';
@@ -79,31 +79,6 @@ export function pids(stdout: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const m of stdout.matchAll(/^START\s+(\S+)\s+pid (\d+)/gm)) out[m[1]] = Number(m[2]);
   return out;
-}
-
-/**
- * Live (not zombie) processes of group `pgid`, from /proc. A killed process whose parent died
- * stays a zombie until init reaps it; `kill(-pgid, 0)` still finds it, though nothing runs.
- */
-export function liveMembers(pgid: number): number[] {
-  try {
-    process.kill(-pgid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return []; // the group is gone entirely
-  }
-  const live: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // state ppid pgrp ...
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z') live.push(Number(name));
-  }
-  return live;
 }
 
 /** Runs `berth dispatch FILE ...args`, with logs beside FILE unless `--log-dir` is given. */

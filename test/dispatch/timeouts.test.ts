@@ -3,7 +3,8 @@
  * it is stopped, and the other jobs pass. The batch --timeout stops everything still running.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { dispatch, liveMembers, pids, scratch, statuses, type Scratch } from './support.js';
+import { liveMembers } from '../support/process-groups.js';
+import { dispatch, pids, scratch, statuses, type Scratch } from './support.js';
 
 let s: Scratch;
 afterEach(() => s?.cleanup());

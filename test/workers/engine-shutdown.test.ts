@@ -9,7 +9,7 @@ import { credentials } from '@grpc/grpc-js';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
-import { groupLives } from './process-groups.js';
+import { groupLives } from '../support/process-groups.js';
 
 const TERM_IGNORING = ['sh', '-c', 'trap "" TERM; echo $$; sleep 340'];
 const open: Array<() => Promise<void> | void> = [];
