@@ -64,9 +64,9 @@ test-python: setup venv
 run: setup
 	node bin/berth.js serve $(ARGS)
 
-## bench: benchmarks, printing ratios measured side by side
+## bench: benchmarks, printing ratios measured side by side (BENCH=wire runs only bench/*wire*.bench.ts)
 bench: setup
-	node bin/bench.js
+	node bin/bench.js $(BENCH)
 
 clean:
 	rm -rf node_modules .venv

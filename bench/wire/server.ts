@@ -1,0 +1,52 @@
+/**
+ * Bench child: serves the Claim RPC on 127.0.0.1:0, either as the real BerthServer (`berth`) or as a
+ * bare grpc-js bidi echo with the same messages (`echo`: answers an Ask with a fixed Granted and a
+ * Release with Released, ends when the client half-closes). Talks to the orchestrator over IPC:
+ * sends `{ port }` once bound; answers `'cpu'` with process.cpuUsage() (µs) and `'stop'` by exiting.
+ */
+import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import { PlacementServiceService, type ClaimRequest, type ClaimResponse } from '../../generated/ts/berth/v1/placement.js';
+import { resolveServeOptions } from '../../src/config/serve-options.js';
+import { BerthServer } from '../../src/server/server.js';
+
+const GRANTED: ClaimResponse = {
+  kind: {
+    $case: 'granted',
+    value: {
+      claimId: 'c1', machine: 'engine', remote: false, clamped: false, fellBack: false,
+      allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' } },
+    },
+  },
+};
+const RELEASED: ClaimResponse = { kind: { $case: 'released', value: { claimId: 'c1' } } };
+
+async function echo(): Promise<{ port: number; stop: () => void }> {
+  const server = new Server();
+  server.addService(PlacementServiceService, {
+    claim: (call: ServerDuplexStream<ClaimRequest, ClaimResponse>) => {
+      call.on('data', (m: ClaimRequest) => call.write(m.kind?.$case === 'ask' ? GRANTED : RELEASED));
+      call.on('end', () => call.end());
+      call.on('error', () => {});
+    },
+  } as never);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  return { port, stop: () => server.forceShutdown() };
+}
+
+async function berth(): Promise<{ port: number; stop: () => void }> {
+  const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}), { cpus: 4096, gpuIds: [] });
+  const port = await server.start();
+  return { port, stop: () => void server.stop(0) };
+}
+
+const kind = process.argv[2];
+const s = kind === 'echo' ? await echo() : await berth();
+process.on('message', (m) => {
+  if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
+  if (m === 'stop') {
+    s.stop();
+    process.exit(0);
+  }
+});
+process.send!({ port: s.port });
