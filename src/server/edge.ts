@@ -1,7 +1,8 @@
 /**
  * The transport edge: turns grpc-js calls into what domain code sees — a request, an AbortSignal
  * and a Sink that honours write()/'drain' — checks the token (SPEC R2), and maps errors through
- * the one status mapper. Domain code never sees a grpc call.
+ * the one status mapper. Domain code never sees a grpc call. One AbortController per call; the
+ * drain walks the registry of live calls (live-calls.ts) instead of a listener per stream.
  */
 import type {
   Metadata,
@@ -17,15 +18,20 @@ import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { nextOrAbort } from '../workers/next-or-abort.js';
+import { CallScope, type LiveCalls } from './live-calls.js';
 import { toStatus } from './status.js';
+
+export { CallScope } from './live-calls.js';
 
 /** What every handler factory receives from the server. */
 export interface EdgeContext {
   log: Logger;
   /** Shared secret required as `authorization: Bearer <token>` when set (SPEC R2). */
   token?: string;
-  /** Aborted when the server starts draining (SPEC R3). */
+  /** Aborted when the server starts draining (SPEC R3); for the few long-lived worker streams. */
   drain: AbortSignal;
+  /** The registry of calls in progress that the drain walks (SPEC R3). */
+  live: LiveCalls;
 }
 
 /** Writes messages to a server stream, waiting for 'drain' when the transport buffer is full. */
@@ -52,24 +58,23 @@ export function checkToken(metadata: Metadata, token: string | undefined): void 
 /** Events a call can emit that end it from the client side. */
 type CallLike = NodeJS.EventEmitter & { cancelled: boolean };
 
+const CANCELLED = 'the client cancelled the call or its connection was lost';
+
 /**
- * One AbortSignal for a call: aborted when the client cancels, disconnects or its deadline
- * passes ('cancelled'), when the server drains (if `followDrain`), and — for client streams when
- * `endAborts` — when the client half-closes ('end').
+ * The one AbortController of a call (issue 9: at most one per call), as a CallScope: aborted when
+ * the client cancels, disconnects or its deadline passes ('cancelled', 'close'), and — for client
+ * streams when `endAborts` — when the client half-closes ('end'). With `live`, the call joins the
+ * registry the drain walks (SPEC R3): it ends UNAVAILABLE "server is draining" at the drain unless
+ * `kept` (from the start, or later via keepThroughDrain). The caller must `close()` it when done.
  */
-export function callSignal(call: CallLike, drain: AbortSignal, opts: { endAborts?: boolean; followDrain?: boolean } = {}): AbortSignal {
-  const ac = new AbortController();
-  const abort = (reason: string) => () =>
-    ac.abort(reason === 'drain' ? new BerthError('unavailable', 'server is draining') : new BerthError('cancelled', reason));
-  if (call.cancelled) ac.abort(new BerthError('cancelled', 'cancelled'));
-  call.once('cancelled', abort('the client cancelled the call or its connection was lost'));
-  call.once('close', abort('call closed'));
-  if (opts.endAborts) call.once('end', abort('half-closed by client'));
-  if (opts.followDrain !== false) {
-    if (drain.aborted) ac.abort(new BerthError('unavailable', 'server is draining'));
-    else drain.addEventListener('abort', abort('drain'), { once: true, signal: ac.signal });
-  }
-  return ac.signal;
+export function callScope(call: CallLike, live: LiveCalls | undefined, opts: { endAborts?: boolean; kept?: boolean } = {}): CallScope {
+  const scope = new CallScope(live, opts.kept);
+  if (call.cancelled) scope.abort(new BerthError('cancelled', CANCELLED));
+  call.once('cancelled', () => scope.abort(new BerthError('cancelled', CANCELLED)));
+  call.once('close', () => scope.abort(new BerthError('cancelled', 'call closed')));
+  if (opts.endAborts) call.once('end', () => scope.abort(new BerthError('cancelled', 'half-closed by client')));
+  live?.add(scope);
+  return scope;
 }
 
 /** A Sink over a writable server stream; honours backpressure and fails once the call is gone. */
@@ -101,9 +106,10 @@ export function unary<Req, Res>(
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     void (async () => {
+      const scope = callScope(call, undefined);
       try {
         checkToken(call.metadata, ctx.token);
-        const res = await fn(call.request, callSignal(call, ctx.drain, { followDrain: false }));
+        const res = await fn(call.request, scope.signal);
         callback(null, res);
       } catch (err) {
         callback(toStatus(err, ctx.log, rpc));
@@ -113,23 +119,26 @@ export function unary<Req, Res>(
 }
 
 /**
- * Wraps a server-streaming domain function; the stream is ended when `fn` resolves.
- * `followDrain: false` keeps the signal alive through drain (in-flight work gets the grace).
+ * Wraps a server-streaming domain function; the stream is ended when `fn` resolves. The call's
+ * signal follows the drain (SPEC R3) until `fn` calls `scope.keepThroughDrain()` (in-flight work
+ * gets the grace).
  */
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
-  opts: { followDrain?: boolean } = {},
+  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal, scope: CallScope) => Promise<void>,
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
+      const scope = callScope(call, ctx.live);
       try {
         checkToken(call.metadata, ctx.token);
-        await fn(call.request, makeSink(call), callSignal(call, ctx.drain, opts));
+        await fn(call.request, makeSink(call), scope.signal, scope);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));
+      } finally {
+        scope.close();
       }
     })();
   };
@@ -150,22 +159,25 @@ export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?
 
 /**
  * Wraps a bidi domain function. `messages` iterates client messages until half-close; `signal`
- * follows cancel/disconnect/drain (not half-close: the domain decides what 'end' means).
+ * follows cancel/disconnect and the drain until `scope.keepThroughDrain()` (not half-close: the
+ * domain decides what 'end' means); `scope.abort(reason)` ends it early.
  */
 export function bidiStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
+  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal, scope: CallScope) => Promise<void>,
 ): handleBidiStreamingCall<Req, Res> {
   return (call: ServerDuplexStream<Req, Res>) => {
     void (async () => {
+      const scope = callScope(call, ctx.live);
       try {
         checkToken(call.metadata, ctx.token);
-        const signal = callSignal(call, ctx.drain);
-        await fn(readMessages<Req>(call, signal), makeSink(call), signal);
+        await fn(readMessages<Req>(call, scope.signal), makeSink(call), scope.signal, scope);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));
+      } finally {
+        scope.close();
       }
     })();
   };

@@ -1,7 +1,9 @@
 /**
  * The server lifecycle: starting → serving → draining → stopped (SPEC R3). One place that knows
- * the state; `drain` is an AbortSignal that streams follow to end themselves.
+ * the state; `drain` is an AbortSignal that worker streams follow, and `live` the registry of
+ * calls in progress that the drain walks.
  */
+import { LiveCalls } from './live-calls.js';
 
 export type LifecycleState = 'starting' | 'serving' | 'draining' | 'stopped';
 
@@ -16,6 +18,8 @@ const NEXT: Record<LifecycleState, LifecycleState[]> = {
 export class Lifecycle {
   #state: LifecycleState = 'starting';
   readonly #drain = new AbortController();
+  /** Calls in progress; entering `draining` ends those not kept through the drain. */
+  readonly live = new LiveCalls();
   readonly #listeners = new Set<(s: LifecycleState) => void>();
 
   /** Current state. */
@@ -32,7 +36,10 @@ export class Lifecycle {
   to(next: LifecycleState): boolean {
     if (!NEXT[this.#state].includes(next)) return false;
     this.#state = next;
-    if (next === 'draining' || next === 'stopped') this.#drain.abort();
+    if (next === 'draining' || next === 'stopped') {
+      this.live.drain();
+      this.#drain.abort();
+    }
     for (const l of this.#listeners) l(next);
     return true;
   }

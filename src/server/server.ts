@@ -17,24 +17,37 @@ import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { loadDescriptors } from './descriptors.js';
+import { BerthError } from '../errors.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
+import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
+
+/** After the drain, how long open streams (health watches, idle agents) get to close after the GOAWAY, in ms. */
+const CLOSE_MS = 1000;
 
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
 
 
+/**
+ * Server keepalive (SPEC R6, issue 10): an HTTP/2 ping every `timeMs` on every connection, calls
+ * or not; a peer that does not answer within `timeoutMs` is dropped, which ends its calls
+ * (a frozen client's claims are released and its runs cancelled within timeMs + timeoutMs).
+ */
+export interface KeepaliveOptions {
+  timeMs: number;
+  timeoutMs: number;
+}
+
+/** 10 s + 5 s: a frozen peer is dropped within about 15 s (README "Silent peers"). */
+export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 10_000, timeoutMs: 5_000 };
+
 /** One berth server. Create, `start()`, later `stop()`. */
 export class BerthServer {
   readonly lifecycle = new Lifecycle();
-  readonly #grpc = new Server({
-    'grpc.keepalive_permit_without_calls': 1,
-    'grpc.http2.min_ping_interval_without_data_ms': 5000,
-    // Explicit, documented size limit (README "Workers"): far above every frame a worker sends.
-    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-  });
+  readonly #grpc: Server;
   readonly #health = new HealthImplementation(Object.fromEntries(HEALTH_NAMES.map((n) => [n, 'NOT_SERVING'])));
   readonly #log: Logger;
   readonly context: ServerContext;
@@ -44,9 +57,24 @@ export class BerthServer {
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
-   * @param deps optional logger, provisioners (SPEC P10) and worker heartbeat interval in ms (default 5000)
+   * @param deps optional logger, provisioners (SPEC P10), worker heartbeat interval in ms (default
+   *   5000) and server keepalive (default DEFAULT_KEEPALIVE)
    */
-  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number } = {}) {
+  constructor(
+    readonly options: ServeOptions,
+    engine: HostInventory,
+    deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number; keepalive?: KeepaliveOptions } = {},
+  ) {
+    const keepalive = deps.keepalive ?? DEFAULT_KEEPALIVE;
+    this.#grpc = new Server({
+      'grpc.keepalive_time_ms': keepalive.timeMs,
+      'grpc.keepalive_timeout_ms': keepalive.timeoutMs,
+      'grpc.keepalive_permit_without_calls': 1,
+      // Clients may ping as often as every 5 s (the agent pings every 10 s); grpcio servers read this, grpc-js ignores it.
+      'grpc.http2.min_ping_interval_without_data_ms': 5000,
+      // Explicit, documented size limit (README "Workers"): far above every frame a worker sends.
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    });
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
@@ -57,7 +85,7 @@ export class BerthServer {
       provisioners: deps.provisioners,
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
-    this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
+    this.context = { log, token: options.token, drain: this.lifecycle.drain, live: this.lifecycle.live, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
@@ -97,11 +125,14 @@ export class BerthServer {
   }
 
   /**
-   * Drains then stops: health turns NOT_SERVING, the drain signal ends streams (workers are
-   * told), in-flight calls get `graceMs` (default: options.grace) to finish, then the rest are
-   * cut; engine-host processes still running then get SIGTERM, SIGKILL after the executor grace
-   * (options.grace), and stop resolves once their process groups are gone — at most about
-   * `graceMs` + options.grace + 3 s in all. Idempotent: a second call returns the same promise.
+   * Drains then stops (SPEC R3). From the first moment: health turns NOT_SERVING (Check answers it:
+   * the port stays open during the drain), claims waiting and calls not yet started end UNAVAILABLE
+   * "server is draining", no claim is granted, workers are sent Drain. Held leases and calls
+   * running (engine host and workers) get `graceMs` (default: options.grace) to finish; then
+   * whatever is left ends UNAVAILABLE "server is draining: the grace … elapsed", the port closes
+   * (GOAWAY, connections cut 1 s later at most), and engine-host processes still running get
+   * SIGTERM, SIGKILL after the executor grace (options.grace); stop resolves once their process
+   * groups are gone — at most about `graceMs` + options.grace + 4 s in all. Idempotent.
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
     this.#stopping ??= this.#stop(graceMs);
@@ -112,13 +143,17 @@ export class BerthServer {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
     this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
     this.lifecycle.to('draining');
-    this.#log.info({ graceMs }, 'berth draining');
+    this.#log.info({ graceMs, inFlight: this.lifecycle.live.keptCount }, 'berth draining');
+    const live = this.lifecycle.live;
+    if (!(await live.idle(graceMs))) {
+      this.#log.warn({ inFlight: live.keptCount }, 'grace elapsed: ending the calls still in flight');
+      live.abortAll(new BerthError('unavailable', `${DRAINING}: the grace of ${graceMs} ms elapsed`));
+    }
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
-        this.#log.warn('grace elapsed: closing remaining calls');
         this.#grpc.forceShutdown();
         resolve();
-      }, graceMs);
+      }, CLOSE_MS);
       this.#grpc.tryShutdown(() => {
         clearTimeout(force);
         resolve();

@@ -1,7 +1,8 @@
 /**
  * Claim RPC: the lease (SPEC "The contract", P6, P8). First client message: an Ask. Server
  * writes zero or more Queued, then Granted. The lease ends on Release (answered by Released),
- * half-close, cancel, disconnect, deadline, drain, error, or the machine leaving (UNAVAILABLE).
+ * half-close, cancel, disconnect, deadline, error, the machine leaving (UNAVAILABLE), or the drain:
+ * a waiting claim ends UNAVAILABLE "server is draining" at once, a held one when the grace ends (R3).
  * Errors: INVALID_ARGUMENT naming the field (bad ask, a first message that is not an ask, a second
  * ask, anything but Release after the grant); FAILED_PRECONDITION naming a missing label.
  */
@@ -17,21 +18,23 @@ type Next = { kind: 'message'; msg: ClaimRequest } | { kind: 'end' } | { kind: '
 
 /** Builds the Claim handler. */
 export function claimHandler(ctx: ServerContext) {
-  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, signal) => {
+  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, signal, scope) => {
     const it = messages[Symbol.asyncIterator]();
     const first = await it.next();
-    if (first.done) return; // half-closed (or cancelled) before asking: nothing to give back
+    if (first.done) {
+      if (signal.aborted) throw signal.reason; // draining: UNAVAILABLE (a cancelled call hears nothing)
+      return; // half-closed before asking: nothing to give back
+    }
     if (first.value.kind?.$case !== 'ask') throw new BerthError('invalid_argument', `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`);
     const ask = normalizeAsk(first.value.kind.value, 'ask');
     const nextMessage = (): Promise<Next> => it.next().then((r) => (r.done ? { kind: 'end' } : { kind: 'message', msg: r.value }));
 
-    // Wait for the grant while watching the stream: any client message or half-close abandons the wait.
-    const waitAc = new AbortController();
-    const waitSignal = AbortSignal.any([signal, waitAc.signal]);
+    // Wait for the grant on the call's own signal while watching the stream: any client message or
+    // half-close abandons the wait (by ending that signal: no second controller, no AbortSignal.any).
     let writes = Promise.resolve();
     const write = (m: ClaimResponse) => (writes = writes.then(() => sink.write(m)));
     const pending = nextMessage();
-    const claimed = ctx.placer.claim(ask, { signal: waitSignal, onQueued: (q) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {}) });
+    const claimed = ctx.placer.claim(ask, { signal, onQueued: (q) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {}) });
     const first2 = await Promise.race([claimed.then((g) => ({ kind: 'granted' as const, g }), (err: unknown) => ({ kind: 'failed' as const, err })), pending]);
     let grant: Grant;
     if (first2.kind === 'granted') {
@@ -40,14 +43,17 @@ export function claimHandler(ctx: ServerContext) {
       if (signal.aborted) throw signal.reason;
       throw first2.err;
     } else {
-      waitAc.abort(new BerthError('cancelled', 'abandoned while waiting'));
+      const abandoned = new BerthError('cancelled', 'abandoned while waiting');
+      scope.abort(abandoned);
       const outcome = await claimed.then((g) => g, () => undefined);
       if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
-      if (signal.aborted) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
+      if (signal.reason !== abandoned) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
       if (first2.kind === 'end') return;
       if (first2.kind === 'message' && first2.msg.kind?.$case === 'release') return; // released before the grant
       throw unexpected(first2);
     }
+    // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
+    scope.keepThroughDrain();
 
     try {
       await writes;

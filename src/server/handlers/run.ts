@@ -14,7 +14,7 @@ import type { Grant } from '../../placement/types.js';
 import type { CallRecord } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
-import { serverStream, type Sink } from '../edge.js';
+import { serverStream, type CallScope, type Sink } from '../edge.js';
 
 const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
@@ -22,9 +22,11 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
-  return serverStream<RunRequest, RunResponse>(ctx, 'Run', run, { followDrain: false });
+  return serverStream<RunRequest, RunResponse>(ctx, 'Run', run);
 
-  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
+  // SPEC R3: until its call has started, a Run follows the drain (a queued Run-with-ask ends
+  // UNAVAILABLE "server is draining"); a started call is kept through the drain and gets the grace.
+  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal, scope: CallScope): Promise<void> {
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
@@ -33,7 +35,10 @@ export function runHandler(ctx: ServerContext) {
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
     const joined = ctx.hub.calls.get(callId);
-    if (joined && !joined.ended) return follow(joined, sink, signal);
+    if (joined && !joined.ended) {
+      scope.keepThroughDrain();
+      return follow(joined, sink, signal);
+    }
     toTask(callId, undefined, req.payload); // validate the payload before anything is claimed
     if (joined) await settledOr(joined, signal); // a cancelled namesake is still stopping: let it finish first
     let grant: Grant;
@@ -51,9 +56,13 @@ export function runHandler(ctx: ServerContext) {
     let rec: CallRecord | undefined;
     try {
       const again = ctx.hub.calls.get(callId); // one started while this Run waited for its claim
-      if (again && !again.ended) return await follow(again, sink, signal);
+      if (again && !again.ended) {
+        scope.keepThroughDrain();
+        return await follow(again, sink, signal);
+      }
       const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, AbortSignal.any([signal, grant.lost]));
       rec = r;
+      scope.keepThroughDrain();
       const onLost = () => r.fail(grant.lost.reason as BerthError);
       grant.lost.addEventListener('abort', onLost, { once: true });
       ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });

@@ -8,7 +8,7 @@ import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../../generated/ts/berth/v1/worker.js';
 import { serveWorkerStream } from '../../workers/serve-stream.js';
 import type { ServerContext } from '../context.js';
-import { callSignal, checkToken, makeSink, readMessages } from '../edge.js';
+import { callScope, checkToken, makeSink, readMessages } from '../edge.js';
 import { toStatus } from '../status.js';
 
 /** Builds the WorkerStream handler. */
@@ -17,7 +17,7 @@ export function workerStreamHandler(ctx: ServerContext) {
     void (async () => {
       try {
         checkToken(call.metadata, ctx.token);
-        const signal = callSignal(call, ctx.drain, { followDrain: false });
+        const signal = callScope(call, undefined).signal; // the drain is served by serveWorkerStream
         const sink = makeSink(call);
         await serveWorkerStream(ctx.hub, readMessages<WorkerStreamRequest>(call, signal), (f) => sink.write({ frame: f }), signal, {
           signal: ctx.drain,
