@@ -8,7 +8,7 @@ import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import type { HostInventory } from '../../src/resources/inventory.js';
 import type { Provisioner } from '../../src/placement/provisioner.js';
-import { BerthServer } from '../../src/server/server.js';
+import { BerthServer, type KeepaliveOptions } from '../../src/server/server.js';
 
 /** Engine inventory and serve flags for a test server. */
 export interface TestServerOptions {
@@ -19,6 +19,8 @@ export interface TestServerOptions {
   provisioners?: Provisioner[];
   /** Extra `berth serve` flags (as option keys, e.g. { token: 's3cret', grace: 1 }). */
   flags?: Record<string, unknown>;
+  /** Server keepalive (default DEFAULT_KEEPALIVE: 10 s ping, 5 s timeout). */
+  keepalive?: KeepaliveOptions;
 }
 
 /** A running test server and clients bound to it. */
@@ -37,7 +39,7 @@ export interface TestServer {
 export async function startServer(o: TestServerOptions = {}): Promise<TestServer> {
   const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, ...o.flags }, {});
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
-  const server = new BerthServer(options, engine, { provisioners: o.provisioners });
+  const server = new BerthServer(options, engine, { provisioners: o.provisioners, keepalive: o.keepalive });
   await server.start();
   const address = server.address;
   const invariantErrors: string[] = [];
