@@ -18,7 +18,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { nextOrAbort } from '../workers/next-or-abort.js';
-import { CallScope, type LiveCalls } from './live-calls.js';
+import { CallScope, type DrainMode, type LiveCalls } from './live-calls.js';
 import { toStatus } from './status.js';
 
 export { CallScope } from './live-calls.js';
@@ -65,10 +65,11 @@ const CANCELLED = 'the client cancelled the call or its connection was lost';
  * the client cancels, disconnects or its deadline passes ('cancelled', 'close'), and — for client
  * streams when `endAborts` — when the client half-closes ('end'). With `live`, the call joins the
  * registry the drain walks (SPEC R3): it ends UNAVAILABLE "server is draining" at the drain unless
- * `kept` (from the start, or later via keepThroughDrain). The caller must `close()` it when done.
+ * kept (from the start, or later via keepThroughDrain) or lingering (`drain`: see DrainMode). The
+ * caller must `close()` it when done.
  */
-export function callScope(call: CallLike, live: LiveCalls | undefined, opts: { endAborts?: boolean; kept?: boolean } = {}): CallScope {
-  const scope = new CallScope(live, opts.kept);
+export function callScope(call: CallLike, live: LiveCalls | undefined, opts: { endAborts?: boolean; drain?: DrainMode } = {}): CallScope {
+  const scope = new CallScope(live, opts.drain);
   if (call.cancelled) scope.abort(new BerthError('cancelled', CANCELLED));
   call.once('cancelled', () => scope.abort(new BerthError('cancelled', CANCELLED)));
   call.once('close', () => scope.abort(new BerthError('cancelled', 'call closed')));
@@ -121,16 +122,17 @@ export function unary<Req, Res>(
 /**
  * Wraps a server-streaming domain function; the stream is ended when `fn` resolves. The call's
  * signal follows the drain (SPEC R3) until `fn` calls `scope.keepThroughDrain()` (in-flight work
- * gets the grace).
+ * gets the grace); `drain: 'lingers'` lets it run until the drain is over instead (watchers).
  */
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
   fn: (req: Req, sink: Sink<Res>, signal: AbortSignal, scope: CallScope) => Promise<void>,
+  opts: { drain?: DrainMode } = {},
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
-      const scope = callScope(call, ctx.live);
+      const scope = callScope(call, ctx.live, opts);
       try {
         checkToken(call.metadata, ctx.token);
         await fn(call.request, makeSink(call), scope.signal, scope);

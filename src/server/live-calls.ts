@@ -3,12 +3,16 @@
  * one AbortController (its CallScope); the drain aborts the calls that follow it, instead of every
  * stream adding a listener to a shared drain signal (issue 9: no MaxListenersExceededWarning with
  * 1,000 open streams, no per-message AbortSignal.any). Calls *kept* through the drain (a held
- * lease, a running call) get the grace; the server waits for them with `idle()`.
+ * lease, a running call) get the grace; the server waits for them with `idle()`. Calls that
+ * *linger* (event watchers) are neither ended by the drain nor waited for: `abortAll` ends them.
  */
 import { BerthError } from '../errors.js';
 
 /** Why a call that follows the drain ends (UNAVAILABLE, SPEC R3). */
 export const DRAINING = 'server is draining';
+
+/** How a call meets the drain: ended at once (`follows`), given the grace (`kept`), or ended with the rest after it (`lingers`). */
+export type DrainMode = 'follows' | 'kept' | 'lingers';
 
 /**
  * One call's signal and its place in the registry. `abort` ends the signal (first reason wins);
@@ -18,9 +22,12 @@ export const DRAINING = 'server is draining';
 export class CallScope {
   readonly #ac = new AbortController();
   #kept: boolean;
+  /** Not ended by the drain, not waited for (see DrainMode). */
+  readonly lingers: boolean;
 
-  constructor(readonly live: LiveCalls | undefined, kept = false) {
-    this.#kept = kept;
+  constructor(readonly live: LiveCalls | undefined, mode: DrainMode = 'follows') {
+    this.#kept = mode === 'kept';
+    this.lingers = mode === 'lingers';
   }
 
   /** Aborted when the client cancels, disconnects or half-closes (when asked), or the drain ends it. */
@@ -75,7 +82,7 @@ export class LiveCalls {
 
   /** Registers a new call; while draining, a call that is not kept ends at once UNAVAILABLE "server is draining". */
   add(scope: CallScope): void {
-    if (this.#draining && !scope.kept) {
+    if (this.#draining && !scope.kept && !scope.lingers) {
       scope.abort(new BerthError('unavailable', DRAINING));
       return;
     }
@@ -99,13 +106,13 @@ export class LiveCalls {
     this.#draining = true;
     const reason = new BerthError('unavailable', DRAINING);
     for (const scope of this.#calls) {
-      if (scope.kept) continue;
+      if (scope.kept || scope.lingers) continue;
       this.#calls.delete(scope);
       scope.abort(reason);
     }
   }
 
-  /** Ends every call still in progress with `reason` (the grace is over). */
+  /** Ends every call still in progress with `reason` (the drain is over: kept calls done or out of grace). */
   abortAll(reason: BerthError): void {
     for (const scope of this.#calls) scope.abort(reason);
   }

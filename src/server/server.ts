@@ -145,7 +145,9 @@ export class BerthServer {
     this.lifecycle.to('draining');
     this.#log.info({ graceMs, inFlight: this.lifecycle.live.keptCount }, 'berth draining');
     const live = this.lifecycle.live;
-    if (!(await live.idle(graceMs))) {
+    if (await live.idle(graceMs)) {
+      live.abortAll(new BerthError('unavailable', `${DRAINING}: the server is stopping`)); // event watchers
+    } else {
       this.#log.warn({ inFlight: live.keptCount }, 'grace elapsed: ending the calls still in flight');
       live.abortAll(new BerthError('unavailable', `${DRAINING}: the grace of ${graceMs} ms elapsed`));
     }

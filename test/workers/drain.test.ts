@@ -1,0 +1,91 @@
+/**
+ * Drain as SPEC R3 (issue 10 items 4 and 11), through the real `berth serve` and a real
+ * `berth worker`: from SIGTERM no claim is granted (waiters and queued Runs end UNAVAILABLE
+ * "server is draining"), health Check answers NOT_SERVING, and a call running on the worker gets
+ * the whole --grace.
+ */
+import { credentials, status } from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { claim, watch } from '../support/claims.js';
+import { finished, spawnBerth, waitForLine, type CliResult } from '../support/cli.js';
+import { healthClient } from '../support/grpc-std.js';
+import { kinds, run, runRequest, terminal } from '../support/run-client.js';
+
+const open: Array<() => Promise<unknown> | void> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close();
+});
+
+/** `berth serve --grace <grace>` and one `berth worker` w1 (label w, 2 cpus) attached to it. */
+async function serveWithWorker(grace: number): Promise<{ address: string; serve: ReturnType<typeof spawnBerth>; served: Promise<CliResult>; client: PlacementServiceClient }> {
+  const serve = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', '', '--grace', String(grace)]);
+  const served = finished(serve);
+  open.push(() => {
+    if (serve.exitCode === null && serve.signalCode === null) serve.kill('SIGKILL');
+    return served;
+  });
+  const address = /(127\.0\.0\.1:\d+)/.exec(await waitForLine(serve, /berth serving/))![1];
+  const worker = spawnBerth(['worker', '--server', address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '', '--log-level', 'info']);
+  const workerDone = finished(worker);
+  open.push(() => {
+    if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
+    return workerDone;
+  });
+  await waitForLine(worker, /attached to server/);
+  const client = new PlacementServiceClient(address, credentials.createInsecure());
+  open.push(() => client.close());
+  return { address, serve, served, client };
+}
+
+function check(address: string): Promise<string> {
+  const health = healthClient(address);
+  return new Promise<string>((resolve, reject) => health.check({ service: '' }, (err, res) => (err ? reject(err) : resolve(res!.status)))).finally(() => health.close());
+}
+
+describe('drain (SPEC R3)', () => {
+  it('SIGTERM with --grace 10 while a 6 s call runs on a worker: health Check says NOT_SERVING, a new claim is refused, the call completes, then the server exits 0', async () => {
+    const { address, serve, served, client } = await serveWithWorker(10);
+    const events = watch(client);
+    open.push(() => events.cancel());
+    await events.ready;
+    const begun = events.next((e) => e.kind === 'call_started');
+    const h = run(client, runRequest({ label: 'w', argv: ['sh', '-c', 'echo begun; sleep 6; echo finished'] }));
+    await begun;
+    expect(await check(address)).toBe('SERVING');
+    serve.kill('SIGTERM');
+    await waitForLine(serve, /berth draining/);
+    expect(await check(address)).toBe('NOT_SERVING');
+    const late = claim(client, { cpus: 1 });
+    const lateEnd = await late.ended;
+    expect(lateEnd?.code).toBe(status.UNAVAILABLE);
+    expect(lateEnd?.details).toContain('server is draining');
+    const o = await h.done;
+    expect(o.error).toBeNull();
+    expect(kinds(o)).toEqual(['started', 'event', 'event', 'result']);
+    expect(terminal(o)?.value).toMatchObject({ value: { exit_code: 0 } });
+    const res = await served;
+    expect(res.code).toBe(0);
+    expect(res.stderr).not.toMatch(/grace elapsed/);
+  }, 60_000);
+
+  it('a Run-with-ask queued behind a held claim when SIGTERM comes is refused UNAVAILABLE "server is draining" and never started', async () => {
+    const { serve, served, client } = await serveWithWorker(10);
+    const events = watch(client);
+    open.push(() => events.cancel());
+    await events.ready;
+    const held = claim(client, { cpus: 2, label: 'w', policy: 2 });
+    await held.granted;
+    const queued = events.next((e) => e.kind === 'node_queued' && e.runId === 'queued-run');
+    const h = run(client, runRequest({ runId: 'queued-run', label: 'w', cpus: 2, argv: ['echo', 'should never run'] }));
+    await queued;
+    serve.kill('SIGTERM');
+    const o = await h.done;
+    expect(o.error?.code).toBe(status.UNAVAILABLE);
+    expect(o.error?.details).toContain('server is draining');
+    expect(kinds(o)).toEqual([]);
+    await held.release(); // the held lease was kept through the drain; giving it back ends the drain
+    expect((await served).code).toBe(0);
+    expect(events.seen.filter((e) => e.runId === 'queued-run').map((e) => e.kind)).toEqual(['node_queued', 'node_abandoned']);
+  }, 60_000);
+});
