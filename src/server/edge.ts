@@ -17,11 +17,12 @@ import type {
 import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { nextOrAbort } from '../workers/next-or-abort.js';
 import { CallScope, type DrainMode, type LiveCalls } from './live-calls.js';
+import { readMessages } from './messages.js';
 import { toStatus } from './status.js';
 
 export { CallScope } from './live-calls.js';
+export { readMessages } from './messages.js';
 
 /** What every handler factory receives from the server. */
 export interface EdgeContext {
@@ -144,19 +145,6 @@ export function serverStream<Req, Res>(
       }
     })();
   };
-}
-
-/**
- * Client messages of a stream until half-close, or until `signal` aborts (then it just stops:
- * the caller reads `signal.reason`). Never destroys the call, so a status can still be sent.
- */
-export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?: unknown }, signal: AbortSignal): AsyncGenerator<T> {
-  const it = (call as unknown as { iterator(o: { destroyOnReturn: boolean }): AsyncIterator<T> }).iterator({ destroyOnReturn: false });
-  for (;;) {
-    const r = await nextOrAbort(it, signal);
-    if (r.done) return;
-    yield r.value;
-  }
 }
 
 /**
