@@ -29,7 +29,7 @@ export interface EdgeContext {
   log: Logger;
   /** Shared secret required as `authorization: Bearer <token>` when set (SPEC R2). */
   token?: string;
-  /** Aborted when the server starts draining (SPEC R3); for the few long-lived worker streams. */
+  /** Aborted when the server starts draining (SPEC R3). Per-stream code uses `live` instead (no listener per stream). */
   drain: AbortSignal;
   /** The registry of calls in progress that the drain walks (SPEC R3). */
   live: LiveCalls;

@@ -64,6 +64,7 @@ export class LiveCalls {
   #kept = 0;
   #draining = false;
   #onIdle: Array<() => void> = [];
+  readonly #onDrain = new Set<() => void>();
 
   /** True once `drain()` was called. */
   get draining(): boolean {
@@ -101,9 +102,25 @@ export class LiveCalls {
     if (scope.kept && --this.#kept === 0) this.#wakeIdle();
   }
 
+  /**
+   * Calls `fn` when the drain starts (at once if it has): for the few long-lived streams that
+   * handle the drain themselves (worker streams are sent Drain). Returns an unsubscribe function.
+   */
+  onDrain(fn: () => void): () => void {
+    if (this.#draining) {
+      fn();
+      return () => undefined;
+    }
+    this.#onDrain.add(fn);
+    return () => this.#onDrain.delete(fn);
+  }
+
   /** Starts the drain: every call not kept ends UNAVAILABLE "server is draining" (SPEC R3). Idempotent. */
   drain(): void {
+    if (this.#draining) return;
     this.#draining = true;
+    for (const fn of this.#onDrain) fn();
+    this.#onDrain.clear();
     const reason = new BerthError('unavailable', DRAINING);
     for (const scope of this.#calls) {
       if (scope.kept || scope.lingers) continue;

@@ -15,17 +15,23 @@ import { toStatus } from '../status.js';
 export function workerStreamHandler(ctx: ServerContext) {
   return (call: ServerDuplexStream<WorkerStreamRequest, WorkerStreamResponse>) => {
     void (async () => {
+      let stopFollowing = () => {};
       try {
         checkToken(call.metadata, ctx.token);
         const signal = callScope(call, undefined).signal; // the drain is served by serveWorkerStream
         const sink = makeSink(call);
+        // This stream's own drain signal, fired from the registry: no listener per worker on a shared signal.
+        const drain = new AbortController();
+        stopFollowing = ctx.live.onDrain(() => drain.abort());
         await serveWorkerStream(ctx.hub, readMessages<WorkerStreamRequest>(call, signal), (f) => sink.write({ frame: f }), signal, {
-          signal: ctx.drain,
+          signal: drain.signal,
           graceMs: ctx.options.grace * 1000,
         });
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, 'WorkerStream'));
+      } finally {
+        stopFollowing();
       }
     })();
   };
