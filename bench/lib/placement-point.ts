@@ -59,7 +59,8 @@ let queued = 0;
 let timedOut = false;
 const t0 = now();
 for (let i = 0; i < waiters; i++) {
-  void placer.claim(waiterAsks[i % 4], { signal, onQueued: () => queued++ }).then(
+  // Each waiter has its own signal, as each Claim stream does in the server.
+  void placer.claim(waiterAsks[i % 4], { signal: new AbortController().signal, onQueued: () => queued++ }).then(
     () => { throw new Error('bench workload broken: a waiter was granted'); },
   );
   if (now() - t0 > BUDGET_MS) {
