@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup venv generate check-generated lint test test-python run bench clean
+.PHONY: setup venv generate check-generated lint test test-python run bench bench-placement bench-wire clean
 
 ## setup: install Node dependencies (npm ci), once per package-lock change
 setup: $(SETUP_STAMP)
@@ -67,6 +67,14 @@ run: setup
 ## bench: benchmarks, printing ratios measured side by side (BENCH=wire runs only bench/*wire*.bench.ts)
 bench: setup
 	node bin/bench.js $(BENCH)
+
+## bench-placement: only the placement grid (claim+release at 10..10k machines × 0..1k waiters)
+bench-placement: setup
+	node bin/bench.js placement
+
+## bench-wire: only the claim cycle against a bare grpc-js echo (1/16/128 streams, server CPU per cycle)
+bench-wire: setup
+	node bin/bench.js wire
 
 clean:
 	rm -rf node_modules .venv

@@ -13,7 +13,7 @@ const GRANTED: ClaimResponse = {
   kind: {
     $case: 'granted',
     value: {
-      claimId: 'c1', machine: 'engine', remote: false, clamped: false, fellBack: false,
+      claimId: 'c1', machine: 'engine', remote: false, clamped: false, fellBack: false, asked: { cpus: 1, gpus: 0 },
       allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' } },
     },
   },
