@@ -58,11 +58,8 @@ export function claimHandler(ctx: ServerContext) {
     try {
       await writes;
       await sink.write({ kind: { $case: 'granted', value: toGranted(grant) } });
-      const lost = new Promise<Next>((resolve) => {
-        if (grant.lost.aborted) resolve({ kind: 'lost', err: grant.lost.reason });
-        grant.lost.addEventListener('abort', () => resolve({ kind: 'lost', err: grant.lost.reason }), { once: true });
-      });
-      const next = await Promise.race([pending, lost]);
+      // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
+      const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
       if (next.kind === 'lost') throw next.err;
       if (next.kind === 'end') {
         if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
@@ -77,6 +74,14 @@ export function claimHandler(ctx: ServerContext) {
     } finally {
       ctx.placer.release(grant.claimId, signal.aborted ? 'stream ended' : 'released');
     }
+  });
+}
+
+/** Resolves when the worker holding `grant` leaves (SPEC W3). */
+function lostOf(grant: Grant): Promise<Next> {
+  return new Promise<Next>((resolve) => {
+    if (grant.lost.aborted) resolve({ kind: 'lost', err: grant.lost.reason });
+    grant.lost.addEventListener('abort', () => resolve({ kind: 'lost', err: grant.lost.reason }), { once: true });
   });
 }
 
