@@ -50,7 +50,8 @@ const cpuMicros = async (s: ChildProcess): Promise<number> => {
 
 /** One point: cycles per second seen by the client and server CPU µs per cycle. */
 async function point(kind: Kind, streams: number): Promise<{ rate: number; cpuUs: number }> {
-  const prof = kind === 'berth' && process.env.WIRE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WIRE_PROF}`] : [];
+  const dir = process.env.WIRE_PROF;
+  const prof = kind === 'berth' && dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
   const server = child('server.ts', [kind], 0, prof);
   const { port } = await nextMessage<{ port: number }>(server);
   const client = child('client.ts', [`127.0.0.1:${port}`, String(streams), String(WARM_MS), String(RUN_MS)], 1);
@@ -66,7 +67,10 @@ async function point(kind: Kind, streams: number): Promise<{ rate: number; cpuUs
 
 const rows: Array<Record<string, number>> = [];
 for (const streams of STREAMS) {
-  const best: Record<Kind, { rate: number; cpuUs: number }> = { echo: { rate: 0, cpuUs: Infinity }, berth: { rate: 0, cpuUs: Infinity } };
+  const best: Record<Kind, { rate: number; cpuUs: number }> = {
+    echo: { rate: 0, cpuUs: Infinity },
+    berth: { rate: 0, cpuUs: Infinity },
+  };
   for (let r = 0; r < ROUNDS; r++) {
     for (const kind of ['echo', 'berth'] as const) {
       const p = await point(kind, streams);
@@ -84,12 +88,16 @@ for (const streams of STREAMS) {
   });
 }
 
-console.log(`claim cycle vs bare grpc-js echo (${pinned ? 'server on core 0, client on core 1' : 'not pinned'}; best of ${ROUNDS} × ${RUN_MS} ms)`);
-console.log('streams | echo cycles/s | claim cycles/s | rate ratio (≥0.6) | echo CPU µs/cycle | claim CPU µs/cycle | CPU ratio (≤2)');
+const where = pinned ? 'server on core 0, client on core 1' : 'not pinned';
+console.log(`claim cycle vs bare grpc-js echo (${where}; best of ${ROUNDS} × ${RUN_MS} ms)`);
+const HEAD = ['streams', 'echo cycles/s', 'claim cycles/s', 'rate ratio (≥0.6)', 'echo CPU µs/cycle', 'claim CPU µs/cycle', 'CPU ratio (≤2)'];
+console.log(HEAD.join(' | '));
 for (const r of rows) {
-  console.log(`${String(r.streams).padStart(7)} | ${String(r.echo_rate).padStart(13)} | ${String(r.claim_rate).padStart(14)} | ${r.rate_ratio.toFixed(2).padStart(17)} | ${r.echo_cpu_us.toFixed(1).padStart(17)} | ${r.claim_cpu_us.toFixed(1).padStart(18)} | ${r.cpu_ratio.toFixed(2).padStart(14)}`);
+  const cells = [r.streams, r.echo_rate, r.claim_rate, r.rate_ratio.toFixed(2), r.echo_cpu_us.toFixed(1), r.claim_cpu_us.toFixed(1), r.cpu_ratio.toFixed(2)];
+  console.log(cells.map((c, i) => String(c).padStart(HEAD[i].length)).join(' | '));
 }
 const out = join(here, 'results', 'wire.json');
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ pinned, rounds: ROUNDS, runMs: RUN_MS, node: process.version, rows }, null, 2)}\n`);
+const result = { pinned, rounds: ROUNDS, runMs: RUN_MS, node: process.version, rows };
+writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`wrote ${out}`);

@@ -11,7 +11,9 @@ import { Policy } from '../../generated/ts/berth/v1/resources.js';
 const [address, streamsArg, warmArg, runArg] = process.argv.slice(2);
 const streams = Number(streamsArg);
 const client = new PlacementServiceClient(address, credentials.createInsecure());
-const ASK: ClaimRequest = { kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: 'bench.node', runId: 'bench', env: {} } } };
+const ASK: ClaimRequest = {
+  kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: 'bench.node', runId: 'bench', env: {} } },
+};
 const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
 
 function cycle(): Promise<void> {
@@ -24,7 +26,10 @@ function cycle(): Promise<void> {
       else if (answers === 2) call.end();
     });
     call.on('error', (e: ServiceError) => reject(e));
-    call.on('status', (s) => (s.code === 0 && answers === 2 ? resolve() : reject(new Error(`status ${s.code} ${s.details} after ${answers} answers`))));
+    call.on('status', (s) => {
+      if (s.code === 0 && answers === 2) resolve();
+      else reject(new Error(`status ${s.code} ${s.details} after ${answers} answers`));
+    });
     call.write(ASK);
   });
 }

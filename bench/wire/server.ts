@@ -5,7 +5,8 @@
  * sends `{ port }` once bound; answers `'cpu'` with process.cpuUsage() (µs) and `'stop'` by exiting.
  */
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
-import { PlacementServiceService, type ClaimRequest, type ClaimResponse } from '../../generated/ts/berth/v1/placement.js';
+import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
+import type { ClaimRequest, ClaimResponse } from '../../generated/ts/berth/v1/placement.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { BerthServer } from '../../src/server/server.js';
 
@@ -35,7 +36,8 @@ async function echo(): Promise<{ port: number; stop: () => void }> {
 }
 
 async function berth(): Promise<{ port: number; stop: () => void }> {
-  const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}), { cpus: 4096, gpuIds: [] });
+  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {});
+  const server = new BerthServer(options, { cpus: 4096, gpuIds: [] });
   const port = await server.start();
   return { port, stop: () => void server.stop(0) };
 }

@@ -31,7 +31,10 @@ const schema = z.object({
   cpus: z.number().int().min(0).max(MAX_CPUS, `at most ${MAX_CPUS} cores`).optional(),
   gpus: z.number().int().min(0).max(MAX_GPUS, `at most ${MAX_GPUS} GPUs`),
   ramMb: z.number().int().min(0).max(MAX_RAM_MB, `at most ${MAX_RAM_MB} MB`).optional(),
-  label: z.string().max(MAX_LABEL, `at most ${MAX_LABEL} characters`).regex(LABEL, 'a label holds only letters, digits and _ . - (no spaces)'),
+  label: z
+    .string()
+    .max(MAX_LABEL, `at most ${MAX_LABEL} characters`)
+    .regex(LABEL, 'a label holds only letters, digits and _ . - (no spaces)'),
   policy: z.union([z.literal(Policy.POLICY_UNSPECIFIED), z.literal(Policy.POLICY_PREFER), z.literal(Policy.POLICY_REQUIRE)], {
     error: 'unknown policy: use POLICY_PREFER (1) or POLICY_REQUIRE (2)',
   }),
@@ -48,7 +51,9 @@ const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id' };
 
 const count = (v: unknown, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
-const text = (v: unknown, max: number, re?: RegExp): boolean => typeof v === 'string' && v.length <= max && (!re || re.test(v));
+const text = (v: unknown, max: number, re?: RegExp): boolean =>
+  typeof v === 'string' && v.length <= max && (!re || re.test(v));
+const POLICIES: readonly number[] = [Policy.POLICY_UNSPECIFIED, Policy.POLICY_PREFER, Policy.POLICY_REQUIRE];
 
 /**
  * True when `ask` certainly passes `schema` and the env key rule: the same rules, checked without
@@ -59,10 +64,10 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (ask.cpus !== undefined && !count(ask.cpus, MAX_CPUS)) return false;
   if (!count(ask.gpus, MAX_GPUS)) return false;
   if (ask.ramMb !== undefined && !count(ask.ramMb, MAX_RAM_MB)) return false;
-  if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE) || !text(ask.runId, MAX_RUN_ID, NAME)) return false;
-  if (ask.policy !== Policy.POLICY_UNSPECIFIED && ask.policy !== Policy.POLICY_PREFER && ask.policy !== Policy.POLICY_REQUIRE) return false;
+  if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE)) return false;
+  if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   const env: unknown = ask.env;
-  if (typeof env !== 'object' || env === null || Array.isArray(env) || Object.getPrototypeOf(env) !== Object.prototype) return false;
+  if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   for (const key in env) {
     if (!Object.hasOwn(env, key) || !ENV_KEY.test(key)) return false;
     const v = (env as Record<string, unknown>)[key];
@@ -102,8 +107,10 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
   return normalized(r.data);
 }
 
+type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env'>;
+
 /** The defaults applied to a valid ask. */
-function normalized(a: Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env'>): NormalizedAsk {
+function normalized(a: AskFields): NormalizedAsk {
   return {
     cpus: a.cpus ?? 1,
     gpus: a.gpus,

@@ -29,7 +29,7 @@ export interface EdgeContext {
   log: Logger;
   /** Shared secret required as `authorization: Bearer <token>` when set (SPEC R2). */
   token?: string;
-  /** Aborted when the server starts draining (SPEC R3). Per-stream code uses `live` instead (no listener per stream). */
+  /** Aborted when the server starts draining (SPEC R3). Per-stream code uses `live` (no listener per stream). */
   drain: AbortSignal;
   /** The registry of calls in progress that the drain walks (SPEC R3). */
   live: LiveCalls;
@@ -69,7 +69,11 @@ const CANCELLED = 'the client cancelled the call or its connection was lost';
  * kept (from the start, or later via keepThroughDrain) or lingering (`drain`: see DrainMode). The
  * caller must `close()` it when done.
  */
-export function callScope(call: CallLike, live: LiveCalls | undefined, opts: { endAborts?: boolean; drain?: DrainMode } = {}): CallScope {
+export function callScope(
+  call: CallLike,
+  live: LiveCalls | undefined,
+  opts: { endAborts?: boolean; drain?: DrainMode } = {},
+): CallScope {
   const scope = new CallScope(live, opts.drain);
   if (call.cancelled) scope.abort(new BerthError('cancelled', CANCELLED));
   call.once('cancelled', () => scope.abort(new BerthError('cancelled', CANCELLED)));

@@ -11,7 +11,10 @@ import { BerthError } from '../errors.js';
 /** Why a call that follows the drain ends (UNAVAILABLE, SPEC R3). */
 export const DRAINING = 'server is draining';
 
-/** How a call meets the drain: ended at once (`follows`), given the grace (`kept`), or ended with the rest after it (`lingers`). */
+/**
+ * How a call meets the drain: ended at once (`follows`), given the grace (`kept`), or ended with
+ * the rest once the drain is over (`lingers`).
+ */
 export type DrainMode = 'follows' | 'kept' | 'lingers';
 
 /**

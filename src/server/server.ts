@@ -70,7 +70,7 @@ export class BerthServer {
       'grpc.keepalive_time_ms': keepalive.timeMs,
       'grpc.keepalive_timeout_ms': keepalive.timeoutMs,
       'grpc.keepalive_permit_without_calls': 1,
-      // Clients may ping as often as every 5 s (the agent pings every 10 s); grpcio servers read this, grpc-js ignores it.
+      // Clients may ping every 5 s (the agent pings every 10 s); grpcio servers read this, grpc-js ignores it.
       'grpc.http2.min_ping_interval_without_data_ms': 5000,
       // Explicit, documented size limit (README "Workers"): far above every frame a worker sends.
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
@@ -85,7 +85,8 @@ export class BerthServer {
       provisioners: deps.provisioners,
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
-    this.context = { log, token: options.token, drain: this.lifecycle.drain, live: this.lifecycle.live, options, engine, events, placer, hub };
+    const { drain, live } = this.lifecycle;
+    this.context = { log, token: options.token, drain, live, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);

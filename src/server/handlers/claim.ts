@@ -9,7 +9,7 @@
 import type { ClaimRequest, ClaimResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
-import type { Grant } from '../../placement/types.js';
+import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
 import { bidiStream, type Sink } from '../edge.js';
@@ -34,7 +34,8 @@ export function claimHandler(ctx: ServerContext) {
     let writes = Promise.resolve();
     const write = (m: ClaimResponse) => (writes = writes.then(() => sink.write(m)));
     const pending = nextMessage();
-    const claimed = ctx.placer.claim(ask, { signal, onQueued: (q) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {}) });
+    const onQueued = (q: QueuedInfo) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {});
+    const claimed = ctx.placer.claim(ask, { signal, onQueued });
     const first2 = await Promise.race([claimed.then((g) => ({ kind: 'granted' as const, g }), (err: unknown) => ({ kind: 'failed' as const, err })), pending]);
     let grant: Grant;
     if (first2.kind === 'granted') {

@@ -1,7 +1,8 @@
 /**
  * WatchEvents RPC: first a `watch_started` event (the subscription is live; its seq is the last
  * event before it), then every event in order, until the client cancels or the server's drain is
- * over (watchers see the drain itself: `server_draining`, abandoned waiters, calls finishing). A reader too slow to keep up with MAX_BACKLOG events is ended with
+ * over (watchers see the drain itself: `server_draining`, abandoned waiters, calls finishing).
+ * A reader too slow to keep up with MAX_BACKLOG events is ended with
  * RESOURCE_EXHAUSTED rather than letting the server buffer without bound.
  */
 import type { WatchEventsRequest, WatchEventsResponse } from '../../../generated/ts/berth/v1/placement.js';
