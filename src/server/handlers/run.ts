@@ -60,6 +60,7 @@ export function runHandler(ctx: ServerContext) {
         scope.keepThroughDrain();
         return await follow(again, sink, signal);
       }
+      signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
       const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, AbortSignal.any([signal, grant.lost]));
       rec = r;
       scope.keepThroughDrain();
