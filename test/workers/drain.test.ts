@@ -69,7 +69,7 @@ describe('drain (SPEC R3)', () => {
     expect(res.stderr).not.toMatch(/grace elapsed/);
   }, 60_000);
 
-  it('a Run-with-ask queued behind a held claim when SIGTERM comes is refused UNAVAILABLE "server is draining" and never started', async () => {
+  it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, are refused UNAVAILABLE and never started', async () => {
     const { serve, served, client } = await serveWithWorker(10);
     const events = watch(client);
     open.push(() => events.cancel());
@@ -84,8 +84,13 @@ describe('drain (SPEC R3)', () => {
     expect(o.error?.code).toBe(status.UNAVAILABLE);
     expect(o.error?.details).toContain('server is draining');
     expect(kinds(o)).toEqual([]);
+    const grant = await held.granted;
+    const inClaim = await run(client, runRequest({ runId: 'late-run', claimId: grant.claimId, argv: ['echo', 'should never run'] })).done;
+    expect(inClaim.error?.code).toBe(status.UNAVAILABLE); // a new call inside a held lease does not start either
+    expect(kinds(inClaim)).toEqual([]);
     await held.release(); // the held lease was kept through the drain; giving it back ends the drain
     expect((await served).code).toBe(0);
     expect(events.seen.filter((e) => e.runId === 'queued-run').map((e) => e.kind)).toEqual(['node_queued', 'node_abandoned']);
+    expect(events.seen.filter((e) => e.kind === 'call_started')).toEqual([]);
   }, 60_000);
 });
