@@ -6,11 +6,13 @@
  * rate of both and the server CPU per cycle (process.cpuUsage of the server child, user + system),
  * with ratios measured side by side (echo and berth alternate, best of ROUNDS each), and writes
  * bench/results/wire.json. Targets: CPU ratio ≤ 2, rate ratio ≥ 0.6.
+ * The 1-minute load average before and after is printed and saved: other processes on the cores
+ * disturb the rates far more than the CPU per cycle (best-of keeps the least disturbed round).
  * Env: WIRE_ROUNDS (default 2), WIRE_MS (measured window, default 3000), WIRE_STREAMS (e.g. "1,16"),
  * WIRE_PROF=<dir> (the berth server child runs with --cpu-prof into <dir>).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +67,7 @@ async function point(kind: Kind, streams: number): Promise<{ rate: number; cpuUs
   return { rate: (cycles * 1000) / ms, cpuUs: (after - before) / cycles };
 }
 
+const loadBefore = loadavg()[0];
 const rows: Array<Record<string, number>> = [];
 for (const streams of STREAMS) {
   const best: Record<Kind, { rate: number; cpuUs: number }> = {
@@ -89,7 +92,8 @@ for (const streams of STREAMS) {
 }
 
 const where = pinned ? 'server on core 0, client on core 1' : 'not pinned';
-console.log(`claim cycle vs bare grpc-js echo (${where}; best of ${ROUNDS} × ${RUN_MS} ms)`);
+const load = `load average ${loadBefore.toFixed(1)} → ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`;
+console.log(`claim cycle vs bare grpc-js echo (${where}; best of ${ROUNDS} × ${RUN_MS} ms; ${load})`);
 const HEAD = ['streams', 'echo cycles/s', 'claim cycles/s', 'rate ratio (≥0.6)', 'echo CPU µs/cycle', 'claim CPU µs/cycle', 'CPU ratio (≤2)'];
 console.log(HEAD.join(' | '));
 for (const r of rows) {
@@ -98,6 +102,6 @@ for (const r of rows) {
 }
 const out = join(here, 'results', 'wire.json');
 mkdirSync(dirname(out), { recursive: true });
-const result = { pinned, rounds: ROUNDS, runMs: RUN_MS, node: process.version, rows };
+const result = { pinned, rounds: ROUNDS, runMs: RUN_MS, node: process.version, loadavg: [loadBefore, loadavg()[0]], rows };
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`wrote ${out}`);
