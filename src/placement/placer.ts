@@ -79,11 +79,11 @@ export class Placer {
     this.machines.remove(name);
     for (const cls of this.#queue.targeting(entry)) this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
-    for (const [id, h] of this.#held) {
-      if (h.entry !== entry) continue;
-      this.#held.delete(id);
-      h.grant.lose(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
-      this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason });
+    const lost = [...this.#held.values()].filter((h) => h.entry === entry);
+    for (const h of lost) this.#held.delete(h.grant.claimId);
+    for (const { grant: g } of lost) {
+      g.lose(new BerthError('unavailable', `${reason}: claim ${g.claimId} on ${name} lost`));
+      this.#events.emit({ kind: 'claim_lost', claimId: g.claimId, machine: name, node: g.ask.node, runId: g.ask.runId, detail: reason });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
