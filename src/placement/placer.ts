@@ -266,9 +266,10 @@ export class Placer {
 
   /**
    * Brings the queue to rest after a change (P7, P12): classes reserving on a changed machine
-   * re-choose their target; classes a touched machine could serve wake; the oldest woken head is
-   * granted if it fits behind the reservations of older waiters, else its class sleeps. Repeats
-   * until nothing is woken. Cost: per touched machine × wait classes, plus the grants made.
+   * re-choose their target; classes a touched machine's free room could serve wake (looked up by
+   * amount, not by walking the queue); the oldest woken head is granted if it fits behind the
+   * reservations of older waiters, else its class sleeps. Repeats until nothing is woken. Cost:
+   * the classes a change could serve, the classes reserving on a changed machine, and the grants made.
    */
   #settle(): void {
     if (this.#settling) return;
@@ -279,7 +280,9 @@ export class Placer {
         this.#changed.clear();
         for (const m of this.#touched) {
           if (!this.machines.has(m)) continue;
-          for (const cls of this.#queue.classes()) if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) this.#woken.add(cls);
+          for (const cls of this.#queue.servable(m.books.freeGpus, m.books.freeCpus)) {
+            if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) this.#woken.add(cls);
+          }
         }
         this.#touched.clear();
         let next: Waiter | undefined;

@@ -46,6 +46,7 @@ interface Held extends Amount {
   classes: Set<WaitClass>;
 }
 
+const NONE: readonly WaitClass[] = [];
 const keyOf = (a: NormalizedAsk) => `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}`;
 const overlaps = (x: Amount, y: Amount) => (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
 
@@ -55,6 +56,8 @@ export class WaitQueue {
   readonly #classes = new Map<string, WaitClass>();
   readonly #byRun = new Map<string, Set<Waiter>>();
   readonly #held = new Map<MachineEntry, Held>();
+  /** Classes by the GPUs they want, each list sorted by the cores they want: who a machine's free room could serve. */
+  readonly #byGpus = new Map<number, WaitClass[]>();
   #seq = 0;
 
   /** Number of waiters. */
@@ -77,6 +80,21 @@ export class WaitQueue {
     return [...(this.#byRun.get(runId) ?? [])];
   }
 
+  /**
+   * The classes whose amount fits `gpus` free devices and `cpus` free cores (memory and labels
+   * are the caller's to check): the only ones a machine with that much free could serve. Walks
+   * the distinct GPU counts asked, then only classes that fit.
+   */
+  *servable(gpus: number, cpus: number): IterableIterator<WaitClass> {
+    for (const [g, list] of this.#byGpus) {
+      if (g > gpus) continue;
+      for (const cls of list) {
+        if (cls.amount.cpus > cpus) break;
+        yield cls;
+      }
+    }
+  }
+
   /** The class an ask would join, if it has members. */
   classOf(ask: NormalizedAsk): WaitClass | undefined {
     return this.#classes.get(keyOf(ask));
@@ -93,6 +111,7 @@ export class WaitQueue {
       cls = { key, ask: w.ask, amount, clamped, size: 0, target: target() };
       this.#classes.set(key, cls);
       this.#link(cls);
+      this.#file(cls);
     }
     const full: Waiter = { ...w, seq: ++this.#seq, cls, prev: cls.tail };
     if (cls.tail) cls.tail.next = full;
@@ -124,6 +143,7 @@ export class WaitQueue {
     this.#hold(cls.target, cls.amount, -1);
     if (cls.size === 0) {
       this.#unlink(cls);
+      this.#unfile(cls);
       this.#classes.delete(cls.key);
     }
     return true;
@@ -142,15 +162,17 @@ export class WaitQueue {
   /** Changes what `cls` waits for (re-fit, P11). */
   setAmount(cls: WaitClass, amount: Amount, clamped: boolean): void {
     this.#hold(cls.target, cls.amount, -cls.size);
+    this.#unfile(cls);
     cls.amount = amount;
     cls.clamped = clamped;
+    this.#file(cls);
     this.#hold(cls.target, cls.amount, cls.size);
   }
 
   /** The classes reserving on `m`. */
-  targeting(m: MachineEntry): WaitClass[] {
+  targeting(m: MachineEntry): readonly WaitClass[] {
     const h = this.#held.get(m);
-    return h ? [...h.classes] : [];
+    return h ? [...h.classes] : NONE;
   }
 
   /** Everything held back on `m` (for a new claim, younger than every waiter). */
@@ -196,12 +218,35 @@ export class WaitQueue {
       want.set(cls.target, { cpus: cur.cpus + cls.size * cls.amount.cpus, gpus: cur.gpus + cls.size * cls.amount.gpus, ramMb: (cur.ramMb ?? 0) + cls.size * (cls.amount.ramMb ?? 0) });
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
+    let filed = 0;
+    for (const [g, list] of this.#byGpus) {
+      for (let i = 0; i < list.length; i++) {
+        if (list[i].amount.gpus !== g || (i > 0 && list[i - 1].amount.cpus > list[i].amount.cpus)) throw new Error(`wait class ${list[i].key} misfiled`);
+      }
+      filed += list.length;
+    }
+    if (filed !== this.#classes.size) throw new Error(`${filed} wait classes filed, ${this.#classes.size} exist`);
     for (const [m, h] of this.#held) {
       const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
       if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
       want.delete(m);
     }
     if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);
+  }
+
+  /** Files `cls` under the GPUs and cores it wants. */
+  #file(cls: WaitClass): void {
+    let list = this.#byGpus.get(cls.amount.gpus);
+    if (!list) this.#byGpus.set(cls.amount.gpus, (list = []));
+    let i = list.length;
+    while (i > 0 && list[i - 1].amount.cpus > cls.amount.cpus) i--;
+    list.splice(i, 0, cls);
+  }
+
+  #unfile(cls: WaitClass): void {
+    const list = this.#byGpus.get(cls.amount.gpus)!;
+    list.splice(list.indexOf(cls), 1);
+    if (list.length === 0) this.#byGpus.delete(cls.amount.gpus);
   }
 
   /** Lists `cls` among the classes reserving on its target. */
