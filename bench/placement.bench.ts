@@ -23,6 +23,7 @@ interface Point {
   enqueue_ms: number | null;
   queued: number;
   timed_out: boolean;
+  floor_p99_us: number;
 }
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,20 +44,23 @@ function median(xs: (number | null)[]): number | null {
   return v.length ? v[Math.floor((v.length - 1) / 2)] : null;
 }
 
+const load0 = os.loadavg()[0];
 const rows: Point[] = [];
+const floors: number[] = [];
 for (const m of MACHINES) {
   for (const w of WAITERS) {
     const runs: Point[] = [];
     for (let r = 0; r < RUNS; r++) {
       const p = runPoint(m, w);
       runs.push(p);
+      floors.push(p.floor_p99_us);
       if (p.timed_out) break; // slow code: one bounded run says enough
     }
     rows.push({
       machines: m, waiters: w, ops: Math.min(...runs.map((p) => p.ops)),
       p50_us: median(runs.map((p) => p.p50_us)), p99_us: median(runs.map((p) => p.p99_us)),
       enqueue_ms: median(runs.map((p) => p.enqueue_ms)), queued: Math.min(...runs.map((p) => p.queued)),
-      timed_out: runs.some((p) => p.timed_out),
+      timed_out: runs.some((p) => p.timed_out), floor_p99_us: median(runs.map((p) => p.floor_p99_us))!,
     });
     const last = rows[rows.length - 1];
     process.stderr.write(`  ${m} machines × ${w} waiters: p99 ${fmtUs(last.p99_us)} (${runs.length} run(s))\n`);
@@ -73,6 +77,8 @@ const fmtMs = (ms: number | null) => (ms === null ? '—' : ms >= 1000 ? `${(ms 
 const at = (m: number, w: number) => rows.find((r) => r.machines === m && r.waiters === w);
 
 console.log(`claim+release, in process (${os.availableParallelism()} cores, node ${process.version}), median of ${RUNS} fresh processes`);
+console.log(`load average ${load0.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end; the timed loop around an awaited no-op`
+  + ` (the machine's own jitter) has p99 ${fmtUs(median(floors))} (median over points)`);
 console.log('p50 / p99 per claim+release; [n] = ops measured when a point hit its time budget');
 console.log(['machines'.padStart(8), ...WAITERS.map((w) => `${w} waiting`.padStart(22))].join(' │ '));
 for (const m of MACHINES) {
@@ -110,6 +116,7 @@ if (big) {
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, 'bench/results/placement.json'), `${JSON.stringify({
   bench: 'placement grid (issue 9)', node: process.version, cores: os.availableParallelism(), runs: RUNS,
+  loadavg: [load0, os.loadavg()[0]], floor_p99_us: median(floors),
   rows: rows.map(({ machines, waiters, ops, p50_us, p99_us, enqueue_ms }) => ({ machines, waiters, ops, p50_us, p99_us, enqueue_ms })),
 }, null, 2)}\n`);
 console.log('\nwrote bench/results/placement.json');

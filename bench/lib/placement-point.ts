@@ -3,7 +3,7 @@
  * bench/placement.bench.ts: `node --import tsx bench/lib/placement-point.ts MACHINES WAITERS`.
  * Builds the fixed workload through Placer's public API only, queues the waiters, then times
  * claim+release cycles one by one (wall clock, in process, no gRPC). Prints one JSON line:
- * { machines, waiters, ops, p50_us, p99_us, enqueue_ms, timed_out }.
+ * { machines, waiters, ops, p50_us, p99_us, enqueue_ms, queued, timed_out, floor_p99_us }.
  *
  * Workload (the same every run): 16-cpu machines, the even ones with 4 GPUs, every 10th labelled
  * `gpu`; a quarter held whole (i % 8 = 3 or 6), the rest each pinned by one small claim (1 cpu,
@@ -71,6 +71,16 @@ for (let i = 0; i < waiters; i++) {
 const enqueueMs = now() - t0;
 if (!timedOut && queued !== waiters) throw new Error(`bench workload broken: ${queued} of ${waiters} waiters queued`);
 
+// The floor: the same timed loop around an awaited no-op, so a reader can tell the machine's own
+// jitter (a shared, loaded host) from placement's cost.
+const floor: number[] = [];
+for (let r = 0; r < WARMUP + OPS; r++) {
+  const a = now();
+  await Promise.resolve(r);
+  if (r >= WARMUP) floor.push((now() - a) * 1000);
+}
+floor.sort((a, b) => a - b);
+
 const asks = [ask(2, 1), ask(4, 0), ask(1, 2, 'gpu', 'prefer'), ask(8, 0)];
 const samples: number[] = [];
 if (!timedOut) {
@@ -93,5 +103,6 @@ const pct = (p: number) => (samples.length ? samples[Math.min(samples.length - 1
 console.log(JSON.stringify({
   machines, waiters, ops: samples.length, p50_us: pct(0.5), p99_us: pct(0.99),
   enqueue_ms: timedOut && queued < waiters ? null : enqueueMs, queued, timed_out: timedOut,
+  floor_p99_us: floor[Math.floor(0.99 * floor.length)],
 }));
 process.exit(0);

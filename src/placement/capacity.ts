@@ -102,13 +102,13 @@ export class MachineClass {
 
   /**
    * The first machine in best-fit order (fewest free GPUs, then fewest free cores) with at least
-   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations).
+   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations), `skip` aside.
    */
-  bestFit(a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+  bestFit(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
     const width = this.cpus + 1;
     for (const k of this.#keys) {
       if (k < a.gpus * width || k % width < a.cpus) continue;
-      for (const m of this.#buckets.get(k)!) if (ok(m)) return m;
+      for (const m of this.#buckets.get(k)!) if (m !== skip && ok(m)) return m;
     }
     return undefined;
   }

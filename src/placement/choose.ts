@@ -22,12 +22,12 @@ export function eligible(m: MachineEntry, ask: NormalizedAsk): boolean {
   return !requires(ask) || m.cls.labels.includes(ask.label);
 }
 
-/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`. */
-function bestAmong(classes: Iterable<MachineClass>, a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`, but `skip`. */
+function bestAmong(classes: Iterable<MachineClass>, a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
   let best: MachineEntry | undefined;
   for (const cls of classes) {
     if (a.cpus > cls.cpus || a.gpus > cls.gpus) continue;
-    const m = cls.bestFit(a, ok);
+    const m = cls.bestFit(a, ok, skip);
     if (m && (!best || m.books.freeGpus < best.books.freeGpus || (m.books.freeGpus === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus))) best = m;
   }
   return best;
@@ -55,7 +55,7 @@ export function chooseNow(
     if (requires(ask)) return undefined;
     if (engine && ok(engine)) return { machine: engine, fellBack: true };
   }
-  const m = bestAmong(machines.classes(), amount, (x) => x !== engine && ok(x));
+  const m = bestAmong(machines.classes(), amount, ok, engine);
   return m ? { machine: m, fellBack: ask.label !== '' } : undefined;
 }
 

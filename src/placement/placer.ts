@@ -130,7 +130,7 @@ export class Placer {
     const h = this.#held.get(claimId);
     if (!h) return false;
     this.#held.delete(claimId);
-    this.machines.update(h.entry, () => h.entry.books.give(claimId));
+    this.machines.give(h.entry, claimId);
     this.#changed.add(h.entry);
     this.#touched.add(h.entry);
     this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
@@ -238,8 +238,7 @@ export class Placer {
   }
 
   #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean): Grant {
-    let holding!: ReturnType<MachineEntry['books']['take']>;
-    this.machines.update(entry, () => (holding = entry.books.take(claimId, amount)));
+    const holding = this.machines.take(entry, claimId, amount);
     this.#changed.add(entry);
     const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
     const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env }, clamped, fellBack, ask);
