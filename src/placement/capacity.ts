@@ -120,7 +120,9 @@ export class MachineClass {
     for (const k of this.#keys) {
       const g = Math.floor(k / width);
       const c = k % width;
-      const d: Distance = [Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus)];
+      const d: Distance = [
+        Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus),
+      ];
       if (best && !closer(d, best.distance)) continue;
       for (const m of this.#buckets.get(k)!) {
         if (ramEver(m, a.ramMb)) {

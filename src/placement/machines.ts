@@ -18,7 +18,8 @@ export interface MachineEntry {
   bucket: number;
 }
 
-const classKey = (s: MachineSpec) => `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}`;
+const classKey = (s: MachineSpec) =>
+  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}`;
 
 /** Machines by name with their indexes. Change a machine's books only through `take` and `give`. */
 export class MachineSet {
@@ -41,7 +42,8 @@ export class MachineSet {
         set.add(cls);
       }
     }
-    const e: MachineEntry = { spec, books: new ResourceAccountant(spec.inventory), attachedAt: Date.now(), cls, bucket: -1 };
+    const books = new ResourceAccountant(spec.inventory);
+    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1 };
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     cls.add(e);
@@ -103,7 +105,10 @@ export class MachineSet {
     return this.#byLabel.has(label);
   }
 
-  /** Takes `a` for `claimId` on `e`'s books, keeping the free-capacity index right. @throws BooksError when it does not fit. */
+  /**
+   * Takes `a` for `claimId` on `e`'s books, keeping the free-capacity index right.
+   * @throws BooksError when it does not fit.
+   */
   take(e: MachineEntry, claimId: string, a: Amount): Holding {
     e.cls.unindex(e);
     try {

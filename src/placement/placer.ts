@@ -58,7 +58,10 @@ export class Placer {
     this.machines.add({ ...opts.engine, remote: false });
   }
 
-  /** A worker's books join (SPEC P1); the same name replaces the old machine (W1). Re-fits and wakes waiters (P7, P11). */
+  /**
+   * A worker's books join (SPEC P1); the same name replaces the old machine (W1). Waiters are
+   * re-fitted (P11) and those it could serve woken (P7).
+   */
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
@@ -77,7 +80,9 @@ export class Placer {
     const entry = this.machines.get(name);
     if (!entry || !entry.spec.remote) return;
     this.machines.remove(name);
-    for (const cls of this.#queue.targeting(entry)) this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
+    for (const cls of this.#queue.targeting(entry)) {
+      this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
+    }
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
     const lost = [...this.#held.values()].filter((h) => h.entry === entry);
     for (const h of lost) this.#held.delete(h.grant.claimId);
@@ -116,7 +121,9 @@ export class Placer {
       const onAbort = () => this.#abandon(w, signal.reason);
       const w = this.#queue.add(
         { claimId, ask, since: Date.now(), resolve, reject, detach: () => signal.removeEventListener('abort', onAbort) },
-        amount, clamped, () => reservationTarget(this.machines, ask, amount),
+        amount,
+        clamped,
+        () => reservationTarget(this.machines, ask, amount),
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = queuedInfo(this.machines, claimId, ask, w.cls.amount, this.#queue.size);
@@ -167,7 +174,10 @@ export class Placer {
     return placerSnapshot(this.machines, [...this.#queue.waiters()], [...this.#held.values()], this.provisioners);
   }
 
-  /** Checks every machine's books, that held claims match them and the reservation ledger. @throws BooksError or Error. */
+  /**
+   * Checks every machine's books, that held claims match them, and the waiting classes and their
+   * reservations (P8). @throws BooksError or Error naming what broke.
+   */
   checkInvariants(): void {
     let claims = 0;
     for (const m of this.machines.all()) {
@@ -241,7 +251,8 @@ export class Placer {
     const holding = this.machines.take(entry, claimId, amount);
     this.#changed.add(entry);
     const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
-    const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env }, clamped, fellBack, ask);
+    const allocation = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
+    const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
     this.#held.set(claimId, { grant, entry, since: Date.now() });
     this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
     return grant;

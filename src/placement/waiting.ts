@@ -48,7 +48,8 @@ interface Held extends Amount {
 
 const NONE: readonly WaitClass[] = [];
 const keyOf = (a: NormalizedAsk) => `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}`;
-const overlaps = (x: Amount, y: Amount) => (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
+const overlaps = (x: Amount, y: Amount) =>
+  (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {
@@ -104,7 +105,12 @@ export class WaitQueue {
    * Appends a waiter. A new class starts with `amount`, `clamped` and `target`; an existing class
    * keeps its own. Returns the waiter.
    */
-  add(w: Omit<Waiter, 'seq' | 'cls'>, amount: Amount, clamped: boolean, target: () => MachineEntry | undefined): Waiter {
+  add(
+    w: Omit<Waiter, 'seq' | 'cls'>,
+    amount: Amount,
+    clamped: boolean,
+    target: () => MachineEntry | undefined,
+  ): Waiter {
     const key = keyOf(w.ask);
     let cls = this.#classes.get(key);
     if (!cls) {
@@ -211,24 +217,32 @@ export class WaitQueue {
       n += cls.size;
       let count = 0;
       for (let w = cls.head; w; w = w.next) count++;
-      if (count !== cls.size || cls.size === 0) throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
+      if (count !== cls.size || cls.size === 0) {
+        throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
+      }
       if (!cls.target) continue;
       if (!attached(cls.target)) throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
       const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      want.set(cls.target, { cpus: cur.cpus + cls.size * cls.amount.cpus, gpus: cur.gpus + cls.size * cls.amount.gpus, ramMb: (cur.ramMb ?? 0) + cls.size * (cls.amount.ramMb ?? 0) });
+      const k = cls.size;
+      want.set(cls.target, {
+        cpus: cur.cpus + k * cls.amount.cpus, gpus: cur.gpus + k * cls.amount.gpus, ramMb: (cur.ramMb ?? 0) + k * (cls.amount.ramMb ?? 0),
+      });
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
     let filed = 0;
     for (const [g, list] of this.#byGpus) {
       for (let i = 0; i < list.length; i++) {
-        if (list[i].amount.gpus !== g || (i > 0 && list[i - 1].amount.cpus > list[i].amount.cpus)) throw new Error(`wait class ${list[i].key} misfiled`);
+        const sorted = i === 0 || list[i - 1].amount.cpus <= list[i].amount.cpus;
+        if (list[i].amount.gpus !== g || !sorted) throw new Error(`wait class ${list[i].key} misfiled`);
       }
       filed += list.length;
     }
     if (filed !== this.#classes.size) throw new Error(`${filed} wait classes filed, ${this.#classes.size} exist`);
     for (const [m, h] of this.#held) {
       const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) {
+        throw new Error(`reservations on ${m.spec.name} out of step`);
+      }
       want.delete(m);
     }
     if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);
