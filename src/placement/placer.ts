@@ -7,7 +7,7 @@
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
@@ -80,7 +80,7 @@ export class Placer {
     const entry = this.machines.get(name);
     if (!entry || !entry.spec.remote) return;
     this.machines.remove(name);
-    for (const cls of this.#queue.targeting(entry)) {
+    for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     }
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
@@ -110,7 +110,7 @@ export class Placer {
     }
     const claimId = `c${++this.#ids}`;
     const { amount, clamped } = this.#fit(ask, true);
-    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reservedOn(m)));
+    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settle();
@@ -286,7 +286,7 @@ export class Placer {
     this.#settling = true;
     try {
       for (;;) {
-        for (const m of this.#changed) for (const cls of this.#queue.targeting(m)) this.#retarget(cls);
+        for (const m of this.#changed) for (const cls of this.#queue.reserved.classesOn(m)) this.#retarget(cls);
         this.#changed.clear();
         for (const m of this.#touched) {
           if (!this.machines.has(m)) continue;
@@ -302,7 +302,7 @@ export class Placer {
         }
         if (!next) return;
         const w = next;
-        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.fitsBehind(m, w));
+        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.reserved.fitsBehind(m, w));
         if (!c) {
           this.#woken.delete(w.cls);
           continue;
@@ -316,14 +316,23 @@ export class Placer {
     }
   }
 
-  /** Fails waiters requiring a label whose machines left longer ago than the reconnect grace. */
+  /**
+   * Fails waiters requiring a label whose machines left longer ago than the reconnect grace. A
+   * timer may fire a little before the grace has passed by the wall clock (the event loop's
+   * clock lags); such labels are checked again when their grace ends.
+   */
   #expireLabels(): void {
+    let again = Infinity;
     for (const cls of [...this.#queue.classes()]) {
       try {
         this.#checkLabel(cls.ask);
       } catch (err) {
         for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
+        continue;
       }
+      const gone = requires(cls.ask) && !this.machines.hasLabel(cls.ask.label) ? this.#detachedLabels.get(cls.ask.label) : undefined;
+      if (gone !== undefined) again = Math.min(again, gone + this.#graceMs + 1 - Date.now());
     }
+    if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
 }
