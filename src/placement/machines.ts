@@ -14,8 +14,9 @@ export interface MachineEntry {
   attachedAt: number;
   /** Its class (same cores, GPUs, labels). */
   cls: MachineClass;
-  /** Its free-capacity bucket inside the class (kept by MachineClass). */
+  /** Its free-capacity bucket inside the class and its slot there (kept by MachineClass). */
   bucket: number;
+  slot: number;
 }
 
 const classKey = (s: MachineSpec) =>
@@ -43,7 +44,7 @@ export class MachineSet {
       }
     }
     const books = new ResourceAccountant(spec.inventory);
-    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1 };
+    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1, slot: -1 };
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     cls.add(e);
