@@ -27,7 +27,16 @@ interface Held {
   entry: MachineEntry;
   lost: AbortController;
   since: number;
+  /** Released, its books kept until the runs inside it are gone (SPEC R5). */
+  releasing?: boolean;
 }
+
+/**
+ * When a released claim's resources may be granted again (SPEC R5): stops the runs inside claim
+ * `claimId` with `reason` and returns a promise that resolves once their processes are gone, or
+ * undefined when nothing runs inside it (the books are given back at once).
+ */
+export type ReleaseGate = (claimId: string, reason: BerthError) => Promise<void> | undefined;
 
 /** Keeps the books of every machine and grants claims. */
 export class Placer {
@@ -40,6 +49,8 @@ export class Placer {
   readonly #detachedLabels = new Map<string, number>();
   #reserved: Reservations = new Map();
   #ids = 0;
+  /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
+  releaseGate?: ReleaseGate;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
@@ -107,10 +118,25 @@ export class Placer {
     });
   }
 
-  /** Gives a claim back (SPEC P8). Idempotent: false when the id holds nothing. Wakes waiters. */
+  /**
+   * Gives a claim back (SPEC P8, R5). Its lease ends now: `lost` aborts with CANCELLED "claim <id>
+   * released" and runs inside it are stopped; its books are given back (waking waiters) once
+   * `releaseGate` says their processes are gone. Idempotent: false when the id holds nothing.
+   */
   release(claimId: string, why = 'released'): boolean {
     const h = this.#held.get(claimId);
-    if (!h) return false;
+    if (!h || h.releasing) return false;
+    const reason = new BerthError('cancelled', `claim ${claimId} released (${why})`);
+    const gate = this.releaseGate?.(claimId, reason);
+    h.lost.abort(reason);
+    if (!gate) return this.#give(claimId, h, why);
+    h.releasing = true;
+    void gate.then(() => this.#give(claimId, h, why));
+    return true;
+  }
+
+  #give(claimId: string, h: Held, why: string): boolean {
+    if (this.#held.get(claimId) !== h) return false; // its machine left meanwhile, books and all
     this.#held.delete(claimId);
     this.machines.update(h.entry, () => h.entry.books.give(claimId));
     this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
@@ -118,9 +144,10 @@ export class Placer {
     return true;
   }
 
-  /** The held claim `claimId`, if any. */
+  /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
-    return this.#held.get(claimId)?.grant;
+    const h = this.#held.get(claimId);
+    return h && !h.releasing ? h.grant : undefined;
   }
 
   /** Abandons the waiting claims of `runId` (Cancel); returns how many. */
