@@ -14,11 +14,16 @@ import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import { queuedInfo, reservationTarget, reserve, type Waiter } from './waiting.js';
 
-/** Placer construction options. `reconnectGraceMs`: how long a detached label still counts (default 30 000). */
+/**
+ * Placer construction options. `reconnectGraceMs`: how long a detached label still counts (default
+ * 30 000); `restartGraceMs`: how long after construction any required label counts as coming back
+ * (a restarted server waiting for its workers to reconnect; default 0).
+ */
 export interface PlacerOptions {
   engine: MachineSpec;
   events: EventBus;
   reconnectGraceMs?: number;
+  restartGraceMs?: number;
   provisioners?: Provisioner[];
 }
 
@@ -43,6 +48,8 @@ export class Placer {
   readonly machines = new MachineSet();
   readonly #events: EventBus;
   readonly #graceMs: number;
+  /** Until when (ms since the epoch) every required label counts as coming back (SPEC P3, issue 10 item 10). */
+  readonly #restartUntil: number;
   readonly provisioners: Provisioner[];
   readonly #waiters: Waiter[] = [];
   readonly #held = new Map<string, Held>();
@@ -55,6 +62,8 @@ export class Placer {
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
+    this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
+    if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
     this.provisioners = opts.provisioners ?? [];
     this.machines.add({ ...opts.engine, remote: false });
   }
@@ -112,6 +121,8 @@ export class Placer {
       opts.signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(w);
       const info = queuedInfo(this.machines, w, this.#waiters.length);
+      const until = this.#comingBackUntil(ask);
+      if (until) info.detail += `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ${Math.ceil((until - Date.now()) / 1000)} s left)`;
       this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
       opts.onQueued?.(info);
       this.#pump();
@@ -188,9 +199,20 @@ export class Placer {
   #checkLabel(ask: NormalizedAsk): void {
     if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
     if (this.provisioners.some((p) => p.covers(ask))) return;
-    const gone = this.#detachedLabels.get(ask.label);
-    if (gone !== undefined && Date.now() - gone <= this.#graceMs) return;
+    if (this.#comingBackUntil(ask) >= Date.now()) return;
     throw new BerthError('failed_precondition', `no machine carries label '${ask.label}' and no provisioner can start one`);
+  }
+
+  /**
+   * For a required label no machine carries, until when its workers count as coming back: the
+   * reconnect grace after its last machine left, or the restart grace after the placer started.
+   * 0 when the label is carried, not required, or covered by a provisioner.
+   */
+  #comingBackUntil(ask: NormalizedAsk): number {
+    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return 0;
+    if (this.provisioners.some((p) => p.covers(ask))) return 0;
+    const gone = this.#detachedLabels.get(ask.label);
+    return Math.max(gone === undefined ? 0 : gone + this.#graceMs, this.#restartUntil);
   }
 
   /** The amount to wait for: the ask, or clamped to the best real machine (P5) unless a provisioner covers it (P10). */

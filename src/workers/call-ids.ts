@@ -19,10 +19,11 @@ export interface Once<T> {
 /** The call ids being placed right now, next to the hub's calls in flight. */
 export class CallIds {
   readonly #placing = new Map<string, Promise<Placed>>();
+  readonly #waiting = new Map<string, number>();
 
-  /** Call ids being placed now (for tests and snapshots). */
-  get placing(): number {
-    return this.#placing.size;
+  /** How many Runs wait for another Run's placement of `callId` (they claimed nothing). */
+  following(callId: string): number {
+    return this.#waiting.get(callId) ?? 0;
   }
 
   /**
@@ -40,7 +41,12 @@ export class CallIds {
       if (live && !live.ended) return { rec: live };
       const other = this.#placing.get(callId);
       if (other) {
-        const o = await abortable(other, signal);
+        this.#waiting.set(callId, this.following(callId) + 1);
+        const o = await abortable(other, signal).finally(() => {
+          const n = this.following(callId) - 1;
+          if (n > 0) this.#waiting.set(callId, n);
+          else this.#waiting.delete(callId);
+        });
         if ('rec' in o) return { rec: o.rec };
         if ('err' in o) throw o.err;
         continue;
