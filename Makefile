@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup venv generate check-generated lint test test-python run bench clean
+.PHONY: setup venv generate check-generated lint test test-python run bench chaos clean
 
 ## setup: install Node dependencies (npm ci), once per package-lock change
 setup: $(SETUP_STAMP)
@@ -67,6 +67,10 @@ run: setup
 ## bench: benchmarks, printing ratios measured side by side
 bench: setup
 	node bin/bench.js
+
+## chaos: a longer chaos run (kills, cancels, releases, a restart) with a report: make chaos SEED=3 DURATION=300
+chaos: setup
+	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) node bin/chaos.js
 
 clean:
 	rm -rf node_modules .venv

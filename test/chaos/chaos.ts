@@ -42,6 +42,8 @@ export interface ChaosReport {
   releasesWithRunsInFlight: number;
   cancels: number;
   errorsByCode: Record<string, number>;
+  /** The first message seen per status code other than OK (what the answers said). */
+  samples: Record<string, string>;
   /** Answers no operation should ever get (INTERNAL, UNKNOWN, INVALID_ARGUMENT…), first 20. */
   unexpected: string[];
   /** Operations still unanswered at their 60 s client deadline. */
@@ -118,7 +120,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const report: ChaosReport = {
     seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
-    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, unexpected: [], stuck: 0,
+    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], stuck: 0,
     leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
   };
   const flags = { reconnectGrace: 15, grace: 1 };
@@ -153,6 +155,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const code = err ? err.code : status.OK;
     const name = codeName(code);
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
+    if (err) report.samples[name] ??= `${kind}: ${err.details}`;
+    if (code === status.FAILED_PRECONDITION) log(`chaos: FAILED_PRECONDITION at +${Date.now() - begun} ms: ${kind}: ${err?.details}`);
     if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
     else if (!EXPECTED.has(code) && report.unexpected.length < 20) report.unexpected.push(`${kind}: ${name} ${err?.details}`);
   };
@@ -260,16 +264,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const workerKill = async (): Promise<void> => {
     const w = pick(WORKERS);
     const child = agents.get(w.name);
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null || child.killed) return;
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     child.kill('SIGKILL');
     report.kills.workers++;
+    log(`chaos: worker ${w.name} killed at +${Date.now() - begun} ms`);
     await exited;
     await sleep(between(200, 1500));
     startAgent(w);
+    log(`chaos: worker ${w.name} started again at +${Date.now() - begun} ms`);
   };
   const restart = async (): Promise<void> => {
-    log('chaos: server restart');
+    log(`chaos: server restart at +${Date.now() - begun} ms`);
     invariantErrors.push(...server.invariantErrors);
     server.placement.close();
     server.worker.close();
@@ -279,12 +285,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
 
   // The schedule: operations keep `concurrency` in flight; kills and the restart at seeded times.
-  const end = started + o.durationMs;
+  const begun = Date.now();
+  const end = begun + o.durationMs;
   const chaos: Promise<void>[] = [];
   const schedule = (at: number, f: () => Promise<void>) => chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
-  schedule(started + o.durationMs * between(0.4, 0.6), restart);
-  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++) schedule(started + between(0.05, 0.95) * o.durationMs, workerKill);
-  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++) schedule(started + between(0.05, 0.9) * o.durationMs, clientKill);
+  schedule(begun + o.durationMs * between(0.4, 0.6), restart);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++) schedule(begun + between(0.05, 0.95) * o.durationMs, workerKill);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++) schedule(begun + between(0.05, 0.9) * o.durationMs, clientKill);
   const lanes = Array.from({ length: o.concurrency ?? 6 }, async () => {
     while (Date.now() < end) {
       const t0 = Date.now();
@@ -344,6 +351,7 @@ export function formatReport(r: ChaosReport): string {
     `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
     `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
     `  answers by code: ${codes}`,
+    ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
     `  leaks: ${r.leaks} (invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
   ].join('\n');
