@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup venv generate check-generated lint test test-python run bench chaos clean
+.PHONY: setup venv generate check-generated lint test test-python run bench bench-placement chaos clean
 
 ## setup: install Node dependencies (npm ci), once per package-lock change
 setup: $(SETUP_STAMP)
@@ -71,6 +71,10 @@ bench: setup
 ## chaos: a longer chaos run (kills, cancels, releases, a restart) with a report: make chaos SEED=3 DURATION=300
 chaos: setup
 	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) node bin/chaos.js
+
+## bench-placement: only the placement grid (claim+release at 10..10k machines × 0..1k waiters)
+bench-placement: setup
+	node bin/bench.js placement
 
 clean:
 	rm -rf node_modules .venv
