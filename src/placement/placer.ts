@@ -157,7 +157,7 @@ export class Placer {
   release(claimId: string, why = 'released'): boolean {
     const h = this.#held.get(claimId);
     if (!h || h.releasing) return false;
-    const reason = new BerthError('cancelled', `claim ${claimId} released (${why})`);
+    const reason = new BerthError('cancelled', why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`);
     const gate = this.releaseGate?.(claimId, reason);
     h.grant.lose(reason);
     if (!gate) return this.#give(claimId, h, why);
