@@ -123,7 +123,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], stuck: 0,
     leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
   };
-  const flags = { reconnectGrace: 15, grace: 1 };
+  const flags = { reconnectGrace: 30, grace: 1 };
   let server: TestServer = await startServer({ cpus: 2, gpuIds: [0], flags });
   const port = server.server.port;
   const address = `127.0.0.1:${port}`;
