@@ -2,7 +2,9 @@
  * WorkerHub: the workers attached over WorkerStream (SPEC W1–W5) and every call in flight.
  * Attaches on Hello (books join the placer), replaces on re-attach under the same name, leaves on
  * stream end, error or keepalive silence (books leave, calls fail at once with "went away"), and
- * starts calls on their claim's machine — a worker, or the engine host in-process.
+ * starts calls on their claim's machine — a worker, or the engine host in-process. It is the
+ * placer's release gate: a released claim's calls are stopped and its books come back only once
+ * their processes are gone (SPEC R5).
  */
 import type { Failure } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
