@@ -118,6 +118,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const between = (lo: number, hi: number) => lo + rnd() * (hi - lo);
   const tag = `chaos-${o.seed}-${process.pid}-${Date.now()}`;
   const started = Date.now();
+  let begun = started;
   const report: ChaosReport = {
     seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
     releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], stuck: 0,
@@ -128,6 +129,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const port = server.server.port;
   const address = `127.0.0.1:${port}`;
   const invariantErrors: string[] = [];
+  // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
+  const seen = new Map<string, { attached?: number; detached?: number }>();
+  const follow = (t: TestServer) => t.server.context.events.subscribe((e) => {
+    if (!e.machine || (e.kind !== 'worker_attached' && e.kind !== 'worker_detached')) return;
+    const m = seen.get(e.machine) ?? {};
+    m[e.kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
+    seen.set(e.machine, m);
+  });
+  follow(server);
   // One client for the whole run, across the restart: reconnects fast.
   const client = new PlacementServiceClient(address, credentials.createInsecure(), {
     'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000,
@@ -156,7 +166,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const name = codeName(code);
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
     if (err) report.samples[name] ??= `${kind}: ${err.details}`;
-    if (code === status.FAILED_PRECONDITION) log(`chaos: FAILED_PRECONDITION at +${Date.now() - begun} ms: ${kind}: ${err?.details}`);
+    if (code === status.FAILED_PRECONDITION) log(`chaos: FAILED_PRECONDITION at +${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`);
     if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
     else if (!EXPECTED.has(code) && report.unexpected.length < 20) report.unexpected.push(`${kind}: ${name} ${err?.details}`);
   };
@@ -281,11 +291,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     server.worker.close();
     await server.server.stop(300);
     server = await startServer({ cpus: 2, gpuIds: [0], flags: { ...flags, listen: address } });
+    follow(server);
     report.serverRestarts++;
   };
 
   // The schedule: operations keep `concurrency` in flight; kills and the restart at seeded times.
-  const begun = Date.now();
+  begun = Date.now();
   const end = begun + o.durationMs;
   const chaos: Promise<void>[] = [];
   const schedule = (at: number, f: () => Promise<void>) => chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
