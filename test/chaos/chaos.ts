@@ -46,6 +46,8 @@ export interface ChaosReport {
   samples: Record<string, string>;
   /** Answers no operation should ever get (INTERNAL, UNKNOWN, INVALID_ARGUMENT…), first 20. */
   unexpected: string[];
+  /** Each FAILED_PRECONDITION (first 10) with when each worker last attached and detached, ms into the run. */
+  failedPreconditions: string[];
   /** Operations still unanswered at their 60 s client deadline. */
   stuck: number;
   leftover: { invariantErrors: string[]; held: number; waiting: number; calls: number; notFull: string[]; processes: number[] };
@@ -121,7 +123,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   let begun = started;
   const report: ChaosReport = {
     seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
-    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], stuck: 0,
+    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], failedPreconditions: [], stuck: 0,
     leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
   };
   const flags = { reconnectGrace: 30, grace: 1 };
@@ -166,7 +168,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const name = codeName(code);
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
     if (err) report.samples[name] ??= `${kind}: ${err.details}`;
-    if (code === status.FAILED_PRECONDITION) log(`chaos: FAILED_PRECONDITION at +${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`);
+    if (code === status.FAILED_PRECONDITION) {
+      const why = `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`;
+      log(`chaos: FAILED_PRECONDITION at ${why}`);
+      if (report.failedPreconditions.length < 10) report.failedPreconditions.push(why);
+    }
     if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
     else if (!EXPECTED.has(code) && report.unexpected.length < 20) report.unexpected.push(`${kind}: ${name} ${err?.details}`);
   };
