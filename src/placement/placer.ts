@@ -40,10 +40,11 @@ interface Held {
 
 /**
  * When a released claim's resources may be granted again (SPEC R5): stops the runs inside claim
- * `claimId` with `reason` and returns a promise that resolves once their processes are gone, or
- * undefined when nothing runs inside it (the books are given back at once).
+ * `claimId` with `reason` (leaves them running when `reason` is undefined) and returns a promise
+ * that resolves once their processes are gone, or undefined when nothing runs inside it (the books
+ * are given back at once).
  */
-export type ReleaseGate = (claimId: string, reason: BerthError) => Promise<void> | undefined;
+export type ReleaseGate = (claimId: string, reason: BerthError | undefined) => Promise<void> | undefined;
 
 const same = (x: Amount, y: Amount) => x.cpus === y.cpus && x.gpus === y.gpus && x.ramMb === y.ramMb;
 
@@ -151,15 +152,16 @@ export class Placer {
   /**
    * Gives a claim back (SPEC P8, R5). Its lease ends now: `lost` aborts with CANCELLED "claim <id>
    * released (<why>)" and runs inside it are stopped; its books are given back (waking waiters it
-   * could serve) once `releaseGate` says their processes are gone. Idempotent: false when the id
+   * could serve) once `releaseGate` says their processes are gone. `keepRuns` (a drain, SPEC R3):
+   * the runs keep their grace and the books come back when they end. Idempotent: false when the id
    * holds nothing.
    */
-  release(claimId: string, why = 'released'): boolean {
+  release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
     const h = this.#held.get(claimId);
     if (!h || h.releasing) return false;
     const reason = new BerthError('cancelled', why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`);
-    const gate = this.releaseGate?.(claimId, reason);
-    h.grant.lose(reason);
+    const gate = this.releaseGate?.(claimId, opts.keepRuns ? undefined : reason);
+    if (!opts.keepRuns) h.grant.lose(reason);
     if (!gate) return this.#give(claimId, h, why);
     h.releasing = true;
     void gate.then(() => this.#give(claimId, h, why));

@@ -213,13 +213,16 @@ export class WorkerHub {
     return t;
   }
 
-  /** Release gate (SPEC R5): stops the calls inside `claimId`; resolves once their processes are gone. */
-  #stopClaim(claimId: string, reason: BerthError): Promise<void> | undefined {
+  /**
+   * Release gate (SPEC R5): stops the calls inside `claimId` with `reason` (none: they keep
+   * running, a drain's grace); resolves once their processes are gone.
+   */
+  #stopClaim(claimId: string, reason: BerthError | undefined): Promise<void> | undefined {
     const set = this.#inClaim.get(claimId);
     if (!set?.size) return undefined;
     const all = [...set];
     for (const t of all) {
-      if (t.rec && !t.rec.ended) {
+      if (reason && t.rec && !t.rec.ended) {
         t.rec.stop(reason);
         t.rec.fail(reason);
       }

@@ -108,6 +108,21 @@ describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
     expect(t.invariantErrors).toEqual([]);
   });
 
+  it('a drain ends the claim stream but the run inside it keeps the drain grace and completes (SPEC R3)', async () => {
+    const t = await startServer({ cpus: 2, gpuIds: [0] });
+    open.push(() => t.close());
+    const a = claim(t.placement, { cpus: 1, gpus: 1 });
+    const ga = await a.granted;
+    const r = run(t.placement, runRequest({ runId: 'drain', claimId: ga.claimId, argv: ['sh', '-c', 'echo started; sleep 1; echo done'] }));
+    await until(() => logLines(r).length > 0);
+    const stopped = t.server.stop(10_000);
+    expect((await a.ended)?.details).toContain('server is draining');
+    const o = await r.done;
+    expect(o.error).toBeNull();
+    expect(logLines(r)).toEqual(['started', 'done']);
+    await stopped;
+  });
+
   it('a half-closed claim stream ends the run inside it the same way, and its books come back once the process is gone', async () => {
     const t = await startServer({ cpus: 2, gpuIds: [0] });
     open.push(() => t.close());
