@@ -16,6 +16,7 @@ describe('chaos', () => {
     expect(r.unexpected).toEqual([]);
     expect(r.leftover).toEqual({ invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] });
     expect(r.stuck).toBe(0);
+    expect(r.runsOutlivingRelease).toBe(0);
     expect(r.leaks).toBe(0);
     // It did what it says: the chaos happened.
     expect(r.serverRestarts).toBe(1);

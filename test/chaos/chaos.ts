@@ -48,6 +48,8 @@ export interface ChaosReport {
   unexpected: string[];
   /** Each FAILED_PRECONDITION (first 10) with when each worker last attached and detached, ms into the run. */
   failedPreconditions: string[];
+  /** Runs inside a claim that ran to their end although the claim was released (SPEC R5); must be 0. */
+  runsOutlivingRelease: number;
   /** Operations still unanswered at their 60 s client deadline. */
   stuck: number;
   leftover: { invariantErrors: string[]; held: number; waiting: number; calls: number; notFull: string[]; processes: number[] };
@@ -123,7 +125,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   let begun = started;
   const report: ChaosReport = {
     seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
-    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], failedPreconditions: [], stuck: 0,
+    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], failedPreconditions: [], runsOutlivingRelease: 0, stuck: 0,
     leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
   };
   const flags = { reconnectGrace: 30, grace: 1 };
@@ -215,14 +217,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const c = claim(client, { cpus: 1, gpus: rnd() < 0.5 ? 1 : 0 });
       const g = await grantedWithin(c, 20_000);
       if (!g) return outcome('claim-run-release', await c.ended, t0);
-      const h = runWithDeadline(command(3, `cr${n}`, 'n', {}, g.claimId));
+      const h = runWithDeadline(command(5, `cr${n}`, 'n', {}, g.claimId));
       await until(() => h.responses.some((x) => x.kind?.$case === 'event'), between(50, 1500));
       const inFlight = h.responses.length > 0;
       c.call.write({ kind: { $case: 'release', value: {} } });
       c.call.end();
       if (inFlight) report.releasesWithRunsInFlight++;
-      outcome('claim-run-release', await c.ended, t0);
-      outcome('claim-run-release', (await h.done).error, t0);
+      const released = await c.ended;
+      outcome('claim-run-release', released, t0);
+      const ran = await h.done;
+      outcome('claim-run-release', ran.error, t0);
+      // SPEC R5: a 5 s run released within 1.5 s of its start must not run to its end.
+      if (inFlight && !released && !ran.error) report.runsOutlivingRelease++;
     } else if (r < 0.62) {
       count('claim-cancel');
       const c = claim(client, { cpus: 1, gpus: rnd() < 0.3 ? 1 : 0 });
@@ -355,7 +361,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   await server.server.stop(1000);
   for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL'); // never leave a process behind, even on failure
   const l = report.leftover;
-  report.leaks = invariantErrors.length + l.held + l.waiting + l.calls + l.notFull.length + l.processes.length + report.stuck;
+  report.leaks = report.runsOutlivingRelease + invariantErrors.length + l.held + l.waiting + l.calls + l.notFull.length + l.processes.length + report.stuck;
   report.wallMs = Date.now() - started;
   return report;
 }
@@ -370,6 +376,6 @@ export function formatReport(r: ChaosReport): string {
     `  answers by code: ${codes}`,
     ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
-    `  leaks: ${r.leaks} (invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
+    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
   ].join('\n');
 }
