@@ -4,6 +4,7 @@
  * worker slot waited for) waits for that placement and then follows the call it started, instead
  * of claiming again. Never two records for one id.
  */
+import { BerthError } from '../errors.js';
 import type { CallRecord } from './call-record.js';
 
 /** How a placement of a call id ended, as its followers see it. */
@@ -29,9 +30,9 @@ export class CallIds {
   /**
    * Resolves with the record of `callId` to follow: the one in flight in `calls`, the one another
    * Run is placing (once it started), or the one `place` starts for this Run. A namesake that ended
-   * but is still stopping is waited for first. When another Run's placement fails because its own
-   * caller went away, this Run places the call itself; when it fails otherwise (label, cancelled
-   * run, bad request), this Run fails the same way.
+   * but is still stopping is waited for first. When another Run's placement is cancelled (Cancel of
+   * the run), this Run ends the same way; when it fails otherwise (its caller went away, its claim
+   * id or ask was bad, its label missing), this Run places the call itself.
    * @throws what `place` throws, the other placement's error, or `signal.reason`.
    */
   async once<T extends { rec: CallRecord }>(callId: string, calls: ReadonlyMap<string, CallRecord>, signal: AbortSignal, place: () => Promise<T>): Promise<Once<T>> {
@@ -62,7 +63,8 @@ export class CallIds {
         settle({ rec: placed.rec });
         return { rec: placed.rec, placed };
       } catch (err) {
-        settle(signal.aborted ? { retry: true } : { err });
+        const cancelled = !signal.aborted && err instanceof BerthError && err.kind === 'cancelled';
+        settle(cancelled ? { err } : { retry: true });
         throw err;
       } finally {
         this.#placing.delete(callId);

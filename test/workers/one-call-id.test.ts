@@ -7,6 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
@@ -89,6 +90,25 @@ describe('one call id, one execution', () => {
     await until(async () => (await snapshot(t.placement)).held.length === 0);
     expect(snap.waiting).toEqual([]);
     expect((await snapshot(t.placement)).machines.find((m) => m.name === 'w1')?.free?.cpus).toBe(1);
+    expect(t.invariantErrors).toEqual([]);
+  });
+
+  it('Cancel of the run while its call is being placed ends both Runs CANCELLED; nothing is claimed again', async () => {
+    const t = await setup(1);
+    const blocker = claim(t.placement, { cpus: 1, label: 'w', policy: Policy.POLICY_REQUIRE });
+    await blocker.granted;
+    const req = runRequest({ runId: 'stop', flow: 'f', node: 'n', label: 'w', cpus: 1 });
+    const first = run(t.placement, req);
+    await until(async () => (await snapshot(t.placement)).waiting.some((w) => w.runId === 'stop'));
+    const second = run(t.placement, req);
+    await until(() => t.server.context.hub.ids.following('stop:f.n') === 1);
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => t.placement.cancel({ runId: 'stop' }, (e, r) => (e ? reject(e) : resolve(r))));
+    expect(counts).toEqual({ calls: 0, claims: 1 });
+    const [o1, o2] = await Promise.all([first.done, second.done]);
+    expect(o1.error?.code).toBe(status.CANCELLED);
+    expect(o2.error?.code).toBe(status.CANCELLED);
+    expect((await snapshot(t.placement)).waiting).toEqual([]);
+    await blocker.release();
     expect(t.invariantErrors).toEqual([]);
   });
 
