@@ -20,7 +20,7 @@ export function serveCommand(): Command {
     .option('--engine-name <name>', 'machine name of the engine host [env BERTH_ENGINE_NAME] (default engine)')
     .option('--engine-labels <a,b>', 'labels of the engine host [env BERTH_ENGINE_LABELS]')
     .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')
-    .option('--reconnect-grace <s>', 'seconds a detached worker label still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)')
+    .option('--reconnect-grace <s>', 'seconds a detached worker label (and, after the server starts, any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)')
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')

@@ -21,7 +21,10 @@ export class Lease implements Grant {
     readonly ask: NormalizedAsk,
   ) {}
 
-  /** Aborted with BerthError('unavailable', "worker <name> went away …") when the machine leaves. */
+  /**
+   * The lease is over: aborted with BerthError('unavailable', "worker <name> went away …") when the
+   * machine leaves, or BerthError('cancelled', "claim <id> released (…)") on release (SPEC R5).
+   */
   get lost(): AbortSignal {
     if (!this.#lost) {
       this.#lost = new AbortController();
@@ -30,7 +33,7 @@ export class Lease implements Grant {
     return this.#lost.signal;
   }
 
-  /** The machine left: `lost` aborts with `reason` (now, or when first read). */
+  /** The machine left or the claim was released: `lost` aborts with `reason` (now, or when first read). First call wins. */
   lose(reason: unknown): void {
     if (this.#gone) return;
     this.#gone = true;

@@ -7,7 +7,7 @@
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
@@ -17,11 +17,16 @@ import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import { WaitQueue, type WaitClass, type Waiter } from './waiting.js';
 
-/** Placer construction options. `reconnectGraceMs`: how long a detached label still counts (default 30 000). */
+/**
+ * Placer construction options. `reconnectGraceMs`: how long a detached label still counts (default
+ * 30 000); `restartGraceMs`: how long after construction any required label counts as coming back
+ * (a restarted server waiting for its workers to reconnect; default 0).
+ */
 export interface PlacerOptions {
   engine: MachineSpec;
   events: EventBus;
   reconnectGraceMs?: number;
+  restartGraceMs?: number;
   provisioners?: Provisioner[];
 }
 
@@ -29,7 +34,17 @@ interface Held {
   grant: Lease;
   entry: MachineEntry;
   since: number;
+  /** Released, its books kept until the runs inside it are gone (SPEC R5). */
+  releasing?: boolean;
 }
+
+/**
+ * When a released claim's resources may be granted again (SPEC R5): stops the runs inside claim
+ * `claimId` with `reason` (leaves them running when `reason` is undefined) and returns a promise
+ * that resolves once their processes are gone, or undefined when nothing runs inside it (the books
+ * are given back at once).
+ */
+export type ReleaseGate = (claimId: string, reason: BerthError | undefined) => Promise<void> | undefined;
 
 const same = (x: Amount, y: Amount) => x.cpus === y.cpus && x.gpus === y.gpus && x.ramMb === y.ramMb;
 
@@ -38,6 +53,8 @@ export class Placer {
   readonly machines = new MachineSet();
   readonly #events: EventBus;
   readonly #graceMs: number;
+  /** Until when (ms since the epoch) every required label counts as coming back (SPEC P3, issue 10 item 10). */
+  readonly #restartUntil: number;
   readonly provisioners: Provisioner[];
   readonly #queue = new WaitQueue();
   readonly #held = new Map<string, Held>();
@@ -50,10 +67,14 @@ export class Placer {
   readonly #woken = new Set<WaitClass>();
   #settling = false;
   #ids = 0;
+  /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
+  releaseGate?: ReleaseGate;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
+    this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
+    if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
     this.provisioners = opts.provisioners ?? [];
     this.machines.add({ ...opts.engine, remote: false });
   }
@@ -127,15 +148,34 @@ export class Placer {
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = queuedInfo(this.machines, claimId, ask, w.cls.amount, this.#queue.size);
+      const until = this.#comingBackUntil(ask);
+      if (until) info.detail += `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ${Math.ceil((until - Date.now()) / 1000)} s left)`;
       this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
       opts.onQueued?.(info);
     });
   }
 
-  /** Gives a claim back (SPEC P8). Idempotent: false when the id holds nothing. Wakes waiters it could serve. */
-  release(claimId: string, why = 'released'): boolean {
+  /**
+   * Gives a claim back (SPEC P8, R5). Its lease ends now: `lost` aborts with CANCELLED "claim <id>
+   * released (<why>)" and runs inside it are stopped; its books are given back (waking waiters it
+   * could serve) once `releaseGate` says their processes are gone. `keepRuns` (a drain, SPEC R3):
+   * the runs keep their grace and the books come back when they end. Idempotent: false when the id
+   * holds nothing.
+   */
+  release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
     const h = this.#held.get(claimId);
-    if (!h) return false;
+    if (!h || h.releasing) return false;
+    const reason = new BerthError('cancelled', why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`);
+    const gate = this.releaseGate?.(claimId, opts.keepRuns ? undefined : reason);
+    if (!opts.keepRuns) h.grant.lose(reason);
+    if (!gate) return this.#give(claimId, h, why);
+    h.releasing = true;
+    void gate.then(() => this.#give(claimId, h, why));
+    return true;
+  }
+
+  #give(claimId: string, h: Held, why: string): boolean {
+    if (this.#held.get(claimId) !== h) return false; // its machine left meanwhile, books and all
     this.#held.delete(claimId);
     this.machines.give(h.entry, claimId);
     this.#changed.add(h.entry);
@@ -145,9 +185,10 @@ export class Placer {
     return true;
   }
 
-  /** The held claim `claimId`, if any. */
+  /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
-    return this.#held.get(claimId)?.grant;
+    const h = this.#held.get(claimId);
+    return h && !h.releasing ? h.grant : undefined;
   }
 
   /** Abandons the waiting claims of `runId` (Cancel); returns how many. */
@@ -192,9 +233,20 @@ export class Placer {
   #checkLabel(ask: NormalizedAsk): void {
     if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
     if (this.provisioners.some((p) => p.covers(ask))) return;
-    const gone = this.#detachedLabels.get(ask.label);
-    if (gone !== undefined && Date.now() - gone <= this.#graceMs) return;
+    if (this.#comingBackUntil(ask) >= Date.now()) return;
     throw new BerthError('failed_precondition', `no machine carries label '${ask.label}' and no provisioner can start one`);
+  }
+
+  /**
+   * For a required label no machine carries, until when its workers count as coming back: the
+   * reconnect grace after its last machine left, or the restart grace after the placer started.
+   * 0 when the label is carried, not required, or covered by a provisioner.
+   */
+  #comingBackUntil(ask: NormalizedAsk): number {
+    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return 0;
+    if (this.provisioners.some((p) => p.covers(ask))) return 0;
+    const gone = this.#detachedLabels.get(ask.label);
+    return Math.max(gone === undefined ? 0 : gone + this.#graceMs, this.#restartUntil);
   }
 
   /**
@@ -317,7 +369,8 @@ export class Placer {
   }
 
   /**
-   * Fails waiters requiring a label whose machines left longer ago than the reconnect grace. A
+   * Fails waiters requiring a label whose machines left longer ago than the reconnect grace (or,
+   * never seen, once the restart grace is over). A
    * timer may fire a little before the grace has passed by the wall clock (the event loop's
    * clock lags); such labels are checked again when their grace ends.
    */
@@ -330,8 +383,8 @@ export class Placer {
         for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
         continue;
       }
-      const gone = requires(cls.ask) && !this.machines.hasLabel(cls.ask.label) ? this.#detachedLabels.get(cls.ask.label) : undefined;
-      if (gone !== undefined) again = Math.min(again, gone + this.#graceMs + 1 - Date.now());
+      const until = this.#comingBackUntil(cls.ask); // reconnect or restart grace (0: carried or covered)
+      if (until > 0) again = Math.min(again, until + 1 - Date.now());
     }
     if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }

@@ -53,7 +53,10 @@ export interface Grant {
   /** A preferred label could not be honoured (SPEC P4). */
   fellBack: boolean;
   ask: NormalizedAsk;
-  /** Aborted with BerthError('unavailable', "worker <name> went away …") when the machine leaves. */
+  /**
+   * The lease is over: aborted with BerthError('unavailable', "worker <name> went away …") when the
+   * machine leaves, or BerthError('cancelled', "claim <id> released (…)") on release (SPEC R5).
+   */
   lost: AbortSignal;
 }
 

@@ -82,6 +82,7 @@ export class BerthServer {
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
       reconnectGraceMs: options.reconnectGrace * 1000,
+      restartGraceMs: options.reconnectGrace * 1000, // workers reconnecting after a restart (issue 10 item 10)
       provisioners: deps.provisioners,
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });

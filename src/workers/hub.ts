@@ -2,7 +2,9 @@
  * WorkerHub: the workers attached over WorkerStream (SPEC W1–W5) and every call in flight.
  * Attaches on Hello (books join the placer), replaces on re-attach under the same name, leaves on
  * stream end, error or keepalive silence (books leave, calls fail at once with "went away"), and
- * starts calls on their claim's machine — a worker, or the engine host in-process.
+ * starts calls on their claim's machine — a worker, or the engine host in-process. It is the
+ * placer's release gate: a released claim's calls are stopped and its books come back only once
+ * their processes are gone (SPEC R5).
  */
 import type { Failure } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
@@ -11,10 +13,18 @@ import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import type { Grant } from '../placement/types.js';
 import type { AttachedWorker, CallSpec } from './attached.js';
+import { CallIds } from './call-ids.js';
 import type { CallRecord } from './call-record.js';
 import { EngineRunner } from './engine-runner.js';
 
 export type { CallSpec } from './attached.js';
+
+/** A call started (`rec`) or starting inside a claim; `gone` resolves once its process is gone. */
+interface InClaim {
+  rec?: CallRecord;
+  gone: Promise<void>;
+  done(): void;
+}
 
 /** Why a worker's stream was ended when a newer stream attached under its name (SPEC W1). */
 export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
@@ -38,12 +48,17 @@ export interface HubOptions {
 export class WorkerHub {
   readonly workers = new Map<string, AttachedWorker>();
   readonly calls = new Map<string, CallRecord>();
+  /** Call ids being placed: one call id, one execution. */
+  readonly ids = new CallIds();
   readonly #engine: EngineRunner;
   /** Calls holding their claim but waiting for a worker slot (SPEC W4); Cancel reaches them too. */
   readonly #waitingForSlot = new Set<{ runId: string; abort: AbortController }>();
+  /** Calls started or starting inside each claim, until their processes are gone (SPEC R5). */
+  readonly #inClaim = new Map<string, Set<InClaim>>();
 
   constructor(readonly o: HubOptions) {
     this.#engine = new EngineRunner(o.engineName, o.graceMs);
+    o.placer.releaseGate = (claimId, reason) => this.#stopClaim(claimId, reason);
   }
 
   /** How long a worker may stay silent before it is dropped: 3 heartbeats and a second. */
@@ -84,25 +99,42 @@ export class WorkerHub {
   /**
    * Starts a call inside `grant` on its machine: on a worker after taking one of its slots
    * (SPEC W4: the claim is already held, so the two never deadlock), or on the engine host.
+   * The call is bound to the claim's lease: releasing the claim stops it, and the claim's books
+   * are given back only once its process is gone (SPEC R5).
    * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
-   *   `signal.reason` if it aborts while waiting for a slot.
+   *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot.
    */
   async start(spec: CallSpec, grant: Grant, signal: AbortSignal): Promise<CallRecord> {
     const a = grant.allocation;
     const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+    const lease = AbortSignal.any([signal, grant.lost]);
+    lease.throwIfAborted();
+    const held = this.#track(grant.claimId);
     let rec: CallRecord;
-    if (!grant.remote) {
-      rec = this.#engine.start(spec, allocation);
-    } else {
-      const w = this.workers.get(grant.machine);
-      if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
-      const waiting = { runId: spec.runId, abort: new AbortController() };
-      this.#waitingForSlot.add(waiting);
-      try {
-        rec = await w.startCall(spec, allocation, AbortSignal.any([signal, waiting.abort.signal]));
-      } finally {
-        this.#waitingForSlot.delete(waiting);
+    try {
+      if (!grant.remote) {
+        rec = this.#engine.start(spec, allocation);
+      } else {
+        const w = this.workers.get(grant.machine);
+        if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
+        const waiting = { runId: spec.runId, abort: new AbortController() };
+        this.#waitingForSlot.add(waiting);
+        try {
+          rec = await w.startCall(spec, allocation, AbortSignal.any([lease, waiting.abort.signal]));
+        } finally {
+          this.#waitingForSlot.delete(waiting);
+        }
       }
+    } catch (err) {
+      held.done();
+      throw err;
+    }
+    held.rec = rec;
+    void rec.settled.then(held.done);
+    if (grant.lost.aborted) {
+      const why = grant.lost.reason as BerthError; // released while the call was being sent
+      rec.stop(why);
+      rec.fail(why);
     }
     this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
@@ -161,6 +193,41 @@ export class WorkerHub {
   /** SIGKILLs the engine host's running calls' process groups now (synchronous; second signal). */
   killNow(): void {
     this.#engine.killNow();
+  }
+
+  /** Registers a call starting inside `claimId`; `done()` once it failed to start or its process is gone. */
+  #track(claimId: string): InClaim {
+    let set = this.#inClaim.get(claimId);
+    if (!set) this.#inClaim.set(claimId, (set = new Set()));
+    let resolve!: () => void;
+    const gone = new Promise<void>((r) => (resolve = r));
+    const t: InClaim = {
+      gone,
+      done: () => {
+        set.delete(t);
+        if (set.size === 0 && this.#inClaim.get(claimId) === set) this.#inClaim.delete(claimId);
+        resolve();
+      },
+    };
+    set.add(t);
+    return t;
+  }
+
+  /**
+   * Release gate (SPEC R5): stops the calls inside `claimId` with `reason` (none: they keep
+   * running, a drain's grace); resolves once their processes are gone.
+   */
+  #stopClaim(claimId: string, reason: BerthError | undefined): Promise<void> | undefined {
+    const set = this.#inClaim.get(claimId);
+    if (!set?.size) return undefined;
+    const all = [...set];
+    for (const t of all) {
+      if (reason && t.rec && !t.rec.ended) {
+        t.rec.stop(reason);
+        t.rec.fail(reason);
+      }
+    }
+    return Promise.all(all.map((t) => t.gone)).then(() => undefined);
   }
 
   #forget(w: AttachedWorker): void {

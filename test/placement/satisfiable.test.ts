@@ -50,7 +50,7 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
   });
 
   it('a required label no machine carries fails at once with FAILED_PRECONDITION naming it', async () => {
-    t = await startServer({ cpus: 4 });
+    t = await startServer({ cpus: 4, flags: { reconnectGrace: 0 } });
     const err = await satisfiable(t.placement, { label: 'tpu', policy: 2 }).catch((e: ServiceError) => e);
     expect((err as ServiceError).code).toBe(status.FAILED_PRECONDITION);
     expect((err as ServiceError).details).toContain("'tpu'");

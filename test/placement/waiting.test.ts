@@ -94,7 +94,7 @@ describe('waiting that says so (SPEC P6, P7)', () => {
   });
 
   it('no head-of-line blocking across machines: a claim waiting for the engine does not hold up one a worker can grant', async () => {
-    t = await startServer({ cpus: 2 });
+    t = await startServer({ cpus: 2, flags: { reconnectGrace: 0 } }); // an unknown label fails at once
     const w = fakeWorker(t.worker, 'w1', { cpus: 2 }, ['cpu']);
     await w.welcomed;
     const a = claim(t.placement, { cpus: 2 });

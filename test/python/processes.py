@@ -75,7 +75,7 @@ class BerthProcess:
 
 def start_server(*flags: str) -> tuple[BerthProcess, str]:
     """`berth serve --listen 127.0.0.1:0 FLAGS` → (process, "127.0.0.1:PORT") once it logs "berth serving"."""
-    server = BerthProcess(["serve", "--listen", "127.0.0.1:0", "--grace", "1", *flags])
+    server = BerthProcess(["serve", "--listen", "127.0.0.1:0", "--grace", "1", "--reconnect-grace", "0", *flags])
     line = server.wait_for_line('"msg":"berth serving"')
     return server, str(json.loads(line)["address"])
 

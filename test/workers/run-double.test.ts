@@ -14,8 +14,8 @@ afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
 });
 
-async function server(): Promise<TestServer> {
-  const s = await startServer({ cpus: 2 });
+async function server(flags: Record<string, unknown> = {}): Promise<TestServer> {
+  const s = await startServer({ cpus: 2, flags });
   open.push(() => s.close());
   return s;
 }
@@ -96,8 +96,8 @@ describe('Run on a remote worker (test double)', () => {
     w.failure({ callId, type: 'Cancelled', message: cancel.reason, traceback: '' });
   });
 
-  it('7: a required label no worker carries fails at once naming it; Compile against it is "not checked"', async () => {
-    const s = await server();
+  it('7: a required label no worker carries fails at once naming it (no restart grace); Compile against it is "not checked"', async () => {
+    const s = await server({ reconnectGrace: 0 });
     await worker(s, 'gpu1');
     const started = Date.now();
     const o = await run(s.placement, runRequest({ label: 'tpu' })).done;

@@ -73,7 +73,9 @@ export function claimHandler(ctx: ServerContext) {
       }
       throw unexpected(next);
     } finally {
-      ctx.placer.release(grant.claimId, signal.aborted ? 'stream ended' : 'released');
+      // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
+      const draining = signal.aborted && ctx.drain.aborted;
+      ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', { keepRuns: draining });
     }
   });
 }

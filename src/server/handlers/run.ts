@@ -1,10 +1,11 @@
 /**
  * Run RPC: one call of a node (SPEC "The contract", W2–W4). Inside a held claim (`claim_id`: its
  * machine and allocation) or as place → run → release (an ask). Streams Started, the call's
- * events in order, then exactly one Result or Failure; a second in-flight Run with the same call
- * id `<run_id>:<flow>.<node>` joins the first. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
- * (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"), DEADLINE_EXCEEDED (timeout_ms, the
- * worker is sent a Cancel), CANCELLED.
+ * events in order, then exactly one Result or Failure. One call id `<run_id>:<flow>.<node>`, one
+ * execution: a Run whose call id is in flight or being placed follows that call (CallIds). A Run
+ * inside a claim ends CANCELLED "claim <id> released" when the claim is released (SPEC R5). Errors:
+ * INVALID_ARGUMENT, FAILED_PRECONDITION (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"),
+ * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED.
  */
 import { z } from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
@@ -34,38 +35,36 @@ export function runHandler(ctx: ServerContext) {
     }
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
-    const joined = ctx.hub.calls.get(callId);
-    if (joined && !joined.ended) {
-      scope.keepThroughDrain();
-      return follow(joined, sink, signal);
-    }
-    toTask(callId, undefined, req.payload); // validate the payload before anything is claimed
-    if (joined) await settledOr(joined, signal); // a cancelled namesake is still stopping: let it finish first
-    let grant: Grant;
-    let own = false;
-    if (req.placement?.$case === 'claimId') {
-      const g = ctx.placer.get(req.placement.value);
-      if (!g) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(req.placement.value)}`);
-      grant = g;
-    } else {
-      if (!req.placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
-      const ask = normalizeAsk(req.placement.value, 'ask');
-      grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
-      own = true;
-    }
-    let rec: CallRecord | undefined;
-    try {
-      const again = ctx.hub.calls.get(callId); // one started while this Run waited for its claim
-      if (again && !again.ended) {
-        scope.keepThroughDrain();
-        return await follow(again, sink, signal);
+    toTask(callId, undefined, req.payload); // validate the payload before anything is claimed or followed
+    const placement = req.placement;
+    if (!placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
+    const ask = placement.$case === 'ask' ? normalizeAsk(placement.value, 'ask') : undefined;
+
+    // One call id, one execution: follow the call in flight, or the one being placed, else place it.
+    const got = await ctx.hub.ids.once(callId, ctx.hub.calls, signal, async () => {
+      let grant: Grant;
+      if (!ask) {
+        const g = ctx.placer.get(placement.value as string);
+        if (!g) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
+        grant = g;
+      } else {
+        grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
       }
-      signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-      const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, AbortSignal.any([signal, grant.lost]));
-      rec = r;
-      scope.keepThroughDrain();
-      const onLost = () => r.fail(grant.lost.reason as BerthError);
+      try {
+        signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
+        return { rec: await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, signal), grant };
+      } catch (err) {
+        if (ask) ctx.placer.release(grant.claimId, 'run ended');
+        throw err;
+      }
+    });
+    scope.keepThroughDrain();
+    if (!got.placed) return follow(got.rec, sink, signal);
+    const { rec: r, grant } = got.placed;
+    const onLost = () => r.fail(grant.lost.reason as BerthError);
+    try {
       grant.lost.addEventListener('abort', onLost, { once: true });
+      if (grant.lost.aborted) onLost();
       ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });
       const timer = req.timeoutMs > 0 ? setTimeout(() => {
         const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
@@ -80,31 +79,16 @@ export function runHandler(ctx: ServerContext) {
         throw err;
       } finally {
         clearTimeout(timer);
-        grant.lost.removeEventListener('abort', onLost);
       }
     } finally {
-      if (own) {
-        const id = grant.claimId;
-        // The claim is given back once the machine is really done (a cancelled process may take its grace).
-        if (rec) void rec.settled.then(() => ctx.placer.release(id, 'run ended'));
-        else ctx.placer.release(id, 'run ended');
-      }
+      grant.lost.removeEventListener('abort', onLost);
+      // A claim this Run placed is given back once the machine is really done with the call (a
+      // cancelled process may take its grace; Runs that joined may still follow it).
+      if (ask) void r.settled.then(() => ctx.placer.release(grant.claimId, 'run ended'));
     }
   }
 }
 
-/** Resolves when `rec` is settled; rejects with `signal.reason` if the caller goes away first. */
-function settledOr(rec: CallRecord, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    void rec.settled.then(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    });
-  });
-}
 
 /**
  * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is

@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// `make chaos`: a longer chaos run (test/chaos/chaos.ts) against the real server, real `berth worker`
+// agents and client processes. SEED (default 1), DURATION in seconds (default 120), CONCURRENCY
+// (default 6). Prints the report and writes it as JSON to test-results/chaos/seed-<seed>-<time>.json;
+// exits 1 when anything leaked or an answer was unexpected.
+import { register } from 'tsx/esm/api';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+register();
+const { formatReport, runChaos } = await import('../test/chaos/chaos.ts');
+const num = (name, dflt) => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  if (!/^\d+$/.test(v)) {
+    console.error(`chaos: ${name} must be a whole number (got ${JSON.stringify(v)})`);
+    process.exit(2);
+  }
+  return Number(v);
+};
+const seed = num('SEED', 1);
+const durationS = num('DURATION', 120);
+const concurrency = num('CONCURRENCY', 6);
+const report = await runChaos({ seed, durationMs: durationS * 1000, concurrency, log: (l) => console.log(l) });
+console.log(formatReport(report));
+const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results', 'chaos');
+mkdirSync(dir, { recursive: true });
+const file = join(dir, `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(file, JSON.stringify({ command: `make chaos SEED=${seed} DURATION=${durationS} CONCURRENCY=${concurrency}`, ...report }, null, 2) + '\n');
+console.log(`report: ${file}`);
+process.exit(report.leaks === 0 && report.unexpected.length === 0 ? 0 : 1);

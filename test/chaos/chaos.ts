@@ -1,0 +1,381 @@
+/**
+ * The chaos driver (SPEC R4, R5, P8): a real server on loopback with real `berth worker` agents and
+ * client processes, driven by a seeded PRNG for `durationMs` — Runs (some placed by an ask, some
+ * inside a claim released while they run, some with one call id twice, some past their timeout),
+ * claims cancelled or half-closed, Cancel of runs in flight, callers going away — while agents and
+ * client processes are SIGKILLed and the server restarts once on the same port. The books
+ * invariant is checked after every event (test/support/server.ts); at the end the books must be
+ * full, nothing may wait or run, and no command process may be left (found in /proc by the
+ * BERTH_CHAOS=<tag> in its environment). Returns a report; `leaks` must be 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { PlacementServiceClient, type RunRequest } from '../../generated/ts/berth/v1/placement.js';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { claim } from '../support/claims.js';
+import { ROOT, spawnBerth, waitForLine } from '../support/cli.js';
+import { run, type RunOutcome } from '../support/run-client.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+
+/** Chaos settings. Units: ms. */
+export interface ChaosOptions {
+  seed: number;
+  /** How long operations are started for (the end checks come after). */
+  durationMs: number;
+  /** Operations in flight at once (default 6). */
+  concurrency?: number;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+/** What a chaos run did and what it found. `leaks` is the sum of everything left over; it must be 0. */
+export interface ChaosReport {
+  seed: number;
+  durationMs: number;
+  wallMs: number;
+  operations: number;
+  byKind: Record<string, number>;
+  kills: { workers: number; clients: number };
+  serverRestarts: number;
+  releasesWithRunsInFlight: number;
+  cancels: number;
+  errorsByCode: Record<string, number>;
+  /** The first message seen per status code other than OK (what the answers said). */
+  samples: Record<string, string>;
+  /** Answers no operation should ever get (INTERNAL, UNKNOWN, INVALID_ARGUMENT…), first 20. */
+  unexpected: string[];
+  /** Each FAILED_PRECONDITION (first 10) with when each worker last attached and detached, ms into the run. */
+  failedPreconditions: string[];
+  /** Runs inside a claim that ran to their end although the claim was released (SPEC R5); must be 0. */
+  runsOutlivingRelease: number;
+  /** Operations still unanswered at their 60 s client deadline. */
+  stuck: number;
+  leftover: { invariantErrors: string[]; held: number; waiting: number; calls: number; notFull: string[]; processes: number[] };
+  leaks: number;
+}
+
+const WORKERS = [
+  { name: 'cw1', args: ['--labels', 'gpu', '--cpus', '2', '--gpus', '0,1'] },
+  { name: 'cw2', args: ['--labels', 'cpu', '--cpus', '2', '--gpus', ''] },
+];
+const OP_DEADLINE_MS = 60_000;
+const EXPECTED = new Set([status.OK, status.CANCELLED, status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
+
+/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Pids of live processes whose environment holds BERTH_CHAOS=<tag> (zombies do not count). */
+export function taggedProcesses(tag: string): number[] {
+  const needle = `BERTH_CHAOS=${tag}\0`;
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (!readFileSync(`/proc/${name}/environ`, 'latin1').includes(needle)) continue;
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${name}/stat`, 'utf8'))) continue;
+      pids.push(Number(name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      if (await cond()) return true;
+    } catch {
+      // server restarting: try again
+    }
+    if (Date.now() > end) return false;
+    await sleep(100);
+  }
+}
+const codeName = (code: number) => status[code] ?? String(code);
+
+/** The grant of `c`, or undefined when its stream ended first or after `ms` (the claim is then cancelled). */
+async function grantedWithin(c: ReturnType<typeof claim>, ms: number) {
+  const g = await Promise.race([c.granted.catch(() => undefined), sleep(ms).then(() => undefined)]);
+  if (!g) c.call.cancel();
+  return g;
+}
+
+/** Runs chaos as `o` says and returns the report (it never throws for what it finds: read `leaks`). */
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const log = o.log ?? (() => undefined);
+  const rnd = prng(o.seed);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)];
+  const between = (lo: number, hi: number) => lo + rnd() * (hi - lo);
+  const tag = `chaos-${o.seed}-${process.pid}-${Date.now()}`;
+  const started = Date.now();
+  let begun = started;
+  const report: ChaosReport = {
+    seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
+    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], failedPreconditions: [], runsOutlivingRelease: 0, stuck: 0,
+    leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
+  };
+  const flags = { reconnectGrace: 30, grace: 1 };
+  let server: TestServer = await startServer({ cpus: 2, gpuIds: [0], flags });
+  const port = server.server.port;
+  const address = `127.0.0.1:${port}`;
+  const invariantErrors: string[] = [];
+  // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
+  const seen = new Map<string, { attached?: number; detached?: number }>();
+  const follow = (t: TestServer) => t.server.context.events.subscribe((e) => {
+    if (!e.machine || (e.kind !== 'worker_attached' && e.kind !== 'worker_detached')) return;
+    const m = seen.get(e.machine) ?? {};
+    m[e.kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
+    seen.set(e.machine, m);
+  });
+  follow(server);
+  // One client for the whole run, across the restart: reconnects fast.
+  const client = new PlacementServiceClient(address, credentials.createInsecure(), {
+    'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000,
+  });
+
+  // Workers: real agents, SIGKILLed and started again under the same name.
+  const agents = new Map<string, ChildProcess>();
+  const startAgent = (w: (typeof WORKERS)[number]) => {
+    const child = spawnBerth(['worker', '--server', address, '--name', w.name, ...w.args, '--grace', '2', '--log-level', 'info']);
+    child.stdout?.resume();
+    child.stderr?.resume();
+    agents.set(w.name, child);
+    return child;
+  };
+  const attached = (names: string[]) => until(async () => {
+    const s = await snapshot(client);
+    return names.every((n) => s.machines.some((m) => m.name === n));
+  }, 30_000);
+  for (const w of WORKERS) void waitForLine(startAgent(w), /attached to server/).catch(() => undefined);
+  await attached(WORKERS.map((w) => w.name));
+  log(`chaos seed ${o.seed}: server on ${address}, ${WORKERS.length} workers attached`);
+
+  const count = (kind: string) => (report.byKind[kind] = (report.byKind[kind] ?? 0) + 1);
+  const outcome = (kind: string, err: ServiceError | null, t0: number) => {
+    const code = err ? err.code : status.OK;
+    const name = codeName(code);
+    report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
+    if (err) report.samples[name] ??= `${kind}: ${err.details}`;
+    if (code === status.FAILED_PRECONDITION) {
+      const why = `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`;
+      log(`chaos: FAILED_PRECONDITION at ${why}`);
+      if (report.failedPreconditions.length < 10) report.failedPreconditions.push(why);
+    }
+    if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
+    else if (!EXPECTED.has(code) && report.unexpected.length < 20) report.unexpected.push(`${kind}: ${name} ${err?.details}`);
+  };
+  const deadline = () => ({ deadline: Date.now() + OP_DEADLINE_MS });
+  const command = (sleepS: number, runId: string, node: string, a: { gpus?: number; label?: string; require?: boolean } = {}, claimId?: string): RunRequest => ({
+    placement: claimId
+      ? { $case: 'claimId', value: claimId }
+      : { $case: 'ask', value: { cpus: 1, gpus: a.gpus ?? 0, label: a.label ?? '', policy: a.require ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } },
+    payload: { $case: 'command', value: { argv: ['sh', '-c', `echo $CUDA_VISIBLE_DEVICES; sleep ${sleepS.toFixed(2)}`], env: { BERTH_CHAOS: tag }, cwd: '' } },
+    runId, flow: 'chaos', node, timeoutMs: 0,
+  });
+  const runWithDeadline = (req: RunRequest) => {
+    const call = client.run(req, deadline());
+    const responses: RunOutcome['responses'] = [];
+    call.on('data', (r) => responses.push(r));
+    const done = new Promise<RunOutcome>((resolve) => {
+      call.on('error', (e: ServiceError) => resolve({ responses, error: e }));
+      call.on('status', (s) => s.code === 0 && resolve({ responses, error: null }));
+    });
+    return { responses, done, cancel: () => call.cancel() };
+  };
+  let ids = 0;
+
+  /** One random operation; resolves when every stream it opened has ended. */
+  const operation = async (): Promise<void> => {
+    const n = ++ids;
+    const r = rnd();
+    const t0 = Date.now();
+    if (r < 0.3) {
+      count('run');
+      const a = pick([{}, { gpus: 1 }, { label: 'gpu', gpus: 1, require: true }, { label: 'cpu', require: true }, { label: 'cpu' }]);
+      const o1 = await runWithDeadline(command(between(0.05, 0.6), `r${n}`, 'n', a)).done;
+      outcome('run', o1.error, t0);
+    } else if (r < 0.36) {
+      count('run-timeout');
+      const req = { ...command(2, `t${n}`, 'n'), timeoutMs: Math.round(between(100, 400)) };
+      outcome('run-timeout', (await runWithDeadline(req).done).error, t0);
+    } else if (r < 0.52) {
+      count('claim-run-release');
+      const c = claim(client, { cpus: 1, gpus: rnd() < 0.5 ? 1 : 0 });
+      const g = await grantedWithin(c, 20_000);
+      if (!g) return outcome('claim-run-release', await c.ended, t0);
+      const h = runWithDeadline(command(5, `cr${n}`, 'n', {}, g.claimId));
+      await until(() => h.responses.some((x) => x.kind?.$case === 'event'), between(50, 1500));
+      const inFlight = h.responses.length > 0;
+      c.call.write({ kind: { $case: 'release', value: {} } });
+      c.call.end();
+      if (inFlight) report.releasesWithRunsInFlight++;
+      const released = await c.ended;
+      outcome('claim-run-release', released, t0);
+      const ran = await h.done;
+      outcome('claim-run-release', ran.error, t0);
+      // SPEC R5: a 5 s run released within 1.5 s of its start must not run to its end.
+      if (inFlight && !released && !ran.error) report.runsOutlivingRelease++;
+    } else if (r < 0.62) {
+      count('claim-cancel');
+      const c = claim(client, { cpus: 1, gpus: rnd() < 0.3 ? 1 : 0 });
+      await Promise.race([c.granted.catch(() => undefined), sleep(between(0, 300))]);
+      c.call.cancel();
+      await c.ended;
+      outcome('claim-cancel', null, t0);
+    } else if (r < 0.67) {
+      count('claim-half-close');
+      const c = claim(client, { cpus: 1 });
+      await grantedWithin(c, 20_000);
+      c.call.end();
+      outcome('claim-half-close', await c.ended, t0);
+    } else if (r < 0.77) {
+      count('cancel-run');
+      const h = runWithDeadline(command(2, `k${n}`, 'n'));
+      await sleep(between(20, 600));
+      report.cancels++;
+      await new Promise<void>((resolve) => client.cancel({ runId: `k${n}` }, new Metadata(), deadline(), (err) => {
+        outcome('cancel-rpc', err, t0);
+        resolve();
+      }));
+      outcome('cancel-run', (await h.done).error, t0);
+    } else if (r < 0.87) {
+      count('same-call-id');
+      const req = command(between(0.1, 0.5), `d${n}`, 'twice', pick([{}, { label: 'cpu', require: true }]));
+      const [a, b] = await Promise.all([runWithDeadline(req).done, runWithDeadline(req).done]);
+      outcome('same-call-id', a.error, t0);
+      outcome('same-call-id', b.error, t0);
+    } else {
+      count('caller-gone');
+      const h = runWithDeadline(command(2, `g${n}`, 'n', pick([{}, { label: 'cpu', require: true }])));
+      await sleep(between(20, 800));
+      h.cancel();
+      await h.done;
+      outcome('caller-gone', null, t0);
+    }
+  };
+
+  // Client processes, SIGKILLed while they hold a claim with a Run inside it.
+  const clientProcs = new Set<ChildProcess>();
+  const clientKill = async (): Promise<void> => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+    clientProcs.add(child);
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    const running = new Promise<void>((r) => child.stdout?.on('data', (d: Buffer) => d.toString().includes('running') && r()));
+    await Promise.race([running, exited, sleep(between(1500, 4000))]);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      report.kills.clients++;
+    }
+    await exited;
+    clientProcs.delete(child);
+  };
+  const workerKill = async (): Promise<void> => {
+    const w = pick(WORKERS);
+    const child = agents.get(w.name);
+    if (!child || child.exitCode !== null || child.signalCode !== null || child.killed) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGKILL');
+    report.kills.workers++;
+    log(`chaos: worker ${w.name} killed at +${Date.now() - begun} ms`);
+    await exited;
+    await sleep(between(200, 1500));
+    startAgent(w);
+    log(`chaos: worker ${w.name} started again at +${Date.now() - begun} ms`);
+  };
+  const restart = async (): Promise<void> => {
+    log(`chaos: server restart at +${Date.now() - begun} ms`);
+    invariantErrors.push(...server.invariantErrors);
+    server.placement.close();
+    server.worker.close();
+    await server.server.stop(300);
+    server = await startServer({ cpus: 2, gpuIds: [0], flags: { ...flags, listen: address } });
+    follow(server);
+    report.serverRestarts++;
+  };
+
+  // The schedule: operations keep `concurrency` in flight; kills and the restart at seeded times.
+  begun = Date.now();
+  const end = begun + o.durationMs;
+  const chaos: Promise<void>[] = [];
+  const schedule = (at: number, f: () => Promise<void>) => chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
+  schedule(begun + o.durationMs * between(0.4, 0.6), restart);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++) schedule(begun + between(0.05, 0.95) * o.durationMs, workerKill);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++) schedule(begun + between(0.05, 0.9) * o.durationMs, clientKill);
+  const lanes = Array.from({ length: o.concurrency ?? 6 }, async () => {
+    while (Date.now() < end) {
+      const t0 = Date.now();
+      report.operations++;
+      await operation().catch((err: unknown) => report.unexpected.length < 20 && report.unexpected.push(`driver: ${String(err)}`));
+      if (Date.now() - t0 < 50) await sleep(100); // a server restarting answers at once: do not spin
+    }
+  });
+  await Promise.all([...lanes, ...chaos]);
+  log(`chaos: ${report.operations} operations done; checking the books`);
+
+  // The end: client processes gone, every worker back, then nothing may be held, wait or run.
+  for (const c of clientProcs) c.kill('SIGKILL');
+  for (const w of WORKERS) {
+    const c = agents.get(w.name);
+    if (!c || c.exitCode !== null || c.signalCode !== null) startAgent(w);
+  }
+  await attached(WORKERS.map((w) => w.name));
+  const settled = await until(async () => {
+    const s = await snapshot(client);
+    return s.held.length === 0 && s.waiting.length === 0 && s.calls.length === 0
+      && s.machines.every((m) => m.free!.cpus === m.total!.cpus && m.free!.gpus === m.total!.gpuIds.length);
+  }, 20_000);
+  const s = await snapshot(client);
+  report.leftover.held = s.held.length;
+  report.leftover.waiting = s.waiting.length;
+  report.leftover.calls = s.calls.length;
+  report.leftover.notFull = s.machines.filter((m) => m.free!.cpus !== m.total!.cpus || m.free!.gpus !== m.total!.gpuIds.length).map((m) => `${m.name}: ${m.free!.cpus}/${m.total!.cpus} cpus, ${m.free!.gpus}/${m.total!.gpuIds.length} gpus free`);
+  if (!settled) log('chaos: the books did not come back within 20 s');
+  await until(() => taggedProcesses(tag).length === 0, 10_000);
+  report.leftover.processes = taggedProcesses(tag);
+  invariantErrors.push(...server.invariantErrors);
+  report.leftover.invariantErrors = invariantErrors.slice(0, 20);
+
+  // Teardown: agents stop (SIGTERM), the client closes, the server stops.
+  await Promise.all([...agents.values()].map((c) => new Promise<void>((r) => {
+    if (c.exitCode !== null || c.signalCode !== null) return r();
+    c.once('exit', () => r());
+    c.kill('SIGTERM');
+  })));
+  client.close();
+  server.placement.close();
+  server.worker.close();
+  await server.server.stop(1000);
+  for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL'); // never leave a process behind, even on failure
+  const l = report.leftover;
+  report.leaks = report.runsOutlivingRelease + invariantErrors.length + l.held + l.waiting + l.calls + l.notFull.length + l.processes.length + report.stuck;
+  report.wallMs = Date.now() - started;
+  return report;
+}
+
+/** The report as a few lines for humans. */
+export function formatReport(r: ChaosReport): string {
+  const kinds = Object.entries(r.byKind).map(([k, v]) => `${k} ${v}`).join(', ');
+  const codes = Object.entries(r.errorsByCode).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+  return [
+    `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
+    `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
+    `  answers by code: ${codes}`,
+    ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
+    `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
+    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
+  ].join('\n');
+}
