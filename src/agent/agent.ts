@@ -165,13 +165,15 @@ export class WorkerAgent {
 /**
  * Why a session's end means the agent must stop rather than reconnect, or undefined to retry:
  * UNAUTHENTICATED (a refused token); INVALID_ARGUMENT before the Welcome (the server refused the
- * Hello, e.g. too many device ids); FAILED_PRECONDITION (a newer stream took over `name` while
+ * Hello, e.g. too many device ids); PERMISSION_DENIED (the name is not what its certificate or
+ * token binds, or another identity holds it live; SPEC R7); FAILED_PRECONDITION (a newer stream took over `name` while
  * this one was live: two workers share a name; see worker.proto).
  */
 export function fatalEnd(end: SessionEnd, name: string): string | undefined {
   const said = end.details ?? end.reason;
   if (end.code === status.UNAUTHENTICATED) return `the server refused the token: ${said}`;
   if (end.code === status.INVALID_ARGUMENT && !end.welcomed) return `the server refused this worker: ${said}`;
+  if (end.code === status.PERMISSION_DENIED) return `the server refused this worker: ${said}`;
   if (end.code === status.FAILED_PRECONDITION) return `name '${name}' was taken over by another worker; not reconnecting`;
   return undefined;
 }

@@ -17,6 +17,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { nextOrAbort } from '../workers/next-or-abort.js';
+import { isUndecodable } from './decode.js';
+import type { CallCredentials, Caller, Identities } from './identity.js';
 import { toStatus } from './status.js';
 
 /** What every handler factory receives from the server. */
@@ -26,6 +28,24 @@ export interface EdgeContext {
   token?: string;
   /** Aborted when the server starts draining (SPEC R3). */
   drain: AbortSignal;
+  /** Client and worker identities (SPEC R7); without it only `token` is checked. */
+  identities?: Identities;
+}
+
+/**
+ * The client making `call` (SPEC R2, R7): checks its token and names it.
+ * @throws BerthError unauthenticated when a token is required and missing or wrong.
+ */
+export function authenticate(ctx: EdgeContext, call: CallCredentials): Caller {
+  if (ctx.identities) return ctx.identities.client(call);
+  checkToken(call.metadata, ctx.token);
+  return { name: '', scoped: false };
+}
+
+/** Throws INVALID_ARGUMENT for a request body the decoder could not read (see decode.ts). */
+function decoded<T>(request: T): T {
+  if (isUndecodable(request)) throw new BerthError('invalid_argument', `request: undecodable message body (${request.why})`);
+  return request;
 }
 
 /** Writes messages to a server stream, waiting for 'drain' when the transport buffer is full. */
@@ -97,13 +117,13 @@ export function makeSink<T>(call: ServerWritableStream<unknown, T> | ServerDuple
 export function unary<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (req: Req, signal: AbortSignal) => Promise<Res> | Res,
+  fn: (req: Req, signal: AbortSignal, caller: Caller) => Promise<Res> | Res,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     void (async () => {
       try {
-        checkToken(call.metadata, ctx.token);
-        const res = await fn(call.request, callSignal(call, ctx.drain, { followDrain: false }));
+        const caller = authenticate(ctx, call);
+        const res = await fn(decoded(call.request), callSignal(call, ctx.drain, { followDrain: false }), caller);
         callback(null, res);
       } catch (err) {
         callback(toStatus(err, ctx.log, rpc));
@@ -119,14 +139,14 @@ export function unary<Req, Res>(
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
+  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal, caller: Caller) => Promise<void>,
   opts: { followDrain?: boolean } = {},
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
       try {
-        checkToken(call.metadata, ctx.token);
-        await fn(call.request, makeSink(call), callSignal(call, ctx.drain, opts));
+        const caller = authenticate(ctx, call);
+        await fn(decoded(call.request), makeSink(call), callSignal(call, ctx.drain, opts), caller);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));
@@ -144,7 +164,7 @@ export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?
   for (;;) {
     const r = await nextOrAbort(it, signal);
     if (r.done) return;
-    yield r.value;
+    yield decoded(r.value);
   }
 }
 
@@ -155,14 +175,14 @@ export async function* readMessages<T>(call: NodeJS.ReadableStream & { iterator?
 export function bidiStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal) => Promise<void>,
+  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal, caller: Caller) => Promise<void>,
 ): handleBidiStreamingCall<Req, Res> {
   return (call: ServerDuplexStream<Req, Res>) => {
     void (async () => {
       try {
-        checkToken(call.metadata, ctx.token);
+        const caller = authenticate(ctx, call);
         const signal = callSignal(call, ctx.drain);
-        await fn(readMessages<Req>(call, signal), makeSink(call), signal);
+        await fn(readMessages<Req>(call, signal), makeSink(call), signal, caller);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));

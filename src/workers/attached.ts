@@ -39,7 +39,11 @@ export class AttachedWorker {
   #chain: Promise<void> = Promise.resolve();
   #ids = 0;
 
-  constructor(readonly spec: MachineSpec, readonly sink: FrameSink) {
+  /**
+   * @param identity who attached it (SPEC R7): a stream with another `key` may not replace it;
+   *   default: the shared identity (any stream of the same name replaces it, SPEC W1).
+   */
+  constructor(readonly spec: MachineSpec, readonly sink: FrameSink, readonly identity: { key: string; describe: string } = { key: 'shared', describe: 'no credential' }) {
     this.slots = new Slots(spec.maxParallel ?? 0);
   }
 

@@ -55,9 +55,14 @@ export class WorkerHub {
    * Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the
    * books. The old stream's calls fail UNAVAILABLE ("went away"); the old stream itself ends
    * FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a live agent not to reconnect.
+   * @throws BerthError permission_denied when a live stream of another identity holds the name
+   *   (SPEC R7); nothing changes then.
    */
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
+    if (old && old.identity.key !== w.identity.key) {
+      throw new BerthError('permission_denied', `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); this stream has ${w.identity.describe}`);
+    }
     if (old) {
       this.#forget(old);
       old.leave(
