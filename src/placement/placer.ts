@@ -3,6 +3,7 @@
  * loop without locks; each waiter carries an AbortSignal; every change of the books wakes the
  * waiters (P7); release is idempotent (P8).
  */
+import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
@@ -39,7 +40,6 @@ export class Placer {
   readonly #held = new Map<string, Held>();
   readonly #detachedLabels = new Map<string, number>();
   #reserved: Reservations = new Map();
-  #ids = 0;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
@@ -88,7 +88,7 @@ export class Placer {
     } catch (err) {
       return Promise.reject(err);
     }
-    const claimId = `c${++this.#ids}`;
+    const claimId = `c-${randomUUID()}`; // 122 random bits: a claim id cannot be guessed (SPEC R7)
     const { amount, clamped } = this.#fit(ask);
     const now = chooseNow(this.machines, ask, amount, this.#reserved);
     if (now) return Promise.resolve(this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack));
@@ -123,9 +123,12 @@ export class Placer {
     return this.#held.get(claimId)?.grant;
   }
 
-  /** Abandons the waiting claims of `runId` (Cancel); returns how many. */
-  cancelRun(runId: string): number {
-    const mine = this.#waiters.filter((w) => w.ask.runId === runId);
+  /**
+   * Abandons the waiting claims of `runId` (Cancel); returns how many. With `owner` given, only
+   * claims whose ask has that owner (SPEC R7).
+   */
+  cancelRun(runId: string, owner?: string): number {
+    const mine = this.#waiters.filter((w) => w.ask.runId === runId && (owner === undefined || w.ask.owner === owner));
     for (const w of mine) this.#abandon(w, new BerthError('cancelled', `run ${runId} cancelled`));
     return mine.length;
   }

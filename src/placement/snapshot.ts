@@ -24,8 +24,9 @@ export interface MachineView {
 /** The whole placer state; times in ms. */
 export interface PlacerSnapshot {
   machines: MachineView[];
-  waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number }[];
-  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number }[];
+  /** `owner`: the ask's owner (SPEC R7), so the server can hide others' claim ids. */
+  waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number; owner?: string }[];
+  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number; owner?: string }[];
   provisioners: { name: string; shapes: HostInventory[]; status: string }[];
 }
 
@@ -51,11 +52,11 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since,
+      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since, owner: w.ask.owner,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
-      allocation: h.grant.allocation, heldMs: now - h.since,
+      allocation: h.grant.allocation, heldMs: now - h.since, owner: h.grant.ask.owner,
     })),
     provisioners: provisioners.map((p) => ({ name: p.name, shapes: p.shapes(), status: p.status() })),
   };

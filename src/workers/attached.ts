@@ -23,6 +23,8 @@ export interface CallSpec {
   flow: string;
   node: string;
   payload: WirePayload;
+  /** Who runs it, when client identities are configured (SPEC R7). */
+  owner?: string;
 }
 
 /** A worker attached over one stream. */
@@ -77,7 +79,8 @@ export class AttachedWorker {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
     });
     this.calls.set(spec.callId, rec);
-    void this.send({ $case: 'call', value: { ...spec, allocation, timeoutMs: 0 } });
+    const { owner: _owner, ...call } = spec;
+    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0 } });
     return rec;
   }
 

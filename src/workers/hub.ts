@@ -40,7 +40,7 @@ export class WorkerHub {
   readonly calls = new Map<string, CallRecord>();
   readonly #engine: EngineRunner;
   /** Calls holding their claim but waiting for a worker slot (SPEC W4); Cancel reaches them too. */
-  readonly #waitingForSlot = new Set<{ runId: string; abort: AbortController }>();
+  readonly #waitingForSlot = new Set<{ runId: string; owner?: string; abort: AbortController }>();
 
   constructor(readonly o: HubOptions) {
     this.#engine = new EngineRunner(o.engineName, o.graceMs);
@@ -101,7 +101,7 @@ export class WorkerHub {
     } else {
       const w = this.workers.get(grant.machine);
       if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
-      const waiting = { runId: spec.runId, abort: new AbortController() };
+      const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
       this.#waitingForSlot.add(waiting);
       try {
         rec = await w.startCall(spec, allocation, AbortSignal.any([signal, waiting.abort.signal]));
@@ -109,6 +109,7 @@ export class WorkerHub {
         this.#waitingForSlot.delete(waiting);
       }
     }
+    rec.owner = spec.owner;
     this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
@@ -118,16 +119,17 @@ export class WorkerHub {
 
   /**
    * Cancels every call of `runId` in flight (a Cancel frame each) or waiting for a worker slot;
-   * those Runs end CANCELLED. Returns how many.
+   * those Runs end CANCELLED. Returns how many. With `owner` given, only calls that owner started (SPEC R7).
    */
-  cancelRun(runId: string): number {
+  cancelRun(runId: string, owner?: string): number {
     const reason = new BerthError('cancelled', `run ${runId} cancelled`);
-    const mine = [...this.calls.values()].filter((c) => c.runId === runId && !c.ended);
+    const ours = (x: { runId: string; owner?: string }) => x.runId === runId && (owner === undefined || x.owner === owner);
+    const mine = [...this.calls.values()].filter((c) => ours(c) && !c.ended);
     for (const c of mine) {
       c.stop(reason);
       c.fail(reason);
     }
-    const queued = [...this.#waitingForSlot].filter((x) => x.runId === runId);
+    const queued = [...this.#waitingForSlot].filter(ours);
     for (const q of queued) q.abort.abort(reason);
     return mine.length + queued.length;
   }

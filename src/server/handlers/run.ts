@@ -4,7 +4,8 @@
  * events in order, then exactly one Result or Failure; a second in-flight Run with the same call
  * id `<run_id>:<flow>.<node>` joins the first. Errors: INVALID_ARGUMENT, FAILED_PRECONDITION
  * (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"), DEADLINE_EXCEEDED (timeout_ms, the
- * worker is sent a Cancel), CANCELLED.
+ * worker is sent a Cancel), CANCELLED. When client identities are configured, another identity's
+ * claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  */
 import { z } from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
@@ -15,6 +16,7 @@ import type { CallRecord } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type Sink } from '../edge.js';
+import type { Caller } from '../identity.js';
 
 const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
@@ -24,7 +26,8 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 export function runHandler(ctx: ServerContext) {
   return serverStream<RunRequest, RunResponse>(ctx, 'Run', run, { followDrain: false });
 
-  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
+  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal, caller: Caller): Promise<void> {
+    const owner = caller.scoped ? caller.name : undefined;
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
@@ -33,6 +36,7 @@ export function runHandler(ctx: ServerContext) {
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
     const joined = ctx.hub.calls.get(callId);
+    if (joined && joined.owner !== owner) throw othersCall(callId);
     if (joined && !joined.ended) return follow(joined, sink, signal);
     toTask(callId, undefined, req.payload); // validate the payload before anything is claimed
     if (joined) await settledOr(joined, signal); // a cancelled namesake is still stopping: let it finish first
@@ -40,19 +44,20 @@ export function runHandler(ctx: ServerContext) {
     let own = false;
     if (req.placement?.$case === 'claimId') {
       const g = ctx.placer.get(req.placement.value);
-      if (!g) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(req.placement.value)}`);
+      if (!g || g.ask.owner !== owner) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(req.placement.value)}`);
       grant = g;
     } else {
       if (!req.placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
       const ask = normalizeAsk(req.placement.value, 'ask');
-      grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
+      grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner }, { signal });
       own = true;
     }
     let rec: CallRecord | undefined;
     try {
       const again = ctx.hub.calls.get(callId); // one started while this Run waited for its claim
+      if (again && again.owner !== owner) throw othersCall(callId);
       if (again && !again.ended) return await follow(again, sink, signal);
-      const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, AbortSignal.any([signal, grant.lost]));
+      const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, AbortSignal.any([signal, grant.lost]));
       rec = r;
       const onLost = () => r.fail(grant.lost.reason as BerthError);
       grant.lost.addEventListener('abort', onLost, { once: true });
@@ -81,6 +86,11 @@ export function runHandler(ctx: ServerContext) {
       }
     }
   }
+}
+
+/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
+function othersCall(callId: string): BerthError {
+  return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
 }
 
 /** Resolves when `rec` is settled; rejects with `signal.reason` if the caller goes away first. */
