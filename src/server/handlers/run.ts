@@ -17,10 +17,14 @@ import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
+import { longTimeout } from '../long-timer.js';
 
 const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
 const SNAKE: Record<string, string> = { runId: 'run_id' };
+
+/** Longest `timeout_ms` a Run may name: 30 days (longer ones would overflow Node's timers). */
+export const MAX_TIMEOUT_MS = 2_592_000_000;
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -32,6 +36,9 @@ export function runHandler(ctx: ServerContext) {
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
       throw new BerthError('invalid_argument', `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`);
+    }
+    if (!(req.timeoutMs >= 0 && req.timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new BerthError('invalid_argument', `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`);
     }
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
@@ -62,7 +69,7 @@ export function runHandler(ctx: ServerContext) {
       const onLost = () => r.fail(grant.lost.reason as BerthError);
       grant.lost.addEventListener('abort', onLost, { once: true });
       ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });
-      const timer = req.timeoutMs > 0 ? setTimeout(() => {
+      const clearTimer = req.timeoutMs > 0 ? longTimeout(() => {
         const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
         r.stop(why);
         r.fail(why);
@@ -74,7 +81,7 @@ export function runHandler(ctx: ServerContext) {
         ctx.events.emit({ kind: err instanceof BerthError && err.kind === 'cancelled' ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err) });
         throw err;
       } finally {
-        clearTimeout(timer);
+        clearTimer?.();
         grant.lost.removeEventListener('abort', onLost);
       }
     } finally {
