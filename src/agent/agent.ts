@@ -11,8 +11,10 @@ import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
+import { GroupSet } from '../workers/executors/kill.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { Session, type SessionEnd } from './session.js';
+import { StateDir } from './state-dir.js';
 
 /** Agent version sent in Hello. */
 export const AGENT_VERSION = '0.1.0';
@@ -32,6 +34,11 @@ export interface AgentOptions {
   tls?: { ca: string; cert?: string; key?: string };
   /** Wait for the Welcome after Hello before retrying, in ms (default DEFAULT_WELCOME_TIMEOUT_MS). */
   welcomeTimeoutMs?: number;
+  /**
+   * Directory recording the process groups this agent runs; on start, what a killed predecessor
+   * left there is ended before Hello (SPEC R5, state-dir.ts). Undefined: nothing is recorded.
+   */
+  stateDir?: string;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -52,8 +59,12 @@ export class WorkerAgent {
   #loop?: Promise<void>;
   readonly #attachedWaiters = new Set<() => void>();
 
+  readonly #state?: StateDir;
+
   constructor(readonly options: AgentOptions, readonly log: Logger) {
+    this.#state = options.stateDir ? new StateDir(options.stateDir, log) : undefined;
     this.executors = new Executors({
+      groups: new GroupSet(this.#state),
       graceMs: options.graceMs,
       python: options.python,
       onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
@@ -113,6 +124,13 @@ export class WorkerAgent {
   }
 
   async #run(): Promise<void> {
+    try {
+      await this.#state?.takeOver(); // a predecessor's leftovers are gone before the first Hello
+    } catch (err) {
+      this.fatal = (err as Error).message;
+      this.log.error({ reason: this.fatal }, 'cannot take over the state directory');
+      return;
+    }
     let attempt = 0;
     while (!this.#stop.signal.aborted) {
       let creds: ChannelCredentials;

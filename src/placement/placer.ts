@@ -65,9 +65,10 @@ export class Placer {
     if (!entry || !entry.spec.remote) return;
     this.machines.remove(name);
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
-    for (const [id, h] of this.#held) {
-      if (h.entry !== entry) continue;
-      this.#held.delete(id);
+    // Forget every claim on it first: a listener of one claim_lost must see consistent books.
+    const lost = [...this.#held].filter(([, h]) => h.entry === entry);
+    for (const [id] of lost) this.#held.delete(id);
+    for (const [id, h] of lost) {
       h.lost.abort(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
       this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason });
     }
