@@ -23,46 +23,54 @@ export function startTime(pid: number): string | undefined {
   }
 }
 
-/** One agent's state directory. */
+/**
+ * One agent's state directory. Each agent records its groups under `agent-<pid>-<start time>/`, so
+ * agents sharing a directory (two started with one name: SPEC W1 lets the newer one stay) never
+ * take each other's records for leftovers.
+ */
 export class StateDir implements GroupRecorder {
+  #own?: string;
+
   /** @param dir created when missing (mode 0700) */
   constructor(readonly dir: string, readonly log: Logger) {}
 
   /**
-   * Claims the directory for this process and ends what a predecessor left: every recorded group
-   * still alive is SIGKILLed, then awaited (bounded). Returns the pgids ended.
-   * @throws Error when another live agent (pid …) uses this directory: two agents must not share one.
+   * Ends what dead predecessors left: for each `agent-*` record whose agent no longer runs, every
+   * recorded group still alive is SIGKILLed and awaited (bounded), and the record removed. Then
+   * this agent's own record is made. Returns the pgids ended.
+   * @throws Error when the directory cannot be created or written.
    */
   async takeOver(): Promise<number[]> {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const agentFile = join(this.dir, 'agent');
-    const prev = readRecord(agentFile);
-    if (prev && prev.pid !== process.pid && startTime(prev.pid) === prev.start) {
-      throw new Error(`state directory ${this.dir} belongs to a live agent (pid ${prev.pid}); give each worker its own --state-dir`);
-    }
     const ended: number[] = [];
     for (const name of readdirSync(this.dir)) {
-      if (!/^group-\d+$/.test(name)) continue;
-      const file = join(this.dir, name);
-      const rec = readRecord(file);
-      if (rec && isLeftover(rec)) {
-        signalGroup(rec.pid, 'SIGKILL');
-        ended.push(rec.pid);
+      const m = /^agent-(\d+)-(\d*)$/.exec(name);
+      if (!m || startTime(Number(m[1])) === m[2]) continue; // a live agent's (this one's included)
+      const sub = join(this.dir, name);
+      for (const file of readdirSync(sub)) {
+        const rec = /^group-\d+$/.test(file) ? readRecord(join(sub, file)) : undefined;
+        if (rec && isLeftover(rec)) {
+          signalGroup(rec.pid, 'SIGKILL');
+          ended.push(rec.pid);
+        }
       }
-      rmSync(file, { force: true });
+      rmSync(sub, { recursive: true, force: true });
     }
     for (const pgid of ended) {
       if (!(await groupGone(pgid, LEFTOVER_GONE_MS))) this.log.warn({ pgid }, 'a leftover process group survived SIGKILL');
     }
     if (ended.length) this.log.warn({ groups: ended, dir: this.dir }, 'ended process groups a previous agent left running');
-    writeAtomic(agentFile, { pid: process.pid, start: startTime(process.pid) ?? '' });
+    const own = join(this.dir, `agent-${process.pid}-${startTime(process.pid) ?? ''}`);
+    mkdirSync(own, { recursive: true, mode: 0o700 });
+    this.#own = own;
     return ended;
   }
 
-  /** Records group `pgid` (its leader's pid). */
+  /** Records group `pgid` (its leader's pid). No-op before takeOver(). */
   added(pgid: number): void {
+    if (!this.#own) return;
     try {
-      writeAtomic(join(this.dir, `group-${pgid}`), { pid: pgid, start: startTime(pgid) ?? '' });
+      writeAtomic(join(this.#own, `group-${pgid}`), { pid: pgid, start: startTime(pgid) ?? '' });
     } catch (err) {
       this.log.warn({ pgid, reason: (err as Error).message }, 'cannot record a process group in the state directory');
     }
@@ -70,7 +78,7 @@ export class StateDir implements GroupRecorder {
 
   /** Forgets group `pgid`. */
   forgotten(pgid: number): void {
-    rmSync(join(this.dir, `group-${pgid}`), { force: true });
+    if (this.#own) rmSync(join(this.#own, `group-${pgid}`), { force: true });
   }
 }
 
