@@ -60,6 +60,9 @@ export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }
+  if (opts.clientTokens && !opts.workerTokens && !opts.token && !opts.tlsCa) {
+    throw new OptionsError('--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients\' calls');
+  }
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
   return opts;

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlacementServiceClient, type GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { finished, spawnBerth, waitForLine } from '../support/cli.js';
+import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { claim } from '../support/claims.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -57,7 +57,7 @@ function cancel(c: PlacementServiceClient, runId: string): Promise<{ calls: numb
 }
 
 async function scopedServer(): Promise<TestServer> {
-  const s = await startServer({ cpus: 4, flags: { clientTokens: f('clients.yaml') } });
+  const s = await startServer({ cpus: 4, flags: { clientTokens: f('clients.yaml'), token: 'shared-token-0123456789' } });
   open.push(() => s.close());
   return s;
 }
@@ -121,6 +121,17 @@ describe('with --client-tokens', () => {
     expect(seenByAlice.waiting.map((w) => [w.node, w.claimId])).toEqual([['a.waiting', queuedId]]);
     waiting.call.cancel();
     await held.release();
+  });
+
+  it('berth serve refuses --client-tokens with an unguarded WorkerStream, and a token file with a short token', async () => {
+    const alone = await runBerth(['serve', '--listen', '127.0.0.1:0', '--client-tokens', f('clients.yaml')]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients' calls");
+    writeFileSync(f('short.yaml'), 'carol: zq9-short\n');
+    const short = await runBerth(['serve', '--listen', '127.0.0.1:0', '--token', 'shared-token-0123456789', '--client-tokens', f('short.yaml')]);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain(`--client-tokens ${f('short.yaml')}: a token has at least 16 characters (name "carol")`);
+    expect(short.stderr).not.toContain('zq9-short');
   });
 
   it('a client without a token, or with a wrong one, is UNAUTHENTICATED', async () => {
