@@ -6,7 +6,8 @@ import type { HostInventory } from '../resources/inventory.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { Provisioner } from './provisioner.js';
 import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
-import { queuedInfo, type Waiter } from './waiting.js';
+import { queuedInfo } from './queued.js';
+import type { Waiter } from './waiting.js';
 
 /** One machine's books. */
 export interface MachineView {
@@ -25,7 +26,14 @@ export interface MachineView {
 export interface PlacerSnapshot {
   machines: MachineView[];
   /** `owner`: the ask's owner (SPEC R7), so the server can hide others' claim ids. */
-  waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number; owner?: string }[];
+  waiting: {
+    claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number;
+    /** The machine it holds back resources on (SPEC P7); '' when none could ever hold it. */
+    reservedOn: string;
+    /** The ask was cut down to the best real machine (SPEC P5, P11). */
+    clamped: boolean;
+    owner?: string;
+  }[];
   held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number; owner?: string }[];
   provisioners: { name: string; shapes: HostInventory[]; status: string }[];
 }
@@ -39,7 +47,7 @@ export function placerSnapshot(
 ): PlacerSnapshot {
   const now = Date.now();
   return {
-    machines: machines.all().map((m) => ({
+    machines: Array.from(machines.all(), (m) => ({
       name: m.spec.name,
       labels: [...m.spec.labels],
       remote: m.spec.remote,
@@ -52,7 +60,8 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since, owner: w.ask.owner,
+      reason: queuedInfo(machines, w.claimId, w.ask, w.cls.amount, i + 1), waitedMs: now - w.since,
+      reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped, owner: w.ask.owner,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
