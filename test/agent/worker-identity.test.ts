@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials } from '@grpc/grpc-js';
+import { credentials, status } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent, type AgentOptions } from '../../src/agent/agent.js';
@@ -125,6 +125,30 @@ describe('worker identity under mutual TLS', () => {
     await first.finished;
     expect(first.fatal).toBe("name 'gpu1' was taken over by another worker; not reconnecting");
     expect(s.server.context.hub.workers.size).toBe(1);
+  });
+});
+
+describe('client identity under mutual TLS', () => {
+  it("a client is scoped by its certificate's name: another certificate cannot run in its claim or cancel its run", async () => {
+    const { s, client } = await mtlsServer(); // `client` presents CN=engine-client
+    const other = new PlacementServiceClient(s.address, credentials.createSsl(readFileSync(f('ca.pem')), readFileSync(f('rogue.key')), readFileSync(f('rogue.pem'))));
+    open.push(() => other.close());
+    const real = agent(s, 'gpu1', mtls('gpu1'));
+    await attached(real);
+    const held = client.claim();
+    const granted = new Promise<string>((resolve) => held.on('data', (r) => r.kind?.$case === 'granted' && resolve(r.kind.value.claimId)));
+    held.on('error', () => undefined);
+    held.write({ kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label: 'gpu', policy: 2, node: 'n', runId: 'mine', env: {} } } });
+    const claimId = await granted;
+    const stolen = await run(other, runRequest({ claimId, runId: 'theirs', argv: ['true'] })).done;
+    expect(stolen.error?.code).toBe(status.NOT_FOUND);
+    const call = run(client, runRequest({ claimId, runId: 'mine', argv: ['sh', f('wait.sh')] }));
+    await new Promise<void>((resolve) => s.server.context.events.subscribe((e) => e.kind === 'call_started' && resolve()));
+    const cancelled = await new Promise((resolve, reject) => other.cancel({ runId: 'mine' }, (e, r) => (e ? reject(e) : resolve(r))));
+    expect(cancelled).toEqual({ calls: 0, claims: 0 });
+    writeFileSync(f('release'), '');
+    expect(terminal(await call.done)?.$case).toBe('result');
+    held.end();
   });
 });
 
