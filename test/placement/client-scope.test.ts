@@ -12,7 +12,7 @@ import { PlacementServiceClient, type GetSnapshotResponse } from '../../generate
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
-import { claim } from '../support/claims.js';
+import { claim, watch } from '../support/claims.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -103,12 +103,21 @@ describe('with --client-tokens', () => {
     await held.release();
   });
 
-  it("GetSnapshot shows bob alice's claims without their ids, and alice her own with them", async () => {
+  it("GetSnapshot and WatchEvents show bob alice's claims without their ids, and alice her own with them", async () => {
     const s = await scopedServer();
     const alice = clientWith(s.address, ALICE);
     const bob = clientWith(s.address, BOB);
+    const bobWatch = watch(bob);
+    const aliceWatch = watch(alice);
+    open.push(() => bobWatch.cancel());
+    open.push(() => aliceWatch.cancel());
+    await Promise.all([bobWatch.ready, aliceWatch.ready]);
+    const placed = [bobWatch, aliceWatch].map((w) => w.next((e) => e.kind === 'node_placed' && e.node === 'a.held'));
     const held = claim(alice, { cpus: 4, node: 'a.held' });
     const claimId = (await held.granted).claimId;
+    const [seenByBobEvent, seenByAliceEvent] = await Promise.all(placed);
+    expect(seenByBobEvent.claimId).toBe('');
+    expect(seenByAliceEvent.claimId).toBe(claimId);
     const waiting = claim(alice, { cpus: 1, node: 'a.waiting' });
     const queuedId = (await waiting.queued).claimId;
 
