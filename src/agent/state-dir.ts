@@ -57,9 +57,13 @@ export class StateDir implements GroupRecorder {
       rmSync(sub, { recursive: true, force: true });
     }
     for (const pgid of ended) {
-      if (!(await groupGone(pgid, LEFTOVER_GONE_MS))) this.log.warn({ pgid }, 'a leftover process group survived SIGKILL');
+      if (!(await groupGone(pgid, LEFTOVER_GONE_MS))) {
+        this.log.warn({ pgid }, 'a leftover process group survived SIGKILL');
+      }
     }
-    if (ended.length) this.log.warn({ groups: ended, dir: this.dir }, 'ended process groups a previous agent left running');
+    if (ended.length) {
+      this.log.warn({ groups: ended, dir: this.dir }, 'ended process groups a previous agent left running');
+    }
     const own = join(this.dir, `agent-${process.pid}-${startTime(process.pid) ?? ''}`);
     mkdirSync(own, { recursive: true, mode: 0o700 });
     this.#own = own;
@@ -95,7 +99,8 @@ function isLeftover(rec: { pid: number; start: string }): boolean {
 function readRecord(file: string): { pid: number; start: string } | undefined {
   try {
     const v = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; start?: unknown };
-    return Number.isSafeInteger(v.pid) && (v.pid as number) > 1 && typeof v.start === 'string' ? { pid: v.pid as number, start: v.start } : undefined;
+    const ok = Number.isSafeInteger(v.pid) && (v.pid as number) > 1 && typeof v.start === 'string';
+    return ok ? { pid: v.pid as number, start: v.start as string } : undefined;
   } catch {
     return undefined;
   }

@@ -12,7 +12,10 @@ export const MIN_TOKEN_LENGTH = 16;
 
 const schema = z.record(
   z.string().min(1).max(63).regex(/^[A-Za-z0-9_.\-]+$/, 'a name holds only letters, digits and _ . -'),
-  z.string().min(MIN_TOKEN_LENGTH, `a token has at least ${MIN_TOKEN_LENGTH} characters`).max(4096).regex(/^[\x21-\x7e]+$/, 'a token holds printable ASCII only, no spaces'),
+  z.string()
+    .min(MIN_TOKEN_LENGTH, `a token has at least ${MIN_TOKEN_LENGTH} characters`)
+    .max(4096)
+    .regex(/^[\x21-\x7e]+$/, 'a token holds printable ASCII only, no spaces'),
   { error: 'expected a map of name: token' },
 );
 
@@ -30,7 +33,8 @@ export function readTokenFile(flag: string, file: string): TokenMap {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new OptionsError(`${flag} ${file}: cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new OptionsError(`${flag} ${file}: cannot read it: ${why}`);
   }
   let doc: unknown;
   try {
@@ -47,7 +51,9 @@ export function readTokenFile(flag: string, file: string): TokenMap {
   const byToken = new Map<string, string>();
   for (const [name, token] of Object.entries(r.data)) {
     const other = byToken.get(token);
-    if (other !== undefined) throw new OptionsError(`${flag} ${file}: names ${JSON.stringify(other)} and ${JSON.stringify(name)} share one token`);
+    if (other !== undefined) {
+      throw new OptionsError(`${flag} ${file}: names ${JSON.stringify(other)} and ${JSON.stringify(name)} share one token`);
+    }
     byToken.set(token, name);
   }
   return byToken;

@@ -89,24 +89,33 @@ export class Identities {
     const shared = Boolean(given && this.o.token && same(given, this.o.token));
     const needed = Boolean(this.o.token) || Boolean(this.o.workerTokens);
     if (tokenName === undefined) {
-      if (needed && !shared) throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
+      if (needed && !shared) {
+        throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
+      }
       if (this.o.workerTokens) {
-        throw new BerthError('permission_denied', 'this server binds worker names to tokens (--worker-tokens): attach with the worker\'s own token, not the shared one');
+        throw new BerthError(
+          'permission_denied',
+          "this server binds worker names to tokens (--worker-tokens): attach with the worker's own token, not the shared one",
+        );
       }
     }
     const cert = peerCertificate(call);
     if (cert) {
       const names = certNames(cert);
-      return { certNames: names, tokenName, key: `cert:${cert.fingerprint256}`, describe: `certificate ${describeCert(cert)}` };
+      const describe = `certificate ${describeCert(cert)}`;
+      return { certNames: names, tokenName, key: `cert:${cert.fingerprint256}`, describe };
     }
-    if (tokenName !== undefined) return { tokenName, key: `token:${tokenName}`, describe: `worker token of '${tokenName}'` };
+    if (tokenName !== undefined) {
+      return { tokenName, key: `token:${tokenName}`, describe: `worker token of '${tokenName}'` };
+    }
     return { key: 'shared', describe: this.o.token ? 'the shared token' : 'no credential' };
   }
 }
 
 /** The names a certificate proves: its SAN DNS names when it has any, else its CN. */
 export function certNames(cert: PeerCertificate): string[] {
-  const dns = (cert.subjectaltname ?? '').split(',').map((s) => s.trim()).filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4));
+  const sans = (cert.subjectaltname ?? '').split(',').map((s) => s.trim());
+  const dns = sans.filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4));
   if (dns.length) return dns;
   const cn = cert.subject?.CN;
   return cn ? [Array.isArray(cn) ? cn[0] : cn] : [];

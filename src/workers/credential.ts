@@ -10,7 +10,10 @@ export interface WorkerCredential {
   certNames?: string[];
   /** The name of its `--worker-tokens` token; undefined when it used none. */
   tokenName?: string;
-  /** Same key = same identity (may replace a live stream, SPEC W1): certificate fingerprint, token name, or 'shared'. */
+  /**
+   * Same key = same identity (may replace a live stream, SPEC W1): certificate fingerprint, token
+   * name, or 'shared'.
+   */
   key: string;
   /** The identity in words, for refusals: e.g. `certificate CN=rogue`. */
   describe: string;
@@ -22,10 +25,12 @@ export interface WorkerCredential {
  */
 export function checkWorkerName(name: string, cred: WorkerCredential): void {
   if (cred.certNames && !cred.certNames.includes(name)) {
-    throw new BerthError('permission_denied', `hello.name '${name}' does not match this worker's certificate (it names ${cred.certNames.map((n) => `'${n}'`).join(', ') || 'nothing'})`);
+    const names = cred.certNames.map((n) => `'${n}'`).join(', ') || 'nothing';
+    throw new BerthError('permission_denied', `hello.name '${name}' does not match this worker's certificate (it names ${names})`);
   }
   if (cred.tokenName !== undefined && cred.tokenName !== name) {
-    throw new BerthError('permission_denied', `hello.name '${name}' does not match its token's name '${cred.tokenName}'`);
+    const why = `hello.name '${name}' does not match its token's name '${cred.tokenName}'`;
+    throw new BerthError('permission_denied', why);
   }
 }
 

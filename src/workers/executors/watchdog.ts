@@ -27,7 +27,11 @@ export interface Watched {
  * the watchdog's pipe is added after it and closed for the program itself.
  * A program that cannot be found or is not executable emits 'error' (ENOENT / EACCES) like spawn.
  */
-export function spawnWatched(file: string, args: string[], options: SpawnOptions & { stdio: Exclude<StdioOptions, string> }): Watched {
+export function spawnWatched(
+  file: string,
+  args: string[],
+  options: SpawnOptions & { stdio: Exclude<StdioOptions, string> },
+): Watched {
   const fd = options.stdio.length;
   const missing = findProgram(file, options.env?.PATH ?? process.env.PATH ?? '', options.cwd?.toString());
   if (missing) {
@@ -36,7 +40,8 @@ export function spawnWatched(file: string, args: string[], options: SpawnOptions
     return { child: child as ChildProcessByStdio, release: () => undefined };
   }
   const script = `(trap '' TERM INT HUP; read _ <&${fd}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" ${fd}<&-`;
-  const child = spawn('/bin/sh', ['-c', script, 'sh', file, ...args], { ...options, detached: true, stdio: [...options.stdio, 'pipe'] }) as ChildProcessByStdio;
+  const stdio = [...options.stdio, 'pipe'] as StdioOptions;
+  const child = spawn('/bin/sh', ['-c', script, 'sh', file, ...args], { ...options, detached: true, stdio }) as ChildProcessByStdio;
   const pipe = child.stdio[fd] as Writable | null;
   pipe?.on('error', () => undefined);
   let released = false;
