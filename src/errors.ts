@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'deadline_exceeded' // silence past the deadline
   | 'cancelled' // the caller or Cancel(run_id) cancelled
   | 'unauthenticated' // missing or wrong token
+  | 'permission_denied' // a credential that does not allow this (SPEC R7)
   | 'resource_exhausted' // a bounded queue is full
   | 'unimplemented'; // an RPC not built yet
 

@@ -11,8 +11,10 @@ import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
+import { GroupSet } from '../workers/executors/kill.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { Session, type SessionEnd } from './session.js';
+import { StateDir } from './state-dir.js';
 
 /** Agent version sent in Hello. */
 export const AGENT_VERSION = '0.1.0';
@@ -32,6 +34,11 @@ export interface AgentOptions {
   tls?: { ca: string; cert?: string; key?: string };
   /** Wait for the Welcome after Hello before retrying, in ms (default DEFAULT_WELCOME_TIMEOUT_MS). */
   welcomeTimeoutMs?: number;
+  /**
+   * Directory recording the process groups this agent runs; on start, what a killed predecessor
+   * left there is ended before Hello (SPEC R5, state-dir.ts). Undefined: nothing is recorded.
+   */
+  stateDir?: string;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -52,8 +59,12 @@ export class WorkerAgent {
   #loop?: Promise<void>;
   readonly #attachedWaiters = new Set<() => void>();
 
+  readonly #state?: StateDir;
+
   constructor(readonly options: AgentOptions, readonly log: Logger) {
+    this.#state = options.stateDir ? new StateDir(options.stateDir, log) : undefined;
     this.executors = new Executors({
+      groups: new GroupSet(this.#state),
       graceMs: options.graceMs,
       python: options.python,
       onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
@@ -113,6 +124,13 @@ export class WorkerAgent {
   }
 
   async #run(): Promise<void> {
+    try {
+      await this.#state?.takeOver(); // a predecessor's leftovers are gone before the first Hello
+    } catch (err) {
+      this.fatal = (err as Error).message;
+      this.log.error({ reason: this.fatal }, 'cannot take over the state directory');
+      return;
+    }
     let attempt = 0;
     while (!this.#stop.signal.aborted) {
       let creds: ChannelCredentials;
@@ -165,13 +183,15 @@ export class WorkerAgent {
 /**
  * Why a session's end means the agent must stop rather than reconnect, or undefined to retry:
  * UNAUTHENTICATED (a refused token); INVALID_ARGUMENT before the Welcome (the server refused the
- * Hello, e.g. too many device ids); FAILED_PRECONDITION (a newer stream took over `name` while
+ * Hello, e.g. too many device ids); PERMISSION_DENIED (the name is not what its certificate or
+ * token binds, or another identity holds it live; SPEC R7); FAILED_PRECONDITION (a newer stream took over `name` while
  * this one was live: two workers share a name; see worker.proto).
  */
 export function fatalEnd(end: SessionEnd, name: string): string | undefined {
   const said = end.details ?? end.reason;
   if (end.code === status.UNAUTHENTICATED) return `the server refused the token: ${said}`;
   if (end.code === status.INVALID_ARGUMENT && !end.welcomed) return `the server refused this worker: ${said}`;
+  if (end.code === status.PERMISSION_DENIED) return `the server refused this worker: ${said}`;
   if (end.code === status.FAILED_PRECONDITION) return `name '${name}' was taken over by another worker; not reconnecting`;
   return undefined;
 }

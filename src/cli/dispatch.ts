@@ -22,6 +22,7 @@ import { largestMachine } from '../dispatch/remote-outcome.js';
 import { RemoteRunner } from '../dispatch/remote-runner.js';
 import { ConsoleReporter } from '../dispatch/reporter.js';
 import { summaryText } from '../dispatch/summary.js';
+import { ALLOCATION_ENV_KEYS } from '../placement/env.js';
 import { DevicePool } from '../resources/devices.js';
 import { detectInventory } from '../resources/inventory.js';
 import { formatRange } from '../resources/ranges.js';
@@ -75,9 +76,25 @@ function poolText(pool: DevicePool): string {
   return `the pool has ${pool.size === 0 ? 'no devices' : `${plural(pool.size, 'device')} (${formatRange(pool.all)})`}`;
 }
 
+/**
+ * SPEC R8: the devices a job gets are set by dispatch (and, with --server, OMP_NUM_THREADS and
+ * CUDA_VISIBLE_DEVICES by berth): a job env naming one of them refuses the batch, naming the job.
+ * @throws BatchError (CLI exit 2).
+ */
+export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boolean): void {
+  const reserved = new Set([deviceEnv, ...(server ? ALLOCATION_ENV_KEYS : [])]);
+  for (const j of jobs) {
+    const key = Object.keys(j.env).find((k) => reserved.has(k));
+    if (key !== undefined) {
+      throw new BatchError(`job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`);
+    }
+  }
+}
+
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
   const o = resolveDispatchOptions(flags);
   const jobs = loadBatch(file);
+  checkJobEnv(jobs, o.deviceEnv, o.server !== undefined);
   let pool: DevicePool | null = null;
   let runner: Runner;
   let maxInFlight: number;

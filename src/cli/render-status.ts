@@ -4,6 +4,7 @@
  */
 import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { formatRange } from '../resources/ranges.js';
+import { printableDeep } from './printable.js';
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -16,8 +17,9 @@ function secs(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-/** The full status text for snapshot `s`. */
-export function renderStatus(s: GetSnapshotResponse): string {
+/** The full status text for snapshot `raw`; control characters in any text are shown escaped (printable.ts). */
+export function renderStatus(raw: GetSnapshotResponse): string {
+  const s = printableDeep(raw);
   const out: string[] = [];
   out.push(table(
     ['MACHINE', 'KIND', 'LABELS', 'CPUS FREE/TOTAL', 'GPUS FREE/TOTAL', 'FREE GPU IDS', 'RAM MB FREE/TOTAL', 'CLAIMS', 'CALLS'],

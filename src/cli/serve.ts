@@ -25,6 +25,8 @@ export function serveCommand(): Command {
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
+    .option('--worker-tokens <file>', 'YAML map of worker name: token; a worker must attach under its token\'s name; re-read on SIGHUP [env BERTH_WORKER_TOKENS]')
+    .option('--client-tokens <file>', 'YAML map of client name: token; clients act only on their own claims and runs; re-read on SIGHUP [env BERTH_CLIENT_TOKENS]')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
@@ -47,6 +49,13 @@ export function serveCommand(): Command {
       // Handlers go in before binding, so a signal right after "berth serving" still drains.
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      process.on('SIGHUP', () => {
+        try {
+          server.reloadIdentities();
+        } catch (err) {
+          log.error({ reason: (err as Error).message }, 'token files not re-read; the old tokens stay');
+        }
+      });
       await server.start();
     });
 }

@@ -3,6 +3,7 @@
  * which win over defaults. Loopback is the default bind (SPEC R2).
  */
 import { z } from 'zod';
+import { readTokenFile } from './token-file.js';
 import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 /** Default listen address: loopback only. */
@@ -22,9 +23,14 @@ const schema = z.object({
   tlsCert: readableFile.optional(),
   tlsKey: readableFile.optional(),
   tlsCa: readableFile.optional(),
+  workerTokens: readableFile.optional(),
+  clientTokens: readableFile.optional(),
 });
 
-/** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */
+/**
+ * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
+ * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
+ */
 export type ServeOptions = z.output<typeof schema>;
 
 const FLAGS: FlagTable = {
@@ -41,6 +47,8 @@ const FLAGS: FlagTable = {
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
   tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  workerTokens: ['--worker-tokens', 'BERTH_WORKER_TOKENS'],
+  clientTokens: ['--client-tokens', 'BERTH_CLIENT_TOKENS'],
 };
 
 /**
@@ -52,5 +60,10 @@ export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }
+  if (opts.clientTokens && !opts.workerTokens && !opts.token && !opts.tlsCa) {
+    throw new OptionsError('--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients\' calls');
+  }
+  if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
+  if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
   return opts;
 }

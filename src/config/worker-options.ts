@@ -3,6 +3,7 @@
  * which win over defaults.
  */
 import os from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
@@ -20,13 +21,15 @@ const schema = z.object({
   tlsCa: readableFile.optional(),
   tlsCert: readableFile.optional(),
   tlsKey: readableFile.optional(),
+  stateDir: z.string().min(1, 'must not be empty').optional(),
 });
 
 /**
  * Validated `berth worker` options. Units: `grace` in seconds, `ramMb` in MB; maxParallel 0 = unlimited.
  * `tlsCa` turns TLS on (trusting that CA); `tlsCert`/`tlsKey` add a client certificate (mutual TLS).
+ * `stateDir`: where the agent records its process groups (SPEC R5; default defaultStateDir()).
  */
-export type WorkerOptions = z.output<typeof schema>;
+export type WorkerOptions = z.output<typeof schema> & { stateDir: string };
 
 const FLAGS: FlagTable = {
   server: ['--server', 'BERTH_SERVER'],
@@ -42,6 +45,7 @@ const FLAGS: FlagTable = {
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
   tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
+  stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
 };
 
 /**
@@ -52,5 +56,14 @@ export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS
   const opts = resolveOptions(schema, FLAGS, flags, env);
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
   if (opts.tlsCert && !opts.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
-  return opts;
+  return { ...opts, stateDir: opts.stateDir ?? defaultStateDir(opts.name, opts.server, env) };
+}
+
+/**
+ * Default `--state-dir`: `$XDG_STATE_HOME/berth/worker-<name>@<server>` (XDG_STATE_HOME defaults to
+ * ~/.local/state), so a restarted worker of the same name and server finds its predecessor's record.
+ */
+export function defaultStateDir(name: string, server: string, env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_STATE_HOME || join(os.homedir(), '.local', 'state');
+  return join(base, 'berth', `worker-${name}@${server.replace(/[^A-Za-z0-9_.\-]/g, '_')}`);
 }

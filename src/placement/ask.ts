@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { type Ask, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
+import { reservedEnvKey } from './env.js';
 import type { NormalizedAsk } from './types.js';
 
 /** Largest cores an ask may name. */
@@ -16,6 +17,13 @@ export const MAX_CPUS = 65_536;
 export const MAX_GPUS = 4_096;
 /** Largest memory an ask or a machine may name, in MB (1 PiB). */
 export const MAX_RAM_MB = 1 << 30;
+/**
+ * Bounds of an ask's env (issue 10 item 9): the env is listed in GetSnapshot, so one claim must stay
+ * far below the 4 MiB a default client accepts. Variables, name length, names + values in bytes.
+ */
+export const MAX_ENV_KEYS = 128;
+export const MAX_ENV_KEY = 256;
+export const MAX_ENV_BYTES = 64 * 1024;
 
 const NAME = /^[A-Za-z0-9_.:\-]*$/;
 const LABEL = /^[A-Za-z0-9_.\-]*$/;
@@ -41,10 +49,21 @@ const schema = z.object({
   node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`),
   runId: name('a run id', MAX_RUN_ID),
   env: z.record(
-    z.string(),
+    z.string().max(MAX_ENV_KEY, `at most ${MAX_ENV_KEY} characters`).superRefine((k, ctx) => {
+      const why = reservedEnvKey(k);
+      if (why) ctx.addIssue({ code: 'custom', message: why });
+    }),
     z.string().max(MAX_ENV_VALUE).refine((v) => !v.includes('\0'), 'an env value may not contain NUL'),
-  ),
+  ).refine((e) => Object.keys(e).length <= MAX_ENV_KEYS, `at most ${MAX_ENV_KEYS} variables`)
+    .refine((e) => envBytes(e) <= MAX_ENV_BYTES, `at most ${MAX_ENV_BYTES} bytes of names and values in all`),
 });
+
+/** Size of `env` in UTF-8 bytes, names and values. */
+export function envBytes(env: Record<string, string>): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(env)) n += Buffer.byteLength(k) + Buffer.byteLength(v);
+  return n;
+}
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -68,12 +87,16 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
+  let keys = 0;
+  let bytes = 0;
   for (const key in env) {
-    if (!Object.hasOwn(env, key) || !ENV_KEY.test(key)) return false;
+    if (!Object.hasOwn(env, key) || key.length > MAX_ENV_KEY || !ENV_KEY.test(key) || reservedEnvKey(key)) return false;
     const v = (env as Record<string, unknown>)[key];
     if (!text(v, MAX_ENV_VALUE) || (v as string).includes('\0')) return false;
+    keys++;
+    bytes += Buffer.byteLength(key) + Buffer.byteLength(v as string);
   }
-  return true;
+  return keys <= MAX_ENV_KEYS && bytes <= MAX_ENV_BYTES;
 }
 
 /**
@@ -101,8 +124,11 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
     const key = path[0] ?? '';
     let value: unknown = (ask as unknown as Record<string, unknown>)[key];
     if (key === 'env' && path[1] !== undefined) value = ask.env[path[1]];
+    else if (key === 'env') value = `${Object.keys(ask.env).length} variables, ${envBytes(ask.env)} bytes`;
     const fieldName = [field, SNAKE[key] ?? key, ...path.slice(1)].join('.');
-    throw new BerthError('invalid_argument', `${fieldName}: ${issue.message} (got ${JSON.stringify(value)})`);
+    const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+    const shown = JSON.stringify(value) ?? 'nothing';
+    throw new BerthError('invalid_argument', `${fieldName}: ${message} (got ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown})`);
   }
   return normalized(r.data);
 }

@@ -4,6 +4,7 @@
  * the wait classes a touched machine could serve, oldest head first, and moves the reservations
  * of classes whose target machine changed (P7, P12). Release is idempotent (P8).
  */
+import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
@@ -28,6 +29,11 @@ export interface PlacerOptions {
   reconnectGraceMs?: number;
   restartGraceMs?: number;
   provisioners?: Provisioner[];
+  /**
+   * Makes claim ids. Default `c-<random UUID>`: 122 random bits, so an id cannot be guessed
+   * (SPEC R7). Tests that judge arrival order by id may pass a counter.
+   */
+  newClaimId?: () => string;
 }
 
 interface Held {
@@ -66,9 +72,9 @@ export class Placer {
   /** Classes whose head may be grantable now. */
   readonly #woken = new Set<WaitClass>();
   #settling = false;
-  #ids = 0;
   /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
   releaseGate?: ReleaseGate;
+  readonly #newClaimId: () => string;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
@@ -76,6 +82,7 @@ export class Placer {
     this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
     if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
     this.provisioners = opts.provisioners ?? [];
+    this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.machines.add({ ...opts.engine, remote: false });
   }
 
@@ -129,7 +136,7 @@ export class Placer {
     } catch (err) {
       return Promise.reject(err);
     }
-    const claimId = `c${++this.#ids}`;
+    const claimId = this.#newClaimId();
     const { amount, clamped } = this.#fit(ask, true);
     const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
     if (now) {
@@ -191,9 +198,12 @@ export class Placer {
     return h && !h.releasing ? h.grant : undefined;
   }
 
-  /** Abandons the waiting claims of `runId` (Cancel); returns how many. */
-  cancelRun(runId: string): number {
-    const mine = this.#queue.inRun(runId);
+  /**
+   * Abandons the waiting claims of `runId` (Cancel); returns how many. With `owner` given, only
+   * claims whose ask has that owner (SPEC R7).
+   */
+  cancelRun(runId: string, owner?: string): number {
+    const mine = this.#queue.inRun(runId).filter((w) => owner === undefined || w.ask.owner === owner);
     for (const w of mine) this.#abandon(w, new BerthError('cancelled', `run ${runId} cancelled`));
     return mine.length;
   }

@@ -25,14 +25,16 @@ export interface MachineView {
 /** The whole placer state; times in ms. */
 export interface PlacerSnapshot {
   machines: MachineView[];
+  /** `owner`: the ask's owner (SPEC R7), so the server can hide others' claim ids. */
   waiting: {
     claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number;
     /** The machine it holds back resources on (SPEC P7); '' when none could ever hold it. */
     reservedOn: string;
     /** The ask was cut down to the best real machine (SPEC P5, P11). */
     clamped: boolean;
+    owner?: string;
   }[];
-  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number }[];
+  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number; owner?: string }[];
   provisioners: { name: string; shapes: HostInventory[]; status: string }[];
 }
 
@@ -69,11 +71,11 @@ export function placerSnapshot(
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
       reason: reason(w, i + 1), waitedMs: now - w.since,
-      reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped,
+      reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped, owner: w.ask.owner,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
-      allocation: h.grant.allocation, heldMs: now - h.since,
+      allocation: h.grant.allocation, heldMs: now - h.since, owner: h.grant.ask.owner,
     })),
     provisioners: provisioners.map((p) => ({ name: p.name, shapes: p.shapes(), status: p.status() })),
   };

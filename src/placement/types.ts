@@ -30,6 +30,8 @@ export interface NormalizedAsk {
   node: string;
   runId: string;
   env: Record<string, string>;
+  /** Who claims it, when client identities are configured (SPEC R7): only it runs in or cancels the claim. */
+  owner?: string;
 }
 
 /** What a claim holds on one machine (SPEC P9). */

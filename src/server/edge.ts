@@ -19,6 +19,8 @@ import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallScope, type DrainMode, type LiveCalls } from './live-calls.js';
 import { readMessages } from './messages.js';
+import { isUndecodable } from './decode.js';
+import type { CallCredentials, Caller, Identities } from './identity.js';
 import { toStatus } from './status.js';
 
 export { CallScope } from './live-calls.js';
@@ -33,6 +35,24 @@ export interface EdgeContext {
   drain: AbortSignal;
   /** The registry of calls in progress that the drain walks (SPEC R3). */
   live: LiveCalls;
+  /** Client and worker identities (SPEC R7); without it only `token` is checked. */
+  identities?: Identities;
+}
+
+/**
+ * The client making `call` (SPEC R2, R7): checks its token and names it.
+ * @throws BerthError unauthenticated when a token is required and missing or wrong.
+ */
+export function authenticate(ctx: EdgeContext, call: CallCredentials): Caller {
+  if (ctx.identities) return ctx.identities.client(call);
+  checkToken(call.metadata, ctx.token);
+  return { name: '', scoped: false };
+}
+
+/** Throws INVALID_ARGUMENT for a request body the decoder could not read (see decode.ts). */
+function decoded<T>(request: T): T {
+  if (isUndecodable(request)) throw new BerthError('invalid_argument', `request: undecodable message body (${request.why})`);
+  return request;
 }
 
 /** Writes messages to a server stream, waiting for 'drain' when the transport buffer is full. */
@@ -108,14 +128,14 @@ export function makeSink<T>(call: ServerWritableStream<unknown, T> | ServerDuple
 export function unary<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (req: Req, signal: AbortSignal) => Promise<Res> | Res,
+  fn: (req: Req, signal: AbortSignal, caller: Caller) => Promise<Res> | Res,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     void (async () => {
       const scope = callScope(call, undefined);
       try {
-        checkToken(call.metadata, ctx.token);
-        const res = await fn(call.request, scope.signal);
+        const caller = authenticate(ctx, call);
+        const res = await fn(decoded(call.request), scope.signal, caller);
         callback(null, res);
       } catch (err) {
         callback(toStatus(err, ctx.log, rpc));
@@ -132,15 +152,15 @@ export function unary<Req, Res>(
 export function serverStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal, scope: CallScope) => Promise<void>,
+  fn: (req: Req, sink: Sink<Res>, signal: AbortSignal, scope: CallScope, caller: Caller) => Promise<void>,
   opts: { drain?: DrainMode } = {},
 ): handleServerStreamingCall<Req, Res> {
   return (call: ServerWritableStream<Req, Res>) => {
     void (async () => {
       const scope = callScope(call, ctx.live, opts);
       try {
-        checkToken(call.metadata, ctx.token);
-        await fn(call.request, makeSink(call), scope.signal, scope);
+        const caller = authenticate(ctx, call);
+        await fn(decoded(call.request), makeSink(call), scope.signal, scope, caller);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));
@@ -159,14 +179,14 @@ export function serverStream<Req, Res>(
 export function bidiStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal, scope: CallScope) => Promise<void>,
+  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal, scope: CallScope, caller: Caller) => Promise<void>,
 ): handleBidiStreamingCall<Req, Res> {
   return (call: ServerDuplexStream<Req, Res>) => {
     void (async () => {
       const scope = callScope(call, ctx.live);
       try {
-        checkToken(call.metadata, ctx.token);
-        await fn(readMessages<Req>(call, scope.signal), makeSink(call), scope.signal, scope);
+        const caller = authenticate(ctx, call);
+        await fn(readMessages<Req>(call, scope.signal, decoded), makeSink(call), scope.signal, scope, caller);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));

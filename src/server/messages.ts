@@ -14,10 +14,14 @@ type Readable = EventEmitter & { pause(): unknown; resume(): unknown };
 
 /**
  * Client messages until half-close, or until `signal` aborts (then it just stops: the caller
- * reads `signal.reason`). A stream error rejects the next `next()`. Never destroys the call, so a
+ * reads `signal.reason`). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the call, so a
  * status can still be sent; `return()` stops listening. One `next()` at a time.
  */
-export function readMessages<T>(call: Readable, signal: AbortSignal): AsyncIterableIterator<T> {
+export function readMessages<T>(
+  call: Readable,
+  signal: AbortSignal,
+  check: (m: T) => T = (m) => m,
+): AsyncIterableIterator<T> {
   const queue: T[] = [];
   let ended = false; // half-closed: deliver what is queued, then done
   let stopped = false; // aborted or returned: done at once
@@ -40,7 +44,12 @@ export function readMessages<T>(call: Readable, signal: AbortSignal): AsyncItera
     }
   };
   const onData = (m: T) => {
-    queue.push(m);
+    try {
+      queue.push(check(m));
+    } catch (err) {
+      onError(err); // e.g. an undecodable body: INVALID_ARGUMENT for the whole call
+      return;
+    }
     if (queue.length >= HIGH_WATER) call.pause();
     settle();
   };

@@ -16,8 +16,10 @@ import type { HostInventory } from '../resources/inventory.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
+import { tolerantDecoding } from './decode.js';
 import { loadDescriptors } from './descriptors.js';
 import { BerthError } from '../errors.js';
+import { Identities } from './identity.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
@@ -87,9 +89,10 @@ export class BerthServer {
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
     const { drain, live } = this.lifecycle;
-    this.context = { log, token: options.token, drain, live, options, engine, events, placer, hub };
-    this.#grpc.addService(PlacementServiceService, placementService(this.context));
-    this.#grpc.addService(WorkerServiceService, workerService(this.context));
+    const identities = new Identities({ token: options.token, workerTokens: options.workerTokens, clientTokens: options.clientTokens, mtls: Boolean(options.tlsCa && options.tlsCert) });
+    this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };
+    this.#grpc.addService(tolerantDecoding(PlacementServiceService), placementService(this.context));
+    this.#grpc.addService(tolerantDecoding(WorkerServiceService), workerService(this.context));
     this.#health.addToServer(this.#grpc);
     new ReflectionService(loadDescriptors()).addToServer(this.#grpc);
   }
@@ -166,6 +169,16 @@ export class BerthServer {
     await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
+  }
+
+  /**
+   * Re-reads `--worker-tokens` and `--client-tokens` (SIGHUP): from now on only their tokens are
+   * accepted; streams already attached stay. All or nothing.
+   * @throws OptionsError naming the flag and file when one cannot be read or is bad (old tokens stay).
+   */
+  reloadIdentities(): void {
+    this.context.identities?.reload();
+    this.#log.info({ workerTokens: this.options.workerTokens, clientTokens: this.options.clientTokens }, 'token files re-read');
   }
 
   /** SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit). */

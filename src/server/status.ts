@@ -14,6 +14,7 @@ const CODES: Record<ErrorKind, status> = {
   deadline_exceeded: status.DEADLINE_EXCEEDED,
   cancelled: status.CANCELLED,
   unauthenticated: status.UNAUTHENTICATED,
+  permission_denied: status.PERMISSION_DENIED,
   resource_exhausted: status.RESOURCE_EXHAUSTED,
   unimplemented: status.UNIMPLEMENTED,
 };

@@ -23,6 +23,8 @@ export interface CallSpec {
   flow: string;
   node: string;
   payload: WirePayload;
+  /** Who runs it, when client identities are configured (SPEC R7). */
+  owner?: string;
 }
 
 /** A worker attached over one stream. */
@@ -39,7 +41,11 @@ export class AttachedWorker {
   #chain: Promise<void> = Promise.resolve();
   #ids = 0;
 
-  constructor(readonly spec: MachineSpec, readonly sink: FrameSink) {
+  /**
+   * @param identity who attached it (SPEC R7): a stream with another `key` may not replace it;
+   *   default: the shared identity (any stream of the same name replaces it, SPEC W1).
+   */
+  constructor(readonly spec: MachineSpec, readonly sink: FrameSink, readonly identity: { key: string; describe: string } = { key: 'shared', describe: 'no credential' }) {
     this.slots = new Slots(spec.maxParallel ?? 0);
   }
 
@@ -73,7 +79,8 @@ export class AttachedWorker {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
     });
     this.calls.set(spec.callId, rec);
-    void this.send({ $case: 'call', value: { ...spec, allocation, timeoutMs: 0 } });
+    const { owner: _owner, ...call } = spec;
+    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0 } });
     return rec;
   }
 
@@ -103,11 +110,17 @@ export class AttachedWorker {
   /**
    * Routes one frame from the worker: events to their call in order; a Result or Failure ends
    * the call and frees its slot; heartbeats only prove liveness and are never forwarded.
-   * @throws BerthError invalid_argument for a bad frame (SPEC R1) or a second Hello.
+   * @throws BerthError invalid_argument for a bad frame (SPEC R1) that names no call in flight, or
+   *   a second Hello; a bad frame of a call in flight fails only that call.
    */
   receive(frame: WorkerStreamRequest['frame']): void {
     this.lastSeen = Date.now();
-    checkFrame(frame);
+    try {
+      checkFrame(frame);
+    } catch (err) {
+      if (this.#badCallFrame(frame, err as BerthError)) return;
+      throw err;
+    }
     switch (frame?.$case) {
       case undefined:
       case 'heartbeat':
@@ -131,6 +144,23 @@ export class AttachedWorker {
       case 'hello':
         throw new BerthError('invalid_argument', 'frame: hello may only be the first frame');
     }
+  }
+
+  /**
+   * A bad event or terminal frame of a call in flight fails only that call (issue 10 item 9): its
+   * caller gets a `WorkerError` Failure naming the field; after a bad event the worker is sent a
+   * Cancel and the call is settled once it answers (or leaves). False when the frame names no such call.
+   */
+  #badCallFrame(frame: WorkerStreamRequest['frame'], err: BerthError): boolean {
+    if (frame?.$case !== 'event' && frame?.$case !== 'result' && frame?.$case !== 'failure') return false;
+    const callId = frame.value.callId;
+    const rec = typeof callId === 'string' ? this.calls.get(callId) : undefined;
+    if (!rec) return false;
+    const message = `worker ${this.name} sent a bad ${frame.$case} frame for call ${callId}: ${err.message}`;
+    rec.finish({ $case: 'failure', value: { callId, type: 'WorkerError', message, traceback: '' } });
+    if (frame.$case === 'event') rec.stop(new BerthError('cancelled', message));
+    else rec.markSettled();
+    return true;
   }
 
   /**

@@ -30,6 +30,8 @@ export type CallItem = { $case: 'event'; value: Event } | Terminal;
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
 export class CallRecord implements Flow {
   readonly startedAt = Date.now();
+  /** Who started it, when client identities are configured (SPEC R7): only it cancels or follows it. */
+  owner?: string;
   #items: CallItem[] = [];
   /** Absolute index of #items[0]. */
   #base = 0;

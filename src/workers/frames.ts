@@ -13,8 +13,8 @@ const schemas: Record<string, z.ZodType> = {
   heartbeat: z.object({ callId: z.string().max(512) }),
   event: z.object({
     callId,
-    kind: z.union([
-      z.object({ $case: z.literal('metric'), value: z.object({ name: z.string().min(1, 'required').max(256), value: z.number().refine(Number.isFinite, 'must be a finite number') }) }),
+    kind: z.discriminatedUnion('$case', [
+      z.object({ $case: z.literal('metric'), value: z.object({ name: z.string().min(1, 'required').max(256), value: z.number({ error: 'must be a finite number' }).refine(Number.isFinite, 'must be a finite number') }) }),
       z.object({ $case: z.literal('log'), value: z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(1 << 20) }) }),
     ], { error: 'a metric or a log line is required' }),
   }),

@@ -52,7 +52,7 @@ export class WorkerHub {
   readonly ids = new CallIds();
   readonly #engine: EngineRunner;
   /** Calls holding their claim but waiting for a worker slot (SPEC W4); Cancel reaches them too. */
-  readonly #waitingForSlot = new Set<{ runId: string; abort: AbortController }>();
+  readonly #waitingForSlot = new Set<{ runId: string; owner?: string; abort: AbortController }>();
   /** Calls started or starting inside each claim, until their processes are gone (SPEC R5). */
   readonly #inClaim = new Map<string, Set<InClaim>>();
 
@@ -70,9 +70,14 @@ export class WorkerHub {
    * Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the
    * books. The old stream's calls fail UNAVAILABLE ("went away"); the old stream itself ends
    * FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a live agent not to reconnect.
+   * @throws BerthError permission_denied when a live stream of another identity holds the name
+   *   (SPEC R7); nothing changes then.
    */
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
+    if (old && old.identity.key !== w.identity.key) {
+      throw new BerthError('permission_denied', `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); this stream has ${w.identity.describe}`);
+    }
     if (old) {
       this.#forget(old);
       old.leave(
@@ -117,7 +122,7 @@ export class WorkerHub {
       } else {
         const w = this.workers.get(grant.machine);
         if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
-        const waiting = { runId: spec.runId, abort: new AbortController() };
+        const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
         this.#waitingForSlot.add(waiting);
         try {
           rec = await w.startCall(spec, allocation, AbortSignal.any([lease, waiting.abort.signal]));
@@ -136,6 +141,7 @@ export class WorkerHub {
       rec.stop(why);
       rec.fail(why);
     }
+    rec.owner = spec.owner;
     this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
@@ -145,16 +151,17 @@ export class WorkerHub {
 
   /**
    * Cancels every call of `runId` in flight (a Cancel frame each) or waiting for a worker slot;
-   * those Runs end CANCELLED. Returns how many.
+   * those Runs end CANCELLED. Returns how many. With `owner` given, only calls that owner started (SPEC R7).
    */
-  cancelRun(runId: string): number {
+  cancelRun(runId: string, owner?: string): number {
     const reason = new BerthError('cancelled', `run ${runId} cancelled`);
-    const mine = [...this.calls.values()].filter((c) => c.runId === runId && !c.ended);
+    const ours = (x: { runId: string; owner?: string }) => x.runId === runId && (owner === undefined || x.owner === owner);
+    const mine = [...this.calls.values()].filter((c) => ours(c) && !c.ended);
     for (const c of mine) {
       c.stop(reason);
       c.fail(reason);
     }
-    const queued = [...this.#waitingForSlot].filter((x) => x.runId === runId);
+    const queued = [...this.#waitingForSlot].filter(ours);
     for (const q of queued) q.abort.abort(reason);
     return mine.length + queued.length;
   }

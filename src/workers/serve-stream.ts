@@ -7,6 +7,7 @@
  */
 import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
+import { checkWorkerName, type WorkerCredential } from './credential.js';
 import { machineFromHello } from './hello.js';
 import { AttachedWorker, type FrameSink } from './attached.js';
 import type { WorkerHub } from './hub.js';
@@ -19,7 +20,8 @@ export const STREAM_CUT = 'its stream was cut (the agent stopped or the connecti
  * Serves one worker stream until it is over.
  * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
  *   engine), or a bad later frame; failed_precondition when replaced by a newer stream of the same
- *   name; unavailable while draining or silent past the keepalive.
+ *   name; unavailable while draining or silent past the keepalive; permission_denied when the
+ *   Hello names a worker `credential` does not bind or another identity holds live (SPEC R7).
  */
 export async function serveWorkerStream(
   hub: WorkerHub,
@@ -27,6 +29,7 @@ export async function serveWorkerStream(
   write: FrameSink,
   signal: AbortSignal,
   drain: { signal: AbortSignal; graceMs: number },
+  credential?: WorkerCredential,
 ): Promise<void> {
   const it = messages[Symbol.asyncIterator]();
   const first = await it.next();
@@ -35,7 +38,8 @@ export async function serveWorkerStream(
   const spec = machineFromHello(first.value.frame.value);
   if (drain.signal.aborted) throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
   if (spec.name === hub.o.engineName) throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
-  const w = new AttachedWorker(spec, write);
+  if (credential) checkWorkerName(spec.name, credential);
+  const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe });
   hub.attach(w);
   await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
   const silence = setInterval(() => {

@@ -6,15 +6,25 @@ import { z } from 'zod';
 import type { Command, Event, Failure, PythonSource, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
+import { ALLOCATION_ENV_KEYS } from '../placement/env.js';
 import type { ExecEvent, ExecFailure, Outcome, Task } from './executors/types.js';
 
 /** A payload as generated code holds it. */
 export type WirePayload = { $case: 'command'; value: Command } | { $case: 'source'; value: PythonSource } | undefined;
 
+const noNul = (what: string) => z.string().refine((v) => !v.includes('\0'), `${what} may not contain a NUL byte`);
+/** Most command env variables, and their names + values in bytes (the Call frame stays small). */
+export const MAX_COMMAND_ENV_KEYS = 1024;
+export const MAX_COMMAND_ENV_BYTES = 1 << 20;
 const commandSchema = z.object({
-  argv: z.array(z.string()).min(1, 'must name a program'),
-  env: z.record(z.string(), z.string()),
-  cwd: z.string(),
+  argv: z.array(noNul('an argument')).min(1, 'must name a program').max(65_536, 'at most 65536 arguments'),
+  env: z.record(
+    noNul('a variable name').refine((k) => k.length > 0 && !k.includes('='), 'a variable name may not be empty or contain =')
+      .refine((k) => !ALLOCATION_ENV_KEYS.includes(k), 'is set by berth from the allocation (SPEC R8): a command cannot set it'),
+    noNul('a value'),
+  ).refine((e) => Object.keys(e).length <= MAX_COMMAND_ENV_KEYS, `at most ${MAX_COMMAND_ENV_KEYS} variables`)
+    .refine((e) => Object.entries(e).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0) <= MAX_COMMAND_ENV_BYTES, `at most ${MAX_COMMAND_ENV_BYTES} bytes of names and values in all`),
+  cwd: noNul('cwd').refine((v) => v.length <= 4096, 'at most 4096 characters'),
 });
 const sourceSchema = z.object({
   source: z.string().min(1, 'must not be empty'),
@@ -32,7 +42,12 @@ export function toTask(callId: string, allocation: Allocation | undefined, paylo
   const r = schema.safeParse(payload.value);
   if (!r.success) {
     const issue = r.error.issues[0];
-    throw new BerthError('invalid_argument', `${payload.$case}.${issue.path.join('.')}: ${issue.message}`);
+    const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+    let value: unknown = payload.value;
+    for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
+    if (issue.code === 'invalid_key') value = issue.path[issue.path.length - 1];
+    const shown = issue.path.length === 1 && issue.path[0] === 'env' ? '' : ` (got ${(JSON.stringify(value) ?? 'nothing').slice(0, 120)})`;
+    throw new BerthError('invalid_argument', `${payload.$case}.${issue.path.join('.')}: ${message}${shown}`);
   }
   if (payload.$case === 'command') {
     const c = payload.value;

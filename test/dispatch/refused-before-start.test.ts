@@ -28,6 +28,15 @@ describe('a batch that cannot run is refused before anything starts', () => {
     expect(r.stderr).toMatch(/job 2 \("neg"\): devices: must be at least 0 \(got -1\)/);
   });
 
+  it('a job env setting the device env is refused (SPEC R8): the devices are what dispatch grants', async () => {
+    s = scratch();
+    const file = s.batch([recordingJob(s.dir, 'first', 1, 0), { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } }]);
+    const r = await dispatch(file, '--devices', '0-3', '--device-env', 'ASCEND_RT_VISIBLE_DEVICES');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got "0,1,2,3")');
+    expect(started(s.dir, 'first')).toBe(false);
+  });
+
   it('a job with both argv and shell, or an unknown field, is refused', async () => {
     s = scratch();
     const both = s.batch([{ label: 'x', argv: ['true'], shell: 'true' }], 'both.json');

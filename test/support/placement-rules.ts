@@ -78,7 +78,8 @@ export class Refereed {
   #nodes = 0;
 
   constructor(engine: MachineSpec, reconnectGraceMs = 1_000_000) {
-    this.placer = new Placer({ engine, events: this.events, reconnectGraceMs });
+    let ids = 0; // ids in arrival order (c1, c2, …): the referee reads arrival order from them
+    this.placer = new Placer({ engine, events: this.events, reconnectGraceMs, newClaimId: () => `c${++ids}` });
     this.events.subscribe((e) => this.#onEvent(e));
   }
 

@@ -1,6 +1,7 @@
 /**
  * Cancel RPC: cancels a run's in-flight calls (a Cancel frame reaches each worker; those Runs end
  * CANCELLED) and abandons its waiting claims; other runs are untouched. Returns both counts.
+ * When client identities are configured only the caller's own calls and claims (SPEC R7).
  * Errors: INVALID_ARGUMENT for an empty run_id.
  */
 import type { CancelRequest, CancelResponse } from '../../../generated/ts/berth/v1/placement.js';
@@ -10,10 +11,11 @@ import { unary } from '../edge.js';
 
 /** Builds the Cancel handler. */
 export function cancelHandler(ctx: ServerContext) {
-  return unary<CancelRequest, CancelResponse>(ctx, 'Cancel', (req) => {
+  return unary<CancelRequest, CancelResponse>(ctx, 'Cancel', (req, _signal, caller) => {
     if (!req.runId || req.runId.length > 128) throw new BerthError('invalid_argument', `run_id: required, at most 128 characters (got ${JSON.stringify(req.runId.slice(0, 140))})`);
-    const calls = ctx.hub.cancelRun(req.runId);
-    const claims = ctx.placer.cancelRun(req.runId);
+    const owner = caller.scoped ? caller.name : undefined; // another identity's run counts 0 (SPEC R7)
+    const calls = ctx.hub.cancelRun(req.runId, owner);
+    const claims = ctx.placer.cancelRun(req.runId, owner);
     ctx.log.info({ runId: req.runId, calls, claims }, 'run cancelled');
     return { calls, claims };
   });

@@ -18,7 +18,7 @@ type Next = { kind: 'message'; msg: ClaimRequest } | { kind: 'end' } | { kind: '
 
 /** Builds the Claim handler. */
 export function claimHandler(ctx: ServerContext) {
-  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, signal, scope) => {
+  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, signal, scope, caller) => {
     const it = messages[Symbol.asyncIterator]();
     const first = await it.next();
     if (first.done) {
@@ -26,7 +26,7 @@ export function claimHandler(ctx: ServerContext) {
       return; // half-closed before asking: nothing to give back
     }
     if (first.value.kind?.$case !== 'ask') throw new BerthError('invalid_argument', `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`);
-    const ask = normalizeAsk(first.value.kind.value, 'ask');
+    const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
     const nextMessage = (): Promise<Next> => it.next().then((r) => (r.done ? { kind: 'end' } : { kind: 'message', msg: r.value }));
 
     // Wait for the grant on the call's own signal while watching the stream: any client message or

@@ -1,6 +1,7 @@
 /**
  * GetSnapshot RPC: machines with their books (engine first), waiting claims in arrival order,
- * held claims, calls in flight, provisioners. Never fails once authenticated.
+ * held claims, calls in flight, provisioners. When client identities are configured, other
+ * identities' claims are shown without their ids (SPEC R7). Never fails once authenticated.
  */
 import type { GetSnapshotRequest, GetSnapshotResponse } from '../../../generated/ts/berth/v1/placement.js';
 import type { ServerContext } from '../context.js';
@@ -9,5 +10,14 @@ import { unary } from '../edge.js';
 
 /** Builds the GetSnapshot handler. */
 export function getSnapshotHandler(ctx: ServerContext) {
-  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => toSnapshot(ctx.placer.snapshot(), ctx.hub.callsInFlight(), ctx.hub.runningByMachine()));
+  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', (_req, _signal, caller) => {
+    const s = ctx.placer.snapshot();
+    if (caller.scoped) {
+      // Others' claims are listed, their ids are not: a claim id lets its holder run in it (SPEC R7).
+      const hide = <T extends { claimId: string; owner?: string }>(c: T): T => (c.owner === caller.name ? c : { ...c, claimId: '' });
+      s.waiting = s.waiting.map(hide);
+      s.held = s.held.map(hide);
+    }
+    return toSnapshot(s, ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
+  });
 }

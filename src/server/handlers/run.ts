@@ -5,7 +5,8 @@
  * execution: a Run whose call id is in flight or being placed follows that call (CallIds). A Run
  * inside a claim ends CANCELLED "claim <id> released" when the claim is released (SPEC R5). Errors:
  * INVALID_ARGUMENT, FAILED_PRECONDITION (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"),
- * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED.
+ * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. When client identities
+ * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  */
 import { z } from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
@@ -16,10 +17,15 @@ import type { CallRecord } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
+import type { Caller } from '../identity.js';
+import { longTimeout } from '../long-timer.js';
 
 const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
 const SNAKE: Record<string, string> = { runId: 'run_id' };
+
+/** Longest `timeout_ms` a Run may name: 30 days (longer ones would overflow Node's timers). */
+export const MAX_TIMEOUT_MS = 2_592_000_000;
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -27,11 +33,21 @@ export function runHandler(ctx: ServerContext) {
 
   // SPEC R3: until its call has started, a Run follows the drain (a queued Run-with-ask ends
   // UNAVAILABLE "server is draining"); a started call is kept through the drain and gets the grace.
-  async function run(req: RunRequest, sink: Sink<RunResponse>, signal: AbortSignal, scope: CallScope): Promise<void> {
+  async function run(
+    req: RunRequest,
+    sink: Sink<RunResponse>,
+    signal: AbortSignal,
+    scope: CallScope,
+    caller: Caller,
+  ): Promise<void> {
+    const owner = caller.scoped ? caller.name : undefined;
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
       throw new BerthError('invalid_argument', `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`);
+    }
+    if (!(req.timeoutMs >= 0 && req.timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new BerthError('invalid_argument', `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`);
     }
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
@@ -39,25 +55,28 @@ export function runHandler(ctx: ServerContext) {
     const placement = req.placement;
     if (!placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
     const ask = placement.$case === 'ask' ? normalizeAsk(placement.value, 'ask') : undefined;
+    const joined = ctx.hub.calls.get(callId);
+    if (joined && !joined.ended && joined.owner !== owner) throw othersCall(callId);
 
     // One call id, one execution: follow the call in flight, or the one being placed, else place it.
     const got = await ctx.hub.ids.once(callId, ctx.hub.calls, signal, async () => {
       let grant: Grant;
       if (!ask) {
         const g = ctx.placer.get(placement.value as string);
-        if (!g) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
+        if (!g || g.ask.owner !== owner) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
         grant = g;
       } else {
-        grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
+        grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner }, { signal });
       }
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-        return { rec: await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, signal), grant };
+        return { rec: await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal), grant };
       } catch (err) {
         if (ask) ctx.placer.release(grant.claimId, 'run ended');
         throw err;
       }
     });
+    if (!got.placed && got.rec.owner !== owner) throw othersCall(callId);
     scope.keepThroughDrain();
     if (!got.placed) return follow(got.rec, sink, signal);
     const { rec: r, grant } = got.placed;
@@ -66,7 +85,7 @@ export function runHandler(ctx: ServerContext) {
       grant.lost.addEventListener('abort', onLost, { once: true });
       if (grant.lost.aborted) onLost();
       ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });
-      const timer = req.timeoutMs > 0 ? setTimeout(() => {
+      const clearTimer = req.timeoutMs > 0 ? longTimeout(() => {
         const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
         r.stop(why);
         r.fail(why);
@@ -78,7 +97,7 @@ export function runHandler(ctx: ServerContext) {
         ctx.events.emit({ kind: err instanceof BerthError && err.kind === 'cancelled' ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err) });
         throw err;
       } finally {
-        clearTimeout(timer);
+        clearTimer?.();
       }
     } finally {
       grant.lost.removeEventListener('abort', onLost);
@@ -89,6 +108,10 @@ export function runHandler(ctx: ServerContext) {
   }
 }
 
+/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
+function othersCall(callId: string): BerthError {
+  return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
+}
 
 /**
  * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is

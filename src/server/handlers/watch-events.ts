@@ -3,7 +3,8 @@
  * event before it), then every event in order, until the client cancels or the server's drain is
  * over (watchers see the drain itself: `server_draining`, abandoned waiters, calls finishing).
  * A reader too slow to keep up with MAX_BACKLOG events is ended with
- * RESOURCE_EXHAUSTED rather than letting the server buffer without bound.
+ * RESOURCE_EXHAUSTED rather than letting the server buffer without bound. When client identities
+ * are configured, claim ids are shown only for the caller's own held claims (SPEC R7).
  */
 import type { WatchEventsRequest, WatchEventsResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
@@ -17,13 +18,16 @@ export const MAX_BACKLOG = 10_000;
 
 /** Builds the WatchEvents handler. */
 export function watchEventsHandler(ctx: ServerContext) {
-  return serverStream<WatchEventsRequest, WatchEventsResponse>(ctx, 'WatchEvents', async (_req, sink, signal) => {
+  return serverStream<WatchEventsRequest, WatchEventsResponse>(ctx, 'WatchEvents', async (_req, sink, signal, _scope, caller) => {
     const backlog: BerthEvent[] = [];
     let wake: (() => void) | undefined;
     let overflow = false;
+    // Scoped callers (SPEC R7) see a claim id only while it is a claim of theirs held now.
+    const shown = (e: BerthEvent): BerthEvent =>
+      !caller.scoped || !e.claimId || ctx.placer.get(e.claimId)?.ask.owner === caller.name ? e : { ...e, claimId: '' };
     const unsubscribe = ctx.events.subscribe((e) => {
       if (backlog.length >= MAX_BACKLOG) overflow = true;
-      else backlog.push(e);
+      else backlog.push(shown(e));
       wake?.();
     });
     backlog.push({ kind: 'watch_started', detail: 'subscribed', seq: ctx.events.seq, timeMs: Date.now() });

@@ -2,7 +2,8 @@
  * WorkerStream RPC: a worker attaches with Hello and runs the calls sent to it (SPEC W1–W4).
  * The stream does not end at drain: the worker is sent Drain and the stream ends once its calls
  * are done (or the server's grace cuts it). Errors: INVALID_ARGUMENT for a bad frame;
- * UNAUTHENTICATED without the token.
+ * UNAUTHENTICATED without the token; PERMISSION_DENIED when the Hello names a worker its
+ * credentials do not bind, or one a live stream of another identity holds (SPEC R7).
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../../generated/ts/berth/v1/worker.js';
@@ -17,7 +18,7 @@ export function workerStreamHandler(ctx: ServerContext) {
     void (async () => {
       let stopFollowing = () => {};
       try {
-        checkToken(call.metadata, ctx.token);
+        const credential = ctx.identities ? ctx.identities.worker(call) : (checkToken(call.metadata, ctx.token), undefined);
         const signal = callScope(call, undefined).signal; // the drain is served by serveWorkerStream
         const sink = makeSink(call);
         // This stream's own drain signal, fired from the registry: no listener per worker on a shared signal.
@@ -26,7 +27,7 @@ export function workerStreamHandler(ctx: ServerContext) {
         await serveWorkerStream(ctx.hub, readMessages<WorkerStreamRequest>(call, signal), (f) => sink.write({ frame: f }), signal, {
           signal: drain.signal,
           graceMs: ctx.options.grace * 1000,
-        });
+        }, credential);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, 'WorkerStream'));

@@ -1,12 +1,14 @@
 /**
- * CommandExecutor: runs a `command` payload as a subprocess in a new process group (SPEC W6).
+ * CommandExecutor: runs a `command` payload as a subprocess in a new process group (SPEC W6),
+ * under a watchdog that ends the group if this process dies (SPEC R5, watchdog.ts); once the
+ * program exits, whatever it left in its group is ended too.
  * `{devices}` in argv becomes the granted ids as a range string; env = process env + allocation
  * env + command env; output lines become log events; exit 0 → {exit_code: 0}, else `ExitCode`.
  */
-import { spawn } from 'node:child_process';
 import { formatRange } from '../../resources/ranges.js';
 import { LineSplitter, pipeLines } from './lines.js';
 import { DEFAULT_GRACE_MS, exited, GroupSet, stopGroup } from './kill.js';
+import { spawnWatched } from './watchdog.js';
 import type { CommandPayload, ExecEvent, Executor, Flow, Outcome, Task } from './types.js';
 
 /** Replaces every `{devices}` in `argv` with `formatRange(gpuIds)` (e.g. `0-3`). */
@@ -28,10 +30,9 @@ export class CommandExecutor implements Executor {
     if (p.kind !== 'command') throw new TypeError('CommandExecutor runs command payloads only');
     signal.throwIfAborted();
     const [file, ...args] = expandDevices(p.argv, task.gpuIds);
-    const child = spawn(file, args, {
+    const { child, release } = spawnWatched(file, args, {
       cwd: p.cwd || undefined,
       env: { ...process.env, ...task.env, ...p.env },
-      detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.groups.add(child);
@@ -39,7 +40,8 @@ export class CommandExecutor implements Executor {
     for (const stream of ['stdout', 'stderr'] as const) {
       pipeLines(child[stream], new LineSplitter((line) => onEvent({ kind: 'log', stream, line })), () => flow);
     }
-    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    // Output ends when both pipes close (not the child's 'close': the watchdog's pipe stays open until release()).
+    const closed = Promise.all([child.stdout, child.stderr].map((st) => new Promise<void>((resolve) => (st.closed ? resolve() : st.once('close', () => resolve())))));
     let stopping: Promise<void> | undefined;
     const onAbort = () => {
       stopping = stopGroup(child, this.graceMs);
@@ -61,6 +63,7 @@ export class CommandExecutor implements Executor {
       return { ok: false, type: 'ExitCode', message: `${file} ${how}`, traceback: '' };
     } finally {
       signal.removeEventListener('abort', onAbort);
+      release(); // the watchdog ends whatever the program left in its group
       this.groups.forget(child);
     }
   }

@@ -1,15 +1,17 @@
 /**
- * HarnessProcess: one persistent `python3 harness.py` in its own process group, speaking JSON
+ * HarnessProcess: one persistent `python3 harness.py` in its own process group (under a watchdog
+ * that ends the group if this process dies, watchdog.ts), speaking JSON
  * lines (requests on its fd 3, answers on its fd 4). It runs one request at a time; raw writes
  * to its fd 1/2 (e.g. from subprocesses a node starts) are forwarded as log lines of that request.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { clipText, LineSplitter, MAX_LINE, pipeLines } from './lines.js';
 import { exited, stopGroup } from './kill.js';
 import type { ExecEvent, Flow } from './types.js';
+import { spawnWatched } from './watchdog.js';
 
 /** Path of the harness script (stdlib only). */
 export const HARNESS_PATH = fileURLToPath(new URL('./harness.py', import.meta.url));
@@ -42,7 +44,9 @@ export class HarnessProcess {
   #dead = false;
 
   constructor(env: NodeJS.ProcessEnv, python = 'python3') {
-    this.child = spawn(python, ['-u', HARNESS_PATH], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const watched = spawnWatched(python, ['-u', HARNESS_PATH], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    this.child = watched.child;
+    this.child.once('exit', () => watched.release()); // the watchdog ends what the process left behind
     this.child.on('error', (err) => this.#die(`cannot start the Python interpreter ${python}: ${err.message}`));
     this.child.once('close', (code, sig) => this.#die(`the Python process exited (${sig ?? `code ${code}`})`));
     const answers = new LineSplitter((line) => this.#answer(line), Number.MAX_SAFE_INTEGER);

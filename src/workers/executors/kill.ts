@@ -83,12 +83,24 @@ export async function stopGroup(child: ChildProcess, graceMs: number): Promise<v
   if (child.pid !== undefined) await groupGone(child.pid);
 }
 
+/** Where process groups are recorded while they run (each call is synchronous and must not throw). */
+export interface GroupRecorder {
+  added(pgid: number): void;
+  forgotten(pgid: number): void;
+}
+
 /**
  * The process groups an executor has running (each child is spawned detached, so its pid is its
  * group id). `killAll()` is synchronous: safe right before `process.exit`.
  */
 export class GroupSet {
   readonly #pgids = new Set<number>();
+
+  /**
+   * @param recorder told of each group started and forgotten, e.g. a state directory so that a
+   *   successor can end what a killed agent left (SPEC R5, src/agent/state-dir.ts).
+   */
+  constructor(readonly recorder?: GroupRecorder) {}
 
   /** Groups tracked now. */
   get size(): number {
@@ -97,12 +109,16 @@ export class GroupSet {
 
   /** Tracks `child`'s group until `forget` (no-op when it did not start). */
   add(child: ChildProcess): void {
-    if (child.pid !== undefined) this.#pgids.add(child.pid);
+    if (child.pid === undefined) return;
+    this.#pgids.add(child.pid);
+    this.recorder?.added(child.pid);
   }
 
   /** Stops tracking `child`'s group. */
   forget(child: ChildProcess): void {
-    if (child.pid !== undefined) this.#pgids.delete(child.pid);
+    if (child.pid === undefined) return;
+    this.#pgids.delete(child.pid);
+    this.recorder?.forgotten(child.pid);
   }
 
   /** SIGKILLs every tracked group now. */
