@@ -9,13 +9,14 @@ import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/wor
 import { readFlagFile } from '../config/fields.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { VERSION } from '../package-info.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { Session, type SessionEnd } from './session.js';
 
-/** Agent version sent in Hello. */
-export const AGENT_VERSION = '0.1.0';
+/** Agent version sent in Hello (package.json). */
+export const AGENT_VERSION = VERSION;
 
 /** What the agent needs. Units: graceMs in ms. */
 export interface AgentOptions {
