@@ -98,7 +98,10 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     }
   } else {
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
-    checkFits(jobs, pool.size, poolText(pool));
+    const hint = o.devices === undefined && pool.size === 0
+      ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, e.g. --devices 0-3'
+      : '';
+    checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
   }
