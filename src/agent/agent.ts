@@ -12,6 +12,7 @@ import type { Logger } from '../log/logger.js';
 import { VERSION } from '../package-info.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
+import { poolCap } from '../workers/executors/pools.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { Session, type SessionEnd } from './session.js';
 
@@ -58,6 +59,7 @@ export class WorkerAgent {
       graceMs: options.graceMs,
       python: options.python,
       onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
+      pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
   }
 

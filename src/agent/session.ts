@@ -104,7 +104,7 @@ export class Session {
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
         clearInterval(this.#alive);
-        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '' } }), this.#heartbeatMs);
+        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '', warmPools: this.executors.python.pools.stats() } }), this.#heartbeatMs);
         this.onAttached();
         return;
       case 'call':
@@ -126,7 +126,7 @@ export class Session {
     const id = call.callId;
     if (!id || this.#running.has(id)) return; // a duplicate call id runs once
     const abort = new AbortController();
-    const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id } }), this.#heartbeatMs);
+    const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }), this.#heartbeatMs);
     this.log.info({ call: id }, 'call started');
     const done = (async () => {
       try {

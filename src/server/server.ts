@@ -56,7 +56,7 @@ export class BerthServer {
       reconnectGraceMs: options.reconnectGrace * 1000,
       provisioners: deps.provisioners,
     });
-    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
+    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000, engineCpus: engine.cpus });
     this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));

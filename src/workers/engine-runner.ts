@@ -10,6 +10,8 @@ import type { CallSpec } from './attached.js';
 import { CallRecord } from './call-record.js';
 import { Executors } from './executors/index.js';
 import { GROUP_GONE_MS } from './executors/kill.js';
+import { poolCap } from './executors/pools.js';
+import type { WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import { toEvent, toTask, toTerminal } from './task.js';
 
 /** The engine host's executor. `graceMs`: SIGTERM → SIGKILL delay on cancel and on shutdown. */
@@ -18,7 +20,13 @@ export class EngineRunner {
   readonly #live = new Set<CallRecord>();
   #closing = false;
 
-  constructor(readonly machine: string, readonly graceMs: number) {}
+  /** @param cpus the engine's cores: the cap of its warm Python processes (poolCap). */
+  constructor(readonly machine: string, readonly graceMs: number, readonly cpus = 64) {}
+
+  /** The engine's warm Python pools (zeros before the first Python call). */
+  warmPools(): WarmPools {
+    return this.#executors?.python.pools.stats() ?? { pools: 0, idle: 0, busy: 0, hits: 0, misses: 0, prestarted: 0, retired: 0, cap: poolCap(this.cpus) };
+  }
 
   /**
    * Starts `spec` with `allocation`; the record settles when the process is done.
@@ -27,7 +35,7 @@ export class EngineRunner {
   start(spec: CallSpec, allocation: Allocation): CallRecord {
     const task = toTask(spec.callId, allocation, spec.payload);
     if (this.#closing) throw new BerthError('unavailable', `server is stopping: ${spec.callId} not started on ${this.machine}`);
-    this.#executors ??= new Executors({ graceMs: this.graceMs });
+    this.#executors ??= new Executors({ graceMs: this.graceMs, pool: { cap: poolCap(this.cpus) } });
     const ac = new AbortController();
     const rec = new CallRecord(spec.callId, spec.runId, this.machine, allocation, (reason) => ac.abort(reason));
     this.#live.add(rec);

@@ -9,5 +9,10 @@ import { unary } from '../edge.js';
 
 /** Builds the GetSnapshot handler. */
 export function getSnapshotHandler(ctx: ServerContext) {
-  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => toSnapshot(ctx.placer.snapshot(), ctx.hub.callsInFlight(), ctx.hub.runningByMachine()));
+  return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', () => {
+    const snap = toSnapshot(ctx.placer.snapshot(), ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
+    const pools = ctx.hub.warmPools(); // pool sizes and hits/misses per machine (issue 11)
+    for (const m of snap.machines) m.warmPools = pools.get(m.name);
+    return snap;
+  });
 }
