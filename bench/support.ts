@@ -98,12 +98,14 @@ function ended(child: import('node:child_process').ChildProcess): Promise<void> 
 export async function startBerth(cpus: number, worker?: { cpus: number }): Promise<BenchServer> {
   const bin = join(ROOT, 'bin', 'berth.js');
   const env = { ...process.env, BERTH_LOG_LEVEL: 'info' };
-  const server = spawn(process.execPath, [bin, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the server and worker processes, for profiling
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const server = spawn(process.execPath, [...nodeArgs, bin, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const line = await waitLine(server, /berth serving/);
   const address = (JSON.parse(line) as { address: string }).address;
   let agent: import('node:child_process').ChildProcess | undefined;
   if (worker !== undefined) {
-    agent = spawn(process.execPath, [bin, 'worker', '--server', address, '--name', 'remote', '--labels', 'remote', '--cpus', String(worker.cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    agent = spawn(process.execPath, [...nodeArgs, bin, 'worker', '--server', address, '--name', 'remote', '--labels', 'remote', '--cpus', String(worker.cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     await waitLine(agent, /attached|welcome/i);
   }
   return {

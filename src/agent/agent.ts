@@ -14,6 +14,7 @@ import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { poolCap } from '../workers/executors/pools.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { Session, type SessionEnd } from './session.js';
 
 /** Agent version sent in Hello (package.json). */
@@ -133,6 +134,7 @@ export class WorkerAgent {
         'grpc.keepalive_permit_without_calls': 1,
         'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
         'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
+        ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);

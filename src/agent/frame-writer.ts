@@ -11,6 +11,14 @@ import type { Flow } from '../workers/executors/types.js';
 type Stream = ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
 type Frame = WorkerStreamRequest['frame'];
 
+/**
+ * Channel options the agent's channel needs for backpressure to be real (issue 11): grpc-js's retry
+ * layer acknowledges writes at once while it buffers up to 1 MiB per call for retries, hiding a
+ * slow server from write()/'drain'. With retries off and no retry buffer, a write completes only
+ * when HTTP/2 has taken it. (The agent never retries a WorkerStream; it reconnects.)
+ */
+export const BACKPRESSURE_CHANNEL_OPTIONS = { 'grpc.enable_retries': 0, 'grpc.per_rpc_retry_buffer_size': 0 } as const;
+
 /** Queued frames at which the writer reports full, and at which it has room again. */
 export const HIGH = 256;
 export const LOW = 32;

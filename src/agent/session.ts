@@ -9,7 +9,8 @@ import type { Call, Hello, WorkerStreamRequest, WorkerStreamResponse } from '../
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { ExecEvent, Executors } from '../workers/executors/index.js';
-import { toEvent, toFailure, toTask, toTerminal } from '../workers/task.js';
+import { EventBatcher } from '../workers/event-batcher.js';
+import { toFailure, toTask, toTerminal } from '../workers/task.js';
 import { FrameWriter } from './frame-writer.js';
 
 /** Heartbeat interval when the Welcome names none, in ms. */
@@ -128,14 +129,16 @@ export class Session {
     const abort = new AbortController();
     const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }), this.#heartbeatMs);
     this.log.info({ call: id }, 'call started');
+    const batch = new EventBatcher(id, (ev) => void this.#writer.send({ $case: 'event', value: ev }));
     const done = (async () => {
       try {
         const task = toTask(id, call.allocation, call.payload);
-        const send = (e: ExecEvent) => void this.#writer.send({ $case: 'event', value: toEvent(id, e) });
-        const outcome = await this.executors.run(task, send, abort.signal, this.#writer);
+        const outcome = await this.executors.run(task, (e: ExecEvent) => batch.push(e), abort.signal, this.#writer);
+        batch.close(); // every line before the result
         await this.#writer.send(toTerminal(id, outcome));
         this.log.info({ call: id, ok: outcome.ok }, 'call finished');
       } catch (err) {
+        batch.close();
         const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));
         const type = e.kind === 'cancelled' ? 'Cancelled' : e.kind === 'invalid_argument' ? 'InvalidCall' : 'WorkerError';
         await this.#writer.send({ $case: 'failure', value: toFailure(id, { type, message: e.message, traceback: '' }) });

@@ -12,7 +12,8 @@ import { Executors } from './executors/index.js';
 import { GROUP_GONE_MS } from './executors/kill.js';
 import { poolCap } from './executors/pools.js';
 import type { WarmPools } from '../../generated/ts/berth/v1/calls.js';
-import { toEvent, toTask, toTerminal } from './task.js';
+import { EventBatcher } from './event-batcher.js';
+import { toTask, toTerminal } from './task.js';
 
 /** The engine host's executor. `graceMs`: SIGTERM → SIGKILL delay on cancel and on shutdown. */
 export class EngineRunner {
@@ -39,11 +40,18 @@ export class EngineRunner {
     const ac = new AbortController();
     const rec = new CallRecord(spec.callId, spec.runId, this.machine, allocation, (reason) => ac.abort(reason));
     this.#live.add(rec);
+    const batch = new EventBatcher(spec.callId, (ev) => rec.event(ev)); // output lines batched, in order
     void this.#executors
-      .run(task, (e) => rec.event(toEvent(spec.callId, e)), ac.signal, rec) // rec is the Flow: output pauses while callers lag
+      .run(task, (e) => batch.push(e), ac.signal, rec) // rec is the Flow: output pauses while callers lag
       .then(
-        (o) => rec.finish(toTerminal(spec.callId, o)),
-        (err: unknown) => rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`)),
+        (o) => {
+          batch.close();
+          rec.finish(toTerminal(spec.callId, o));
+        },
+        (err: unknown) => {
+          batch.close();
+          rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`));
+        },
       )
       .finally(() => {
         this.#live.delete(rec);
