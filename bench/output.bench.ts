@@ -31,7 +31,10 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
       if (k?.$case !== 'event') return;
       const e = k.value.kind as { $case: string; value: unknown } | undefined;
       if (e?.$case === 'log') line(e.value as { stream: string; line: string });
-      if (e?.$case === 'logs') for (const l of (e.value as { lines: { stream: string; line: string }[] }).lines) line(l);
+      if (e?.$case === 'logs') {
+        const batch = e.value as { stream: string; lines: string[] };
+        for (const l of batch.lines) line({ stream: batch.stream, line: l });
+      }
     });
     call.on('error', reject);
     call.on('status', (s) => {

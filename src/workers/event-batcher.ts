@@ -11,9 +11,9 @@ import type { ExecEvent } from './executors/types.js';
 import { toEvent } from './task.js';
 
 /** Most lines in one batch. */
-export const BATCH_LINES = 64;
+export const BATCH_LINES = 256;
 /** Bytes (UTF-16 units, close enough) at which a batch is sent. */
-export const BATCH_BYTES = 4 * 1024;
+export const BATCH_BYTES = 16 * 1024;
 /** Longest a line waits for company, in ms. */
 export const FLUSH_MS = 5;
 
