@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup build venv generate check-generated lint test test-python run bench bench-fast clean
+.PHONY: setup build venv generate check-generated lint test test-python run bench bench-fast bench-placement clean
 
 BUILD_STAMP := dist/.berth-build
 BUILD_INPUTS := $(shell find src generated/ts -name '*.ts' -o -name '*.py') bin/build.mjs package.json
@@ -79,6 +79,10 @@ bench: setup build
 ## bench-fast: issue 11's benchmarks only (start-up, dispatch, run rate, output)
 bench-fast: setup build
 	node bin/bench.js startup dispatch run-rate output
+
+## bench-placement: only the placement grid (claim+release at 10..10k machines × 0..1k waiters)
+bench-placement: setup
+	node bin/bench.js placement
 
 clean:
 	rm -rf node_modules .venv dist

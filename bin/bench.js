@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs bench/*.bench.ts in turn (through tsx); each prints its own side-by-side ratios and writes
-// bench/results/<name>.json. Arguments pick benches by name: `node bin/bench.js startup dispatch`.
+// bench/results/<name>.json. `node bin/bench.js placement dispatch` runs only the benches whose file
+// name contains one of the words (a word matching none is an error).
 import { register } from 'tsx/esm/api';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -10,12 +11,12 @@ register();
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench');
 const wanted = process.argv.slice(2).flatMap((a) => a.split(/[\s,]+/)).filter(Boolean);
 const all = readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort();
-const unknown = wanted.filter((w) => !all.includes(`${w}.bench.ts`));
+const unknown = wanted.filter((w) => !all.some((f) => f.includes(w)));
 if (unknown.length > 0) {
-  console.error(`bench: no bench/${unknown[0]}.bench.ts (have: ${all.map((f) => f.replace('.bench.ts', '')).join(', ')})`);
+  console.error(`bench: no bench/*.bench.ts matches ${unknown[0]} (have: ${all.map((f) => f.replace('.bench.ts', '')).join(', ')})`);
   process.exit(2);
 }
-const files = wanted.length === 0 ? all : all.filter((f) => wanted.includes(f.replace('.bench.ts', '')));
+const files = wanted.length === 0 ? all : all.filter((f) => wanted.some((w) => f.includes(w)));
 if (files.length === 0) console.log('no benchmarks yet');
 const startedAt = new Date().toISOString();
 for (const f of files) {
