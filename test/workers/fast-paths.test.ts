@@ -120,7 +120,7 @@ describe('backpressure end to end', () => {
     const dir = mkdtempSync(join(os.tmpdir(), 'berth-bp-'));
     open.push(() => rmSync(dir, { recursive: true, force: true }));
     const progress = join(dir, 'progress');
-    const N = 200_000;
+    const N = 500_000; // far more than every buffer on the way holds (about 100 000 short lines through a worker)
     const c = await berth({}, label !== '');
     const source = `def process():\n    for i in range(${N}):\n        print(i)\n        if i % 100 == 0:\n` +
       `            with open(${JSON.stringify(progress)}, "w") as f:\n                f.write(str(i))\n    return "done"\n`;
@@ -141,17 +141,18 @@ describe('backpressure end to end', () => {
     call.on('error', () => undefined); // the status below carries the code
     const ended = new Promise<number>((resolve) => call.on('status', (s) => resolve(s.code)));
     const printed = () => Promise.resolve(Number(readFileSync(progress, { encoding: 'utf8', flag: 'a+' }) || 0));
-    // the node stalls: its progress stops moving for a second, well short of the end
+    // the node stalls: once it has printed, its progress stops moving for a second, well short of the end
     let last = -1;
     let still = 0;
     const stall = await until(async () => {
       const p = await printed();
-      still = p === last ? still + 1 : 0;
+      still = p > 0 && p === last ? still + 1 : 0;
       last = p;
       return still;
     }, (n) => n >= 20, 60_000);
     expect(stall).toBeGreaterThanOrEqual(20);
-    expect(last).toBeLessThan(N / 2);
+    expect(last).toBeGreaterThan(0);
+    expect(last, `the node printed ${last} lines before it stalled`).toBeLessThan(N / 2);
     call.resume();
     expect(await ended).toBe(0);
     expect(inOrder).toBe(true);
