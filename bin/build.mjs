@@ -29,12 +29,15 @@ const result = await build({
   external,
   logLevel: 'warning',
   // CommonJS code inlined into an ES module needs a require of its own.
-  banner: { js: "import { createRequire as __berthCreateRequire } from 'node:module'; const require = __berthCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
+  },
 });
 // Chunks of earlier builds go (not the whole of dist/ first: a CLI already running keeps its files).
 const fresh = new Set(Object.keys(result.metafile.outputs).flatMap((f) => [resolve(f), resolve(`${f}.map`)]));
 for (const f of readdirSync(join(out, 'chunks'))) {
-  if (f.endsWith('.js') || f.endsWith('.js.map')) if (!fresh.has(join(out, 'chunks', f))) rmSync(join(out, 'chunks', f));
+  const path = join(out, 'chunks', f);
+  if ((f.endsWith('.js') || f.endsWith('.js.map')) && !fresh.has(path)) rmSync(path);
 }
 // The Python harness is found next to the executor code that runs it (import.meta.url of the chunk).
 copyFileSync(join(root, 'src', 'workers', 'executors', 'harness.py'), join(out, 'chunks', 'harness.py'));

@@ -18,4 +18,6 @@ function findRoot(from: string): string {
 export const PACKAGE_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 
 /** Version of this berth build (package.json `version`), e.g. `0.1.0`. */
-export const VERSION: string = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const VERSION: string = (
+  JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;

@@ -95,7 +95,12 @@ export class PythonPools {
   #prestarted = 0;
   #retired = 0;
 
-  constructor(readonly python = 'python3', limits: Partial<PoolLimits> = {}, readonly onPoolsChanged: (count: number) => void = () => undefined, readonly groups = new GroupSet()) {
+  constructor(
+    readonly python = 'python3',
+    limits: Partial<PoolLimits> = {},
+    readonly onPoolsChanged: (count: number) => void = () => undefined,
+    readonly groups = new GroupSet(),
+  ) {
     this.#limits = { ...DEFAULT_LIMITS, ...limits };
   }
 
@@ -112,7 +117,10 @@ export class PythonPools {
       idle += p.idle.length;
       busy += p.busy;
     }
-    return { pools: this.#pools.size, idle, busy, hits: this.#hits, misses: this.#misses, prestarted: this.#prestarted, retired: this.#retired, cap: this.#limits.cap };
+    return {
+      pools: this.#pools.size, idle, busy, hits: this.#hits, misses: this.#misses,
+      prestarted: this.#prestarted, retired: this.#retired, cap: this.#limits.cap,
+    };
   }
 
   /**
@@ -147,7 +155,10 @@ export class PythonPools {
     return { proc, key };
   }
 
-  /** Gives a process back: kept warm when `reusable`, alive and within the cap, else closed (and replaced if demand is recent). */
+  /**
+   * Gives a process back: kept warm when `reusable`, alive and within the cap, else closed (and
+   * replaced when the pool's recent demand needs it).
+   */
   release(lease: Lease, reusable: boolean): void {
     const pool = this.#pools.get(lease.key);
     if (pool) pool.busy--;
