@@ -11,13 +11,21 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup venv generate check-generated lint test test-python run bench bench-placement bench-wire chaos clean
+.PHONY: setup build venv generate check-generated lint test test-python run bench bench-fast bench-placement bench-wire chaos clean
 
-## setup: install Node dependencies (npm ci), once per package-lock change
-setup: $(SETUP_STAMP)
+BUILD_STAMP := dist/.berth-build
+BUILD_INPUTS := $(shell find src generated/ts -name '*.ts' -o -name '*.py') bin/build.mjs package.json
+
+## setup: install Node dependencies (npm ci, once per package-lock change) and build the CLI (dist/)
+setup: $(SETUP_STAMP) build
 $(SETUP_STAMP): package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
+
+## build: compile the CLI to JavaScript in dist/ (esbuild, bin/build.mjs; what bin/berth.js runs), when sources changed
+build: $(BUILD_STAMP)
+$(BUILD_STAMP): $(SETUP_STAMP) $(BUILD_INPUTS)
+	node bin/build.mjs
 
 ## venv: create .venv with the pinned Python packages and the client (clients/python), once per change
 venv: $(VENV_STAMP)
@@ -47,29 +55,33 @@ lint: setup venv
 	$(NPX) tsc --noEmit -p .
 	cd clients/python && ../../$(PY) -m mypy src/berth_client
 
-## test: every test (vitest, then the Python client's pytest suite against the real server)
-test: setup
+## test: every test (vitest, then the Python client's pytest suite against the real server); builds dist/ first
+test: setup build
 	@mkdir -p test-results
 	$(NPX) vitest run --reporter=default --reporter=json --outputFile=test-results/vitest.json
 	$(MAKE) --no-print-directory test-python
 	@$(PY) bin/test-summary.py test-results/vitest.json test-results/pytest.xml
 
 ## test-python: the Python client's contract tests (pytest; exit 5 "no tests collected" is a failure)
-test-python: setup venv
+test-python: setup build venv
 	@mkdir -p test-results
 	@$(PY) -m pytest -q --junitxml=test-results/pytest.xml test/python; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "test-python: pytest collected no tests under test/python" >&2; fi; exit $$rc
 
 ## run: start berth on 127.0.0.1:50051 (flags via ARGS="--cpus 4 --gpus 0-3")
-run: setup
+run: setup build
 	node bin/berth.js serve $(ARGS)
 
-## bench: benchmarks, printing ratios measured side by side (BENCH=wire runs only bench/*wire*.bench.ts)
-bench: setup
+## bench: every benchmark, printing ratios measured side by side, JSON in bench/results/ (one: BENCH=startup)
+bench: setup build
 	node bin/bench.js $(BENCH)
 
+## bench-fast: issue 11's benchmarks only (start-up, dispatch, run rate, output)
+bench-fast: setup build
+	node bin/bench.js startup dispatch run-rate output
+
 ## chaos: a longer chaos run (kills, cancels, releases, a restart) with a report: make chaos SEED=3 DURATION=300
-chaos: setup
+chaos: setup build
 	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) node bin/chaos.js
 
 ## bench-placement: only the placement grid (claim+release at 10..10k machines × 0..1k waiters)
@@ -81,4 +93,4 @@ bench-wire: setup
 	node bin/bench.js wire
 
 clean:
-	rm -rf node_modules .venv
+	rm -rf node_modules .venv dist

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// Entry point of the `berth` CLI: runs the TypeScript sources directly through tsx (no build step).
-import { register } from 'tsx/esm/api';
+// Entry point of the `berth` CLI: runs the compiled JavaScript in dist/ (`make build`), never tsx.
+import { existsSync } from 'node:fs';
 
-register();
-await import('../src/cli/main.ts');
+const main = new URL('../dist/main.js', import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write('berth: not built yet: run `make build` (or `npm run build`) in the berth checkout\n');
+  process.exit(1);
+}
+await import(main.href);

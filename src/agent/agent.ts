@@ -9,15 +9,18 @@ import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/wor
 import { readFlagFile } from '../config/fields.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { VERSION } from '../package-info.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { GroupSet } from '../workers/executors/kill.js';
+import { poolCap } from '../workers/executors/pools.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { Session, type SessionEnd } from './session.js';
 import { StateDir } from './state-dir.js';
 
-/** Agent version sent in Hello. */
-export const AGENT_VERSION = '0.1.0';
+/** Agent version sent in Hello (package.json). */
+export const AGENT_VERSION = VERSION;
 
 /** What the agent needs. Units: graceMs in ms. */
 export interface AgentOptions {
@@ -68,6 +71,7 @@ export class WorkerAgent {
       graceMs: options.graceMs,
       python: options.python,
       onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
+      pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
   }
 
@@ -148,6 +152,7 @@ export class WorkerAgent {
         'grpc.keepalive_permit_without_calls': 1,
         'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
         'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
+        ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);

@@ -1,7 +1,8 @@
 /**
  * FrameWriter: writes frames to the worker stream in order. While write() says the transport
  * buffer is full, frames queue until 'drain'. Frames sent after the stream closed are dropped.
- * It is the executors' Flow: full at HIGH queued frames, room again at LOW, so a slow server
+ * It is the executors' Flow: full at HIGH queued weight, room again at LOW — a frame weighs one,
+ * a batch of output lines one per line, so batching does not let more output pile up — so a slow server
  * slows the process's output instead of growing the agent's memory.
  */
 import type { ClientDuplexStream } from '@grpc/grpc-js';
@@ -11,13 +12,28 @@ import type { Flow } from '../workers/executors/types.js';
 type Stream = ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>;
 type Frame = WorkerStreamRequest['frame'];
 
-/** Queued frames at which the writer reports full, and at which it has room again. */
+/**
+ * Channel options the agent's channel needs for backpressure to be real (issue 11): grpc-js's retry
+ * layer acknowledges writes at once while it buffers up to 1 MiB per call for retries, hiding a
+ * slow server from write()/'drain'. With retries off and no retry buffer, a write completes only
+ * when HTTP/2 has taken it. (The agent never retries a WorkerStream; it reconnects.)
+ */
+export const BACKPRESSURE_CHANNEL_OPTIONS = { 'grpc.enable_retries': 0, 'grpc.per_rpc_retry_buffer_size': 0 } as const;
+
+/** Queued weight (frames; lines for a batch) at which the writer reports full, and at which it has room again. */
 export const HIGH = 256;
 export const LOW = 32;
+
+/** A frame's weight: the lines of a `logs` event, else 1. */
+function weight(frame: Frame): number {
+  return frame?.$case === 'event' && frame.value.kind?.$case === 'logs' ? Math.max(1, frame.value.kind.value.lines.length) : 1;
+}
 
 /** Ordered, backpressure-honouring writes on one stream. */
 export class FrameWriter implements Flow {
   readonly #queue: Array<{ frame: Frame; sent: () => void }> = [];
+  /** Weight of the queued frames. */
+  #weight = 0;
   readonly #roomWaiters = new Set<() => void>();
   #blocked = false;
   #closed = false;
@@ -42,23 +58,25 @@ export class FrameWriter implements Flow {
       this.#blocked = !this.stream.write({ frame });
       return Promise.resolve();
     }
+    this.#weight += weight(frame);
     return new Promise((sent) => this.#queue.push({ frame, sent }));
   }
 
-  /** True while HIGH or more frames wait (and the stream is open). */
+  /** True while HIGH or more weight waits (and the stream is open). */
   full(): boolean {
-    return !this.#closed && this.#queue.length >= HIGH;
+    return !this.#closed && this.#weight >= HIGH;
   }
 
-  /** Resolves once at most LOW frames wait, or the stream closed. */
+  /** Resolves once at most LOW weight waits, or the stream closed. */
   room(): Promise<void> {
-    if (this.#closed || this.#queue.length <= LOW) return Promise.resolve();
+    if (this.#closed || this.#weight <= LOW) return Promise.resolve();
     return new Promise((resolve) => this.#roomWaiters.add(resolve));
   }
 
   /** Marks the stream closed: queued and later frames are dropped; output readers are released. */
   close(): void {
     this.#closed = true;
+    this.#weight = 0;
     for (const q of this.#queue.splice(0)) q.sent();
     this.#wakeRoom();
   }
@@ -67,10 +85,11 @@ export class FrameWriter implements Flow {
     this.#blocked = false;
     while (!this.#blocked && !this.#closed && this.#queue.length) {
       const q = this.#queue.shift()!;
+      this.#weight -= weight(q.frame);
       this.#blocked = !this.stream.write({ frame: q.frame });
       q.sent();
     }
-    if (this.#queue.length <= LOW) this.#wakeRoom();
+    if (this.#weight <= LOW) this.#wakeRoom();
   }
 
   #wakeRoom(): void {

@@ -9,7 +9,8 @@ import type { Call, Hello, WorkerStreamRequest, WorkerStreamResponse } from '../
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { ExecEvent, Executors } from '../workers/executors/index.js';
-import { toEvent, toFailure, toTask, toTerminal } from '../workers/task.js';
+import { EventBatcher } from '../workers/event-batcher.js';
+import { toFailure, toTask, toTerminal } from '../workers/task.js';
 import { FrameWriter } from './frame-writer.js';
 
 /** Heartbeat interval when the Welcome names none, in ms. */
@@ -104,7 +105,7 @@ export class Session {
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
         clearInterval(this.#alive);
-        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '' } }), this.#heartbeatMs);
+        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '', warmPools: this.executors.python.pools.stats() } }), this.#heartbeatMs);
         this.onAttached();
         return;
       case 'call':
@@ -126,16 +127,18 @@ export class Session {
     const id = call.callId;
     if (!id || this.#running.has(id)) return; // a duplicate call id runs once
     const abort = new AbortController();
-    const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id } }), this.#heartbeatMs);
+    const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }), this.#heartbeatMs);
     this.log.info({ call: id }, 'call started');
+    const batch = new EventBatcher(id, (ev) => void this.#writer.send({ $case: 'event', value: ev }));
     const done = (async () => {
       try {
         const task = toTask(id, call.allocation, call.payload);
-        const send = (e: ExecEvent) => void this.#writer.send({ $case: 'event', value: toEvent(id, e) });
-        const outcome = await this.executors.run(task, send, abort.signal, this.#writer);
+        const outcome = await this.executors.run(task, (e: ExecEvent) => batch.push(e), abort.signal, this.#writer);
+        batch.close(); // every line before the result
         await this.#writer.send(toTerminal(id, outcome));
         this.log.info({ call: id, ok: outcome.ok }, 'call finished');
       } catch (err) {
+        batch.close();
         const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));
         const type = e.kind === 'cancelled' ? 'Cancelled' : e.kind === 'invalid_argument' ? 'InvalidCall' : 'WorkerError';
         await this.#writer.send({ $case: 'failure', value: toFailure(id, { type, message: e.message, traceback: '' }) });

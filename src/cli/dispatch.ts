@@ -8,18 +8,15 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { authMetadata, resolveClientOptions } from './client.js';
+import { COMMANDS } from './commands.js';
 import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
 import { OptionsError } from '../config/fields.js';
-import { BatchError, loadBatch } from '../dispatch/batch.js';
 import { runBatch } from '../dispatch/batch-run.js';
+import { BatchError, loadBatch } from '../dispatch/batch.js';
 import type { Job, Runner } from '../dispatch/job.js';
-import { writeJunit } from '../dispatch/junit.js';
 import { LocalRunner } from '../dispatch/local-runner.js';
 import { killAllGroups } from '../dispatch/process-groups.js';
 import { checkReportFile, prepareLogDir } from '../dispatch/paths.js';
-import { largestMachine } from '../dispatch/remote-outcome.js';
-import { RemoteRunner } from '../dispatch/remote-runner.js';
 import { ConsoleReporter } from '../dispatch/reporter.js';
 import { summaryText } from '../dispatch/summary.js';
 import { ALLOCATION_ENV_KEYS } from '../placement/env.js';
@@ -102,6 +99,10 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   if (o.server !== undefined) {
     if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
+    // Loaded only here: without --server, dispatch never loads gRPC (issue 11: a small, fast process).
+    const [{ authMetadata, resolveClientOptions }, { RemoteRunner }, { largestMachine }] = await Promise.all([
+      import('./client.js'), import('../dispatch/remote-runner.js'), import('../dispatch/remote-outcome.js'),
+    ]);
     const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
     runner = remote;
     process.stderr.write(`berth dispatch: connecting to ${o.server}…\n`);
@@ -114,7 +115,10 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     }
   } else {
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
-    checkFits(jobs, pool.size, poolText(pool));
+    const hint = o.devices === undefined && pool.size === 0
+      ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, e.g. --devices 0-3'
+      : '';
+    checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
   }
@@ -152,6 +156,7 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     reporter.end();
     out.write(summaryText(results, logDir, wallMs));
     if (junit !== undefined) {
+      const { writeJunit } = await import('../dispatch/junit.js');
       writeJunit(junit, results, wallMs);
       out.write(`junit: ${junit}\n`);
     }
@@ -167,7 +172,7 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
 /** Registers the `dispatch` command. */
 export function dispatchCommand(): Command {
   return new Command('dispatch')
-    .description('run a batch of device-hungry jobs in parallel up to the devices that exist')
+    .description(COMMANDS.dispatch.description)
     .argument('<file>', 'batch file (YAML or JSON): { jobs: [...] } or a list of jobs')
     .option('--devices <ids>', 'device ids to hand out, e.g. 0-7 or 0,2,5 (default: GPUs detected on this host)')
     .option('-j, --jobs <n|auto>', 'most jobs at once; auto = number of devices, min(cores, devices) for a *sim platform', 'auto')

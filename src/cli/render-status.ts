@@ -3,13 +3,12 @@
  * waiting claims with their reasons and wait times, held claims and calls in flight.
  */
 import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
+import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
 
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
-  return [line(head), ...rows.map(line)].join('\n');
+function headed(head: string[], rows: string[][]): string {
+  return table([head, ...rows]);
 }
 
 /** Seconds with one decimal, e.g. "12.3s". */
@@ -21,7 +20,7 @@ function secs(ms: number): string {
 export function renderStatus(raw: GetSnapshotResponse): string {
   const s = printableDeep(raw);
   const out: string[] = [];
-  out.push(table(
+  out.push(headed(
     ['MACHINE', 'KIND', 'LABELS', 'CPUS FREE/TOTAL', 'GPUS FREE/TOTAL', 'FREE GPU IDS', 'RAM MB FREE/TOTAL', 'CLAIMS', 'CALLS'],
     s.machines.map((m) => [
       m.name,
@@ -39,7 +38,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   if (s.waiting.length === 0) out.push('waiting: none');
   else {
     out.push(`waiting: ${s.waiting.length}`);
-    out.push(table(
+    out.push(headed(
       ['#', 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
       s.waiting.map((w) => [
         String(w.reason?.position ?? ''),
@@ -56,7 +55,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   if (s.held.length === 0) out.push('held: none');
   else {
     out.push(`held: ${s.held.length}`);
-    out.push(table(['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'], s.held.map((h) => [
+    out.push(headed(['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'], s.held.map((h) => [
       h.claimId, h.node || '-', h.machine, String(h.allocation?.cpus ?? 0), formatRange(h.allocation?.gpuIds ?? []) || '-', secs(h.heldMs),
     ])));
   }
@@ -64,7 +63,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   if (s.calls.length === 0) out.push('calls in flight: none');
   else {
     out.push(`calls in flight: ${s.calls.length}`);
-    out.push(table(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
+    out.push(headed(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
   }
   for (const p of s.provisioners) out.push(`provisioner ${p.name}: ${p.status}`);
   return out.join('\n');

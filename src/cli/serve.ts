@@ -2,6 +2,7 @@
  * `berth serve`: detect the engine host, start the server, drain on SIGINT/SIGTERM (SPEC R3).
  */
 import { Command } from 'commander';
+import { COMMANDS } from './commands.js';
 import { resolveServeOptions } from '../config/serve-options.js';
 import { createLogger } from '../log/logger.js';
 import { formatRange } from '../resources/ranges.js';
@@ -12,7 +13,7 @@ import { BerthServer } from '../server/server.js';
 /** Registers the `serve` command on `program`. */
 export function serveCommand(): Command {
   return new Command('serve')
-    .description('start the placement server (loopback by default)')
+    .description(COMMANDS.serve.description)
     .option('--listen <host:port>', 'address to listen on [env BERTH_LISTEN] (default 127.0.0.1:50051)')
     .option('--cpus <n>', 'engine host cores, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "engine host GPU ids as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")

@@ -4,6 +4,7 @@
  * saying so); `--json` prints the snapshot for scripts (one JSON line per snapshot with --watch).
  */
 import { Command } from 'commander';
+import { COMMANDS } from './commands.js';
 import { PlacementServiceClient, type GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { authMetadata, channelCredentials, resolveClientOptions } from './client.js';
 import { renderStatus } from './render-status.js';
@@ -16,7 +17,7 @@ function fetchSnapshot(client: PlacementServiceClient, token: string | undefined
 /** The `status` command. Exits 1 when the server cannot be reached, naming the address. */
 export function statusCommand(): Command {
   return new Command('status')
-    .description('show machines (books, free GPU ids), waiting claims with their reasons, calls in flight')
+    .description(COMMANDS.status.description)
     .option('--server <host:port>', 'berth to ask [env BERTH_SERVER] (default 127.0.0.1:50051)')
     .option('--token <token>', 'token [env BERTH_TOKEN]')
     .option('--watch', 'redraw on every event until interrupted')

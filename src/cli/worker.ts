@@ -3,6 +3,7 @@
  * Stops on SIGINT/SIGTERM: running calls get SIGTERM, then SIGKILL after --grace.
  */
 import { Command } from 'commander';
+import { COMMANDS } from './commands.js';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
 import { createLogger } from '../log/logger.js';
@@ -13,7 +14,7 @@ import { detectInventory } from '../resources/inventory.js';
 /** Registers the `worker` command. */
 export function workerCommand(): Command {
   return new Command('worker')
-    .description('attach this machine as a worker and run calls sent to it')
+    .description(COMMANDS.worker.description)
     .option('--server <host:port>', 'berth server to attach to [env BERTH_SERVER] (default 127.0.0.1:50051)')
     .option('--name <name>', 'machine name; re-attaching under a name replaces it [env BERTH_WORKER_NAME] (default: host name)')
     .option('--labels <a,b>', 'labels this machine carries, e.g. gpu,a100 [env BERTH_WORKER_LABELS]')

@@ -4,7 +4,7 @@
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
-import { LOG_LEVELS } from '../log/logger.js';
+import { LOG_LEVELS } from '../log/levels.js';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */

@@ -4,7 +4,6 @@
  * a per-job timeout stops that job alone, the batch timeout, fail-fast and `signal` stop the
  * queue (the rest `skipped`) and every running job (SIGTERM, SIGKILL after the grace).
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DevicePool } from '../resources/devices.js';
 import { OutputCapture } from './capture.js';
@@ -120,13 +119,10 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       clearTimeout(r.timer);
       scheduler.release(index);
       r.capture.close();
+      if (r.capture.logError !== undefined) r.capture.note(`output kept in memory only: ${r.capture.logError}`);
       const job = jobs[index];
       const status = statusOf(end, r);
-      let logFile = r.capture.logFile;
-      if ((status === 'spawn_error' || status === 'error') && r.capture.bytes === 0 && logFile !== undefined) {
-        rmSync(logFile, { force: true }); // nothing ran: no log to point at
-        logFile = undefined;
-      }
+      const logFile = r.capture.logged ? r.capture.logFile : undefined; // no output, no log file
       settle({
         index, label: job.label, status, exitCode: end.exitCode, signal: end.signal, devices: r.info.devices,
         machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile,
@@ -138,19 +134,10 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
 
     const launch = (index: number, ids: number[]) => {
       const job = jobs[index];
-      let capture: OutputCapture;
-      let logError: string | undefined;
-      try {
-        capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes);
-      } catch (e) {
-        capture = new OutputCapture(undefined, config.ringBytes);
-        logError = `cannot create its log file: ${e instanceof Error ? e.message : String(e)}`;
-      }
+      const capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes); // the file comes with the first byte
       const r: Running = { capture, info: { devices: ids }, startedMs: Date.now(), run: undefined as unknown as JobRun };
       running.set(index, r);
-      r.run = logError !== undefined
-        ? { done: Promise.resolve({ exitCode: null, signal: null, error: logError }), stop: () => {}, dumpStack: () => false }
-        : runner.start(job, ids, capture, (info) => {
+      r.run = runner.start(job, ids, capture, (info) => {
           // time and timeout count from the start (a --server job may first wait in berth's queue)
           r.info = info;
           r.startedMs = Date.now();

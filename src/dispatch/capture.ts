@@ -3,7 +3,8 @@
  * streams are merged at line boundaries (a line is never cut by the other stream's bytes; a
  * partial line longer than MAX_PARTIAL_LINE is let through as it is). Every byte goes to the
  * job's log file (written synchronously, so order holds and memory stays flat
- * however much the job prints); the most recent `ringBytes` stay in memory for reports.
+ * however much the job prints); the most recent `ringBytes` stay in memory for reports. The log
+ * file is created at the job's first byte: a job that prints nothing costs no file (issue 11).
  * Invalid UTF-8 is only decoded (with U+FFFD replacement) when shown, never on the write path.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -15,7 +16,7 @@ export const MAX_PARTIAL_LINE = 64 * 1024;
 
 /** Log file plus memory-bounded ring buffer of one job's output. */
 export class OutputCapture {
-  readonly #fd: number | undefined;
+  #fd: number | undefined;
   readonly #ringBytes: number;
   #chunks: Buffer[] = [];
   #held = 0;
@@ -24,13 +25,16 @@ export class OutputCapture {
   readonly #partial = new Map<string, Buffer>();
 
   /**
-   * @param logFile path of the log file to create (truncated), or undefined for memory only.
+   * @param logFile path of the log file to create (truncated) at the first byte, or undefined for memory only.
    * @param ringBytes bytes of recent output kept in memory (≥ 1).
-   * @throws Error from the file system when the log file cannot be created.
    */
   constructor(readonly logFile: string | undefined, ringBytes = DEFAULT_RING_BYTES) {
-    this.#fd = logFile === undefined ? undefined : openSync(logFile, 'w');
     this.#ringBytes = Math.max(1, ringBytes);
+  }
+
+  /** True once the log file exists (something was written to it). */
+  get logged(): boolean {
+    return this.#fd !== undefined;
   }
 
   /** Total bytes captured. */
@@ -65,13 +69,24 @@ export class OutputCapture {
   write(chunk: Buffer): void {
     if (chunk.length === 0) return;
     this.#total += chunk.length;
-    if (this.#fd !== undefined && !this.#closed) {
-      for (let off = 0; off < chunk.length; ) off += writeSync(this.#fd, chunk, off, chunk.length - off);
-    }
+    if (this.logFile !== undefined && !this.#closed && this.logError === undefined) this.#toFile(chunk);
     this.#chunks.push(Buffer.from(chunk)); // a copy: a slice would keep its whole parent alive
     this.#held += chunk.length;
     while (this.#held - this.#chunks[0].length >= this.#ringBytes) this.#held -= this.#chunks.shift()!.length;
   }
+
+  #toFile(chunk: Buffer): void {
+    try {
+      this.#fd ??= openSync(this.logFile!, 'w');
+      for (let off = 0; off < chunk.length; ) off += writeSync(this.#fd, chunk, off, chunk.length - off);
+    } catch (e) {
+      // the output still reaches the ring (and the report); the log stops here, saying why
+      this.logError = `log file ${this.logFile}: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+
+  /** Why the log file could not be created or written, once that happened (output then stays in memory only). */
+  logError: string | undefined;
 
   /** Appends a note of dispatch's own (e.g. "[berth] sent SIGTERM") to the log and the ring. */
   note(text: string): void {

@@ -47,7 +47,7 @@ export interface JobResult {
   machine?: string;
   pid?: number;
   durationMs: number;
-  /** Per-job log file with the whole combined output; undefined for jobs that never started. */
+  /** Per-job log file with the whole combined output; undefined for jobs that printed nothing (or never started). */
   logFile?: string;
   /** Why the job could not start, or what went wrong around it. */
   error?: string;

@@ -21,11 +21,11 @@ export const DEVICES_PLACEHOLDER = '{devices}';
  * becomes the range string (`0-3`), `deviceEnv` the comma list (`0,1,2,3`, as berth sets it for
  * `--server` jobs too); the job's own env wins.
  */
-export function commandFor(job: Job, ids: readonly number[], deviceEnv: string): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
+export function commandFor(job: Job, ids: readonly number[], deviceEnv: string, base: NodeJS.ProcessEnv = process.env): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   const range = formatRange(ids);
   const argv = job.argv !== undefined ? job.argv : ['sh', '-c', job.shell ?? ''];
   const [file, ...args] = argv.map((a) => a.replaceAll(DEVICES_PLACEHOLDER, range));
-  return { file, args, env: { ...process.env, [deviceEnv]: ids.join(','), ...job.env } };
+  return { file, args, env: { ...base, [deviceEnv]: ids.join(','), ...job.env } };
 }
 
 function cwdProblem(cwd: string | undefined): string | undefined {
@@ -39,12 +39,15 @@ function cwdProblem(cwd: string | undefined): string | undefined {
 
 /** Runs jobs on this host. */
 export class LocalRunner implements Runner {
+  /** dispatch's env, read once: process.env is slow to copy (every read asks the C library). */
+  readonly #env: NodeJS.ProcessEnv = { ...process.env };
+
   /** @param deviceEnv variable that receives the device range, e.g. CUDA_VISIBLE_DEVICES. */
   constructor(readonly deviceEnv: string) {}
 
   /** See Runner.start. */
   start(job: Job, ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun {
-    const { file, args, env } = commandFor(job, ids, this.deviceEnv);
+    const { file, args, env } = commandFor(job, ids, this.deviceEnv, this.#env);
     const failed = (spawnError: string): JobRun => ({ done: Promise.resolve({ exitCode: null, signal: null, spawnError }), stop: () => {}, dumpStack: () => false });
     const bad = cwdProblem(job.cwd);
     if (bad !== undefined) return failed(bad);

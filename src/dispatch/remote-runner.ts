@@ -30,7 +30,8 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
   if (deviceEnv !== 'CUDA_VISIBLE_DEVICES') argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
   return {
     placement: { $case: 'ask', value: { cpus: job.devices > 0 ? 0 : 1, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${nodeName(job)}`, runId, env: {} } },
-    payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? '' } },
+    // no cwd: dispatch's own, as for a local job (relative ones are already resolved against the batch file)
+    payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? process.cwd() } },
     flow: 'dispatch',
     node: nodeName(job),
     runId,

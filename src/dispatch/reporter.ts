@@ -50,6 +50,8 @@ export function secondsText(ms: number): string {
 
 /** Prints batch events to `out`; `tty` selects the progress bar. */
 export class ConsoleReporter implements Reporter {
+  /** Jobs whose recent output was shown when they were stopped (not repeated at their end). */
+  readonly #shownStuck = new Set<number>();
   #done = 0;
   #failed = 0;
   #counts: { queued: number; running: number };
@@ -97,7 +99,9 @@ export class ConsoleReporter implements Reporter {
     if (r.status === 'skipped' || (r.status === 'passed' && this.tty)) return this.#bar();
     if (r.status !== 'passed') this.#failed++;
     let text = `${STATUS_WORD[r.status].padEnd(9)} ${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
-    if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
+    if (this.#shownStuck.delete(r.index)) {
+      text += `\n(output up to the stop shown above${r.logFile ? `; full log ${r.logFile}` : ''})`;
+    } else if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
       const lines = r.tail.replace(/\n$/, '').split('\n');
       const shown = { text: lines.slice(-this.tailLines).join('\n'), truncated: lines.length > this.tailLines };
       text += `\n${this.#output(`output of ${r.label}`, shown, r.logFile)}`;
@@ -106,6 +110,7 @@ export class ConsoleReporter implements Reporter {
   }
 
   stuck(job: Job, info: StartInfo, capture: OutputCapture): void {
+    this.#shownStuck.add(job.index);
     const shown = capture.lastLines(this.tailLines);
     this.#print(`STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`);
   }

@@ -2,13 +2,10 @@
  * The end-of-batch summary (SPEC D7): a table with one row per job in file order, the count per
  * status, a failure recap naming each failed job, its devices and its log file, and the log dir.
  */
+import { table } from '../format/table.js';
 import { JOB_STATUSES, type JobResult } from './job.js';
 import { endText, secondsText, STATUS_WORD, whereText } from './reporter.js';
 
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]))).join('  ')).join('\n');
-}
 
 /** Counts of each status, e.g. `8 jobs: 7 passed, 1 failed`. Zero counts are left out. */
 export function countsLine(results: readonly JobResult[]): string {

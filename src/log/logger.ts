@@ -5,9 +5,9 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-/** Log levels accepted by `--log-level` / BERTH_LOG_LEVEL. */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import type { LogLevel } from './levels.js';
+
+export { LOG_LEVELS, type LogLevel } from './levels.js';
 
 /**
  * Creates the process logger. Writes to stderr so stdout stays free for command output.

@@ -41,6 +41,7 @@ export function toSnapshot(s: PlacerSnapshot, calls: GetSnapshotResponse['calls'
       total: { cpus: m.total.cpus, gpuIds: m.total.gpuIds, ramMb: m.total.ramMb },
       free: { cpus: m.free.cpus, gpus: m.free.gpus, ramMb: m.free.ramMb },
       freeGpuIds: m.freeGpuIds, claims: m.claims, runningCalls: running.get(m.name) ?? 0, maxParallel: m.maxParallel, version: m.version,
+      warmPools: undefined, // filled in by GetSnapshot from the hub
     })),
     waiting: s.waiting.map((w) => ({
       claimId: w.claimId, node: w.node, runId: w.runId, label: w.label, reason: toQueued(w.reason), waitedMs: clampU32(w.waitedMs),

@@ -5,10 +5,10 @@
 import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PACKAGE_ROOT } from '../package-info.js';
 
 /** Directory holding `berth/v1/*.proto`. */
-export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'proto');
+export const PROTO_DIR = join(PACKAGE_ROOT, 'proto');
 
 /** The package definition of berth.v1 plus grpc.health.v1. */
 export function loadDescriptors(): PackageDefinition {

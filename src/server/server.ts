@@ -87,7 +87,7 @@ export class BerthServer {
       restartGraceMs: options.reconnectGrace * 1000, // workers reconnecting after a restart (issue 10 item 10)
       provisioners: deps.provisioners,
     });
-    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
+    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000, engineCpus: engine.cpus });
     const { drain, live } = this.lifecycle;
     const identities = new Identities({ token: options.token, workerTokens: options.workerTokens, clientTokens: options.clientTokens, mtls: Boolean(options.tlsCa && options.tlsCert) });
     this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };

@@ -1,2 +1,2 @@
-/** Version of this berth build, sent to workers in Welcome and shown by `--version`. */
-export const SERVER_VERSION_TEXT = '0.1.0';
+/** Version of this berth build, sent to workers in Welcome and shown by `--version` (package.json). */
+export { VERSION as SERVER_VERSION_TEXT } from '../package-info.js';

@@ -3,7 +3,7 @@
  * slots (SPEC W4), pending compile checks, ordered frame writes to it, and the routing of its
  * frames (events in order, one terminal per call; heartbeats only prove liveness, SPEC W2).
  */
-import type { Failure } from '../../generated/ts/berth/v1/calls.js';
+import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import type { CompileResult, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
@@ -38,6 +38,8 @@ export class AttachedWorker {
   streamEnd?: BerthError;
   /** When the worker last sent any frame (ms since the epoch). */
   lastSeen = Date.now();
+  /** Its warm Python pools as of its last own heartbeat (undefined before the first). */
+  warmPools: WarmPools | undefined;
   #chain: Promise<void> = Promise.resolve();
   #ids = 0;
 
@@ -123,7 +125,9 @@ export class AttachedWorker {
     }
     switch (frame?.$case) {
       case undefined:
+        return;
       case 'heartbeat':
+        if (frame.value.callId === '' && frame.value.warmPools) this.warmPools = frame.value.warmPools;
         return;
       case 'event':
         this.calls.get(frame.value.callId)?.event(frame.value);

@@ -6,6 +6,8 @@
  * a follower more than MAX_BEHIND events behind is ended RESOURCE_EXHAUSTED. A record is also a
  * Flow: full while its slowest follower lags FLOW_HIGH events or more, so an engine-host process's
  * output is paused instead of outrunning its callers (a worker's agent has its own Flow).
+ * Events are counted by weight: a batch of output lines (`logs`) weighs one per line, so batching
+ * changes neither how much is replayed nor when a slow follower pauses the process.
  */
 import type { Event, Failure, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
@@ -35,6 +37,10 @@ export class CallRecord implements Flow {
   #items: CallItem[] = [];
   /** Absolute index of #items[0]. */
   #base = 0;
+  /** Cumulative weight: #cum[k] = weight of every item up to and including #items[k], from the call's start. */
+  #cum: number[] = [];
+  /** Weight of the items dropped before #base. */
+  #baseWeight = 0;
   #end?: Terminal | BerthError;
   readonly #wakers = new Set<() => void>();
   /** Absolute next index of each follower. */
@@ -76,7 +82,7 @@ export class CallRecord implements Flow {
   /** Records an event (ignored after the end). */
   event(e: Event): void {
     if (this.#end) return;
-    this.#items.push({ $case: 'event', value: e });
+    this.#push({ $case: 'event', value: e }, e.kind?.$case === 'logs' ? Math.max(1, e.kind.value.lines.length) : 1);
     this.#trim();
     this.#wake();
   }
@@ -85,7 +91,7 @@ export class CallRecord implements Flow {
   finish(t: Terminal): void {
     if (this.#end) return;
     this.#end = t;
-    this.#items.push(t);
+    this.#push(t, 1);
     this.#wake();
   }
 
@@ -112,7 +118,7 @@ export class CallRecord implements Flow {
     try {
       for (;;) {
         while (cur.i < this.#base + this.#items.length) {
-          if (this.#base + this.#items.length - cur.i > MAX_BEHIND) {
+          if (this.#weightTo(this.#base + this.#items.length) - this.#weightTo(cur.i) > MAX_BEHIND) {
             throw new BerthError('resource_exhausted', `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`);
           }
           const item = this.#items[cur.i - this.#base];
@@ -139,14 +145,35 @@ export class CallRecord implements Flow {
     }
   }
 
-  /** Drops events every follower has passed, keeping the last MAX_REPLAY (in batches, so pushes stay O(1)). */
+  #push(item: CallItem, weight: number): void {
+    this.#items.push(item);
+    this.#cum.push(this.#weightTo(this.#base + this.#items.length - 1) + weight);
+  }
+
+  /** Weight of every item before absolute index `i` (i from #base to the end). */
+  #weightTo(i: number): number {
+    return i <= this.#base ? this.#baseWeight : this.#cum[i - this.#base - 1];
+  }
+
+  /** Drops events every follower has passed, keeping the last MAX_REPLAY by weight (in batches, so pushes stay O(1) amortised). */
   #trim(): void {
     const total = this.#base + this.#items.length;
-    let upTo = total - MAX_REPLAY;
+    const keepFrom = this.#weightTo(total) - MAX_REPLAY;
+    if (keepFrom <= this.#baseWeight) return;
+    let lo = 0; // first item whose cumulative weight exceeds keepFrom: everything before it may go
+    let hi = this.#cum.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.#cum[mid] <= keepFrom) lo = mid + 1;
+      else hi = mid;
+    }
+    let upTo = this.#base + lo;
     for (const c of this.#cursors) upTo = Math.min(upTo, c.i);
     const drop = upTo - this.#base;
     if (drop < 1024) return;
+    this.#baseWeight = this.#weightTo(upTo);
     this.#items = this.#items.slice(drop);
+    this.#cum = this.#cum.slice(drop);
     this.#base += drop;
   }
 
@@ -155,12 +182,12 @@ export class CallRecord implements Flow {
     if (this.#end) this.#wakeRoom();
   }
 
-  /** Events between the slowest follower and the newest event; with no follower, every kept event. */
+  /** Weight of the events between the slowest follower and the newest; with no follower, of every kept event. */
   #lag(): number {
     const total = this.#base + this.#items.length;
     let slowest = this.#cursors.size ? total : this.#base;
     for (const c of this.#cursors) slowest = Math.min(slowest, c.i);
-    return total - slowest;
+    return this.#weightTo(total) - this.#weightTo(slowest);
   }
 
   /** Wakes output readers waiting for room once the lag is down to FLOW_LOW (or the call ended). */

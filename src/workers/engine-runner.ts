@@ -10,7 +10,10 @@ import type { CallSpec } from './attached.js';
 import { CallRecord } from './call-record.js';
 import { Executors } from './executors/index.js';
 import { GROUP_GONE_MS } from './executors/kill.js';
-import { toEvent, toTask, toTerminal } from './task.js';
+import { poolCap } from './executors/pools.js';
+import type { WarmPools } from '../../generated/ts/berth/v1/calls.js';
+import { EventBatcher } from './event-batcher.js';
+import { toTask, toTerminal } from './task.js';
 
 /** The engine host's executor. `graceMs`: SIGTERM → SIGKILL delay on cancel and on shutdown. */
 export class EngineRunner {
@@ -18,7 +21,13 @@ export class EngineRunner {
   readonly #live = new Set<CallRecord>();
   #closing = false;
 
-  constructor(readonly machine: string, readonly graceMs: number) {}
+  /** @param cpus the engine's cores: the cap of its warm Python processes (poolCap). */
+  constructor(readonly machine: string, readonly graceMs: number, readonly cpus = 64) {}
+
+  /** The engine's warm Python pools (zeros before the first Python call). */
+  warmPools(): WarmPools {
+    return this.#executors?.python.pools.stats() ?? { pools: 0, idle: 0, busy: 0, hits: 0, misses: 0, prestarted: 0, retired: 0, cap: poolCap(this.cpus) };
+  }
 
   /**
    * Starts `spec` with `allocation`; the record settles when the process is done.
@@ -27,15 +36,22 @@ export class EngineRunner {
   start(spec: CallSpec, allocation: Allocation): CallRecord {
     const task = toTask(spec.callId, allocation, spec.payload);
     if (this.#closing) throw new BerthError('unavailable', `server is stopping: ${spec.callId} not started on ${this.machine}`);
-    this.#executors ??= new Executors({ graceMs: this.graceMs });
+    this.#executors ??= new Executors({ graceMs: this.graceMs, pool: { cap: poolCap(this.cpus) } });
     const ac = new AbortController();
     const rec = new CallRecord(spec.callId, spec.runId, this.machine, allocation, (reason) => ac.abort(reason));
     this.#live.add(rec);
+    const batch = new EventBatcher(spec.callId, (ev) => rec.event(ev)); // output lines batched, in order
     void this.#executors
-      .run(task, (e) => rec.event(toEvent(spec.callId, e)), ac.signal, rec) // rec is the Flow: output pauses while callers lag
+      .run(task, (e) => batch.push(e), ac.signal, rec) // rec is the Flow: output pauses while callers lag
       .then(
-        (o) => rec.finish(toTerminal(spec.callId, o)),
-        (err: unknown) => rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`)),
+        (o) => {
+          batch.close();
+          rec.finish(toTerminal(spec.callId, o));
+        },
+        (err: unknown) => {
+          batch.close();
+          rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`));
+        },
       )
       .finally(() => {
         this.#live.delete(rec);

@@ -16,7 +16,8 @@ const schemas: Record<string, z.ZodType> = {
     kind: z.discriminatedUnion('$case', [
       z.object({ $case: z.literal('metric'), value: z.object({ name: z.string().min(1, 'required').max(256), value: z.number({ error: 'must be a finite number' }).refine(Number.isFinite, 'must be a finite number') }) }),
       z.object({ $case: z.literal('log'), value: z.object({ stream: z.enum(['stdout', 'stderr']), line: z.string().max(1 << 20) }) }),
-    ], { error: 'a metric or a log line is required' }),
+      z.object({ $case: z.literal('logs'), value: z.object({ stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string().max(1 << 20)).min(1, 'at least one line').max(100_000) }) }),
+    ], { error: 'a metric, a log line or log lines are required' }),
   }),
   result: z.object({ callId, value: z.unknown() }),
   failure: failure.extend({ callId, type: z.string().min(1, 'required').max(256) }),

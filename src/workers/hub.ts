@@ -6,7 +6,7 @@
  * placer's release gate: a released claim's calls are stopped and its books come back only once
  * their processes are gone (SPEC R5).
  */
-import type { Failure } from '../../generated/ts/berth/v1/calls.js';
+import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
@@ -42,6 +42,8 @@ export interface HubOptions {
   heartbeatMs: number;
   /** SIGTERM → SIGKILL grace for engine-host calls (on cancel and on shutdown). */
   graceMs: number;
+  /** The engine's cores: the cap of its warm Python processes (default 64). */
+  engineCpus?: number;
 }
 
 /** All attached workers and all calls in flight of one server. */
@@ -57,8 +59,15 @@ export class WorkerHub {
   readonly #inClaim = new Map<string, Set<InClaim>>();
 
   constructor(readonly o: HubOptions) {
-    this.#engine = new EngineRunner(o.engineName, o.graceMs);
+    this.#engine = new EngineRunner(o.engineName, o.graceMs, o.engineCpus);
     o.placer.releaseGate = (claimId, reason) => this.#stopClaim(claimId, reason);
+  }
+
+  /** Warm Python pools by machine: the engine's now, each worker's as of its last heartbeat. */
+  warmPools(): Map<string, WarmPools> {
+    const out = new Map<string, WarmPools>([[this.o.engineName, this.#engine.warmPools()]]);
+    for (const [name, w] of this.workers) if (w.warmPools) out.set(name, w.warmPools);
+    return out;
   }
 
   /** How long a worker may stay silent before it is dropped: 3 heartbeats and a second. */

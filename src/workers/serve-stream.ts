@@ -42,8 +42,10 @@ export async function serveWorkerStream(
   const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe });
   hub.attach(w);
   await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
+  let held = false; // reading paused for a slow caller: the worker is not silent, berth is not listening
   const silence = setInterval(() => {
-    if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
+    if (held) w.lastSeen = Date.now();
+    else if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
   }, Math.min(1000, hub.o.heartbeatMs));
   const onDrain = () => void w.send({ $case: 'drain', value: { graceMs: drain.graceMs } });
   if (drain.signal.aborted) onDrain();
@@ -54,7 +56,17 @@ export async function serveWorkerStream(
     for (;;) {
       const next = await nextOrAbort(it, over);
       if (next.done) break;
-      w.receive(next.value.frame);
+      const frame = next.value.frame;
+      w.receive(frame);
+      // Backpressure end to end (issue 11): while this call's callers lag, read no more frames, so
+      // HTTP/2 flow control pauses the agent's writer and the agent stops reading the process's output.
+      const rec = frame?.$case === 'event' ? w.calls.get(frame.value.callId) : undefined;
+      if (rec?.full()) {
+        held = true;
+        await roomOr(rec.room(), over);
+        held = false;
+        w.lastSeen = Date.now();
+      }
     }
     if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason; // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
     // gRPC reports a torn-down stream (agent killed, network cut) as 'cancelled': nobody cancelled anything.
@@ -68,6 +80,19 @@ export async function serveWorkerStream(
     drain.signal.removeEventListener('abort', onDrain);
     hub.leave(w, why);
   }
+}
+
+/** Resolves when `room` does or `signal` aborts. */
+function roomOr(room: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void room.then(done);
+  });
 }
 
 /** Aborted when `w` leaves, or once the server drains and `w` has no call in flight. */

@@ -60,3 +60,13 @@ export function terminal(o: { responses: RunResponse[] }) {
   const last = o.responses[o.responses.length - 1]?.kind;
   return last?.$case === 'result' || last?.$case === 'failure' ? last : undefined;
 }
+
+/** Every output line the caller saw, in order, with batches (`logs` events) taken apart. */
+export function outputLines(o: { responses: RunResponse[] }): { stream: string; line: string }[] {
+  return o.responses.flatMap((r) => {
+    const k = r.kind?.$case === 'event' ? r.kind.value.kind : undefined;
+    if (k?.$case === 'log') return [k.value];
+    if (k?.$case === 'logs') return k.value.lines.map((line) => ({ stream: k.value.stream, line }));
+    return [];
+  });
+}

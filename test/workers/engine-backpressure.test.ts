@@ -3,7 +3,7 @@
  * is the executors' Flow), so every line arrives in order and the call succeeds.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { run, runRequest, terminal } from '../support/run-client.js';
+import { run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
 
 const open: Array<() => Promise<void> | void> = [];
@@ -20,9 +20,8 @@ describe('engine-host backpressure', () => {
     expect(o.responses[0].kind?.$case).toBe('started'); // no worker attached: it ran on the engine host
     let n = 0;
     let inOrder = true;
-    for (const r of o.responses) {
-      if (r.kind?.$case !== 'event' || r.kind.value.kind?.$case !== 'log') continue;
-      if (r.kind.value.kind.value.line !== String(n)) inOrder = false;
+    for (const l of outputLines(o)) {
+      if (l.line !== String(n)) inOrder = false;
       n++;
     }
     expect(n).toBe(150_000);

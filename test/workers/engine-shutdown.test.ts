@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { credentials } from '@grpc/grpc-js';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
-import { run, runRequest, type RunHandle } from '../support/run-client.js';
+import { run, runRequest, type RunHandle, outputLines } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
 import { groupLives } from '../support/process-groups.js';
 
@@ -23,12 +23,11 @@ afterEach(async () => {
 async function printedPgid(r: RunHandle): Promise<number> {
   const end = Date.now() + 15_000;
   for (;;) {
-    for (const x of r.responses) {
-      if (x.kind?.$case === 'event' && x.kind.value.kind?.$case === 'log') {
-        const pgid = Number(x.kind.value.kind.value.line);
-        pgids.push(pgid);
-        return pgid;
-      }
+    const first = outputLines(r)[0];
+    if (first !== undefined) {
+      const pgid = Number(first.line);
+      pgids.push(pgid);
+      return pgid;
     }
     if (Date.now() > end) throw new Error('the command printed nothing');
     await new Promise((r) => setTimeout(r, 20));

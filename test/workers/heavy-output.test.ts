@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { run, runRequest, terminal } from '../support/run-client.js';
+import { run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
 
 const open: Array<() => Promise<void> | void> = [];
@@ -23,7 +23,7 @@ describe('heavy output', () => {
     await attached;
     const o = await run(s.placement, runRequest({ label: 'w', argv: ['seq', '1', '20000'] })).done;
     expect(o.error).toBeNull();
-    const lines = o.responses.flatMap((r) => (r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : []));
+    const lines = outputLines(o).map((l) => l.line);
     expect(lines).toHaveLength(20000);
     expect(lines.every((l, i) => l === String(i + 1))).toBe(true);
     expect(terminal(o)?.value).toMatchObject({ value: { exit_code: 0 } });

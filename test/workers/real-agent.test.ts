@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
-import { kinds, run, runRequest, terminal } from '../support/run-client.js';
+import { kinds, run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 const open: Array<() => Promise<void> | void> = [];
@@ -57,8 +57,7 @@ async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promi
   }
 }
 function firstLogLine(responses: ReturnType<typeof run>['responses']): string | undefined {
-  for (const r of responses) if (r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log') return r.kind.value.kind.value.line;
-  return undefined;
+  return outputLines({ responses })[0]?.line;
 }
 
 describe('the real agent', () => {

@@ -51,7 +51,7 @@ describe('Run on a remote worker (test double)', () => {
     const r = run(s.placement, runRequest({ label: 'gpu' }));
     const { callId } = await w.next('call');
     w.send({ $case: 'event', value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } } });
-    w.send({ $case: 'heartbeat', value: { callId } });
+    w.send({ $case: 'heartbeat', value: { callId, warmPools: undefined } });
     w.result(callId, 7);
     const o = await r.done;
     expect(kinds(o)).toEqual(['started', 'event', 'result']);

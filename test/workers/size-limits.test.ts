@@ -11,7 +11,7 @@ import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { MAX_LINE, MAX_RESULT_BYTES } from '../../src/workers/executors/index.js';
 import { cutMarker } from '../../src/workers/executors/lines.js';
-import { run, runRequest, terminal, type RunOutcome } from '../support/run-client.js';
+import { run, runRequest, terminal, type RunOutcome, outputLines } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
 
 const open: Array<() => Promise<void> | void> = [];
@@ -30,7 +30,7 @@ async function setup() {
   return { s, a };
 }
 function logLines(o: RunOutcome): string[] {
-  return o.responses.flatMap((r) => (r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : []));
+  return outputLines(o).map((l) => l.line);
 }
 
 describe('size limits on the real agent', () => {

@@ -18,6 +18,9 @@ export function getSnapshotHandler(ctx: ServerContext) {
       s.waiting = s.waiting.map(hide);
       s.held = s.held.map(hide);
     }
-    return toSnapshot(s, ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
+    const snap = toSnapshot(s, ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
+    const pools = ctx.hub.warmPools(); // pool sizes and hits/misses per machine (issue 11)
+    for (const m of snap.machines) m.warmPools = pools.get(m.name);
+    return snap;
   });
 }

@@ -20,6 +20,7 @@ const failureFields = { type: z.string(), message: z.string(), traceback: z.stri
 /** One answer line of the harness. */
 const answerSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('log'), stream: z.enum(['stdout', 'stderr']), line: z.string() }),
+  z.object({ t: z.literal('logs'), stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string()) }), // a batch (harness.py)
   z.object({ t: z.literal('metric'), name: z.string(), value: z.number() }),
   z.object({ t: z.literal('result'), value: z.unknown() }),
   z.object({ t: z.literal('failure'), ...failureFields }),
@@ -100,6 +101,10 @@ export class HarnessProcess {
       return;
     }
     if (parsed.t === 'log') return p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(parsed.line, MAX_LINE) });
+    if (parsed.t === 'logs') {
+      for (const line of parsed.lines) p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(line, MAX_LINE) });
+      return;
+    }
     if (parsed.t === 'metric') return p.onEvent({ kind: 'metric', name: parsed.name, value: parsed.value });
     this.#pending = undefined;
     p.resolve(parsed);

@@ -4,45 +4,119 @@ Protocol (JSON lines, stdlib only): requests arrive on fd 3, answers leave on fd
   request  {"op": "run", "source": str, "kwargs": {...}, "filename": str}
            {"op": "compile", "source": str, "filename": str}
   answers  {"t": "log", "stream": "stdout"|"stderr", "line": str}
+           {"t": "logs", "stream": "stdout"|"stderr", "lines": [str, ...]}  (consecutive lines, batched)
            {"t": "metric", "name": str, "value": float}
            {"t": "result", "value": <json>}
            {"t": "failure", "type": str, "message": str, "traceback": str}
            {"t": "compiled"} (compile ok; a SyntaxError is a failure answer)
-print() output of a node is forwarded as log answers; report(name, value) as metric answers.
+print() output of a node is forwarded as log answers, batched: lines of one stream are sent together
+when BATCH_LINES or BATCH_BYTES are reached, when the other stream or a metric comes, when the node
+ends, or FLUSH_S after the first waiting line (a flusher thread) — so a quiet node's line still
+shows at once and a chatty one costs one answer per batch; report(name, value) as metric answers.
 os.environ is restored after every node so one node cannot leak env into the next.
 """
 import json
 import linecache
 import os
 import sys
+import threading
+import time
 import traceback
 
 _requests = os.fdopen(3, "r", encoding="utf-8", newline="\n")
 _answers = os.fdopen(4, "w", encoding="utf-8", newline="\n")
 
 
+BATCH_LINES = 512
+BATCH_BYTES = 16 * 1024
+FLUSH_S = 0.005
+
+
+class _Batch:
+    """Lines waiting to be sent as one answer, all of one stream; thread-safe (the flusher)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.stream = None
+        self.lines = []
+        self.size = 0
+        self.first_at = 0.0
+
+    def add(self, stream, lines):
+        with self.lock:
+            for line in lines:
+                if self.stream != stream or len(self.lines) >= BATCH_LINES or self.size >= BATCH_BYTES:
+                    self._send_locked()
+                    self.stream = stream
+                if not self.lines:
+                    self.first_at = time.monotonic()
+                    self.wake.notify()  # only when the batch starts: the flusher sleeps until it is due
+                self.lines.append(line)
+                self.size += len(line) + 1
+
+    def send(self, msg=None):
+        """Sends the waiting lines, then `msg` if given, in that order."""
+        with self.lock:
+            self._send_locked()
+            if msg is not None:
+                _answers.write(json.dumps(msg, ensure_ascii=False) + "\n")
+                _answers.flush()
+
+    def _send_locked(self):
+        if not self.lines:
+            return
+        if len(self.lines) == 1:
+            msg = {"t": "log", "stream": self.stream, "line": self.lines[0]}
+        else:
+            msg = {"t": "logs", "stream": self.stream, "lines": self.lines}
+        self.lines = []
+        self.size = 0
+        _answers.write(json.dumps(msg, ensure_ascii=False) + "\n")
+        _answers.flush()
+
+    def flusher(self):
+        """Sends lines that have waited FLUSH_S (runs in a daemon thread)."""
+        with self.lock:
+            while True:
+                if not self.lines:
+                    self.wake.wait()
+                    continue
+                due = self.first_at + FLUSH_S - time.monotonic()
+                if due > 0:
+                    self.wake.wait(due)
+                    continue
+                self._send_locked()
+
+
+_batch = _Batch()
+threading.Thread(target=_batch.flusher, name="berth-flush", daemon=True).start()
+
+
 def _send(msg):
-    _answers.write(json.dumps(msg, ensure_ascii=False) + "\n")
-    _answers.flush()
+    _batch.send(msg)
 
 
 class _LineWriter:
-    """A text stream that forwards complete lines as log answers."""
+    """A text stream that forwards complete lines as (batched) log answers."""
 
     def __init__(self, stream):
         self._stream = stream
         self._buf = ""
 
     def write(self, text):
-        self._buf += str(text)
-        while "\n" in self._buf:
-            line, self._buf = self._buf.split("\n", 1)
-            _send({"t": "log", "stream": self._stream, "line": line})
+        text = str(text)
+        if "\n" not in text:
+            self._buf += text
+            return len(text)
+        lines = (self._buf + text).split("\n")
+        self._buf = lines.pop()
+        _batch.add(self._stream, lines)
         return len(text)
 
     def flush(self):
         if self._buf:
-            _send({"t": "log", "stream": self._stream, "line": self._buf})
+            _batch.add(self._stream, [self._buf])
             self._buf = ""
 
     def isatty(self):
@@ -96,8 +170,10 @@ def _run(req):
         except (TypeError, ValueError) as e:
             raise TypeError("process() returned a value that is not JSON-able: %s" % e)
         answer = '{"t": "result", "value": %s}' % text
-        _answers.write(answer + "\n")
-        _answers.flush()
+        with _batch.lock:
+            _batch._send_locked()  # every line before the result
+            _answers.write(answer + "\n")
+            _answers.flush()
     except BaseException as exc:  # a node's exception is its Failure, never the harness's
         sys.stdout.flush()
         sys.stderr.flush()

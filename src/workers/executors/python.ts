@@ -5,18 +5,31 @@
  * its class name, message and a traceback naming the source line. Env = process env + allocation env.
  */
 import { DEFAULT_GRACE_MS, type GroupSet } from './kill.js';
-import { PythonPools } from './pools.js';
+import { DEFAULT_IDLE_MS, type PoolLimits, PythonPools } from './pools.js';
 import type { ExecEvent, ExecFailure, Executor, Flow, Outcome, SourcePayload, Task } from './types.js';
 
 /**
  * Options: `graceMs` SIGTERM → SIGKILL delay; `python` interpreter; `onPoolsChanged(count)`;
- * `groups` where the Python processes' groups are tracked.
+ * `groups` where the Python processes' groups are tracked; `pool` bounds of the warm pools (`cap`:
+ * the machine's cores, what its allocations allow at once; `idleMs` default BERTH_POOL_IDLE_MS or 60 s).
  */
 export interface PythonExecutorOptions {
   graceMs?: number;
   python?: string;
   onPoolsChanged?: (count: number) => void;
   groups?: GroupSet;
+  pool?: Partial<PoolLimits>;
+}
+
+/**
+ * The idle timeout of warm processes from BERTH_POOL_IDLE_MS (whole ms ≥ 1), or DEFAULT_IDLE_MS.
+ * @throws Error naming the variable and the value when it is not a whole number ≥ 1.
+ */
+export function poolIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.BERTH_POOL_IDLE_MS;
+  if (raw === undefined || raw === '') return DEFAULT_IDLE_MS;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`BERTH_POOL_IDLE_MS: must be a whole number of ms, at least 1 (got ${JSON.stringify(raw)})`);
+  return Number(raw);
 }
 
 /** Runs Python payloads and compile checks. */
@@ -26,7 +39,7 @@ export class PythonExecutor implements Executor {
 
   constructor(o: PythonExecutorOptions = {}) {
     this.#graceMs = o.graceMs ?? DEFAULT_GRACE_MS;
-    this.pools = new PythonPools(o.python ?? process.env.BERTH_PYTHON ?? 'python3', {}, o.onPoolsChanged, o.groups);
+    this.pools = new PythonPools(o.python ?? process.env.BERTH_PYTHON ?? 'python3', { idleMs: poolIdleMs(), ...o.pool }, o.onPoolsChanged, o.groups);
   }
 
   /** See Executor.run. On cancel the process is stopped and replaced, never reused. */
@@ -34,8 +47,8 @@ export class PythonExecutor implements Executor {
     const p = task.payload as SourcePayload;
     if (p.kind !== 'source') throw new TypeError('PythonExecutor runs source payloads only');
     signal.throwIfAborted();
-    const env = { ...process.env, ...task.env };
-    const proc = this.pools.acquire(env);
+    const lease = this.pools.acquire(task.env); // keyed by the node's own env: no copy of process.env per call
+    const proc = lease.proc;
     let stopping: Promise<void> | undefined;
     const onAbort = () => {
       stopping = proc.stop(this.#graceMs);
@@ -59,7 +72,7 @@ export class PythonExecutor implements Executor {
       return { ok: false, type: 'ProtocolError', message: `unexpected harness answer ${answer.t}`, traceback: '' };
     } finally {
       signal.removeEventListener('abort', onAbort);
-      this.pools.release(env, proc, reusable && !signal.aborted);
+      this.pools.release(lease, reusable && !signal.aborted);
     }
   }
 
@@ -68,17 +81,16 @@ export class PythonExecutor implements Executor {
    * SyntaxError as a failure. Uses a process of the executor's own env.
    */
   async compile(source: string, filename: string): Promise<ExecFailure | undefined> {
-    const env = { ...process.env };
-    const proc = this.pools.acquire(env);
+    const lease = this.pools.acquire({});
     let reusable = false;
     try {
-      const a = await proc.request({ op: 'compile', source, filename }, () => undefined);
+      const a = await lease.proc.request({ op: 'compile', source, filename }, () => undefined);
       reusable = a.t === 'compiled' || (a.t === 'failure' && a.type !== 'WorkerProcessDied');
       if (a.t === 'compiled') return undefined;
       if (a.t === 'failure') return { type: a.type, message: a.message, traceback: a.traceback };
       return { type: 'ProtocolError', message: 'unexpected harness answer', traceback: '' };
     } finally {
-      this.pools.release(env, proc, reusable);
+      this.pools.release(lease, reusable);
     }
   }
 

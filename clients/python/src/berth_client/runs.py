@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from ._proto.berth.v1 import calls_pb2, placement_pb2, placement_pb2_grpc, resources_pb2
 from .errors import BerthError, InvalidAsk, from_rpc_error
 from .failures import exception_from_failure
-from .values import Allocation, Grant, RunEvent, Started, run_event
+from .values import Allocation, Grant, RunEvent, Started, run_events
 
 
 def build_run_request(
@@ -93,9 +93,8 @@ def execute(
                 s = msg.started
                 if on_event is not None:
                     on_event(Started(s.call_id, s.machine, Allocation.from_proto(s.allocation)))
-            elif kind == "event":
-                event = run_event(msg.event)
-                if on_event is not None and event is not None:
+            elif kind == "event" and on_event is not None:
+                for event in run_events(msg.event):  # a batch of lines: one LogLine each, in order
                     on_event(event)
             elif kind == "result" and outcome is None:
                 outcome = ("result", _value(msg.result.value))

@@ -100,6 +100,15 @@ def run_event(msg: calls_pb2.Event) -> Metric | LogLine | None:
     return None
 
 
+def run_events(msg: calls_pb2.Event) -> list[Metric | LogLine]:
+    """Every Metric or LogLine an Event carries, in order: a batch of lines (`logs`) becomes one
+    LogLine per line; a single `log` line or a metric one item; a kind this client does not know none."""
+    if msg.WhichOneof("kind") == "logs":
+        return [LogLine(msg.call_id, msg.logs.stream, line) for line in msg.logs.lines]
+    one = run_event(msg)
+    return [] if one is None else [one]
+
+
 class CancelCounts(NamedTuple):
     """What `Client.cancel(run_id)` stopped: in-flight calls and waiting claims."""
 

@@ -49,14 +49,16 @@ class LogLine(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., line: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("call_id", "metric", "log")
+    __slots__ = ("call_id", "metric", "log", "logs")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
     LOG_FIELD_NUMBER: _ClassVar[int]
+    LOGS_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     metric: Metric
     log: LogLine
-    def __init__(self, call_id: _Optional[str] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., log: _Optional[_Union[LogLine, _Mapping]] = ...) -> None: ...
+    logs: LogLines
+    def __init__(self, call_id: _Optional[str] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., log: _Optional[_Union[LogLine, _Mapping]] = ..., logs: _Optional[_Union[LogLines, _Mapping]] = ...) -> None: ...
 
 class Result(_message.Message):
     __slots__ = ("call_id", "value")
@@ -77,3 +79,31 @@ class Failure(_message.Message):
     message: str
     traceback: str
     def __init__(self, call_id: _Optional[str] = ..., type: _Optional[str] = ..., message: _Optional[str] = ..., traceback: _Optional[str] = ...) -> None: ...
+
+class LogLines(_message.Message):
+    __slots__ = ("stream", "lines")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    lines: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, stream: _Optional[str] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class WarmPools(_message.Message):
+    __slots__ = ("pools", "idle", "busy", "hits", "misses", "prestarted", "retired", "cap")
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    BUSY_FIELD_NUMBER: _ClassVar[int]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    MISSES_FIELD_NUMBER: _ClassVar[int]
+    PRESTARTED_FIELD_NUMBER: _ClassVar[int]
+    RETIRED_FIELD_NUMBER: _ClassVar[int]
+    CAP_FIELD_NUMBER: _ClassVar[int]
+    pools: int
+    idle: int
+    busy: int
+    hits: int
+    misses: int
+    prestarted: int
+    retired: int
+    cap: int
+    def __init__(self, pools: _Optional[int] = ..., idle: _Optional[int] = ..., busy: _Optional[int] = ..., hits: _Optional[int] = ..., misses: _Optional[int] = ..., prestarted: _Optional[int] = ..., retired: _Optional[int] = ..., cap: _Optional[int] = ...) -> None: ...

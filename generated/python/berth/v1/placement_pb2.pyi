@@ -199,7 +199,7 @@ class GetSnapshotRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version")
+    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version", "warm_pools")
     NAME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
@@ -210,6 +210,7 @@ class Machine(_message.Message):
     RUNNING_CALLS_FIELD_NUMBER: _ClassVar[int]
     MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    WARM_POOLS_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.RepeatedScalarFieldContainer[str]
     remote: bool
@@ -220,7 +221,8 @@ class Machine(_message.Message):
     running_calls: int
     max_parallel: int
     version: str
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
+    warm_pools: _calls_pb2.WarmPools
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ...) -> None: ...
 
 class WaitingClaim(_message.Message):
     __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label")

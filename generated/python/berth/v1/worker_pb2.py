@@ -26,7 +26,7 @@ from berth.v1 import calls_pb2 as berth_dot_v1_dot_calls__pb2
 from berth.v1 import resources_pb2 as berth_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/worker.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/calls.proto\x1a\x18\x62\x65rth/v1/resources.proto\"t\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12&\n\tinventory\x18\x03 \x01(\x0b\x32\x13.berth.v1.Inventory\x12\x14\n\x0cmax_parallel\x18\x04 \x01(\r\x12\x0f\n\x07version\x18\x05 \x01(\t\"\x1c\n\tHeartbeat\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\"S\n\rCompileResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\"\n\x07\x66\x61ilure\x18\x03 \x01(\x0b\x32\x11.berth.v1.Failure\"\x89\x02\n\x13WorkerStreamRequest\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.berth.v1.HelloH\x00\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.berth.v1.EventH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.berth.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.berth.v1.ResultH\x00\x12$\n\x07\x66\x61ilure\x18\x05 \x01(\x0b\x32\x11.berth.v1.FailureH\x00\x12\x31\n\x0e\x63ompile_result\x18\x06 \x01(\x0b\x32\x17.berth.v1.CompileResultH\x00\x42\x07\n\x05\x66rame\"7\n\x07Welcome\x12\x16\n\x0eserver_version\x18\x01 \x01(\t\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\r\"\xdc\x01\n\x04\x43\x61ll\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04\x66low\x18\x03 \x01(\t\x12\x0c\n\x04node\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\x12$\n\x07\x63ommand\x18\x06 \x01(\x0b\x32\x11.berth.v1.CommandH\x00\x12(\n\x06source\x18\x07 \x01(\x0b\x32\x16.berth.v1.PythonSourceH\x00\x12\x12\n\ntimeout_ms\x18\x08 \x01(\rB\t\n\x07payload\"-\n\nCancelCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"M\n\x0b\x43ompileCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66low\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r\"\xd9\x01\n\x14WorkerStreamResponse\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.berth.v1.WelcomeH\x00\x12\x1e\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x0e.berth.v1.CallH\x00\x12&\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x14.berth.v1.CancelCallH\x00\x12(\n\x07\x63ompile\x18\x04 \x01(\x0b\x32\x15.berth.v1.CompileCallH\x00\x12 \n\x05\x64rain\x18\x05 \x01(\x0b\x32\x0f.berth.v1.DrainH\x00\x42\x07\n\x05\x66rame2b\n\rWorkerService\x12Q\n\x0cWorkerStream\x12\x1d.berth.v1.WorkerStreamRequest\x1a\x1e.berth.v1.WorkerStreamResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/worker.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/calls.proto\x1a\x18\x62\x65rth/v1/resources.proto\"t\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12&\n\tinventory\x18\x03 \x01(\x0b\x32\x13.berth.v1.Inventory\x12\x14\n\x0cmax_parallel\x18\x04 \x01(\r\x12\x0f\n\x07version\x18\x05 \x01(\t\"E\n\tHeartbeat\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\'\n\nwarm_pools\x18\x02 \x01(\x0b\x32\x13.berth.v1.WarmPools\"S\n\rCompileResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\"\n\x07\x66\x61ilure\x18\x03 \x01(\x0b\x32\x11.berth.v1.Failure\"\x89\x02\n\x13WorkerStreamRequest\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.berth.v1.HelloH\x00\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.berth.v1.EventH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.berth.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.berth.v1.ResultH\x00\x12$\n\x07\x66\x61ilure\x18\x05 \x01(\x0b\x32\x11.berth.v1.FailureH\x00\x12\x31\n\x0e\x63ompile_result\x18\x06 \x01(\x0b\x32\x17.berth.v1.CompileResultH\x00\x42\x07\n\x05\x66rame\"7\n\x07Welcome\x12\x16\n\x0eserver_version\x18\x01 \x01(\t\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\r\"\xdc\x01\n\x04\x43\x61ll\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04\x66low\x18\x03 \x01(\t\x12\x0c\n\x04node\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\x12$\n\x07\x63ommand\x18\x06 \x01(\x0b\x32\x11.berth.v1.CommandH\x00\x12(\n\x06source\x18\x07 \x01(\x0b\x32\x16.berth.v1.PythonSourceH\x00\x12\x12\n\ntimeout_ms\x18\x08 \x01(\rB\t\n\x07payload\"-\n\nCancelCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"M\n\x0b\x43ompileCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66low\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r\"\xd9\x01\n\x14WorkerStreamResponse\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.berth.v1.WelcomeH\x00\x12\x1e\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x0e.berth.v1.CallH\x00\x12&\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x14.berth.v1.CancelCallH\x00\x12(\n\x07\x63ompile\x18\x04 \x01(\x0b\x32\x15.berth.v1.CompileCallH\x00\x12 \n\x05\x64rain\x18\x05 \x01(\x0b\x32\x0f.berth.v1.DrainH\x00\x42\x07\n\x05\x66rame2b\n\rWorkerService\x12Q\n\x0cWorkerStream\x12\x1d.berth.v1.WorkerStreamRequest\x1a\x1e.berth.v1.WorkerStreamResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,23 +36,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HELLO']._serialized_start=83
   _globals['_HELLO']._serialized_end=199
   _globals['_HEARTBEAT']._serialized_start=201
-  _globals['_HEARTBEAT']._serialized_end=229
-  _globals['_COMPILERESULT']._serialized_start=231
-  _globals['_COMPILERESULT']._serialized_end=314
-  _globals['_WORKERSTREAMREQUEST']._serialized_start=317
-  _globals['_WORKERSTREAMREQUEST']._serialized_end=582
-  _globals['_WELCOME']._serialized_start=584
-  _globals['_WELCOME']._serialized_end=639
-  _globals['_CALL']._serialized_start=642
-  _globals['_CALL']._serialized_end=862
-  _globals['_CANCELCALL']._serialized_start=864
-  _globals['_CANCELCALL']._serialized_end=909
-  _globals['_COMPILECALL']._serialized_start=911
-  _globals['_COMPILECALL']._serialized_end=988
-  _globals['_DRAIN']._serialized_start=990
-  _globals['_DRAIN']._serialized_end=1015
-  _globals['_WORKERSTREAMRESPONSE']._serialized_start=1018
-  _globals['_WORKERSTREAMRESPONSE']._serialized_end=1235
-  _globals['_WORKERSERVICE']._serialized_start=1237
-  _globals['_WORKERSERVICE']._serialized_end=1335
+  _globals['_HEARTBEAT']._serialized_end=270
+  _globals['_COMPILERESULT']._serialized_start=272
+  _globals['_COMPILERESULT']._serialized_end=355
+  _globals['_WORKERSTREAMREQUEST']._serialized_start=358
+  _globals['_WORKERSTREAMREQUEST']._serialized_end=623
+  _globals['_WELCOME']._serialized_start=625
+  _globals['_WELCOME']._serialized_end=680
+  _globals['_CALL']._serialized_start=683
+  _globals['_CALL']._serialized_end=903
+  _globals['_CANCELCALL']._serialized_start=905
+  _globals['_CANCELCALL']._serialized_end=950
+  _globals['_COMPILECALL']._serialized_start=952
+  _globals['_COMPILECALL']._serialized_end=1029
+  _globals['_DRAIN']._serialized_start=1031
+  _globals['_DRAIN']._serialized_end=1056
+  _globals['_WORKERSTREAMRESPONSE']._serialized_start=1059
+  _globals['_WORKERSTREAMRESPONSE']._serialized_end=1276
+  _globals['_WORKERSERVICE']._serialized_start=1278
+  _globals['_WORKERSERVICE']._serialized_end=1376
 # @@protoc_insertion_point(module_scope)

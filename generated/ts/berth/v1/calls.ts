@@ -63,6 +63,12 @@ export interface Event {
     | //
     /** An output line. */
     { $case: "log"; value: LogLine }
+    | //
+    /**
+     * Consecutive output lines of one stream, in order (output is batched by size and a short
+     * flush interval; a lone line may still come as `log`).
+     */
+    { $case: "logs"; value: LogLines }
     | undefined;
 }
 
@@ -84,6 +90,37 @@ export interface Failure {
   message: string;
   /** Formatted traceback, empty when there is none. */
   traceback: string;
+}
+
+/** LogLines is a run of consecutive output lines of one stream of a call, sent as one event. */
+export interface LogLines {
+  /** "stdout" or "stderr". */
+  stream: string;
+  /** The lines in order, each without its trailing newline; invalid UTF-8 replaced. */
+  lines: string[];
+}
+
+/**
+ * WarmPools counts a machine's warm Python interpreters (SPEC W6): pools keyed by the env nodes
+ * ask for, sized by recent concurrency, idle ones retired after a timeout.
+ */
+export interface WarmPools {
+  /** Pools (distinct envs) with at least one interpreter. */
+  pools: number;
+  /** Interpreters idle and ready now, over every pool. */
+  idle: number;
+  /** Interpreters running a call now. */
+  busy: number;
+  /** Calls that found an idle interpreter, since the machine started. */
+  hits: number;
+  /** Calls that had to start an interpreter, since the machine started. */
+  misses: number;
+  /** Interpreters started ahead of demand, since the machine started. */
+  prestarted: number;
+  /** Idle interpreters retired after the idle timeout, since the machine started. */
+  retired: number;
+  /** Most interpreters the machine keeps (its cap). */
+  cap: number;
 }
 
 function createBaseCommand(): Command {
@@ -573,6 +610,9 @@ export const Event: MessageFns<Event> = {
       case "log":
         LogLine.encode(message.kind.value, writer.uint32(26).fork()).join();
         break;
+      case "logs":
+        LogLines.encode(message.kind.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -614,6 +654,14 @@ export const Event: MessageFns<Event> = {
             message.kind = { $case: "log", value: LogLine.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = { $case: "logs", value: LogLines.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -637,6 +685,8 @@ export const Event: MessageFns<Event> = {
         ? { $case: "metric", value: Metric.fromJSON(object.metric) }
         : isSet(object.log)
         ? { $case: "log", value: LogLine.fromJSON(object.log) }
+        : isSet(object.logs)
+        ? { $case: "logs", value: LogLines.fromJSON(object.logs) }
         : undefined,
     };
   },
@@ -650,6 +700,8 @@ export const Event: MessageFns<Event> = {
       obj.metric = Metric.toJSON(message.kind.value);
     } else if (message.kind?.$case === "log") {
       obj.log = LogLine.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "logs") {
+      obj.logs = LogLines.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -670,6 +722,12 @@ export const Event: MessageFns<Event> = {
       case "log": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "log", value: LogLine.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "logs": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "logs", value: LogLines.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -884,6 +942,272 @@ export const Failure: MessageFns<Failure> = {
     message.type = object.type ?? "";
     message.message = object.message ?? "";
     message.traceback = object.traceback ?? "";
+    return message;
+  },
+};
+
+function createBaseLogLines(): LogLines {
+  return { stream: "", lines: [] };
+}
+
+export const LogLines: MessageFns<LogLines> = {
+  encode(message: LogLines, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stream !== "") {
+      writer.uint32(10).string(message.stream);
+    }
+    for (const v of message.lines) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogLines {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogLines();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stream = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lines.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LogLines {
+    return {
+      stream: isSet(object.stream) ? globalThis.String(object.stream) : "",
+      lines: globalThis.Array.isArray(object?.lines) ? object.lines.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: LogLines): unknown {
+    const obj: any = {};
+    if (message.stream !== "") {
+      obj.stream = message.stream;
+    }
+    if (message.lines?.length) {
+      obj.lines = message.lines;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LogLines>, I>>(base?: I): LogLines {
+    return LogLines.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LogLines>, I>>(object: I): LogLines {
+    const message = createBaseLogLines();
+    message.stream = object.stream ?? "";
+    message.lines = object.lines?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseWarmPools(): WarmPools {
+  return { pools: 0, idle: 0, busy: 0, hits: 0, misses: 0, prestarted: 0, retired: 0, cap: 0 };
+}
+
+export const WarmPools: MessageFns<WarmPools> = {
+  encode(message: WarmPools, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pools !== 0) {
+      writer.uint32(8).uint32(message.pools);
+    }
+    if (message.idle !== 0) {
+      writer.uint32(16).uint32(message.idle);
+    }
+    if (message.busy !== 0) {
+      writer.uint32(24).uint32(message.busy);
+    }
+    if (message.hits !== 0) {
+      writer.uint32(32).uint32(message.hits);
+    }
+    if (message.misses !== 0) {
+      writer.uint32(40).uint32(message.misses);
+    }
+    if (message.prestarted !== 0) {
+      writer.uint32(48).uint32(message.prestarted);
+    }
+    if (message.retired !== 0) {
+      writer.uint32(56).uint32(message.retired);
+    }
+    if (message.cap !== 0) {
+      writer.uint32(64).uint32(message.cap);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WarmPools {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWarmPools();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.pools = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.idle = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.busy = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.hits = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.misses = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.prestarted = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.retired = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.cap = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WarmPools {
+    return {
+      pools: isSet(object.pools) ? globalThis.Number(object.pools) : 0,
+      idle: isSet(object.idle) ? globalThis.Number(object.idle) : 0,
+      busy: isSet(object.busy) ? globalThis.Number(object.busy) : 0,
+      hits: isSet(object.hits) ? globalThis.Number(object.hits) : 0,
+      misses: isSet(object.misses) ? globalThis.Number(object.misses) : 0,
+      prestarted: isSet(object.prestarted) ? globalThis.Number(object.prestarted) : 0,
+      retired: isSet(object.retired) ? globalThis.Number(object.retired) : 0,
+      cap: isSet(object.cap) ? globalThis.Number(object.cap) : 0,
+    };
+  },
+
+  toJSON(message: WarmPools): unknown {
+    const obj: any = {};
+    if (message.pools !== 0) {
+      obj.pools = Math.round(message.pools);
+    }
+    if (message.idle !== 0) {
+      obj.idle = Math.round(message.idle);
+    }
+    if (message.busy !== 0) {
+      obj.busy = Math.round(message.busy);
+    }
+    if (message.hits !== 0) {
+      obj.hits = Math.round(message.hits);
+    }
+    if (message.misses !== 0) {
+      obj.misses = Math.round(message.misses);
+    }
+    if (message.prestarted !== 0) {
+      obj.prestarted = Math.round(message.prestarted);
+    }
+    if (message.retired !== 0) {
+      obj.retired = Math.round(message.retired);
+    }
+    if (message.cap !== 0) {
+      obj.cap = Math.round(message.cap);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WarmPools>, I>>(base?: I): WarmPools {
+    return WarmPools.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WarmPools>, I>>(object: I): WarmPools {
+    const message = createBaseWarmPools();
+    message.pools = object.pools ?? 0;
+    message.idle = object.idle ?? 0;
+    message.busy = object.busy ?? 0;
+    message.hits = object.hits ?? 0;
+    message.misses = object.misses ?? 0;
+    message.prestarted = object.prestarted ?? 0;
+    message.retired = object.retired ?? 0;
+    message.cap = object.cap ?? 0;
     return message;
   },
 };

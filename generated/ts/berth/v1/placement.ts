@@ -22,7 +22,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { Command, Event, Failure, PythonSource, Result } from "./calls.js";
+import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
 import { Allocation, Ask, Inventory, Resources } from "./resources.js";
 
 export const protobufPackage = "berth.v1";
@@ -333,6 +333,11 @@ export interface Machine {
   maxParallel: number;
   /** Worker agent version; empty for the engine. */
   version: string;
+  /**
+   * Warm Python interpreters: the engine's own, a worker's as of its last heartbeat (unset before
+   * the first). Numbered 20 to stay clear of other fields added to Machine meanwhile.
+   */
+  warmPools: WarmPools | undefined;
 }
 
 /** WaitingClaim is a claim that fits some machine but not right now (SPEC P6). */
@@ -2384,6 +2389,7 @@ function createBaseMachine(): Machine {
     runningCalls: 0,
     maxParallel: 0,
     version: "",
+    warmPools: undefined,
   };
 }
 
@@ -2422,6 +2428,9 @@ export const Machine: MessageFns<Machine> = {
     }
     if (message.version !== "") {
       writer.uint32(82).string(message.version);
+    }
+    if (message.warmPools !== undefined) {
+      WarmPools.encode(message.warmPools, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -2529,6 +2538,14 @@ export const Machine: MessageFns<Machine> = {
             message.version = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.warmPools = WarmPools.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2565,6 +2582,11 @@ export const Machine: MessageFns<Machine> = {
         ? globalThis.Number(object.max_parallel)
         : 0,
       version: isSet(object.version) ? globalThis.String(object.version) : "",
+      warmPools: isSet(object.warmPools)
+        ? WarmPools.fromJSON(object.warmPools)
+        : isSet(object.warm_pools)
+        ? WarmPools.fromJSON(object.warm_pools)
+        : undefined,
     };
   },
 
@@ -2600,6 +2622,9 @@ export const Machine: MessageFns<Machine> = {
     if (message.version !== "") {
       obj.version = message.version;
     }
+    if (message.warmPools !== undefined) {
+      obj.warmPools = WarmPools.toJSON(message.warmPools);
+    }
     return obj;
   },
 
@@ -2620,6 +2645,9 @@ export const Machine: MessageFns<Machine> = {
     message.runningCalls = object.runningCalls ?? 0;
     message.maxParallel = object.maxParallel ?? 0;
     message.version = object.version ?? "";
+    message.warmPools = (object.warmPools !== undefined && object.warmPools !== null)
+      ? WarmPools.fromPartial(object.warmPools)
+      : undefined;
     return message;
   },
 };

@@ -17,7 +17,7 @@ import {
   type Metadata,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { Command, Event, Failure, PythonSource, Result } from "./calls.js";
+import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
 import { Allocation, Inventory } from "./resources.js";
 
 export const protobufPackage = "berth.v1";
@@ -47,6 +47,8 @@ export interface Hello {
 export interface Heartbeat {
   /** Call id, or empty for the worker itself. */
   callId: string;
+  /** The worker's warm Python pools (sent with the worker's own heartbeat, not a call's). */
+  warmPools: WarmPools | undefined;
 }
 
 /** CompileResult answers a CompileCall. */
@@ -307,13 +309,16 @@ export const Hello: MessageFns<Hello> = {
 };
 
 function createBaseHeartbeat(): Heartbeat {
-  return { callId: "" };
+  return { callId: "", warmPools: undefined };
 }
 
 export const Heartbeat: MessageFns<Heartbeat> = {
   encode(message: Heartbeat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.callId !== "") {
       writer.uint32(10).string(message.callId);
+    }
+    if (message.warmPools !== undefined) {
+      WarmPools.encode(message.warmPools, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -339,6 +344,14 @@ export const Heartbeat: MessageFns<Heartbeat> = {
             message.callId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.warmPools = WarmPools.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -358,6 +371,11 @@ export const Heartbeat: MessageFns<Heartbeat> = {
         : isSet(object.call_id)
         ? globalThis.String(object.call_id)
         : "",
+      warmPools: isSet(object.warmPools)
+        ? WarmPools.fromJSON(object.warmPools)
+        : isSet(object.warm_pools)
+        ? WarmPools.fromJSON(object.warm_pools)
+        : undefined,
     };
   },
 
@@ -365,6 +383,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
     const obj: any = {};
     if (message.callId !== "") {
       obj.callId = message.callId;
+    }
+    if (message.warmPools !== undefined) {
+      obj.warmPools = WarmPools.toJSON(message.warmPools);
     }
     return obj;
   },
@@ -375,6 +396,9 @@ export const Heartbeat: MessageFns<Heartbeat> = {
   fromPartial<I extends Exact<DeepPartial<Heartbeat>, I>>(object: I): Heartbeat {
     const message = createBaseHeartbeat();
     message.callId = object.callId ?? "";
+    message.warmPools = (object.warmPools !== undefined && object.warmPools !== null)
+      ? WarmPools.fromPartial(object.warmPools)
+      : undefined;
     return message;
   },
 };

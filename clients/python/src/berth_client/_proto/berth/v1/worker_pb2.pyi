@@ -24,10 +24,12 @@ class Hello(_message.Message):
     def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., inventory: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ("call_id",)
+    __slots__ = ("call_id", "warm_pools")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    WARM_POOLS_FIELD_NUMBER: _ClassVar[int]
     call_id: str
-    def __init__(self, call_id: _Optional[str] = ...) -> None: ...
+    warm_pools: _calls_pb2.WarmPools
+    def __init__(self, call_id: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ...) -> None: ...
 
 class CompileResult(_message.Message):
     __slots__ = ("request_id", "ok", "failure")

@@ -1,0 +1,82 @@
+/**
+ * Run rate (issue 11 item 1): the tiny node `def process(x): return x + 1` through Run on a real
+ * `berth serve --cpus 64` and through a real `berth worker` (64 cores, label `remote`) on loopback.
+ * Callers are Node clients in this process, each holding its own 1-cpu claim and running calls in
+ * it one after another for a fixed time. Targets: engine 1 caller ≥ 1,000 calls/s; 8 and 32 callers
+ * total ≥ the 1-caller rate; remote ≥ 0.7× the engine host, per caller count.
+ */
+import { credentials, type ServiceError } from '@grpc/grpc-js';
+import { PlacementServiceClient, type RunResponse } from '../generated/ts/berth/v1/placement.js';
+import { Policy } from '../generated/ts/berth/v1/resources.js';
+import { report, startBerth, type BenchRow } from './support.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const SOURCE = 'def process(x):\n    return x + 1\n';
+
+/** Opens a Claim for 1 cpu (label `remote` required, or none) and resolves with its id and release. */
+function holdClaim(client: PlacementServiceClient, label: string): Promise<{ id: string; release: () => void }> {
+  const call = client.claim();
+  return new Promise((resolve, reject) => {
+    call.on('data', (r) => {
+      if (r.kind?.$case === 'granted') resolve({ id: r.kind.value.claimId, release: () => call.end() });
+    });
+    call.on('error', (e: ServiceError) => reject(e));
+    call.write({ kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } } });
+  });
+}
+
+function runOnce(client: PlacementServiceClient, claimId: string, runId: string, i: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const call = client.run({
+      placement: { $case: 'claimId', value: claimId },
+      payload: { $case: 'source', value: { source: SOURCE, kwargs: { x: i } } },
+      flow: 'bench', node: `n${i}`, runId, timeoutMs: 0,
+    });
+    let ok = false;
+    call.on('data', (r: RunResponse) => {
+      if (r.kind?.$case === 'result' && r.kind.value.value === i + 1) ok = true;
+      if (r.kind?.$case === 'failure') reject(new Error(`${r.kind.value.type}: ${r.kind.value.message}`));
+    });
+    call.on('error', reject);
+    call.on('status', (s) => (s.code === 0 ? (ok ? resolve() : reject(new Error('no result'))) : undefined));
+  });
+}
+
+/** Total calls/s of `callers` concurrent callers, each in its own claim, for SECONDS. */
+async function rate(address: string, label: string, callers: number): Promise<number> {
+  const clients = Array.from({ length: callers }, () => new PlacementServiceClient(address, credentials.createInsecure()));
+  const claims = await Promise.all(clients.map((c) => holdClaim(c, label)));
+  await Promise.all(clients.map((c, k) => runOnce(c, claims[k].id, `warm${k}`, 0))); // warm the pool
+  let count = 0;
+  const t0 = performance.now();
+  const until = t0 + SECONDS * 1000;
+  await Promise.all(clients.map(async (c, k) => {
+    for (let i = 1; performance.now() < until; i++) {
+      await runOnce(c, claims[k].id, `r${callers}c${k}`, i);
+      count++;
+    }
+  }));
+  const perSecond = count / ((performance.now() - t0) / 1000);
+  for (const cl of claims) cl.release();
+  for (const c of clients) c.close();
+  return perSecond;
+}
+
+const berth = await startBerth(64, { cpus: 64 });
+try {
+  const rows: BenchRow[] = [];
+  const engine: Record<number, number> = {};
+  const counts = (process.env.BENCH_CALLERS ?? '1,8,32').split(',').map(Number);
+  for (const n of counts) {
+    engine[n] = await rate(berth.address, '', n);
+    const base = n === 1 ? 1000 : engine[1];
+    rows.push({ name: `engine host, ${n} caller(s)`, value: engine[n], unit: 'calls/s', ratio: engine[n] / base, target: n === 1 ? '≥ 1,000/s' : '≥ 1-caller rate', met: engine[n] >= base });
+  }
+  for (const n of process.env.BENCH_ENGINE_ONLY ? [] : counts) {
+    const r = await rate(berth.address, 'remote', n);
+    rows.push({ name: `remote worker (loopback), ${n} caller(s)`, value: r, unit: 'calls/s', ratio: r / engine[n], target: '≥ 0.7× engine', met: r >= 0.7 * engine[n] });
+  }
+  report('run-rate', `tiny node via Run in a held 1-cpu claim, ${SECONDS} s per figure (ratios: engine 1 caller vs 1,000/s, others vs the engine's)`, rows);
+} finally {
+  await berth.stop();
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts with esbuild into dist/,
+// one chunk per subcommand (each loaded only when run), with the small pure-JS dependencies
+// (commander, yaml, zod) inlined so start-up reads a few files instead of hundreds; every other
+// dependency stays in node_modules. Type checking is `tsc --noEmit` (make lint), not this step.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const INLINED = new Set(['commander', 'yaml', 'zod']);
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const external = Object.keys(pkg.dependencies).filter((d) => !INLINED.has(d)).flatMap((d) => [d, `${d}/*`]);
+const out = join(root, 'dist');
+
+mkdirSync(out, { recursive: true });
+const result = await build({
+  metafile: true,
+  entryPoints: { main: join(root, 'src', 'cli', 'main.ts') },
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  outdir: out,
+  chunkNames: 'chunks/[name]-[hash]',
+  sourcemap: true,
+  external,
+  logLevel: 'warning',
+  // CommonJS code inlined into an ES module needs a require of its own.
+  banner: {
+    js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
+  },
+});
+// Chunks of earlier builds go (not the whole of dist/ first: a CLI already running keeps its files).
+const fresh = new Set(Object.keys(result.metafile.outputs).flatMap((f) => [resolve(f), resolve(`${f}.map`)]));
+for (const f of readdirSync(join(out, 'chunks'))) {
+  const path = join(out, 'chunks', f);
+  if ((f.endsWith('.js') || f.endsWith('.js.map')) && !fresh.has(path)) rmSync(path);
+}
+// The Python harness is found next to the executor code that runs it (import.meta.url of the chunk).
+copyFileSync(join(root, 'src', 'workers', 'executors', 'harness.py'), join(out, 'chunks', 'harness.py'));
+copyFileSync(join(root, 'src', 'workers', 'executors', 'harness.py'), join(out, 'harness.py'));
+writeFileSync(join(out, '.berth-build'), `${new Date().toISOString()}\n`);
