@@ -3,7 +3,7 @@
  * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13).
  */
 import { z } from 'zod';
-import { type Ask, Policy } from '../../generated/ts/berth/v1/resources.js';
+import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import type { NormalizedAsk } from './types.js';
 
@@ -58,6 +58,10 @@ export function normalizeAsk(ask: Ask | undefined, field = 'ask'): NormalizedAsk
     throw new BerthError('invalid_argument', `${fieldName}: ${issue.message} (got ${JSON.stringify(value)})`);
   }
   const a = r.data;
+  const over = ask.onOversize ?? OnOversize.ON_OVERSIZE_UNSPECIFIED;
+  if (over !== OnOversize.ON_OVERSIZE_UNSPECIFIED && over !== OnOversize.ON_OVERSIZE_CLAMP && over !== OnOversize.ON_OVERSIZE_FAIL) {
+    throw new BerthError('invalid_argument', `${field}.on_oversize: unknown value ${over}: use ON_OVERSIZE_CLAMP (1) or ON_OVERSIZE_FAIL (2)`);
+  }
   return {
     cpus: a.cpus ?? 1,
     gpus: a.gpus,
@@ -67,5 +71,6 @@ export function normalizeAsk(ask: Ask | undefined, field = 'ask'): NormalizedAsk
     node: a.node,
     runId: a.runId,
     env: { ...a.env },
+    ...(over === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
   };
 }

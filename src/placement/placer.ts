@@ -7,6 +7,7 @@ import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, type Reservations } from './choose.js';
+import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import type { Provisioner } from './provisioner.js';
@@ -52,7 +53,7 @@ export class Placer {
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     this.machines.add({ ...m, remote: true });
-    this.#events.emit({ kind: 'worker_attached', machine: m.name, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
+    this.#events.emit({ kind: 'worker_attached', machine: m.name, label: m.labels.join(','), granted: { cpus: m.inventory.cpus, gpus: m.inventory.gpuIds.length, ramMb: m.inventory.ramMb }, gpuIds: m.inventory.gpuIds, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
     this.#pump();
   }
 
@@ -69,7 +70,7 @@ export class Placer {
       if (h.entry !== entry) continue;
       this.#held.delete(id);
       h.lost.abort(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
-      this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason });
+      this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason, ...heldFacts(h), outcome: 'lost' });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
@@ -83,13 +84,15 @@ export class Placer {
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
+    let fit: { amount: Amount; clamped: boolean };
     try {
       this.#checkLabel(ask);
+      fit = this.#fit(ask); // on_oversize fail: FAILED_PRECONDITION (issue 13)
     } catch (err) {
       return Promise.reject(err);
     }
     const claimId = `c${++this.#ids}`;
-    const { amount, clamped } = this.#fit(ask);
+    const { amount, clamped } = fit;
     const now = chooseNow(this.machines, ask, amount, this.#reserved);
     if (now) return Promise.resolve(this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack));
     return new Promise<Grant>((resolve, reject) => {
@@ -101,7 +104,7 @@ export class Placer {
       opts.signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(w);
       const info = queuedInfo(this.machines, w, this.#waiters.length);
-      this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
+      this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail, ...askFacts(ask, amount, clamped), queued: info });
       opts.onQueued?.(info);
       this.#pump();
     });
@@ -113,7 +116,7 @@ export class Placer {
     if (!h) return false;
     this.#held.delete(claimId);
     this.machines.update(h.entry, () => h.entry.books.give(claimId));
-    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
+    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why, ...heldFacts(h), outcome: why });
     this.#pump();
     return true;
   }
@@ -136,10 +139,17 @@ export class Placer {
    * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
    */
   satisfiable(ask: NormalizedAsk): string {
+    return this.verdict(ask).waitFor;
+  }
+
+  /**
+   * Satisfiable's structured answer (issue 13, see oversize.ts): runs_now, waits,
+   * waits_for_provisioner (with wait_for), clamped or impossible (with clamped_to and limiting).
+   * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
+   */
+  verdict(ask: NormalizedAsk): AskVerdict {
     this.#checkLabel(ask);
-    const amount = amountOf(ask);
-    if (anyCanEverHold(this.machines, ask, amount)) return '';
-    return this.provisioners.some((p) => p.covers(ask)) ? describeAmount(amount) : '';
+    return askVerdict(this.machines, this.provisioners, ask, this.#reserved);
   }
 
   /** The books, waiting claims and held claims. */
@@ -176,12 +186,17 @@ export class Placer {
       return { amount, clamped: false };
     }
     const t = clampTarget(this.machines, ask);
+    if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
     if (!t) return { amount, clamped: false };
-    this.#events.emit({ kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: t.machine.spec.name, detail: `${describeAmount(amount)} → ${describeAmount(t.amount)} (best machine: ${t.machine.spec.name})` });
+    this.#events.emit({
+      kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: t.machine.spec.name, label: ask.label || undefined,
+      asked: amount, granted: t.amount, clamped: true, limiting: limitingDimension(amount, t.amount),
+      detail: `${describeAmount(amount)} → ${describeAmount(t.amount)} (best machine: ${t.machine.spec.name})`,
+    });
     return { amount: t.amount, clamped: true };
   }
 
-  #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean): Grant {
+  #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean, since?: number): Grant {
     let holding!: ReturnType<MachineEntry['books']['take']>;
     this.machines.update(entry, () => (holding = entry.books.take(claimId, amount)));
     const lost = new AbortController();
@@ -190,18 +205,25 @@ export class Placer {
       allocation: { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env: allocationEnv(holding.cpus, holding.gpuIds, ask.env) },
     };
     this.#held.set(claimId, { grant, entry, lost, since: Date.now() });
-    this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
+    this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, ...askFacts(ask, amount, clamped),
+      granted: { cpus: holding.cpus, gpus: holding.gpuIds.length, ramMb: holding.ramMb }, gpuIds: holding.gpuIds, fellBack,
+      durationMs: since === undefined ? 0 : Date.now() - since, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
     return grant;
   }
 
   #abandon(w: Waiter, reason: unknown): void {
+    if (this.#drop(w, reason)) this.#pump();
+  }
+
+  /** Removes a waiter and rejects it with `reason`, without pumping; false when it was not waiting. */
+  #drop(w: Waiter, reason: unknown): boolean {
     const i = this.#waiters.indexOf(w);
-    if (i < 0) return;
+    if (i < 0) return false;
     this.#waiters.splice(i, 1);
     w.detach();
-    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned' });
+    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned', durationMs: Date.now() - w.since });
     w.reject(reason);
-    this.#pump();
+    return true;
   }
 
   /** Grants waiters in arrival order; a waiter that cannot be granted reserves what it asks on its best machine (P7). */
@@ -209,7 +231,13 @@ export class Placer {
     const reserved: Reservations = new Map();
     for (const w of [...this.#waiters]) {
       if (!anyCanEverHold(this.machines, w.ask, w.amount) && !this.provisioners.some((p) => p.covers(w.ask))) {
-        const refit = this.#fit(w.ask);
+        let refit: { amount: Amount; clamped: boolean };
+        try {
+          refit = this.#fit(w.ask);
+        } catch (err) {
+          this.#drop(w, err); // on_oversize fail and its only fitting machine left (issue 13)
+          continue;
+        }
         w.amount = refit.amount;
         w.clamped = refit.clamped;
       }
@@ -217,7 +245,7 @@ export class Placer {
       if (c) {
         this.#waiters.splice(this.#waiters.indexOf(w), 1);
         w.detach();
-        w.resolve(this.#grant(w.claimId, w.ask, w.amount, w.clamped, c.machine, c.fellBack));
+        w.resolve(this.#grant(w.claimId, w.ask, w.amount, w.clamped, c.machine, c.fellBack, w.since));
         continue;
       }
       const target = reservationTarget(this.machines, w);
@@ -236,4 +264,15 @@ export class Placer {
       }
     }
   }
+}
+
+/** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */
+function askFacts(ask: NormalizedAsk, amount: Amount, clamped: boolean) {
+  return { asked: amountOf(ask), label: ask.label || undefined, clamped, ...(clamped ? { limiting: limitingDimension(amountOf(ask), amount) } : {}) };
+}
+
+/** Typed event facts of a held claim given back or lost: the amount, its device ids and how long it was held (ms). */
+function heldFacts(h: Held) {
+  const a = h.grant.allocation;
+  return { granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, durationMs: Date.now() - h.since, label: h.grant.ask.label || undefined };
 }

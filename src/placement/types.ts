@@ -30,6 +30,8 @@ export interface NormalizedAsk {
   node: string;
   runId: string;
   env: Record<string, string>;
+  /** What happens when no machine can ever hold it (issue 13): clamp (absent = clamp) or fail. */
+  onOversize?: 'clamp' | 'fail';
 }
 
 /** What a claim holds on one machine (SPEC P9). */

@@ -67,5 +67,6 @@ export function queuedInfo(machines: MachineSet, w: Waiter, position: number): Q
     bestFree: bf ? { cpus: bf.cpus, gpus: bf.gpus, ramMb: bf.ramMb } : { cpus: 0, gpus: 0 },
     machinesAble: able,
     position,
+    asked: { cpus: w.ask.cpus, gpus: w.ask.gpus, ramMb: w.ask.ramMb }, // before clamping (issue 13)
   };
 }

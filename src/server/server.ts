@@ -61,7 +61,8 @@ export class BerthServer {
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
-    new ReflectionService(loadDescriptors()).addToServer(this.#grpc);
+    // Real descriptors (buf-built), not proto-loader's: the cast is to the fields @grpc/reflection reads.
+    new ReflectionService(loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0]).addToServer(this.#grpc);
   }
 
   /** Current lifecycle state. */

@@ -11,7 +11,7 @@ import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/pla
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import type { CallRecord } from '../../workers/call-record.js';
+import type { CallRecord, Terminal } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type Sink } from '../edge.js';
@@ -19,6 +19,9 @@ import { serverStream, type Sink } from '../edge.js';
 const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
 const SNAKE: Record<string, string> = { runId: 'run_id' };
+
+/** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
+const grantOf = new WeakMap<CallRecord, Grant>();
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -33,7 +36,7 @@ export function runHandler(ctx: ServerContext) {
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
     const joined = ctx.hub.calls.get(callId);
-    if (joined && !joined.ended) return follow(joined, sink, signal);
+    if (joined && !joined.ended) return void (await follow(joined, sink, signal));
     toTask(callId, undefined, req.payload); // validate the payload before anything is claimed
     if (joined) await settledOr(joined, signal); // a cancelled namesake is still stopping: let it finish first
     let grant: Grant;
@@ -51,22 +54,35 @@ export function runHandler(ctx: ServerContext) {
     let rec: CallRecord | undefined;
     try {
       const again = ctx.hub.calls.get(callId); // one started while this Run waited for its claim
-      if (again && !again.ended) return await follow(again, sink, signal);
+      if (again && !again.ended) return void (await follow(again, sink, signal));
       const r: CallRecord = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload }, grant, AbortSignal.any([signal, grant.lost]));
       rec = r;
+      grantOf.set(r, grant);
       const onLost = () => r.fail(grant.lost.reason as BerthError);
       grant.lost.addEventListener('abort', onLost, { once: true });
-      ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });
+      const a = grant.allocation;
+      ctx.events.emit({
+        kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}`,
+        granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, clamped: grant.clamped,
+      });
       const timer = req.timeoutMs > 0 ? setTimeout(() => {
         const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
         r.stop(why);
         r.fail(why);
       }, req.timeoutMs) : undefined;
       try {
-        await follow(r, sink, signal);
-        ctx.events.emit({ kind: 'call_finished', callId, runId, machine: grant.machine, detail: `${callId} finished` });
+        const end = await follow(r, sink, signal);
+        const failureType = end?.$case === 'failure' ? end.value.type : undefined;
+        ctx.events.emit({
+          kind: 'call_finished', callId, runId, machine: grant.machine, detail: `${callId} finished${failureType ? `: ${failureType}` : ''}`,
+          outcome: end?.$case ?? 'result', failureType, durationMs: Date.now() - r.startedAt,
+        });
       } catch (err) {
-        ctx.events.emit({ kind: err instanceof BerthError && err.kind === 'cancelled' ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err) });
+        const cancelled = err instanceof BerthError && err.kind === 'cancelled';
+        ctx.events.emit({
+          kind: cancelled ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err),
+          outcome: cancelled ? 'cancelled' : 'error', failureType: err instanceof BerthError ? err.kind : 'error', durationMs: Date.now() - r.startedAt,
+        });
         throw err;
       } finally {
         clearTimeout(timer);
@@ -100,12 +116,15 @@ function settledOr(rec: CallRecord, signal: AbortSignal): Promise<void> {
  * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
-async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
-  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, clamped: false, asked: undefined } } });
+async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<Terminal | undefined> {
+  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, ...startedFacts(grantOf.get(rec)) } } });
   try {
+    let end: Terminal | undefined;
     for await (const item of rec.follow(signal)) {
       await sink.write({ kind: item });
+      if (item.$case !== 'event') end = item;
     }
+    return end;
   } catch (err) {
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
@@ -116,4 +135,9 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
     }
     throw err;
   }
+}
+
+/** Started's loud-clamping fields (SPEC P11, issue 13): clamped, and the amount asked before clamping. */
+function startedFacts(g: Grant | undefined): { clamped: boolean; asked: { cpus: number; gpus: number; ramMb?: number } | undefined } {
+  return g ? { clamped: g.clamped, asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb } } : { clamped: false, asked: undefined };
 }
