@@ -13,6 +13,7 @@ import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
 import type { Provisioner } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
+import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
@@ -50,6 +51,7 @@ export class BerthServer {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
+    logDecisions(events, log); // issue 13: one structured line per decision, from the event bus
     const placer = new Placer({
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
