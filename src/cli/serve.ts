@@ -25,6 +25,7 @@ export function serveCommand(): Command {
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
+    .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and the live status page / on this HTTP address, e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);

@@ -22,6 +22,8 @@ const schema = z.object({
   tlsCert: readableFile.optional(),
   tlsKey: readableFile.optional(),
   tlsCa: readableFile.optional(),
+  /** Opt-in HTTP port for /metrics and the status page (issue 13); off unless given. */
+  metricsListen: address.optional(),
 });
 
 /** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */
@@ -41,6 +43,7 @@ const FLAGS: FlagTable = {
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
   tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  metricsListen: ['--metrics-listen', 'BERTH_METRICS_LISTEN'],
 };
 
 /**

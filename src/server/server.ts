@@ -18,6 +18,9 @@ import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { loadDescriptors } from './descriptors.js';
+import { BerthMetrics } from '../observe/metrics.js';
+import { ObserveServer } from '../observe/http.js';
+import { toSnapshot, toWatchEvent } from './convert.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
@@ -40,6 +43,7 @@ export class BerthServer {
   readonly #log: Logger;
   readonly context: ServerContext;
   #port = 0;
+  #observe?: ObserveServer;
   #stopping?: Promise<void>;
 
   /**
@@ -60,6 +64,18 @@ export class BerthServer {
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
     this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
+    if (options.metricsListen) {
+      const metrics = new BerthMetrics(events, {
+        snapshot: () => placer.snapshot(),
+        callsInFlight: () => hub.calls.size,
+        provisionerMachines: () => provisionerMachines(placer.provisioners),
+      });
+      this.context.metrics = metrics;
+      this.#observe = new ObserveServer(options.metricsListen, {
+        events, metrics, token: options.token, toJson: toWatchEvent,
+        snapshot: () => toSnapshot(placer.snapshot(), hub.callsInFlight(), hub.runningByMachine()),
+      });
+    }
     this.#grpc.addService(PlacementServiceService, placementService(this.context));
     this.#grpc.addService(WorkerServiceService, workerService(this.context));
     this.#health.addToServer(this.#grpc);
@@ -70,6 +86,11 @@ export class BerthServer {
   /** Current lifecycle state. */
   get state(): LifecycleState {
     return this.lifecycle.state;
+  }
+
+  /** The HTTP port for /metrics and the status page (`--metrics-listen`), if configured. */
+  get observe(): ObserveServer | undefined {
+    return this.#observe;
   }
 
   /** Bound port (useful with `127.0.0.1:0`); 0 before start. */
@@ -93,6 +114,15 @@ export class BerthServer {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(new ListenError(this.options.listen, err)) : resolve(port)));
     });
+    if (this.#observe) {
+      try {
+        await this.#observe.start();
+      } catch (err) {
+        this.#grpc.forceShutdown();
+        throw err;
+      }
+      this.#log.info({ url: this.#observe.url, metrics: `${this.#observe.url}/metrics` }, 'status page and metrics');
+    }
     if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
@@ -128,6 +158,7 @@ export class BerthServer {
       });
     });
     await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
+    await this.#observe?.stop();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }
@@ -162,3 +193,15 @@ export class ListenError extends Error {
   }
 }
 
+
+/** Provisioner machines by state, from provisioners that report them (an optional `machines()`; issue 13). */
+function provisionerMachines(ps: readonly Provisioner[]): { provisioner: string; state: string; count: number }[] {
+  const out: { provisioner: string; state: string; count: number }[] = [];
+  for (const p of ps) {
+    const list = (p as { machines?: () => { state: string }[] }).machines?.() ?? [];
+    const by = new Map<string, number>();
+    for (const m of list) by.set(m.state, (by.get(m.state) ?? 0) + 1);
+    for (const [state, count] of by) out.push({ provisioner: p.name, state, count });
+  }
+  return out;
+}

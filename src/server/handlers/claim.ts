@@ -31,7 +31,9 @@ export function claimHandler(ctx: ServerContext) {
     let writes = Promise.resolve();
     const write = (m: ClaimResponse) => (writes = writes.then(() => sink.write(m)));
     const pending = nextMessage();
+    const decideStart = performance.now();
     const claimed = ctx.placer.claim(ask, { signal: waitSignal, onQueued: (q) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {}) });
+    ctx.metrics?.decided(performance.now() - decideStart);
     const first2 = await Promise.race([claimed.then((g) => ({ kind: 'granted' as const, g }), (err: unknown) => ({ kind: 'failed' as const, err })), pending]);
     let grant: Grant;
     if (first2.kind === 'granted') {
@@ -60,6 +62,7 @@ export function claimHandler(ctx: ServerContext) {
       if (next.kind === 'lost') throw next.err;
       if (next.kind === 'end') {
         if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
+        ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
         return; // half-close ends the lease
       }
       if (next.msg.kind?.$case === 'release') {

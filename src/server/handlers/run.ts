@@ -48,7 +48,10 @@ export function runHandler(ctx: ServerContext) {
     } else {
       if (!req.placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
       const ask = normalizeAsk(req.placement.value, 'ask');
-      grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
+      const decideStart = performance.now();
+      const claimed = ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId }, { signal });
+      ctx.metrics?.decided(performance.now() - decideStart);
+      grant = await claimed;
       own = true;
     }
     let rec: CallRecord | undefined;
