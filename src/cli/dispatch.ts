@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { authMetadata, resolveClientOptions } from './client.js';
+import { authMetadata, channelCredentials, resolveClientOptions } from './client.js';
 import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
 import { OptionsError } from '../config/fields.js';
 import { BatchError, loadBatch } from '../dispatch/batch.js';
@@ -85,7 +85,11 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   if (o.server !== undefined) {
     if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
-    const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
+    const client = resolveClientOptions({
+      server: o.server, token: flags.token as string | undefined,
+      tlsCa: flags.tlsCa as string | undefined, tlsCert: flags.tlsCert as string | undefined, tlsKey: flags.tlsKey as string | undefined,
+    });
+    const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(client.token), channelCredentials(client));
     runner = remote;
     process.stderr.write(`berth dispatch: connecting to ${o.server}…\n`);
     try {
@@ -166,6 +170,9 @@ export function dispatchCommand(): Command {
     .option('--tail-lines <n>', 'lines of output shown per failed or stuck job', '50')
     .option('--server <host:port>', 'run the jobs through berth as Run calls instead of on this host')
     .option('--token <token>', 'token for --server [env BERTH_TOKEN]')
+    .option('--tls-ca <file>', 'with --server: use TLS, trusting this CA (PEM) [env BERTH_TLS_CA]')
+    .option('--tls-cert <file>', 'with --server: client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
+    .option('--tls-key <file>', 'with --server: private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .addHelpText('after', EXAMPLE)
     .action(async (file: string, flags: Record<string, unknown>) => dispatch(file, flags));
 }
