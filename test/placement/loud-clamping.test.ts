@@ -78,6 +78,24 @@ describe('loud clamping', () => {
     worker.close();
   });
 
+  it('on_oversize fail while waiting: when the only machine that could hold it leaves, the waiter fails instead of being clamped (SPEC P11)', async () => {
+    t = await startServer({ cpus: 2 });
+    const worker = fakeWorker(t.worker, 'wide', { cpus: 8 });
+    await worker.welcomed;
+    const holder = claim(t.placement, { cpus: 8, node: 'holds.wide' });
+    expect((await holder.granted).machine).toBe('wide');
+    const strict = claim(t.placement, { cpus: 8, node: 'strict', onOversize: OnOversize.ON_OVERSIZE_FAIL });
+    const lenient = claim(t.placement, { cpus: 8, node: 'lenient' });
+    await Promise.all([strict.queued, lenient.queued]);
+    worker.close();
+    const err = (await strict.ended) as ServiceError;
+    expect(err.code).toBe(status.FAILED_PRECONDITION);
+    expect(err.details).toBe('ask.cpus: asked 8 cpu(s) but the largest machine, engine, has 2 cpu(s) (0 gpu(s)); on_oversize is fail');
+    expect(await lenient.granted).toMatchObject({ machine: 'engine', clamped: true, asked: { cpus: 8 }, allocation: { cpus: 2 } });
+    await lenient.release();
+    expect(t.server.context.placer.snapshot().waiting).toEqual([]);
+  });
+
   it('a Run with on_oversize fail answers FAILED_PRECONDITION before anything runs', async () => {
     t = await startServer({ cpus: 2 });
     const req = runRequest({ argv: ['true'], runId: 'r1', node: 'n', cpus: 1, gpus: 1 });
