@@ -116,7 +116,7 @@ export class Placer {
     if (!h) return false;
     this.#held.delete(claimId);
     this.machines.update(h.entry, () => h.entry.books.give(claimId));
-    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why, ...heldFacts(h), outcome: why });
+    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why, ...heldFacts(h), outcome: why.toLowerCase().replace(/[^a-z0-9]+/g, '_') });
     this.#pump();
     return true;
   }
