@@ -6,7 +6,7 @@
  */
 import { BerthError } from '../errors.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { anyCanEverHold, chooseNow, clampTarget, type Reservations } from './choose.js';
+import { anyCanEverHold, chooseNow, clampTarget } from './choose.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { Provisioner } from './provisioner.js';
 import type { NormalizedAsk } from './types.js';
@@ -58,14 +58,19 @@ export function oversizeError(asked: Amount, target: { machine: MachineEntry; am
 
 /**
  * Satisfiable's structured verdict for a validated ask (issue 13): runs_now when a machine can
- * grant it now (waiters' reservations respected), waits when an attached machine can hold it but
+ * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it but
  * is busy, waits_for_provisioner when only a provisioner covers it (SPEC P10), clamped when it
  * would be cut to the best machine (P5), impossible for `on_oversize: fail` or no eligible machine.
  */
-export function askVerdict(machines: MachineSet, provisioners: Provisioner[], ask: NormalizedAsk, reserved: Reservations): AskVerdict {
+export function askVerdict(
+  machines: MachineSet,
+  provisioners: Provisioner[],
+  ask: NormalizedAsk,
+  fitsNow: (m: MachineEntry, amount: Amount) => boolean,
+): AskVerdict {
   const amount: Amount = { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb };
   if (anyCanEverHold(machines, ask, amount)) {
-    return { verdict: chooseNow(machines, ask, amount, reserved) ? 'runs_now' : 'waits', waitFor: '', limiting: '' };
+    return { verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits', waitFor: '', limiting: '' };
   }
   if (provisioners.some((p) => p.covers(ask))) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);
