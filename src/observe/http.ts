@@ -109,7 +109,7 @@ export class ObserveServer {
     } else if (url.pathname === '/api/snapshot') {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(this.deps.snapshot()));
     } else {
-      this.#events(res);
+      this.#events(req, res);
     }
   }
 
@@ -123,14 +123,19 @@ export class ObserveServer {
     return a.length === b.length && timingSafeEqual(a, b);
   }
 
-  /** Server-Sent Events: the recent events, then each new one as `event: berth`; a comment every 15 s keeps proxies open. */
-  #events(res: ServerResponse): void {
+  /**
+   * Server-Sent Events: the recent events (after `Last-Event-ID` when the browser reconnects, so
+   * none is shown twice), a `watch_started` marker, then each new one as `event: berth` with
+   * `id: <seq>`; a comment every 15 s keeps proxies open.
+   */
+  #events(req: IncomingMessage, res: ServerResponse): void {
+    const after = Number(req.headers['last-event-id'] ?? -1);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
     const send = (e: BerthEvent) => {
       if (res.writableLength > MAX_SSE_BACKLOG_BYTES) return res.destroy(); // slow reader: it reconnects
       res.write(`id: ${e.seq}\nevent: berth\ndata: ${JSON.stringify(this.deps.toJson(e))}\n\n`);
     };
-    for (const e of this.#recent) send(e);
+    for (const e of this.#recent) if (!(e.seq <= after)) send(e);
     send({ kind: 'watch_started', detail: 'subscribed', seq: this.deps.events.seq, timeMs: Date.now() });
     const unsubscribe = this.deps.events.subscribe(send);
     const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
