@@ -16,6 +16,7 @@ export interface MetricsSource {
 }
 
 const MB = 1024 * 1024;
+const bytes = (mb: number | undefined) => (mb === undefined ? undefined : mb * MB);
 
 /** Claim release reasons (Placer.release `why`) as label values; anything else is "other". */
 const RELEASE_OUTCOMES = new Set(['released', 'stream_ended', 'run_ended', 'abandoned', 'lost', 'half_closed', 'cancelled']);
@@ -36,20 +37,34 @@ export class BerthMetrics {
   constructor(events: EventBus, source: MetricsSource) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
-    const granted = new Counter({ name: 'berth_claims_granted_total', help: 'Claims granted, by machine, clamped and fell_back (SPEC P4, P5).', labelNames: ['machine', 'clamped', 'fell_back'], registers: [r] });
-    const queued = new Counter({ name: 'berth_claims_queued_total', help: 'Claims that had to wait (node_queued, SPEC P6).', registers: [r] });
-    const released = new Counter({ name: 'berth_claims_released_total', help: 'Held claims given back, by outcome: released, stream_ended, run_ended, abandoned, lost, other (SPEC P8).', labelNames: ['outcome'], registers: [r] });
-    const abandoned = new Counter({ name: 'berth_claims_abandoned_total', help: 'Waiting claims abandoned before a grant (cancel, disconnect, on_oversize fail).', registers: [r] });
-    const clamped = new Counter({ name: 'berth_claims_clamped_total', help: 'Asks cut down to the best real machine, by the first dimension cut (SPEC P5).', labelNames: ['limiting'], registers: [r] });
-    const wait = new Histogram({ name: 'berth_claim_wait_seconds', help: 'Time from ask to grant, in seconds (0 for an immediate grant).', buckets: [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120, 600, 3600], registers: [r] });
-    this.#decision = new Histogram({ name: 'berth_placement_decision_seconds', help: 'Time the placer takes to decide an ask (grant now or queue), in seconds.', buckets: [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05], registers: [r] });
-    const calls = new Counter({ name: 'berth_calls_total', help: 'Calls ended, by outcome (result, failure, cancelled, error) and failure type.', labelNames: ['outcome', 'failure_type'], registers: [r] });
-    const attaches = new Counter({ name: 'berth_worker_attaches_total', help: 'Worker attaches (SPEC W1).', registers: [r] });
-    const detaches = new Counter({ name: 'berth_worker_detaches_total', help: 'Worker detaches (SPEC W3).', registers: [r] });
+    const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [r] });
+    const histogram = (name: string, help: string, buckets: number[]) => new Histogram({ name, help, buckets, registers: [r] });
+    const granted = counter('berth_claims_granted_total', 'Claims granted, by machine, clamped and fell_back (SPEC P4, P5).', [
+      'machine', 'clamped', 'fell_back',
+    ]);
+    const queued = counter('berth_claims_queued_total', 'Claims that had to wait (node_queued, SPEC P6).');
+    const released = counter(
+      'berth_claims_released_total',
+      'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, other (SPEC P8).',
+      ['outcome'],
+    );
+    const abandoned = counter('berth_claims_abandoned_total', 'Waiting claims abandoned before a grant (cancel, disconnect, on_oversize fail).');
+    const clamped = counter('berth_claims_clamped_total', 'Asks cut down to the best real machine, by the first dimension cut (SPEC P5).', ['limiting']);
+    const wait = histogram('berth_claim_wait_seconds', 'Time from ask to grant, in seconds (0 for an immediate grant).', [
+      0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120, 600, 3600,
+    ]);
+    this.#decision = histogram('berth_placement_decision_seconds', 'Time the placer takes to decide an ask (grant now or queue), in seconds.', [
+      0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05,
+    ]);
+    const calls = counter('berth_calls_total', 'Calls ended, by outcome (result, failure, cancelled, error) and failure type.', ['outcome', 'failure_type']);
+    const attaches = counter('berth_worker_attaches_total', 'Worker attaches (SPEC W1).');
+    const detaches = counter('berth_worker_detaches_total', 'Worker detaches (SPEC W3).');
     this.#unsubscribe = events.subscribe((e: BerthEvent) => {
       switch (e.kind) {
         case 'node_placed':
-          granted.inc({ machine: e.machine ?? '', clamped: String(Boolean(e.clamped)), fell_back: String(Boolean(e.fellBack)) });
+          granted.inc({
+            machine: e.machine ?? '', clamped: String(Boolean(e.clamped)), fell_back: String(Boolean(e.fellBack)),
+          });
           wait.observe((e.durationMs ?? 0) / 1000);
           break;
         case 'node_queued': queued.inc(); break;
@@ -93,8 +108,8 @@ export class BerthMetrics {
       perMachine('berth_machine_cpus_free', 'Cores free on a machine now.', (m) => m.free.cpus),
       perMachine('berth_machine_gpus', 'GPUs a machine has.', (m) => m.total.gpuIds.length),
       perMachine('berth_machine_gpus_free', 'GPUs free on a machine now.', (m) => m.free.gpus),
-      perMachine('berth_machine_ram_bytes', 'Memory a machine has, in bytes (absent when not limited).', (m) => (m.total.ramMb === undefined ? undefined : m.total.ramMb * MB)),
-      perMachine('berth_machine_ram_free_bytes', 'Memory free on a machine now, in bytes (absent when not limited).', (m) => (m.free.ramMb === undefined ? undefined : m.free.ramMb * MB)),
+      perMachine('berth_machine_ram_bytes', 'Memory a machine has, in bytes (absent when not limited).', (m) => bytes(m.total.ramMb)),
+      perMachine('berth_machine_ram_free_bytes', 'Memory free on a machine now, in bytes (absent when not limited).', (m) => bytes(m.free.ramMb)),
       perMachine('berth_machine_claims', 'Claims held on a machine now.', (m) => m.claims),
     ];
     let snap: PlacerSnapshot | undefined;
