@@ -67,6 +67,7 @@ let snap = null;
 let snapAt = 0;
 let source = null;
 let pending = false;
+let again = false;
 const $ = (id) => document.getElementById(id);
 
 function el(tag, text, cls) {
@@ -180,8 +181,12 @@ function setConn(text, cls) {
 }
 
 async function refresh() {
-  if (pending) return;
+  if (pending) {
+    again = true; // an event came while reading: read once more when this read ends
+    return;
+  }
   pending = true;
+  again = false;
   try {
     const r = await fetch('/api/snapshot', { headers: token ? { authorization: 'Bearer ' + token } : {} });
     if (r.status === 401) return askToken(token ? 'wrong token' : '');
@@ -193,6 +198,7 @@ async function refresh() {
     setConn('cannot read /api/snapshot: ' + err.message, 'down');
   } finally {
     pending = false;
+    if (again) refresh();
   }
 }
 
