@@ -59,8 +59,9 @@ export function oversizeError(asked: Amount, target: { machine: MachineEntry; am
 /**
  * Satisfiable's structured verdict for a validated ask (issue 13): runs_now when a machine can
  * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it but
- * is busy, waits_for_provisioner when only a provisioner covers it (SPEC P10), clamped when it
- * would be cut to the best machine (P5), impossible for `on_oversize: fail` or no eligible machine.
+ * is busy (or, for a required label, its machine left within the reconnect grace, P3),
+ * waits_for_provisioner when only a provisioner covers it (SPEC P10), clamped when it would be cut
+ * to the best machine (P5), impossible when it would be clamped but asks `on_oversize: fail`.
  */
 export function askVerdict(
   machines: MachineSet,
@@ -74,7 +75,7 @@ export function askVerdict(
   }
   if (provisioners.some((p) => p.covers(ask))) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);
-  if (!t) return { verdict: 'impossible', waitFor: '', limiting: '' };
+  if (!t) return { verdict: 'waits', waitFor: '', limiting: '' }; // a required label's machine is coming back (P3 grace)
   const limiting = limitingDimension(amount, t.amount);
   return { verdict: ask.onOversize === 'fail' ? 'impossible' : 'clamped', waitFor: '', clampedTo: t.amount, limiting };
 }

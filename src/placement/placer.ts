@@ -210,8 +210,8 @@ export class Placer {
       return { amount, clamped: false };
     }
     const t = clampTarget(this.machines, ask);
+    if (!t) return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
     if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
-    if (!t) return { amount, clamped: false };
     if (provision) this.#clampedEvent(ask, t.amount, t.machine);
     return { amount: t.amount, clamped: true, best: t.machine };
   }

@@ -123,6 +123,25 @@ describe('loud clamping', () => {
     await held.release();
   });
 
+  it('a required label whose worker left within the grace: Satisfiable says WAITS and an on_oversize fail ask waits for it (SPEC P3)', async () => {
+    t = await startServer({ cpus: 2 });
+    const w = watch(t.placement);
+    await w.ready;
+    const worker = fakeWorker(t.worker, 'gpu-box', { cpus: 4, gpuIds: [0] }, ['gpu']);
+    await worker.welcomed;
+    worker.close();
+    await w.next((e) => e.kind === 'worker_detached');
+    const gpuAsk = { cpus: 1, gpus: 1, label: 'gpu', policy: Policy.POLICY_REQUIRE, onOversize: OnOversize.ON_OVERSIZE_FAIL };
+    expect(await satisfiable(t.placement, gpuAsk)).toMatchObject({ verdict: Verdict.VERDICT_WAITS, limiting: '' });
+    const c = claim(t.placement, { ...gpuAsk, node: 'back.soon' });
+    expect((await c.queued).detail).toBe('1 gpu(s) and 1 cpu(s)');
+    const again = fakeWorker(t.worker, 'gpu-box', { cpus: 4, gpuIds: [0] }, ['gpu']);
+    expect(await c.granted).toMatchObject({ machine: 'gpu-box', clamped: false });
+    await c.release();
+    again.close();
+    w.cancel();
+  });
+
   it('events carry typed fields: asked and granted amounts, GPU ids, clamped and limiting, fell_back, the Queued reason', async () => {
     t = await startServer({ cpus: 2, gpuIds: [0, 1] });
     const w = watch(t.placement);
