@@ -83,9 +83,14 @@ export class EventBus {
   #seq = 0;
   readonly #subs = new Set<(e: BerthEvent) => void>();
 
-  /** Stamps and delivers `e` to every subscriber synchronously; returns the stamped event. */
+  /**
+   * Stamps `e` (in place: producers pass a fresh object, which becomes the event) and delivers it
+   * to every subscriber synchronously; returns the stamped event.
+   */
   emit(e: EventInput): BerthEvent {
-    const ev: BerthEvent = { ...e, seq: ++this.#seq, timeMs: Date.now() };
+    const ev = e as BerthEvent;
+    ev.seq = ++this.#seq;
+    ev.timeMs = Date.now();
     for (const fn of this.#subs) {
       try {
         fn(ev);

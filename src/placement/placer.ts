@@ -343,7 +343,8 @@ export class Placer {
 
 /** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */
 function askFacts(ask: NormalizedAsk, amount: Amount, clamped: boolean) {
-  return { asked: amountOf(ask), label: ask.label || undefined, clamped, ...(clamped ? { limiting: limitingDimension(amountOf(ask), amount) } : {}) };
+  const asked = amountOf(ask);
+  return { asked, label: ask.label || undefined, clamped, limiting: clamped ? limitingDimension(asked, amount) : undefined };
 }
 
 /** Typed event facts of a held claim given back or lost: the amount, its device ids and how long it was held (ms). */
