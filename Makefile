@@ -35,9 +35,13 @@ $(VENV_STAMP): $(PY_REQS) clients/python/pyproject.toml
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e ./clients/python
 	@touch $@
 
-## generate: regenerate generated/ from proto/ (buf + ts-proto; grpcio-tools for Python, vendored into the client)
+## generate: regenerate generated/ from proto/ (buf + ts-proto; grpcio-tools for Python, vendored into the client;
+##   buf build: the FileDescriptorSets server reflection serves, generated/descriptors/*.binpb)
 generate: setup venv
 	$(NPX) buf generate
+	mkdir -p generated/descriptors
+	$(NPX) buf build -o generated/descriptors/berth.binpb
+	$(NPX) buf build node_modules/grpc-health-check/proto -o generated/descriptors/health.binpb
 	rm -rf $(PY_GEN) && mkdir -p $(PY_GEN)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=$(PY_GEN) --grpc_python_out=$(PY_GEN) --pyi_out=$(PY_GEN) $(PROTOS)
 	$(PY) clients/python/tools/vendor_proto.py $(PY_GEN) $(PY_VENDORED)

@@ -2,7 +2,10 @@
  * EventBus: the in-process stream of placement and worker events behind `WatchEvents`
  * (node_queued, node_placed, node_clamped, claim_released, worker_attached, worker_detached,
  * call_started, call_finished, …). Synchronous fan-out; a throwing listener is isolated.
+ * Events carry their facts as typed fields (issue 13) beside the prose `detail`; WatchEvents, the
+ * decision log, the metrics and the status page all read the same event.
  */
+import type { Amount } from './resources/books.js';
 
 /** Event kinds berth emits. */
 export type EventKind =
@@ -21,8 +24,46 @@ export type EventKind =
   | 'server_draining'
   | 'watch_started';
 
+/** Why a claim waits, as berth.v1.Queued carries it (SPEC P6); amounts in cores / count / MB. */
+export interface QueuedFacts {
+  claimId: string;
+  detail: string;
+  wanted: Amount;
+  bestMachine: string;
+  bestFree: Amount;
+  machinesAble: number;
+  position: number;
+  asked?: Amount;
+}
+
+/** The typed facts an event may carry (issue 13); absent when they do not apply to its kind. */
+export interface EventFacts {
+  /** Amount asked, before clamping (node_queued, node_placed, node_clamped). */
+  asked?: Amount;
+  /** Amount granted or given back (node_placed, node_clamped, claim_released, claim_lost, call_started). */
+  granted?: Amount;
+  /** Exact device ids granted or given back. */
+  gpuIds?: number[];
+  /** A preferred label could not be honoured (SPEC P4). */
+  fellBack?: boolean;
+  /** The ask was cut down to the best real machine (SPEC P5). */
+  clamped?: boolean;
+  /** Why the claim waits (node_queued). */
+  queued?: QueuedFacts;
+  /** Label of the ask or the worker's labels joined by commas. */
+  label?: string;
+  /** How it ended: claim_released "released" | "half_closed" | "stream_ended" | "run_ended" | "abandoned"; claim_lost "lost"; call_finished "result" | "failure" | "error". */
+  outcome?: string;
+  /** Class name of a call's failure (call_finished, outcome "failure"). */
+  failureType?: string;
+  /** ms: node_placed time waited, claim_released time held, call_finished time running. */
+  durationMs?: number;
+  /** node_clamped: the first dimension no machine can hold ("cpus", "gpus" or "ram_mb"). */
+  limiting?: string;
+}
+
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */
-export interface BerthEvent {
+export interface BerthEvent extends EventFacts {
   kind: EventKind;
   detail: string;
   machine?: string;
@@ -42,9 +83,14 @@ export class EventBus {
   #seq = 0;
   readonly #subs = new Set<(e: BerthEvent) => void>();
 
-  /** Stamps and delivers `e` to every subscriber synchronously; returns the stamped event. */
+  /**
+   * Stamps `e` (in place: producers pass a fresh object, which becomes the event) and delivers it
+   * to every subscriber synchronously; returns the stamped event.
+   */
   emit(e: EventInput): BerthEvent {
-    const ev: BerthEvent = { ...e, seq: ++this.#seq, timeMs: Date.now() };
+    const ev = e as BerthEvent;
+    ev.seq = ++this.#seq;
+    ev.timeMs = Date.now();
     for (const fn of this.#subs) {
       try {
         fn(ev);

@@ -1,31 +1,79 @@
 /**
  * Client-side connection options shared by CLI commands that dial berth (`status`, `dispatch
- * --server`, `worker`): address and token, from flags or BERTH_SERVER / BERTH_TOKEN.
+ * --server`, `worker`): address and token, from flags or BERTH_SERVER / BERTH_TOKEN, and TLS like
+ * the worker's (issue 13): `--tls-ca` turns TLS on trusting that CA, `--tls-cert` + `--tls-key`
+ * add a client certificate (mutual TLS); env BERTH_TLS_CA / BERTH_TLS_CERT / BERTH_TLS_KEY.
  */
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
 import { z } from 'zod';
-import { address, parseOptions } from '../config/fields.js';
+import { address, OptionsError, parseOptions, readableFile, readFlagFile } from '../config/fields.js';
 
 /** Default address clients dial. */
 export const DEFAULT_SERVER = '127.0.0.1:50051';
 
-/** Where to dial and with what token. */
+/** Where to dial, with what token, and over TLS when `tlsCa` is set (PEM file paths). */
 export interface ClientOptions {
   server: string;
   token?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
-const schema = z.object({ server: address.default(DEFAULT_SERVER), token: z.string().min(1).optional() });
-
-/** Validates `--server`/`--token` (falling back to BERTH_SERVER/BERTH_TOKEN). @throws OptionsError. */
-export function resolveClientOptions(flags: { server?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): ClientOptions {
-  const raw = { server: flags.server ?? (env.BERTH_SERVER || undefined), token: flags.token ?? (env.BERTH_TOKEN || undefined) };
-  return parseOptions(schema, raw, { server: flags.server ? '--server' : 'BERTH_SERVER', token: flags.token ? '--token' : 'BERTH_TOKEN' });
+/** The flags a dialling command accepts. */
+export interface ClientFlags {
+  server?: string;
+  token?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
-/** Plaintext credentials (TLS clients are configured by the engine's own client). */
-export function channelCredentials(): ChannelCredentials {
-  return credentials.createInsecure();
+const schema = z.object({
+  server: address.default(DEFAULT_SERVER),
+  token: z.string().min(1).optional(),
+  tlsCa: readableFile.optional(),
+  tlsCert: readableFile.optional(),
+  tlsKey: readableFile.optional(),
+});
+
+const ENV: Record<keyof ClientFlags, [flag: string, env: string]> = {
+  server: ['--server', 'BERTH_SERVER'],
+  token: ['--token', 'BERTH_TOKEN'],
+  tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
+  tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
+};
+
+/**
+ * Validates `--server`/`--token`/`--tls-*` (falling back to BERTH_SERVER, BERTH_TOKEN, BERTH_TLS_*).
+ * @throws OptionsError naming the flag or env var: a bad address, an unreadable PEM file, a
+ *   certificate without its key, a client certificate without `--tls-ca`.
+ */
+export function resolveClientOptions(flags: ClientFlags, env: NodeJS.ProcessEnv = process.env): ClientOptions {
+  const raw: Record<string, unknown> = {};
+  const names: Record<string, string> = {};
+  for (const [key, [flag, envName]] of Object.entries(ENV)) {
+    raw[key] = flags[key as keyof ClientFlags] ?? (env[envName] || undefined);
+    names[key] = flags[key as keyof ClientFlags] !== undefined ? flag : envName;
+  }
+  const o: ClientOptions = parseOptions(schema, raw, names);
+  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
+  if (o.tlsCert && !o.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
+  return o;
+}
+
+/**
+ * Channel credentials for `o`: plaintext without `tlsCa`; TLS trusting `tlsCa`; mutual TLS with
+ * `tlsCert` + `tlsKey`. @throws Error `--tls-ca: cannot read '<file>': …` and the like.
+ */
+export function channelCredentials(o: Pick<ClientOptions, 'tlsCa' | 'tlsCert' | 'tlsKey'> = {}): ChannelCredentials {
+  if (!o.tlsCa) return credentials.createInsecure();
+  return credentials.createSsl(
+    readFlagFile('--tls-ca', o.tlsCa),
+    o.tlsKey ? readFlagFile('--tls-key', o.tlsKey) : null,
+    o.tlsCert ? readFlagFile('--tls-cert', o.tlsCert) : null,
+  );
 }
 
 /** Call metadata carrying the token, when there is one. */

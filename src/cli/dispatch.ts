@@ -100,10 +100,14 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
     // Loaded only here: without --server, dispatch never loads gRPC (issue 11: a small, fast process).
-    const [{ authMetadata, resolveClientOptions }, { RemoteRunner }, { largestMachine }] = await Promise.all([
+    const [{ authMetadata, channelCredentials, resolveClientOptions }, { RemoteRunner }, { largestMachine }] = await Promise.all([
       import('./client.js'), import('../dispatch/remote-runner.js'), import('../dispatch/remote-outcome.js'),
     ]);
-    const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(resolveClientOptions({ server: o.server, token: flags.token as string | undefined }).token));
+    const client = resolveClientOptions({
+      server: o.server, token: flags.token as string | undefined,
+      tlsCa: flags.tlsCa as string | undefined, tlsCert: flags.tlsCert as string | undefined, tlsKey: flags.tlsKey as string | undefined,
+    });
+    const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(client.token), channelCredentials(client));
     runner = remote;
     process.stderr.write(`berth dispatch: connecting to ${o.server}…\n`);
     try {
@@ -188,6 +192,9 @@ export function dispatchCommand(): Command {
     .option('--tail-lines <n>', 'lines of output shown per failed or stuck job', '50')
     .option('--server <host:port>', 'run the jobs through berth as Run calls instead of on this host')
     .option('--token <token>', 'token for --server [env BERTH_TOKEN]')
+    .option('--tls-ca <file>', 'with --server: use TLS, trusting this CA (PEM) [env BERTH_TLS_CA]')
+    .option('--tls-cert <file>', 'with --server: client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
+    .option('--tls-key <file>', 'with --server: private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .addHelpText('after', EXAMPLE)
     .action(async (file: string, flags: Record<string, unknown>) => dispatch(file, flags));
 }

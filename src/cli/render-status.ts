@@ -44,7 +44,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
         String(w.reason?.position ?? ''),
         w.node || w.claimId,
         w.runId || '-',
-        w.reason?.detail ?? '',
+        `${w.reason?.detail ?? ''}${w.label ? ` with label ${w.label}` : ''}`, // a claim waiting for a label says so (issue 13)
         w.reason?.bestMachine ? `${w.reason.bestMachine} (${w.reason.bestFree?.cpus ?? 0} cpu, ${w.reason.bestFree?.gpus ?? 0} gpu)` : '-',
         String(w.reason?.machinesAble ?? 0),
         secs(w.waitedMs),

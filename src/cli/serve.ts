@@ -28,6 +28,7 @@ export function serveCommand(): Command {
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
     .option('--worker-tokens <file>', 'YAML map of worker name: token; a worker must attach under its token\'s name; re-read on SIGHUP [env BERTH_WORKER_TOKENS]')
     .option('--client-tokens <file>', 'YAML map of client name: token; clients act only on their own claims and runs; re-read on SIGHUP [env BERTH_CLIENT_TOKENS]')
+    .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and the live status page / on this HTTP address, e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);

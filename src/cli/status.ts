@@ -1,12 +1,14 @@
 /**
  * `berth status`: prints every machine with its books, the waiting claims and the calls in flight;
- * `--watch` redraws on each event until interrupted (exit 0) or the server goes away (exit 1,
- * saying so); `--json` prints the snapshot for scripts (one JSON line per snapshot with --watch).
+ * `--watch` redraws on each event and every second (so waited/held times move), under a clock
+ * line, until interrupted (exit 0) or the server goes away (exit 1, saying so); `--json` prints
+ * the snapshot for scripts (one JSON line per event with --watch, no clock). Speaks TLS and
+ * mutual TLS like the worker (`--tls-ca`, `--tls-cert`, `--tls-key`).
  */
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
 import { PlacementServiceClient, type GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
-import { authMetadata, channelCredentials, resolveClientOptions } from './client.js';
+import { authMetadata, channelCredentials, resolveClientOptions, type ClientFlags } from './client.js';
 import { renderStatus } from './render-status.js';
 
 function fetchSnapshot(client: PlacementServiceClient, token: string | undefined): Promise<GetSnapshotResponse> {
@@ -20,17 +22,21 @@ export function statusCommand(): Command {
     .description(COMMANDS.status.description)
     .option('--server <host:port>', 'berth to ask [env BERTH_SERVER] (default 127.0.0.1:50051)')
     .option('--token <token>', 'token [env BERTH_TOKEN]')
-    .option('--watch', 'redraw on every event until interrupted')
+    .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
+    .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
+    .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
+    .option('--watch', 'redraw on every event and every second until interrupted')
     .option('--json', 'print the snapshot as JSON (for scripts)')
-    .action(async (flags: { server?: string; token?: string; watch?: boolean; json?: boolean }) => {
+    .action(async (flags: ClientFlags & { watch?: boolean; json?: boolean }) => {
       const opts = resolveClientOptions(flags);
-      const client = new PlacementServiceClient(opts.server, channelCredentials());
+      const client = new PlacementServiceClient(opts.server, channelCredentials(opts));
       const draw = async () => {
         const s = await fetchSnapshot(client, opts.token);
         // --watch --json prints one snapshot per line (JSON lines) for scripts to follow.
         const text = flags.json ? JSON.stringify(s, null, flags.watch ? undefined : 2) : renderStatus(s);
         if (flags.watch && !flags.json && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
-        process.stdout.write(`${text}\n${flags.watch && !flags.json ? '\n' : ''}`);
+        const clock = flags.watch && !flags.json ? `${clockLine(opts.server)}\n\n` : '';
+        process.stdout.write(`${clock}${text}\n${flags.watch && !flags.json ? '\n' : ''}`);
       };
       try {
         await draw();
@@ -45,7 +51,10 @@ export function statusCommand(): Command {
       }
       const stream = client.watchEvents({}, authMetadata(opts.token));
       let drawing = Promise.resolve();
-      stream.on('data', () => (drawing = drawing.then(draw, draw).catch(() => {})));
+      const redraw = () => (drawing = drawing.then(draw, draw).catch(() => {}));
+      stream.on('data', redraw);
+      // Times (WAITED, HELD, ELAPSED) move every second even without events (JSON lines follow events only).
+      const tick = flags.json ? undefined : setInterval(redraw, 1000);
       let interrupted = false;
       await new Promise<void>((resolve, reject) => {
         const gone = (why: string) => reject(new Error(`berth at ${opts.server} went away (${why}); the last status above is stale`));
@@ -57,6 +66,14 @@ export function statusCommand(): Command {
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
-      }).finally(() => client.close());
+      }).finally(() => {
+        clearInterval(tick);
+        client.close();
+      });
     });
+}
+
+/** The --watch clock line, e.g. "berth at 127.0.0.1:50051 · 2026-12-01 05:10:12 UTC · every 1 s, Ctrl-C stops". */
+export function clockLine(server: string, now = new Date()): string {
+  return `berth at ${server} · ${now.toISOString().slice(0, 19).replace('T', ' ')} UTC · every 1 s, Ctrl-C stops`;
 }

@@ -25,6 +25,8 @@ const schema = z.object({
   tlsCa: readableFile.optional(),
   workerTokens: readableFile.optional(),
   clientTokens: readableFile.optional(),
+  /** Opt-in HTTP port for /metrics and the status page (issue 13); off unless given. */
+  metricsListen: address.optional(),
 });
 
 /**
@@ -49,6 +51,7 @@ const FLAGS: FlagTable = {
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
   workerTokens: ['--worker-tokens', 'BERTH_WORKER_TOKENS'],
   clientTokens: ['--client-tokens', 'BERTH_CLIENT_TOKENS'],
+  metricsListen: ['--metrics-listen', 'BERTH_METRICS_LISTEN'],
 };
 
 /**

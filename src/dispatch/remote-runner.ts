@@ -9,7 +9,7 @@
  * machine that goes away make the job an `error` whose message says which; only a missing program
  * (the worker's SpawnError) is a `spawn_error`.
  */
-import { credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, status as GrpcStatus, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type GetSnapshotResponse, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
 import { OptionsError } from '../config/fields.js';
 import type { OutputCapture } from './capture.js';
@@ -46,10 +46,10 @@ export class RemoteRunner implements Runner {
 
   /**
    * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
-   * @param metadata sent with every call (e.g. the bearer token).
+   * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS; default plaintext).
    */
-  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata()) {
-    this.#client = new PlacementServiceClient(address, credentials.createInsecure());
+  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata(), creds: ChannelCredentials = credentials.createInsecure()) {
+    this.#client = new PlacementServiceClient(address, creds);
   }
 
   /** See Runner.start. Device ids come from the server; `ids` is ignored. */

@@ -6,7 +6,7 @@
  * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13).
  */
 import { z } from 'zod';
-import { type Ask, Policy } from '../../generated/ts/berth/v1/resources.js';
+import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import { reservedEnvKey } from './env.js';
 import type { NormalizedAsk } from './types.js';
@@ -73,6 +73,11 @@ const count = (v: unknown, max: number): boolean => typeof v === 'number' && Num
 const text = (v: unknown, max: number, re?: RegExp): boolean =>
   typeof v === 'string' && v.length <= max && (!re || re.test(v));
 const POLICIES: readonly number[] = [Policy.POLICY_UNSPECIFIED, Policy.POLICY_PREFER, Policy.POLICY_REQUIRE];
+const OVERSIZE: readonly number[] = [
+  OnOversize.ON_OVERSIZE_UNSPECIFIED,
+  OnOversize.ON_OVERSIZE_CLAMP,
+  OnOversize.ON_OVERSIZE_FAIL,
+];
 
 /**
  * True when `ask` certainly passes `schema` and the env key rule: the same rules, checked without
@@ -85,6 +90,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (ask.ramMb !== undefined && !count(ask.ramMb, MAX_RAM_MB)) return false;
   if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE)) return false;
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
+  if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   let keys = 0;
@@ -130,10 +136,14 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
     const shown = JSON.stringify(value) ?? 'nothing';
     throw new BerthError('invalid_argument', `${fieldName}: ${message} (got ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown})`);
   }
-  return normalized(r.data);
+  const over = ask.onOversize ?? OnOversize.ON_OVERSIZE_UNSPECIFIED;
+  if (!OVERSIZE.includes(over)) {
+    throw new BerthError('invalid_argument', `${field}.on_oversize: unknown value ${over}: use ON_OVERSIZE_CLAMP (1) or ON_OVERSIZE_FAIL (2)`);
+  }
+  return normalized({ ...r.data, onOversize: over });
 }
 
-type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env'>;
+type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'>;
 
 /** The defaults applied to a valid ask. */
 function normalized(a: AskFields): NormalizedAsk {
@@ -146,5 +156,6 @@ function normalized(a: AskFields): NormalizedAsk {
     node: a.node,
     runId: a.runId,
     env: { ...a.env },
+    ...(a.onOversize === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
   };
 }

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
+import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
@@ -93,7 +94,7 @@ export class Placer {
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
-    this.#events.emit({ kind: 'worker_attached', machine: m.name, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
+    this.#events.emit({ kind: 'worker_attached', machine: m.name, label: m.labels.join(','), granted: { cpus: m.inventory.cpus, gpus: m.inventory.gpuIds.length, ramMb: m.inventory.ramMb }, gpuIds: m.inventory.gpuIds, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
     this.#touched.add(e);
     this.#refit();
     this.#settle();
@@ -114,9 +115,10 @@ export class Placer {
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
     const lost = [...this.#held.values()].filter((h) => h.entry === entry);
     for (const h of lost) this.#held.delete(h.grant.claimId);
-    for (const { grant: g } of lost) {
+    for (const h of lost) {
+      const g = h.grant;
       g.lose(new BerthError('unavailable', `${reason}: claim ${g.claimId} on ${name} lost`));
-      this.#events.emit({ kind: 'claim_lost', claimId: g.claimId, machine: name, node: g.ask.node, runId: g.ask.runId, detail: reason });
+      this.#events.emit({ kind: 'claim_lost', claimId: g.claimId, machine: name, node: g.ask.node, runId: g.ask.runId, detail: reason, ...heldFacts(h), outcome: 'lost' });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
@@ -131,13 +133,15 @@ export class Placer {
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
+    let fit: { amount: Amount; clamped: boolean };
     try {
       this.#checkLabel(ask);
+      fit = this.#fit(ask, true); // on_oversize fail: FAILED_PRECONDITION (issue 13)
     } catch (err) {
       return Promise.reject(err);
     }
     const claimId = this.#newClaimId();
-    const { amount, clamped } = this.#fit(ask, true);
+    const { amount, clamped } = fit;
     const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
@@ -157,7 +161,7 @@ export class Placer {
       const info = queuedInfo(this.machines, claimId, ask, w.cls.amount, this.#queue.size);
       const until = this.#comingBackUntil(ask);
       if (until) info.detail += `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ${Math.ceil((until - Date.now()) / 1000)} s left)`;
-      this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
+      this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail, ...askFacts(ask, w.cls.amount, w.cls.clamped), queued: info });
       opts.onQueued?.(info);
     });
   }
@@ -187,7 +191,7 @@ export class Placer {
     this.machines.give(h.entry, claimId);
     this.#changed.add(h.entry);
     this.#touched.add(h.entry);
-    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
+    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why, ...heldFacts(h), outcome: why.toLowerCase().replace(/[^a-z0-9]+/g, '_') });
     this.#settle();
     return true;
   }
@@ -214,10 +218,17 @@ export class Placer {
    * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
    */
   satisfiable(ask: NormalizedAsk): string {
+    return this.verdict(ask).waitFor;
+  }
+
+  /**
+   * Satisfiable's structured answer (issue 13, see oversize.ts): runs_now, waits,
+   * waits_for_provisioner (with wait_for), clamped or impossible (with clamped_to and limiting).
+   * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
+   */
+  verdict(ask: NormalizedAsk): AskVerdict {
     this.#checkLabel(ask);
-    const amount = amountOf(ask);
-    if (anyCanEverHold(this.machines, ask, amount)) return '';
-    return this.provisioners.some((p) => p.covers(ask)) ? describeAmount(amount) : '';
+    return askVerdict(this.machines, this.provisioners, ask, (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
   }
 
   /** The books, waiting claims (with where each holds back resources) and held claims. */
@@ -272,13 +283,19 @@ export class Placer {
       return { amount, clamped: false };
     }
     const t = clampTarget(this.machines, ask);
-    if (!t) return { amount, clamped: false };
+    if (!t) return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
+    if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
     if (provision) this.#clampedEvent(ask, t.amount, t.machine);
     return { amount: t.amount, clamped: true, best: t.machine };
   }
 
   #clampedEvent(ask: NormalizedAsk, to: Amount, m: MachineEntry): void {
-    this.#events.emit({ kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: m.spec.name, detail: `${describeAmount(amountOf(ask))} → ${describeAmount(to)} (best machine: ${m.spec.name})` });
+    const asked = amountOf(ask);
+    this.#events.emit({
+      kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: m.spec.name, label: ask.label || undefined,
+      asked, granted: to, clamped: true, limiting: limitingDimension(asked, to),
+      detail: `${describeAmount(asked)} → ${describeAmount(to)} (best machine: ${m.spec.name})`,
+    });
   }
 
   /**
@@ -288,8 +305,15 @@ export class Placer {
    * its target and wakes. Cost: per wait class, per machine class.
    */
   #refit(): void {
+    const failed: [WaitClass, unknown][] = [];
     for (const cls of this.#queue.classes()) {
-      const f = this.#fit(cls.ask, false);
+      let f: { amount: Amount; clamped: boolean; best?: MachineEntry };
+      try {
+        f = this.#fit(cls.ask, false);
+      } catch (err) {
+        failed.push([cls, err]); // on_oversize fail and its only fitting machine left (P11, issue 13)
+        continue;
+      }
       if (cls.target && same(f.amount, cls.amount)) continue;
       if (!same(f.amount, cls.amount)) {
         this.#queue.setAmount(cls, f.amount, f.clamped);
@@ -298,6 +322,7 @@ export class Placer {
       this.#retarget(cls);
       this.#woken.add(cls);
     }
+    for (const [cls, err] of failed) for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
   }
 
   /** Points `cls` at the machine it is closest to fitting, keeping its target when that is as close. */
@@ -309,14 +334,16 @@ export class Placer {
     if (old) this.#touched.add(old);
   }
 
-  #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean): Grant {
+  #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean, since?: number): Grant {
     const holding = this.machines.take(entry, claimId, amount);
     this.#changed.add(entry);
     const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
     const allocation = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
     const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
     this.#held.set(claimId, { grant, entry, since: Date.now() });
-    this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
+    this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, ...askFacts(ask, amount, clamped),
+      granted: { cpus: holding.cpus, gpus: holding.gpuIds.length, ramMb: holding.ramMb }, gpuIds: holding.gpuIds, fellBack,
+      durationMs: since === undefined ? 0 : Date.now() - since, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
     return grant;
   }
 
@@ -331,7 +358,7 @@ export class Placer {
 
   #abandon(w: Waiter, reason: unknown): void {
     if (!this.#unwait(w)) return;
-    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned' });
+    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned', durationMs: Date.now() - w.since });
     w.reject(reason);
     this.#settle();
   }
@@ -371,7 +398,7 @@ export class Placer {
         }
         const { amount, clamped } = w.cls;
         this.#unwait(w);
-        w.resolve(this.#grant(w.claimId, w.ask, amount, clamped, c.machine, c.fellBack));
+        w.resolve(this.#grant(w.claimId, w.ask, amount, clamped, c.machine, c.fellBack, w.since));
       }
     } finally {
       this.#settling = false;
@@ -398,4 +425,16 @@ export class Placer {
     }
     if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
+}
+
+/** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */
+function askFacts(ask: NormalizedAsk, amount: Amount, clamped: boolean) {
+  const asked = amountOf(ask);
+  return { asked, label: ask.label || undefined, clamped, limiting: clamped ? limitingDimension(asked, amount) : undefined };
+}
+
+/** Typed event facts of a held claim given back or lost: the amount, its device ids and how long it was held (ms). */
+function heldFacts(h: Held) {
+  const a = h.grant.allocation;
+  return { granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, durationMs: Date.now() - h.since, label: h.grant.ask.label || undefined };
 }

@@ -34,5 +34,6 @@ export function queuedInfo(
     bestFree: bf ? { cpus: bf.freeCpus, gpus: bf.freeGpus, ramMb: bf.freeRamMb } : { cpus: 0, gpus: 0 },
     machinesAble: able,
     position,
+    asked: { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb }, // before clamping (issue 13)
   };
 }

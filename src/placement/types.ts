@@ -32,6 +32,8 @@ export interface NormalizedAsk {
   env: Record<string, string>;
   /** Who claims it, when client identities are configured (SPEC R7): only it runs in or cancels the claim. */
   owner?: string;
+  /** What happens when no machine can ever hold it (issue 13): clamp (absent = clamp) or fail. */
+  onOversize?: 'clamp' | 'fail';
 }
 
 /** What a claim holds on one machine (SPEC P9). */

@@ -41,7 +41,8 @@ export interface WaitClass {
   size: number;
 }
 
-const keyOf = (a: NormalizedAsk) => `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}`;
+const keyOf = (a: NormalizedAsk) =>
+  `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}${a.onOversize === 'fail' ? '/fail' : ''}`; // fail asks wait apart (issue 13)
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {

@@ -21,4 +21,6 @@ export interface ServerContext extends EdgeContext {
   placer: Placer;
   /** Attached workers and calls in flight. */
   hub: WorkerHub;
+  /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */
+  metrics?: { decided(ms: number): void };
 }

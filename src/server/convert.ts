@@ -2,12 +2,14 @@
  * Domain shapes → berth.v1 messages. Only the edge knows the wire types' field names.
  */
 import type { GetSnapshotResponse, Granted, Queued, WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
-import type { BerthEvent } from '../events.js';
+import type { Resources } from '../../generated/ts/berth/v1/resources.js';
+import type { BerthEvent, QueuedFacts } from '../events.js';
+import type { Amount } from '../resources/books.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
 
 /** QueuedInfo → berth.v1.Queued. */
-export function toQueued(q: QueuedInfo): Queued {
+export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
   return {
     detail: q.detail,
     wanted: { cpus: q.wanted.cpus, gpus: q.wanted.gpus, ramMb: q.wanted.ramMb },
@@ -62,9 +64,15 @@ export function toWatchEvent(e: BerthEvent): WatchEventsResponse {
   return {
     kind: e.kind, detail: e.detail, machine: e.machine ?? '', node: e.node ?? '', claimId: e.claimId ?? '',
     runId: e.runId ?? '', callId: e.callId ?? '', timeMs: String(e.timeMs), seq: String(e.seq),
-    asked: undefined, granted: undefined, gpuIds: [], fellBack: false, clamped: false, queued: undefined, label: '',
-    outcome: '', failureType: '', durationMs: 0, limiting: '',
+    asked: e.asked && toResources(e.asked), granted: e.granted && toResources(e.granted), gpuIds: e.gpuIds ?? [],
+    fellBack: e.fellBack ?? false, clamped: e.clamped ?? false, queued: e.queued && toQueued(e.queued), label: e.label ?? '',
+    outcome: e.outcome ?? '', failureType: e.failureType ?? '', durationMs: clampU32(e.durationMs ?? 0), limiting: e.limiting ?? '',
   };
+}
+
+/** Amount → berth.v1.Resources. */
+export function toResources(a: Amount): Resources {
+  return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
 }
 
 /** Caps a duration to uint32 ms (~49 days). */

@@ -13,6 +13,7 @@ import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
 import type { Provisioner } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
+import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
@@ -20,6 +21,9 @@ import { tolerantDecoding } from './decode.js';
 import { loadDescriptors } from './descriptors.js';
 import { BerthError } from '../errors.js';
 import { Identities } from './identity.js';
+import { BerthMetrics } from '../observe/metrics.js';
+import { ObserveServer } from '../observe/http.js';
+import { toSnapshot, toWatchEvent } from './convert.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
@@ -54,6 +58,7 @@ export class BerthServer {
   readonly #log: Logger;
   readonly context: ServerContext;
   #port = 0;
+  #observe?: ObserveServer;
   #stopping?: Promise<void>;
 
   /**
@@ -80,6 +85,7 @@ export class BerthServer {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
+    logDecisions(events, log); // issue 13: one structured line per decision, from the event bus
     const placer = new Placer({
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
@@ -91,15 +97,33 @@ export class BerthServer {
     const { drain, live } = this.lifecycle;
     const identities = new Identities({ token: options.token, workerTokens: options.workerTokens, clientTokens: options.clientTokens, mtls: Boolean(options.tlsCa && options.tlsCert) });
     this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };
+    if (options.metricsListen) {
+      const metrics = new BerthMetrics(events, {
+        snapshot: () => placer.snapshot(),
+        callsInFlight: () => hub.calls.size,
+        provisionerMachines: () => provisionerMachines(placer.provisioners),
+      });
+      this.context.metrics = metrics;
+      this.#observe = new ObserveServer(options.metricsListen, {
+        events, metrics, token: options.token, toJson: toWatchEvent,
+        snapshot: () => toSnapshot(placer.snapshot(), hub.callsInFlight(), hub.runningByMachine()),
+      });
+    }
     this.#grpc.addService(tolerantDecoding(PlacementServiceService), placementService(this.context));
     this.#grpc.addService(tolerantDecoding(WorkerServiceService), workerService(this.context));
     this.#health.addToServer(this.#grpc);
-    new ReflectionService(loadDescriptors()).addToServer(this.#grpc);
+    // Real descriptors (buf-built), not proto-loader's: the cast is to the fields @grpc/reflection reads.
+    new ReflectionService(loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0]).addToServer(this.#grpc);
   }
 
   /** Current lifecycle state. */
   get state(): LifecycleState {
     return this.lifecycle.state;
+  }
+
+  /** The HTTP port for /metrics and the status page (`--metrics-listen`), if configured. */
+  get observe(): ObserveServer | undefined {
+    return this.#observe;
   }
 
   /** Bound port (useful with `127.0.0.1:0`); 0 before start. */
@@ -123,6 +147,15 @@ export class BerthServer {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(new ListenError(this.options.listen, err)) : resolve(port)));
     });
+    if (this.#observe) {
+      try {
+        await this.#observe.start();
+      } catch (err) {
+        this.#grpc.forceShutdown();
+        throw err;
+      }
+      this.#log.info({ url: this.#observe.url, metrics: `${this.#observe.url}/metrics` }, 'status page and metrics');
+    }
     if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
@@ -167,6 +200,7 @@ export class BerthServer {
       });
     });
     await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
+    await this.#observe?.stop();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }
@@ -211,3 +245,15 @@ export class ListenError extends Error {
   }
 }
 
+
+/** Provisioner machines by state, from provisioners that report them (an optional `machines()`; issue 13). */
+function provisionerMachines(ps: readonly Provisioner[]): { provisioner: string; state: string; count: number }[] {
+  const out: { provisioner: string; state: string; count: number }[] = [];
+  for (const p of ps) {
+    const list = (p as { machines?: () => { state: string }[] }).machines?.() ?? [];
+    const by = new Map<string, number>();
+    for (const m of list) by.set(m.state, (by.get(m.state) ?? 0) + 1);
+    for (const [state, count] of by) out.push({ provisioner: p.name, state, count });
+  }
+  return out;
+}

@@ -35,7 +35,9 @@ export function claimHandler(ctx: ServerContext) {
     const write = (m: ClaimResponse) => (writes = writes.then(() => sink.write(m)));
     const pending = nextMessage();
     const onQueued = (q: QueuedInfo) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {});
+    const decideStart = performance.now();
     const claimed = ctx.placer.claim(ask, { signal, onQueued });
+    ctx.metrics?.decided(performance.now() - decideStart);
     const first2 = await Promise.race([claimed.then((g) => ({ kind: 'granted' as const, g }), (err: unknown) => ({ kind: 'failed' as const, err })), pending]);
     let grant: Grant;
     if (first2.kind === 'granted') {
@@ -64,6 +66,7 @@ export function claimHandler(ctx: ServerContext) {
       if (next.kind === 'lost') throw next.err;
       if (next.kind === 'end') {
         if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
+        ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
         return; // half-close ends the lease
       }
       if (next.msg.kind?.$case === 'release') {

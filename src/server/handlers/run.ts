@@ -13,7 +13,7 @@ import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/pla
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import type { CallRecord } from '../../workers/call-record.js';
+import type { CallRecord, Terminal } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
@@ -26,6 +26,8 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 
 /** Longest `timeout_ms` a Run may name: 30 days (longer ones would overflow Node's timers). */
 export const MAX_TIMEOUT_MS = 2_592_000_000;
+/** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
+const grantOf = new WeakMap<CallRecord, Grant>();
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -66,11 +68,16 @@ export function runHandler(ctx: ServerContext) {
         if (!g || g.ask.owner !== owner) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
         grant = g;
       } else {
-        grant = await ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner }, { signal });
+        const decideStart = performance.now();
+        const claimed = ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner }, { signal });
+        ctx.metrics?.decided(performance.now() - decideStart);
+        grant = await claimed;
       }
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-        return { rec: await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal), grant };
+        const rec = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal);
+        grantOf.set(rec, grant);
+        return { rec, grant };
       } catch (err) {
         if (ask) ctx.placer.release(grant.claimId, 'run ended');
         throw err;
@@ -78,23 +85,35 @@ export function runHandler(ctx: ServerContext) {
     });
     if (!got.placed && got.rec.owner !== owner) throw othersCall(callId);
     scope.keepThroughDrain();
-    if (!got.placed) return follow(got.rec, sink, signal);
+    if (!got.placed) return void (await follow(got.rec, sink, signal));
     const { rec: r, grant } = got.placed;
     const onLost = () => r.fail(grant.lost.reason as BerthError);
     try {
       grant.lost.addEventListener('abort', onLost, { once: true });
       if (grant.lost.aborted) onLost();
-      ctx.events.emit({ kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}` });
+      const a = grant.allocation;
+      ctx.events.emit({
+        kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}`,
+        granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, clamped: grant.clamped,
+      });
       const clearTimer = req.timeoutMs > 0 ? longTimeout(() => {
         const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
         r.stop(why);
         r.fail(why);
       }, req.timeoutMs) : undefined;
       try {
-        await follow(r, sink, signal);
-        ctx.events.emit({ kind: 'call_finished', callId, runId, machine: grant.machine, detail: `${callId} finished` });
+        const end = await follow(r, sink, signal);
+        const failureType = end?.$case === 'failure' ? end.value.type : undefined;
+        ctx.events.emit({
+          kind: 'call_finished', callId, runId, machine: grant.machine, detail: `${callId} finished${failureType ? `: ${failureType}` : ''}`,
+          outcome: end?.$case ?? 'result', failureType, durationMs: Date.now() - r.startedAt,
+        });
       } catch (err) {
-        ctx.events.emit({ kind: err instanceof BerthError && err.kind === 'cancelled' ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err) });
+        const cancelled = err instanceof BerthError && err.kind === 'cancelled';
+        ctx.events.emit({
+          kind: cancelled ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err),
+          outcome: cancelled ? 'cancelled' : 'error', failureType: err instanceof BerthError ? err.kind : 'error', durationMs: Date.now() - r.startedAt,
+        });
         throw err;
       } finally {
         clearTimer?.();
@@ -117,12 +136,15 @@ function othersCall(callId: string): BerthError {
  * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
-async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
-  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, clamped: false, asked: undefined } } });
+async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<Terminal | undefined> {
+  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, ...startedFacts(grantOf.get(rec)) } } });
   try {
+    let end: Terminal | undefined;
     for await (const item of rec.follow(signal)) {
       await sink.write({ kind: item });
+      if (item.$case !== 'event') end = item;
     }
+    return end;
   } catch (err) {
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
@@ -133,4 +155,9 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
     }
     throw err;
   }
+}
+
+/** Started's loud-clamping fields (SPEC P11, issue 13): clamped, and the amount asked before clamping. */
+function startedFacts(g: Grant | undefined): { clamped: boolean; asked: { cpus: number; gpus: number; ramMb?: number } | undefined } {
+  return g ? { clamped: g.clamped, asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb } } : { clamped: false, asked: undefined };
 }

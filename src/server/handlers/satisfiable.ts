@@ -1,17 +1,29 @@
 /**
- * Satisfiable RPC: empty `wait_for` when the ask can run now or after clamping; the amount a
- * provisioner must start a machine for otherwise (SPEC P10).
+ * Satisfiable RPC (issue 13): a structured `verdict` — RUNS_NOW, WAITS, WAITS_FOR_PROVISIONER,
+ * CLAMPED (with `clamped_to` and the `limiting` dimension) or IMPOSSIBLE (on_oversize fail) —
+ * and, kept for compatibility, `wait_for`: empty when the ask can run now or after clamping; the
+ * amount a provisioner must start a machine for otherwise (SPEC P5, P10).
  * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries.
  */
 import { type SatisfiableRequest, type SatisfiableResponse, Verdict } from '../../../generated/ts/berth/v1/placement.js';
 import { normalizeAsk } from '../../placement/ask.js';
+import type { VerdictKind } from '../../placement/oversize.js';
 import type { ServerContext } from '../context.js';
+import { toResources } from '../convert.js';
 import { unary } from '../edge.js';
+
+const VERDICTS: Record<VerdictKind, Verdict> = {
+  runs_now: Verdict.VERDICT_RUNS_NOW,
+  waits: Verdict.VERDICT_WAITS,
+  waits_for_provisioner: Verdict.VERDICT_WAITS_FOR_PROVISIONER,
+  clamped: Verdict.VERDICT_CLAMPED,
+  impossible: Verdict.VERDICT_IMPOSSIBLE,
+};
 
 /** Builds the Satisfiable handler. */
 export function satisfiableHandler(ctx: ServerContext) {
   return unary<SatisfiableRequest, SatisfiableResponse>(ctx, 'Satisfiable', (req) => {
-    const waitFor = ctx.placer.satisfiable(normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} }, 'ask'));
-    return { waitFor, verdict: waitFor ? Verdict.VERDICT_WAITS_FOR_PROVISIONER : Verdict.VERDICT_RUNS_NOW, clampedTo: undefined, limiting: '' };
+    const v = ctx.placer.verdict(normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} }, 'ask'));
+    return { waitFor: v.waitFor, verdict: VERDICTS[v.verdict], clampedTo: v.clampedTo && toResources(v.clampedTo), limiting: v.limiting };
   });
 }

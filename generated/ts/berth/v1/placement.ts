@@ -457,8 +457,8 @@ export interface WatchEventsResponse {
   /** Label of the ask, if any. */
   label: string;
   /**
-   * How it ended: claim_released "released", "half_closed", "cancelled", "disconnected", ...;
-   * call_finished "result" or "failure"; call_cancelled "cancelled".
+   * How it ended: claim_released "released", "half_closed", "stream_ended", "run_ended", "abandoned";
+   * claim_lost "lost"; call_finished "result", "failure" or "error"; call_cancelled "cancelled".
    */
   outcome: string;
   /** Class name of a call's failure (call_finished with outcome "failure"), e.g. "ValueError". */
