@@ -19,6 +19,10 @@ export type EventKind =
   | 'call_finished'
   | 'call_cancelled'
   | 'server_draining'
+  | 'machine_started' // a provisioner started a machine (SPEC V2)
+  | 'machine_start_failed' // a start failed or never attached: the engine's message (SPEC V4)
+  | 'machine_stopping' // an idle or unneeded machine is given back (SPEC V3)
+  | 'machine_lost' // reconcile found a started machine gone outside berth (SPEC V3)
   | 'watch_started';
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */

@@ -1,5 +1,6 @@
 /**
- * `berth serve`: detect the engine host, start the server, drain on SIGINT/SIGTERM (SPEC R3).
+ * `berth serve`: detect the engine host, start the server (and its provisioners, from --config),
+ * drain on SIGINT/SIGTERM (SPEC R3): started workers and Slurm jobs are stopped before it exits.
  */
 import { Command } from 'commander';
 import { resolveServeOptions } from '../config/serve-options.js';
@@ -26,6 +27,9 @@ export function serveCommand(): Command {
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
+    .option('--config <file>', 'YAML file with serve options (snake_case) and provisioners; flags and env override it [env BERTH_CONFIG]')
+    .option('--state-dir <dir>', 'where started workers log [env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)')
+    .option('--advertise <host:port>', 'address started workers dial [env BERTH_ADVERTISE] (default the listen address)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);

@@ -1,8 +1,13 @@
 /**
- * Options of `berth serve`, validated and defaulted once: flags win over BERTH_* env vars,
- * which win over defaults. Loopback is the default bind (SPEC R2).
+ * Options of `berth serve`, validated and defaulted once: flags win over BERTH_* env vars, which
+ * win over the config file (`--config`, issue 12), which wins over defaults. Loopback is the
+ * default bind (SPEC R2).
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
+import { readConfigFile } from './config-file.js';
+import type { ProvisionerConfig } from './provisioner-options.js';
 import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 /** Default listen address: loopback only. */
@@ -22,10 +27,17 @@ const schema = z.object({
   tlsCert: readableFile.optional(),
   tlsKey: readableFile.optional(),
   tlsCa: readableFile.optional(),
+  stateDir: z.string().min(1, 'must not be empty').optional(),
+  advertise: address.optional(),
 });
 
-/** Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB. */
-export type ServeOptions = z.output<typeof schema>;
+/**
+ * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
+ * `stateDir`: where provisioned workers log (default $XDG_STATE_HOME/berth or ~/.local/state/berth);
+ * `advertise`: the address started workers dial (default: the bound listen address);
+ * `provisioners`: from the config file (SPEC V1), [] without one.
+ */
+export type ServeOptions = z.output<typeof schema> & { stateDir: string; provisioners: ProvisionerConfig[]; config?: string };
 
 const FLAGS: FlagTable = {
   listen: ['--listen', 'BERTH_LISTEN'],
@@ -41,16 +53,26 @@ const FLAGS: FlagTable = {
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
   tlsKey: ['--tls-key', 'BERTH_TLS_KEY'],
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],
+  stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
+  advertise: ['--advertise', 'BERTH_ADVERTISE'],
 };
 
+/** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(env.HOME || homedir(), '.local', 'state');
+  return join(base, 'berth');
+}
+
 /**
- * Merges flags and env into validated options.
- * @throws OptionsError naming the flag (or env var) and the bad value.
+ * Merges flags, env and the config file (`flags.config` or BERTH_CONFIG) into validated options.
+ * @throws OptionsError naming the flag, env var or file line, and the bad value.
  */
 export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
-  const opts = resolveOptions(schema, FLAGS, flags, env);
+  const configPath = typeof flags.config === 'string' ? flags.config : env.BERTH_CONFIG || undefined;
+  const file = configPath === undefined ? undefined : readConfigFile(configPath, Object.keys(FLAGS));
+  const opts = resolveOptions(schema, FLAGS, flags, env, file);
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }
-  return opts;
+  return { ...opts, stateDir: opts.stateDir ?? defaultStateDir(env), provisioners: file?.provisioners ?? [], config: configPath };
 }

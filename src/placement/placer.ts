@@ -9,7 +9,7 @@ import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, type Reservations } from './choose.js';
 import { allocationEnv } from './env.js';
 import { MachineSet, type MachineEntry } from './machines.js';
-import type { Provisioner } from './provisioner.js';
+import type { DemandView, Provisioning } from './provisioner.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import { queuedInfo, reservationTarget, reserve, type Waiter } from './waiting.js';
@@ -19,7 +19,8 @@ export interface PlacerOptions {
   engine: MachineSpec;
   events: EventBus;
   reconnectGraceMs?: number;
-  provisioners?: Provisioner[];
+  /** The provisioning loop (SPEC P10, V2): told the demand after every change of the books. */
+  provisioning?: Provisioning;
 }
 
 interface Held {
@@ -34,7 +35,7 @@ export class Placer {
   readonly machines = new MachineSet();
   readonly #events: EventBus;
   readonly #graceMs: number;
-  readonly provisioners: Provisioner[];
+  readonly #prov?: Provisioning;
   readonly #waiters: Waiter[] = [];
   readonly #held = new Map<string, Held>();
   readonly #detachedLabels = new Map<string, number>();
@@ -44,8 +45,9 @@ export class Placer {
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
-    this.provisioners = opts.provisioners ?? [];
+    this.#prov = opts.provisioning;
     this.machines.add({ ...opts.engine, remote: false });
+    this.#prov?.bind({ retire: (name, why) => this.#retire(name, why), requeue: (ids) => this.#requeue(ids) });
   }
 
   /** A worker's books join (SPEC P1); the same name replaces the old machine (W1). Wakes waiters (P7). */
@@ -96,11 +98,11 @@ export class Placer {
       const onAbort = () => this.#abandon(w, opts.signal.reason);
       const w: Waiter = {
         claimId, ask, amount, clamped, since: Date.now(), signal: opts.signal, resolve, reject,
-        detach: () => opts.signal.removeEventListener('abort', onAbort),
+        detach: () => opts.signal.removeEventListener('abort', onAbort), notify: opts.onQueued,
       };
       opts.signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(w);
-      const info = queuedInfo(this.machines, w, this.#waiters.length);
+      const info = this.#queuedInfo(w, this.#waiters.length);
       this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
       opts.onQueued?.(info);
       this.#pump();
@@ -139,12 +141,12 @@ export class Placer {
     this.#checkLabel(ask);
     const amount = amountOf(ask);
     if (anyCanEverHold(this.machines, ask, amount)) return '';
-    return this.provisioners.some((p) => p.covers(ask)) ? describeAmount(amount) : '';
+    return this.#prov?.covers(ask) ? describeAmount(amount) : '';
   }
 
   /** The books, waiting claims and held claims. */
   snapshot(): PlacerSnapshot {
-    return placerSnapshot(this.machines, this.#waiters, [...this.#held.values()], this.provisioners);
+    return placerSnapshot(this.machines, this.#waiters, [...this.#held.values()], (w, i) => this.#queuedInfo(w, i), this.#prov?.statuses() ?? []);
   }
 
   /** Checks every machine's books and that held claims match them. @throws BooksError. */
@@ -160,7 +162,7 @@ export class Placer {
 
   #checkLabel(ask: NormalizedAsk): void {
     if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
-    if (this.provisioners.some((p) => p.covers(ask))) return;
+    if (this.#prov?.covers(ask)) return;
     const gone = this.#detachedLabels.get(ask.label);
     if (gone !== undefined && Date.now() - gone <= this.#graceMs) return;
     throw new BerthError('failed_precondition', `no machine carries label '${ask.label}' and no provisioner can start one`);
@@ -170,11 +172,7 @@ export class Placer {
   #fit(ask: NormalizedAsk): { amount: Amount; clamped: boolean } {
     const amount = amountOf(ask);
     if (anyCanEverHold(this.machines, ask, amount)) return { amount, clamped: false };
-    const p = this.provisioners.find((x) => x.covers(ask));
-    if (p) {
-      void p.provision(ask).catch(() => {});
-      return { amount, clamped: false };
-    }
+    if (this.#prov?.covers(ask)) return { amount, clamped: false }; // the provisioning loop plans it (#pump)
     const t = clampTarget(this.machines, ask);
     if (!t) return { amount, clamped: false };
     this.#events.emit({ kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: t.machine.spec.name, detail: `${describeAmount(amount)} → ${describeAmount(t.amount)} (best machine: ${t.machine.spec.name})` });
@@ -208,7 +206,7 @@ export class Placer {
   #pump(): void {
     const reserved: Reservations = new Map();
     for (const w of [...this.#waiters]) {
-      if (!anyCanEverHold(this.machines, w.ask, w.amount) && !this.provisioners.some((p) => p.covers(w.ask))) {
+      if (!anyCanEverHold(this.machines, w.ask, w.amount) && !this.#prov?.covers(w.ask)) {
         const refit = this.#fit(w.ask);
         w.amount = refit.amount;
         w.clamped = refit.clamped;
@@ -224,6 +222,37 @@ export class Placer {
       if (target) reserve(reserved, target, w.amount);
     }
     this.#reserved = reserved;
+    this.#prov?.plan(this.#demand());
+  }
+
+  /** The demand for provisioning (SPEC V2): waiters no attached machine can ever hold; attached workers' claim counts. */
+  #demand(): DemandView {
+    const unmet = this.#waiters.filter((w) => !anyCanEverHold(this.machines, w.ask, w.amount)).map((w) => ({ claimId: w.claimId, ask: w.ask, amount: w.amount }));
+    const machines = this.machines.all().filter((m) => m.spec.remote).map((m) => ({ name: m.spec.name, claims: m.books.claims }));
+    return { unmet, machines };
+  }
+
+  /** Why `w` waits (P6), with the provisioner's reason when it waits for a machine being started (P10). */
+  #queuedInfo(w: Waiter, position: number): QueuedInfo {
+    const info = queuedInfo(this.machines, w, position);
+    const why = this.#prov?.reason(w.claimId);
+    return why ? { ...info, detail: `${info.detail}; ${why}` } : info;
+  }
+
+  /** Provisioning gives an idle machine back: it leaves the books now, unless it holds a claim (SPEC V3). */
+  #retire(name: string, why: string): boolean {
+    const entry = this.machines.get(name);
+    if (entry?.books.claims) return false;
+    if (entry) this.detach(name, why);
+    return true;
+  }
+
+  /** Sends waiting claims whose provisioning reason changed a fresh Queued (SPEC V4). */
+  #requeue(claimIds: string[]): void {
+    const ids = new Set(claimIds);
+    this.#waiters.forEach((w, i) => {
+      if (ids.has(w.claimId)) w.notify?.(this.#queuedInfo(w, i + 1));
+    });
   }
 
   /** Fails waiters requiring a label whose machines left longer ago than the reconnect grace. */

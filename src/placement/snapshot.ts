@@ -4,9 +4,9 @@
 import type { Amount } from '../resources/books.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { MachineEntry, MachineSet } from './machines.js';
-import type { Provisioner } from './provisioner.js';
+import type { ProvisionerView } from './provisioner.js';
 import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
-import { queuedInfo, type Waiter } from './waiting.js';
+import type { Waiter } from './waiting.js';
 
 /** One machine's books. */
 export interface MachineView {
@@ -26,7 +26,7 @@ export interface PlacerSnapshot {
   machines: MachineView[];
   waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number }[];
   held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number }[];
-  provisioners: { name: string; shapes: HostInventory[]; status: string }[];
+  provisioners: ProvisionerView[];
 }
 
 /** Builds the snapshot from the placer's parts. */
@@ -34,7 +34,8 @@ export function placerSnapshot(
   machines: MachineSet,
   waiters: readonly Waiter[],
   held: readonly { grant: Grant; entry: MachineEntry; since: number }[],
-  provisioners: readonly Provisioner[],
+  queued: (w: Waiter, position: number) => QueuedInfo,
+  provisioners: ProvisionerView[],
 ): PlacerSnapshot {
   const now = Date.now();
   return {
@@ -51,12 +52,12 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since,
+      reason: queued(w, i + 1), waitedMs: now - w.since,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
       allocation: h.grant.allocation, heldMs: now - h.since,
     })),
-    provisioners: provisioners.map((p) => ({ name: p.name, shapes: p.shapes(), status: p.status() })),
+    provisioners,
   };
 }

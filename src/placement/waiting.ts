@@ -20,6 +20,8 @@ export interface Waiter {
   reject(err: unknown): void;
   /** Removes the abort listener. */
   detach(): void;
+  /** Hears a fresh Queued when why it waits changes (a provisioner's reason, SPEC V4). */
+  notify?: (q: QueuedInfo) => void;
 }
 
 /** The eligible machine the waiter is closest to fitting on, among those that could ever hold it. */

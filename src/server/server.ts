@@ -11,7 +11,8 @@ import { readFlagFile } from '../config/fields.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
-import type { Provisioner } from '../placement/provisioner.js';
+import { buildProvisioning } from '../provision/build.js';
+import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { WorkerHub } from '../workers/hub.js';
@@ -40,21 +41,25 @@ export class BerthServer {
   readonly context: ServerContext;
   #port = 0;
   #stopping?: Promise<void>;
+  readonly #provisioning?: ProvisioningLoop;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
-   * @param deps optional logger, provisioners (SPEC P10) and worker heartbeat interval in ms (default 5000)
+   * @param deps optional logger, provisioning loop factory (SPEC P10; default: built from options.provisioners)
+   *   and worker heartbeat interval in ms (default 5000)
    */
-  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number } = {}) {
+  constructor(readonly options: ServeOptions, engine: HostInventory, deps: { log?: Logger; provisioning?: (events: EventBus, log: Logger) => ProvisioningLoop; heartbeatMs?: number } = {}) {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
+    const target = () => ({ server: this.advertised, token: options.token, stateDir: options.stateDir });
+    this.#provisioning = deps.provisioning?.(events, log) ?? (options.provisioners.length ? buildProvisioning(options.provisioners, target, { events, log }) : undefined);
     const placer = new Placer({
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
       reconnectGraceMs: options.reconnectGrace * 1000,
-      provisioners: deps.provisioners,
+      provisioning: this.#provisioning,
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000 });
     this.context = { log, token: options.token, drain: this.lifecycle.drain, options, engine, events, placer, hub };
@@ -80,16 +85,26 @@ export class BerthServer {
     return `${host}:${this.#port}`;
   }
 
+  /** The address started workers dial: --advertise, else the bound listen address (a wildcard host → loopback). */
+  get advertised(): string {
+    if (this.options.advertise) return this.options.advertise;
+    const host = this.options.listen.slice(0, this.options.listen.lastIndexOf(':'));
+    return `${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${this.#port}`;
+  }
+
   /**
-   * Binds `options.listen` and starts serving; health turns SERVING.
+   * Binds `options.listen`, starts the provisioning loop (shapes, a first reconcile) and starts
+   * serving; health turns SERVING.
    * @throws ListenError when the address cannot be bound (in use, not on this host, not allowed),
-   *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file.
+   *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file;
+   *   Error when a provisioner cannot read its shapes (sinfo fails).
    */
   async start(): Promise<number> {
     const creds = this.#credentials();
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(new ListenError(this.options.listen, err)) : resolve(port)));
     });
+    await this.#provisioning?.start();
     if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
@@ -112,6 +127,7 @@ export class BerthServer {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
     this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
     this.lifecycle.to('draining');
+    this.#provisioning?.pause();
     this.#log.info({ graceMs }, 'berth draining');
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
@@ -124,7 +140,8 @@ export class BerthServer {
         resolve();
       });
     });
-    await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
+    // engine-host processes: SIGTERM, SIGKILL after the grace, gone; started machines: stopped, gone from their engine
+    await Promise.all([this.context.hub.close(), this.#provisioning?.close()]);
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }
