@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
 import { claim, watch } from '../support/claims.js';
-import { configFile, processAlive, queuedMatching, tempDir } from '../support/provisioning.js';
+import { configFile, processAlive, queuedMatching, serveCli, tempDir } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -87,4 +87,20 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     await c.ended;
     events.cancel();
   }, 30_000);
+});
+
+describe('berth serve with a local provisioner, stopped with SIGTERM (issue 12)', () => {
+  it('leaves no worker process behind', async () => {
+    const dir = tempDir();
+    const s = await serveCli(configFile(dir, pool(60)), dir);
+    const c = claim(s.placement, wantsPool);
+    await c.granted;
+    const pid = Number((await snapshot(s.placement)).provisioners[0].machines[0].engineId);
+    expect(processAlive(pid)).toBe(true);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(processAlive(pid)).toBe(false);
+    await c.ended;
+    s.placement.close();
+  }, 60_000);
 });

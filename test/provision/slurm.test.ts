@@ -7,7 +7,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, watch } from '../support/claims.js';
-import { configFile, queuedMatching, slurmMissing, squeueIds, tempDir } from '../support/provisioning.js';
+import { configFile, queuedMatching, serveCli, slurmMissing, squeueIds, tempDir } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -57,6 +57,8 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     expect(g.machine).toBe(`hpca-${jobId}`);
     expect(g.clamped).toBe(false);
     expect(g.allocation?.cpus).toBe(2);
+    const worker = (await snapshot(t.placement)).machines.find((m) => m.name === g.machine);
+    expect(worker?.total).toMatchObject({ cpus: 2, ramMb: 500 }); // the job's -c 2 --mem=500, not the host's
     const detached = events.next((e) => e.kind === 'worker_detached' && e.machine === `hpca-${jobId}`);
     const stopping = events.next((e) => e.kind === 'machine_stopping');
     await c.release();
@@ -116,4 +118,18 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     await c.ended;
     events.cancel();
   }, 60_000);
+
+  it('berth serve stopped with SIGTERM leaves no Slurm job it started', async () => {
+    const dir = tempDir();
+    const s = await serveCli(configFile(dir, slurm('hpce', { idle: 60 })), dir);
+    const c = claim(s.placement, hpc(2, 'big'));
+    const g = await c.granted;
+    const jobId = g.machine.replace('hpce-', '');
+    expect(squeueIds('hpce')).toEqual([jobId]);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(squeueIds('hpce')).toEqual([]);
+    await c.ended;
+    s.placement.close();
+  }, 120_000);
 });

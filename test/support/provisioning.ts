@@ -2,12 +2,14 @@
  * Test support for provisioners (issue 12): config files, waiting for a Queued reason, and the
  * real Slurm commands (squeue) a test checks the cluster with.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { credentials } from '@grpc/grpc-js';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ClaimResponse, Queued } from '../../generated/ts/berth/v1/placement.js';
+import { PlacementServiceClient, type ClaimResponse, type Queued } from '../../generated/ts/berth/v1/placement.js';
 import type { ClaimHandle } from './claims.js';
+import { finished, spawnBerth, waitForLine, type CliResult } from './cli.js';
 
 /** A fresh temporary directory (state dir and config files of one test). */
 export function tempDir(prefix = 'berth-prov-'): string {
@@ -69,4 +71,13 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** `berth serve --config <file>` as a real process; resolves once it serves, with its address and a client. */
+export async function serveCli(config: string, stateDir: string): Promise<{ child: ChildProcess; placement: PlacementServiceClient; exited: Promise<CliResult> }> {
+  const child = spawnBerth(['serve', '--config', config, '--listen', '127.0.0.1:0', '--cpus', '1', '--state-dir', stateDir, '--grace', '1']);
+  const exited = finished(child);
+  const line = await waitForLine(child, /"msg":"berth serving"/);
+  const address = (JSON.parse(line) as { address: string }).address;
+  return { child, placement: new PlacementServiceClient(address, credentials.createInsecure()), exited };
 }
