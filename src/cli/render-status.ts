@@ -4,6 +4,7 @@
  */
 import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { formatRange } from '../resources/ranges.js';
+import { renderProvisioners } from './render-provisioners.js';
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -64,6 +65,6 @@ export function renderStatus(s: GetSnapshotResponse): string {
     out.push(`calls in flight: ${s.calls.length}`);
     out.push(table(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
   }
-  for (const p of s.provisioners) out.push(`provisioner ${p.name}: ${p.status}`);
+  out.push(...renderProvisioners(s.provisioners));
   return out.join('\n');
 }

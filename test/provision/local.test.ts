@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
-import { claim, watch } from '../support/claims.js';
+import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import type { Ask } from '../../generated/ts/berth/v1/resources.js';
+import { ask, claim, watch } from '../support/claims.js';
+import { runBerth } from '../support/cli.js';
 import { configFile, processAlive, queuedMatching, serveCli, tempDir } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
@@ -21,6 +24,10 @@ async function serverWithPool(yaml = pool(), stateDir = tempDir()): Promise<Test
   return startServer({ cpus: 1, flags: { config: configFile(tempDir(), yaml), stateDir } });
 }
 
+function satisfiable(client: PlacementServiceClient, a: Ask): Promise<string> {
+  return new Promise((resolve, reject) => client.satisfiable({ ask: a }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+}
+
 const wantsPool = { cpus: 2, label: 'pool', policy: Policy.POLICY_REQUIRE, node: 'big' };
 
 describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V1–V4)', () => {
@@ -34,6 +41,7 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     t = await serverWithPool();
     const events = watch(t.placement);
     await events.ready;
+    expect(await satisfiable(t.placement, ask(wantsPool))).toBe('2 cpu(s)'); // what it would wait for (P10)
     const c = claim(t.placement, wantsPool);
     const q = await queuedMatching(c, /waiting for local: /);
     expect(q.detail).toMatch(/^2 cpu\(s\); waiting for local: (starting a worker process|worker process \d+)/);
@@ -45,6 +53,9 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     expect(prov.machines).toMatchObject([{ name: 'local-1', state: ProvisionedState.PROVISIONED_STATE_RUNNING }]);
     const pid = Number(prov.machines[0].engineId);
     expect(processAlive(pid)).toBe(true);
+    const status = await runBerth(['status', '--server', t.address]);
+    expect(status.stdout).toContain('provisioner local (local): 1 machine(s): 1 running, max 1; shapes: 2 cpu, 0 gpu [pool]');
+    expect(status.stdout).toMatch(new RegExp(`^  local-1\\s+running\\s+${pid}  worker process ${pid}`, 'm'));
     const detached = events.next((e) => e.kind === 'worker_detached' && e.machine === 'local-1');
     const stopping = events.next((e) => e.kind === 'machine_stopping');
     await c.release();
