@@ -132,7 +132,10 @@ export class Pool {
         if (m.state === 'stopping') continue;
         const gone = `${m.name} (${this.backend.describe(m.engineId, m.engine)}) is gone: ${this.backend.gone(m.engineId)}`;
         if (m.state === 'starting') this.#fail(`${gone}; it never attached`, now);
-        else this.deps.events.emit({ kind: 'machine_lost', machine: m.name, detail: `${this.cfg.name}: ${gone}; re-planning` });
+        else {
+          this.deps.log.warn({ provisioner: this.cfg.name, machine: m.name, engineId: m.engineId }, `${gone}; re-planning`);
+          this.deps.events.emit({ kind: 'machine_lost', machine: m.name, detail: `${this.cfg.name}: ${gone}; re-planning` });
+        }
       }
     }
     return changed;
@@ -178,7 +181,9 @@ export class Pool {
       m.name = s.name;
       m.state = 'starting';
       m.since = Date.now();
-      this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail: `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ${describeShape(shape)}` });
+      const detail = `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ${describeShape(shape)}`;
+      this.deps.log.info({ provisioner: this.cfg.name, machine: s.name, engineId: s.engineId }, detail);
+      this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail });
       void this.reconcile().then(() => this.deps.changed());
     }, (e: unknown) => {
       this.#machines.splice(this.#machines.indexOf(m), 1);
@@ -204,6 +209,7 @@ export class Pool {
   #stop(m: Machine, detail: string, now: number): void {
     m.state = 'stopping';
     m.since = now;
+    this.deps.log.info({ provisioner: this.cfg.name, machine: m.name, engineId: m.engineId }, detail);
     this.deps.events.emit({ kind: 'machine_stopping', machine: m.name, detail: `${this.cfg.name}: ${detail}` });
     void this.backend.stop(m.engineId).catch((e: unknown) => (this.#lastError = (e as Error).message));
   }
