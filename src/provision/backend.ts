@@ -37,6 +37,8 @@ export interface Backend {
   reconcile(ids: string[]): Promise<Map<string, EngineState>>;
   /** Asks the engine to stop machine `id` (scancel, SIGTERM to the group); resolves once asked. */
   stop(id: string): Promise<void>;
+  /** True when machine `id`, listed in the ledger under `name`, may be adopted (a local pid still runs that worker). */
+  owns(id: string, name: string): boolean;
   /** Why machine `id` is gone, as far as the engine tells (e.g. "worker process 12 exited with code 1: …"). */
   gone(id: string): string;
   /** Human words for a machine, e.g. "Slurm job 12 pending (Resources)". */

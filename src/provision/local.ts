@@ -4,7 +4,7 @@
  * inventory. Stopped with SIGTERM to its group (SIGKILL after a grace); reaped on shutdown.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Shape } from '../placement/provisioner.js';
 import { groupAlive, groupGone, signalGroup } from '../workers/executors/kill.js';
@@ -19,6 +19,7 @@ export class LocalBackend implements Backend {
   readonly kind = 'local';
   readonly #children = new Map<string, ChildProcess>();
   readonly #exits = new Map<string, string>();
+  readonly #adopted = new Set<string>();
   #seq = 0;
 
   constructor(readonly name: string, readonly configured: Shape[], readonly target: WorkerTarget) {}
@@ -57,14 +58,26 @@ export class LocalBackend implements Backend {
   /** The child processes among `ids` still alive (running; a local worker is never pending). */
   async reconcile(ids: string[]): Promise<Map<string, EngineState>> {
     const out = new Map<string, EngineState>();
-    for (const id of ids) if (this.#children.has(id) && groupAlive(Number(id))) out.set(id, { state: 'running', reason: '' });
+    for (const id of ids) if ((this.#children.has(id) || this.#adopted.has(id)) && groupAlive(Number(id))) out.set(id, { state: 'running', reason: '' });
     return out;
   }
 
   /** SIGTERM to the worker's process group, SIGKILL after 5 s if it is still there. */
   async stop(id: string): Promise<void> {
     signalGroup(Number(id), 'SIGTERM');
-    setTimeout(() => this.#children.has(id) && signalGroup(Number(id), 'SIGKILL'), STOP_GRACE_MS).unref();
+    setTimeout(() => (this.#children.has(id) || this.#adopted.has(id)) && groupAlive(Number(id)) && signalGroup(Number(id), 'SIGKILL'), STOP_GRACE_MS).unref();
+  }
+
+  /** A pid in the ledger is adopted only while it still runs `berth worker --name <name>` (pids get reused). */
+  owns(id: string, name: string): boolean {
+    try {
+      const argv = readFileSync(`/proc/${Number(id)}/cmdline`, 'utf8').split('\0');
+      if (!argv.includes('worker') || argv[argv.indexOf('--name') + 1] !== name) return false;
+    } catch {
+      return false;
+    }
+    this.#adopted.add(id);
+    return true;
   }
 
   gone(id: string): string {

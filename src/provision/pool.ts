@@ -4,6 +4,7 @@
  * `idle_timeout`, fails starts past `start_timeout`, backs off after a failed start, and
  * reconciles with the engine's view. Every decision is an event; every waiter gets a reason.
  */
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
 import type { ProvisionedView, ProvisionerView, Shape, Unmet } from '../placement/provisioner.js';
@@ -17,6 +18,8 @@ export interface PoolConfig {
   maxMachines: number;
   idleTimeoutMs: number;
   startTimeoutMs: number;
+  /** File listing the machines started and not yet gone, so the next server adopts what a crashed one left. */
+  ledger?: string;
 }
 
 type State = 'submitting' | 'starting' | 'running' | 'idle' | 'stopping';
@@ -30,6 +33,8 @@ interface Machine {
   engine?: EngineState;
   /** When it last had neither a claim nor a waiter planned onto it. */
   unneededSince?: number;
+  /** Left by a previous server (found in the ledger at start-up). */
+  adopted?: boolean;
 }
 
 /** Longest pause between retries of a failed start, in ms. */
@@ -47,9 +52,15 @@ export class Pool {
 
   constructor(readonly cfg: PoolConfig, readonly backend: Backend, readonly deps: { events: EventBus; log: Logger; changed: () => void }) {}
 
-  /** Reads the backend's shapes (sinfo for a Slurm pool without configured shapes). */
+  /** Reads the backend's shapes (sinfo for a Slurm pool without configured shapes) and adopts the machines the ledger lists. */
   async init(): Promise<void> {
     this.shapes = await this.backend.shapes();
+    const now = Date.now();
+    for (const e of readLedger(this.cfg.ledger)) {
+      if (!this.backend.owns(e.engineId, e.name)) continue;
+      this.#machines.push({ shape: e.shape, engineId: e.engineId, name: e.name, state: 'starting', since: now, adopted: true });
+      this.deps.log.info({ provisioner: this.cfg.name, machine: e.name, engineId: e.engineId }, 'adopting a machine a previous server started');
+    }
   }
 
   /** True when one of its shapes would hold `u`. */
@@ -99,6 +110,11 @@ export class Pool {
         this.#stop(m, detail, now);
         changed = true;
       } else if (m.state === 'starting' && now - m.since >= this.cfg.startTimeoutMs) {
+        if (m.adopted) {
+          this.#stop(m, `${m.name} (${this.#describe(m)}), left by a previous server, did not attach within ${this.cfg.startTimeoutMs / 1000} s`, now);
+          changed = true;
+          continue;
+        }
         this.#fail(`${m.name} (${this.#describe(m)}) did not attach within ${this.cfg.startTimeoutMs / 1000} s`, now);
         this.#stop(m, `${m.name} stopped: did not attach in time`, now);
         changed = true;
@@ -129,7 +145,7 @@ export class Pool {
       } else if (!s) {
         this.#machines.splice(this.#machines.indexOf(m), 1);
         changed = true;
-        if (m.state === 'stopping') continue;
+        if (m.state === 'stopping' || (m.adopted && m.state === 'starting')) continue;
         const gone = `${m.name} (${this.backend.describe(m.engineId, m.engine)}) is gone: ${this.backend.gone(m.engineId)}`;
         if (m.state === 'starting') this.#fail(`${gone}; it never attached`, now);
         else {
@@ -138,6 +154,7 @@ export class Pool {
         }
       }
     }
+    if (changed) this.#save();
     return changed;
   }
 
@@ -181,6 +198,7 @@ export class Pool {
       m.name = s.name;
       m.state = 'starting';
       m.since = Date.now();
+      this.#save();
       const detail = `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ${describeShape(shape)}`;
       this.deps.log.info({ provisioner: this.cfg.name, machine: s.name, engineId: s.engineId }, detail);
       this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail });
@@ -194,6 +212,23 @@ export class Pool {
     });
     this.submitting.add(p);
     return m;
+  }
+
+  /** Writes the ledger: every machine with an engine id (write to a temporary file, then rename). */
+  #save(): void {
+    if (!this.cfg.ledger) return;
+    const list = this.#machines.filter((m) => m.engineId !== '').map((m) => ({ engineId: m.engineId, name: m.name, shape: m.shape }));
+    try {
+      writeFileSync(`${this.cfg.ledger}.tmp`, JSON.stringify(list));
+      renameSync(`${this.cfg.ledger}.tmp`, this.cfg.ledger);
+    } catch (e) {
+      this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot write the machine ledger');
+    }
+  }
+
+  /** After shutdown stopped every machine: nothing is left for a next server to adopt. */
+  clearLedger(): void {
+    if (this.cfg.ledger) rmSync(this.cfg.ledger, { force: true });
   }
 
   #fail(message: string, now: number): void {
@@ -222,6 +257,17 @@ export class Pool {
   #describe(m: Machine): string {
     if (m.state === 'submitting') return this.backend.describe('', undefined);
     return this.backend.describe(m.engineId, m.engine) + (m.state === 'starting' && m.engine?.state === 'running' ? `, worker ${m.name} not attached yet` : '');
+  }
+}
+
+/** The machines a ledger file lists; [] when there is none or it cannot be read. */
+function readLedger(path: string | undefined): { engineId: string; name: string; shape: Shape }[] {
+  if (!path) return [];
+  try {
+    const list = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    return Array.isArray(list) ? list.filter((e) => typeof e?.engineId === 'string' && typeof e?.name === 'string' && typeof e?.shape?.cpus === 'number') : [];
+  } catch {
+    return [];
   }
 }
 

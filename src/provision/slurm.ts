@@ -83,6 +83,11 @@ export class SlurmBackend implements Backend {
     if (r.code !== 0) throw new Error(`scancel ${id}: ${oneLine(r.stderr) || `exit ${r.code}`}`);
   }
 
+  /** A job in the ledger is adopted; squeue (filtered by job name) tells whether it is still there. */
+  owns(): boolean {
+    return true;
+  }
+
   gone(id: string): string {
     return `Slurm job ${id} is no longer in squeue (it ended, or was cancelled outside berth)`;
   }

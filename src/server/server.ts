@@ -54,7 +54,7 @@ export class BerthServer {
     this.#log = log;
     const events = new EventBus();
     const target = () => ({ server: this.advertised, token: options.token, stateDir: options.stateDir });
-    this.#provisioning = deps.provisioning?.(events, log) ?? (options.provisioners.length ? buildProvisioning(options.provisioners, target, { events, log }) : undefined);
+    this.#provisioning = deps.provisioning?.(events, log) ?? (options.provisioners.length ? buildProvisioning(options.provisioners, options.stateDir, target, { events, log }) : undefined);
     const placer = new Placer({
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,

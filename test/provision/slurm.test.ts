@@ -17,19 +17,19 @@ const describeSlurm = missing && !inCI ? describe.skip : describe;
 if (missing && !inCI) console.warn(`slurm.test.ts skipped: ${missing} (run scripts/slurm-up.sh as root; in CI these tests run)`);
 
 /** A slurm provisioner named `name` with one shape. */
-const slurm = (name: string, o: { cpus?: number; max?: number; idle?: number; partition?: string } = {}) => `
+const slurm = (name: string, o: { cpus?: number; max?: number; idle?: number; start?: number; partition?: string } = {}) => `
 provisioners:
   - name: ${name}
     kind: slurm
 ${o.partition ? `    partition: ${o.partition}\n` : ''}    shapes: [{ cpus: ${o.cpus ?? 2}, gpus: 0, ram_mb: 500, labels: [hpc] }]
     max_machines: ${o.max ?? 1}
     idle_timeout: ${o.idle ?? 2}
-    start_timeout: 120
+    start_timeout: ${o.start ?? 120}
     sbatch_args: ["--time=10"]
 `;
 
-async function serverWith(yaml: string): Promise<TestServer> {
-  return startServer({ cpus: 1, flags: { config: configFile(tempDir(), yaml), stateDir: tempDir() } });
+async function serverWith(yaml: string, stateDir = tempDir()): Promise<TestServer> {
+  return startServer({ cpus: 1, flags: { config: configFile(tempDir(), yaml), stateDir } });
 }
 
 const hpc = (cpus: number, node: string) => ({ cpus, label: 'hpc', policy: Policy.POLICY_REQUIRE, node });
@@ -131,5 +131,28 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     expect(squeueIds('hpce')).toEqual([]);
     await c.ended;
     s.placement.close();
+  }, 120_000);
+
+  it('a Slurm job a killed server left is adopted by the next server on the same state dir, and given back', async () => {
+    const dir = tempDir();
+    const yaml = slurm('hpcf', { start: 5 });
+    const s1 = await serveCli(configFile(dir, yaml), dir);
+    const c = claim(s1.placement, hpc(2, 'big'));
+    const jobId = (await c.granted).machine.replace('hpcf-', '');
+    s1.child.kill('SIGKILL');
+    await s1.exited;
+    await c.ended;
+    s1.placement.close();
+    expect(squeueIds('hpcf')).toEqual([jobId]); // orphaned: its worker dials a server that is gone
+    t = await serverWith(yaml, dir);
+    const events = watch(t.placement);
+    await events.ready;
+    const stopping = events.next((e) => e.kind === 'machine_stopping');
+    expect((await snapshot(t.placement)).provisioners[0].machines).toMatchObject([{ name: `hpcf-${jobId}`, engineId: jobId }]);
+    // unneeded (no claim waits for it) it is given back after idle_timeout; at the latest at start_timeout
+    expect((await stopping).detail).toMatch(new RegExp(`^hpcf: hpcf-${jobId} \\(Slurm job ${jobId} .*(given back: not needed|did not attach)`));
+    for (let i = 0; i < 200 && squeueIds('hpcf').includes(jobId); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(squeueIds('hpcf')).toEqual([]);
+    events.cancel();
   }, 120_000);
 });

@@ -26,6 +26,9 @@ export class RecordingBackend implements Backend {
     return new Map(ids.map((id) => [id, { state: 'running', reason: '' }]));
   }
   async stop(): Promise<void> {}
+  owns(): boolean {
+    return false;
+  }
   gone(id: string): string {
     return `test machine ${id} is gone`;
   }
