@@ -228,7 +228,12 @@ export class Pool {
 
   /** After shutdown stopped every machine: nothing is left for a next server to adopt. */
   clearLedger(): void {
-    if (this.cfg.ledger) rmSync(this.cfg.ledger, { force: true });
+    if (!this.cfg.ledger) return;
+    try {
+      rmSync(this.cfg.ledger, { force: true });
+    } catch (e) {
+      this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot remove the machine ledger');
+    }
   }
 
   #fail(message: string, now: number): void {
