@@ -116,7 +116,9 @@ export class BerthServer {
    * told), in-flight calls get `graceMs` (default: options.grace) to finish, then the rest are
    * cut; engine-host processes still running then get SIGTERM, SIGKILL after the executor grace
    * (options.grace), and stop resolves once their process groups are gone — at most about
-   * `graceMs` + options.grace + 3 s in all. Idempotent: a second call returns the same promise.
+   * `graceMs` + options.grace + 3 s in all. Provisioning stops planning at once; after the drain
+   * every machine it started is stopped and awaited (local process groups gone, Slurm jobs out
+   * of squeue: up to 30 s more). Idempotent: a second call returns the same promise.
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
     this.#stopping ??= this.#stop(graceMs);

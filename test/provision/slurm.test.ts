@@ -104,6 +104,15 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     events.cancel();
   }, 120_000);
 
+  it('without configured shapes, the shapes are the nodes sinfo lists, labelled with the provisioner name', async () => {
+    t = await serverWith('provisioners: [{ name: hpcg, kind: slurm, partition: main }]\n');
+    const p = (await snapshot(t.placement)).provisioners[0];
+    const [cpus, mem] = execFileSync('sinfo', ['-h', '-p', 'main', '-o', '%c %m'], { encoding: 'utf8' }).trim().split(/\s+/).map((x) => parseInt(x, 10));
+    expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem }]);
+    expect(p.shapeLabels).toEqual(['hpcg']);
+    expect(p.kind).toBe('slurm');
+  });
+
   it("an sbatch failure (unknown partition) reaches the waiting claim's Queued reason and an event, with Slurm's message", async () => {
     t = await serverWith(slurm('hpcd', { partition: 'nosuchpart' }));
     const events = watch(t.placement);
