@@ -5,7 +5,7 @@
  * the hook; the hook never calls the placer, only the two callbacks the placer binds.
  */
 import type { Amount } from '../resources/books.js';
-import type { NormalizedAsk } from './types.js';
+import type { NormalizedAsk, QueuedInfo } from './types.js';
 
 /** A machine shape a provisioner can start: cores, GPU count, MB (absent = not limited), labels. */
 export interface Shape {
@@ -75,4 +75,9 @@ export interface Provisioning {
   reason(claimId: string): string | undefined;
   /** Each provisioner's shapes, machines and last error. */
   statuses(): ProvisionerView[];
+}
+
+/** The Queued detail with a provisioner's reason appended (SPEC P10): "2 cpu(s); waiting for hpc: …". */
+export function withReason(q: QueuedInfo, why: string | undefined): QueuedInfo {
+  return why ? { ...q, detail: `${q.detail}; ${why}` } : q;
 }
