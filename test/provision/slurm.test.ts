@@ -10,6 +10,9 @@ import { claim, watch } from '../support/claims.js';
 import { configFile, queuedMatching, serveCli, slurmMissing, squeueIds, tempDir } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
+import { resolveServeOptions } from '../../src/config/serve-options.js';
+import type { BerthEvent } from '../../src/events.js';
+import { BerthServer } from '../../src/server/server.js';
 
 const missing = slurmMissing();
 const inCI = process.env.CI === 'true';
@@ -153,15 +156,17 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     await c.ended;
     s1.placement.close();
     expect(squeueIds('hpcf')).toEqual([jobId]); // orphaned: its worker dials a server that is gone
-    t = await serverWith(yaml, dir);
-    const events = watch(t.placement);
-    await events.ready;
-    const stopping = events.next((e) => e.kind === 'machine_stopping');
-    expect((await snapshot(t.placement)).provisioners[0].machines).toMatchObject([{ name: `hpcf-${jobId}`, engineId: jobId }]);
-    // unneeded (no claim waits for it) it is given back after idle_timeout; at the latest at start_timeout
-    expect((await stopping).detail).toMatch(new RegExp(`^hpcf: hpcf-${jobId} \\(Slurm job ${jobId} .*(given back: not needed|did not attach)`));
-    for (let i = 0; i < 200 && squeueIds('hpcf').includes(jobId); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(squeueIds('hpcf')).toEqual([]);
-    events.cancel();
+    // the next server: subscribed to its events before it starts, since adoption happens in start()
+    const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config: configFile(tempDir(), yaml), stateDir: dir }, {}), { cpus: 1, gpuIds: [] });
+    const stopping = new Promise<BerthEvent>((resolve) => server.context.events.subscribe((e) => e.kind === 'machine_stopping' && resolve(e)));
+    await server.start();
+    try {
+      // unneeded (no claim waits for it) it is given back after idle_timeout; at the latest at start_timeout
+      expect((await stopping).detail).toMatch(new RegExp(`^hpcf: hpcf-${jobId} \\(Slurm job ${jobId} .*(given back: not needed|did not attach)`));
+      for (let i = 0; i < 200 && squeueIds('hpcf').includes(jobId); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(squeueIds('hpcf')).toEqual([]);
+    } finally {
+      await server.stop(1000);
+    }
   }, 120_000);
 });
