@@ -4,12 +4,12 @@
  * `idle_timeout`, fails starts past `start_timeout`, backs off after a failed start, and
  * reconciles with the engine's view. Every decision is an event; every waiter gets a reason.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
 import type { ProvisionedView, ProvisionerView, Shape, Unmet } from '../placement/provisioner.js';
 import { describeAmount } from '../resources/books.js';
 import type { Backend, EngineState } from './backend.js';
+import { Ledger } from './ledger.js';
 import { pack, shapeHolds } from './pack.js';
 
 /** A pool's limits. Units: ms. */
@@ -49,14 +49,17 @@ export class Pool {
   #failures = 0;
   #retryAt = 0;
   #backoffMs = 0;
+  readonly #ledger: Ledger;
 
-  constructor(readonly cfg: PoolConfig, readonly backend: Backend, readonly deps: { events: EventBus; log: Logger; changed: () => void }) {}
+  constructor(readonly cfg: PoolConfig, readonly backend: Backend, readonly deps: { events: EventBus; log: Logger; changed: () => void }) {
+    this.#ledger = new Ledger(cfg.ledger);
+  }
 
   /** Reads the backend's shapes (sinfo for a Slurm pool without configured shapes) and adopts the machines the ledger lists. */
   async init(): Promise<void> {
     this.shapes = await this.backend.shapes();
     const now = Date.now();
-    for (const e of readLedger(this.cfg.ledger)) {
+    for (const e of this.#ledger.read()) {
       if (!this.backend.owns(e.engineId, e.name)) continue;
       this.#machines.push({ shape: e.shape, engineId: e.engineId, name: e.name, state: 'starting', since: now, adopted: true });
       this.deps.log.info({ provisioner: this.cfg.name, machine: e.name, engineId: e.engineId }, 'adopting a machine a previous server started');
@@ -216,11 +219,8 @@ export class Pool {
 
   /** Writes the ledger: every machine with an engine id (write to a temporary file, then rename). */
   #save(): void {
-    if (!this.cfg.ledger) return;
-    const list = this.#machines.filter((m) => m.engineId !== '').map((m) => ({ engineId: m.engineId, name: m.name, shape: m.shape }));
     try {
-      writeFileSync(`${this.cfg.ledger}.tmp`, JSON.stringify(list));
-      renameSync(`${this.cfg.ledger}.tmp`, this.cfg.ledger);
+      this.#ledger.write(this.#machines.filter((m) => m.engineId !== '').map((m) => ({ engineId: m.engineId, name: m.name, shape: m.shape })));
     } catch (e) {
       this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot write the machine ledger');
     }
@@ -228,9 +228,8 @@ export class Pool {
 
   /** After shutdown stopped every machine: nothing is left for a next server to adopt. */
   clearLedger(): void {
-    if (!this.cfg.ledger) return;
     try {
-      rmSync(this.cfg.ledger, { force: true });
+      this.#ledger.clear();
     } catch (e) {
       this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot remove the machine ledger');
     }
@@ -262,17 +261,6 @@ export class Pool {
   #describe(m: Machine): string {
     if (m.state === 'submitting') return this.backend.describe('', undefined);
     return this.backend.describe(m.engineId, m.engine) + (m.state === 'starting' && m.engine?.state === 'running' ? `, worker ${m.name} not attached yet` : '');
-  }
-}
-
-/** The machines a ledger file lists; [] when there is none or it cannot be read. */
-function readLedger(path: string | undefined): { engineId: string; name: string; shape: Shape }[] {
-  if (!path) return [];
-  try {
-    const list = JSON.parse(readFileSync(path, 'utf8')) as unknown;
-    return Array.isArray(list) ? list.filter((e) => typeof e?.engineId === 'string' && typeof e?.name === 'string' && typeof e?.shape?.cpus === 'number') : [];
-  } catch {
-    return [];
   }
 }
 
