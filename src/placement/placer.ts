@@ -303,17 +303,21 @@ export class Placer {
     }
   }
 
-  /** Tells provisioning the demand (SPEC V2): the waiters no attached machine can ever hold, per wait class; attached workers' claim counts. */
+  /**
+   * Tells provisioning the demand (SPEC V2): the waiters no attached machine can ever hold; one ask
+   * per other wait class; attached workers' claim counts. Cost: per wait class plus unmet waiters.
+   */
   #plan(): void {
     if (!this.#prov) return;
     const unmet: Unmet[] = [];
+    const waiting: DemandView['waiting'] = [];
     for (const cls of this.#queue.classes()) {
-      if (anyCanEverHold(this.machines, cls.ask, cls.amount)) continue;
-      for (let w = cls.head; w; w = w.next) unmet.push({ claimId: w.claimId, ask: w.ask, amount: cls.amount });
+      if (anyCanEverHold(this.machines, cls.ask, cls.amount)) waiting.push({ ask: cls.ask, amount: cls.amount });
+      else for (let w = cls.head; w; w = w.next) unmet.push({ claimId: w.claimId, ask: w.ask, amount: cls.amount });
     }
     const machines: DemandView['machines'] = [];
     for (const m of this.machines.all()) if (m.spec.remote) machines.push({ name: m.spec.name, claims: m.books.claims });
-    this.#prov.plan({ unmet, machines });
+    this.#prov.plan({ unmet, waiting, machines });
   }
 
   /** Why `w` waits (P6), with the provisioner's reason when it waits for a machine being started (P10). */

@@ -22,9 +22,14 @@ export interface Unmet {
   amount: Amount;
 }
 
-/** What provisioning sees of the books after each change: unmet demand in arrival order, attached workers. */
+/**
+ * What provisioning sees of the books after each change: unmet demand in arrival order, one ask
+ * per wait class of every other waiting claim (a machine already starting stays wanted while one
+ * of them fits it), attached workers with their claim counts.
+ */
 export interface DemandView {
   unmet: Unmet[];
+  waiting: Pick<Unmet, 'ask' | 'amount'>[];
   machines: { name: string; claims: number }[];
 }
 

@@ -19,7 +19,7 @@ export interface LoopTiming {
 /** Runs every pool of one server. `start()` before serving, `close()` on shutdown. */
 export class ProvisioningLoop implements Provisioning {
   #placer?: PlacerCallbacks;
-  #view: DemandView = { unmet: [], machines: [] };
+  #view: DemandView = { unmet: [], waiting: [], machines: [] };
   #timers: NodeJS.Timeout[] = [];
   #closed = false;
   #busy = false;
@@ -101,7 +101,7 @@ export class ProvisioningLoop implements Provisioning {
           const p = this.pools.find((x) => x.covers(u));
           if (p) shares.get(p)!.push(u);
         }
-        const changed = this.pools.flatMap((p) => p.plan(shares.get(p)!, attached));
+        const changed = this.pools.flatMap((p) => p.plan(shares.get(p)!, attached, this.#view.waiting));
         if (changed.length) this.#placer?.requeue(changed);
       } while (this.#dirty);
     } finally {

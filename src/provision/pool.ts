@@ -37,6 +37,8 @@ interface Machine {
   adopted?: boolean;
 }
 
+/** How long a machine asked to stop may stay in its engine before it is asked again, in ms. */
+const STOP_RETRY_MS = 30_000;
 /** Longest pause between retries of a failed start, in ms. */
 const MAX_BACKOFF_MS = 60_000;
 
@@ -76,15 +78,23 @@ export class Pool {
     return this.#reasons.get(id);
   }
 
-  /** Plans `unmet` (the claims this pool covers) given the attached workers' claim counts. Returns claim ids whose reason changed. */
-  plan(unmet: Unmet[], attached: Map<string, number>, now = Date.now()): string[] {
+  /**
+   * Plans `unmet` (the claims this pool covers) given the attached workers' claim counts. A machine
+   * still starting with no unmet claim packed onto it stays wanted while one of the other `waiting`
+   * asks fits it (it will serve the queue once attached); else it is unneeded and given back after
+   * idle_timeout. Returns the claim ids whose reason changed.
+   */
+  plan(unmet: Unmet[], attached: Map<string, number>, waiting: Pick<Unmet, 'ask' | 'amount'>[] = [], now = Date.now()): string[] {
     this.#follow(attached, now);
     const starting = this.#machines.filter((m) => m.state === 'submitting' || m.state === 'starting');
     const room = now < this.#retryAt ? 0 : this.cfg.maxMachines - this.#machines.length;
     const { assigned, planned } = pack(unmet, starting.map((m) => m.shape), this.shapes, Math.max(0, room));
     const targets = [...starting, ...planned.map((shape) => this.#start(shape, now))];
-    for (const m of starting) if (![...assigned.values()].some((i) => targets[i] === m)) m.unneededSince ??= now;
-    for (const i of new Set(assigned.values())) targets[i].unneededSince = undefined;
+    const packed = new Set([...assigned.values()].map((i) => targets[i]));
+    for (const m of starting) {
+      if (packed.has(m) || waiting.some((u) => shapeHolds(m.shape, u))) m.unneededSince = undefined;
+      else m.unneededSince ??= now;
+    }
     const changed: string[] = [];
     const next = new Map<string, string>();
     for (const u of unmet) {
@@ -142,7 +152,10 @@ export class Pool {
     for (const m of known) {
       if (!this.#machines.includes(m)) continue;
       const s = seen.get(m.engineId);
-      if (s && m.state !== 'stopping') {
+      if (s && m.state === 'stopping' && now - m.since >= STOP_RETRY_MS) {
+        m.since = now; // still there long after it was asked to stop (scancel failed?): ask again
+        void this.backend.stop(m.engineId).catch((e: unknown) => (this.#lastError = (e as Error).message));
+      } else if (s && m.state !== 'stopping') {
         changed ||= s.state !== m.engine?.state || s.reason !== m.engine?.reason;
         m.engine = s;
       } else if (!s) {
