@@ -147,8 +147,7 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
 
   it('a Slurm job a killed server left is adopted by the next server on the same state dir, and given back', async () => {
     const dir = tempDir();
-    const yaml = slurm('hpcf', { start: 5 });
-    const s1 = await serveCli(configFile(dir, yaml), dir);
+    const s1 = await serveCli(configFile(dir, slurm('hpcf')), dir);
     const c = claim(s1.placement, hpc(2, 'big'));
     const jobId = (await c.granted).machine.replace('hpcf-', '');
     s1.child.kill('SIGKILL');
@@ -157,7 +156,7 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     s1.placement.close();
     expect(squeueIds('hpcf')).toEqual([jobId]); // orphaned: its worker dials a server that is gone
     // the next server: subscribed to its events before it starts, since adoption happens in start()
-    const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config: configFile(tempDir(), yaml), stateDir: dir }, {}), { cpus: 1, gpuIds: [] });
+    const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config: configFile(tempDir(), slurm('hpcf', { start: 5 })), stateDir: dir }, {}), { cpus: 1, gpuIds: [] });
     const stopping = new Promise<BerthEvent>((resolve) => server.context.events.subscribe((e) => e.kind === 'machine_stopping' && resolve(e)));
     await server.start();
     try {
