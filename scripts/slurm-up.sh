@@ -2,7 +2,7 @@
 # A one-node Slurm cluster on this machine, for the Slurm provisioner's tests (issue 12).
 # Installs slurmctld, slurmd, slurm-client and munge from Debian when missing, writes a munge key
 # and /etc/slurm/slurm.conf, starts munged, slurmctld and slurmd as root, and waits (bounded) until
-# `sinfo` shows the node idle. Idempotent: with the node already idle it does nothing.
+# `sinfo` shows the node idle. Idempotent: with the node already up (idle, or running jobs) it does nothing.
 # Needs root. Usage: scripts/slurm-up.sh   (env SLURM_UP_TIMEOUT: seconds to wait, default 90)
 set -euo pipefail
 
@@ -12,8 +12,9 @@ CONF=/etc/slurm/slurm.conf
 
 node_state() { sinfo -h -N -n "$NODE" -o '%T' 2>/dev/null | head -n1 || true; }
 
-if command -v sinfo >/dev/null 2>&1 && [[ "$(node_state)" == idle* ]]; then
-  echo "slurm-up: node $NODE already idle"
+state="$(node_state)"
+if command -v sinfo >/dev/null 2>&1 && [[ "$state" =~ ^(idle|mixed|allocated|completing) ]]; then
+  echo "slurm-up: node $NODE already up ($state)"
   exit 0
 fi
 
@@ -47,7 +48,8 @@ for _ in $(seq 1 50); do
 done
 munge -n </dev/null | unmunge >/dev/null
 
-# slurm.conf: one node with this host's cores and a little less memory than it has.
+# slurm.conf: one node with this host's cores and a little less memory than it has, reached on
+# loopback (no need for the host name to resolve).
 CPUS="$(nproc)"
 TOTAL_MB="$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)"
 REAL_MB=$(( TOTAL_MB * 9 / 10 ))
@@ -55,7 +57,7 @@ install -d -m 0755 /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/sl
 cat >"$CONF" <<CONF
 # Written by berth scripts/slurm-up.sh: a one-node cluster for tests.
 ClusterName=berth
-SlurmctldHost=$NODE
+SlurmctldHost=$NODE(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -77,7 +79,7 @@ ReturnToService=2
 KillWait=5
 MinJobAge=60
 InactiveLimit=0
-NodeName=$NODE CPUs=$CPUS RealMemory=$REAL_MB State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$REAL_MB State=UNKNOWN
 PartitionName=main Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 CONF
 
