@@ -209,7 +209,8 @@ export class Pool {
   #start(shape: Shape, now: number): Machine {
     const m: Machine = { shape, engineId: '', name: '', state: 'submitting', since: now };
     this.#machines.push(m);
-    const p = this.backend.provision(shape).then((s) => {
+    // after the placer's decision returns: no process or file work inside a change of the books
+    const p = Promise.resolve().then(() => this.backend.provision(shape)).then((s) => {
       m.engineId = s.engineId;
       m.name = s.name;
       m.state = 'starting';
