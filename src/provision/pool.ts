@@ -53,18 +53,23 @@ export class Pool {
   #backoffMs = 0;
   readonly #ledger: Ledger;
 
-  constructor(readonly cfg: PoolConfig, readonly backend: Backend, readonly deps: { events: EventBus; log: Logger; changed: () => void }) {
+  constructor(
+    readonly cfg: PoolConfig,
+    readonly backend: Backend,
+    readonly deps: { events: EventBus; log: Logger; changed: () => void },
+  ) {
     this.#ledger = new Ledger(cfg.ledger);
   }
 
-  /** Reads the backend's shapes (sinfo for a Slurm pool without configured shapes) and adopts the machines the ledger lists. */
+  /** Reads the backend's shapes (sinfo for a Slurm pool without configured ones); adopts what the ledger lists. */
   async init(): Promise<void> {
     this.shapes = await this.backend.shapes();
     const now = Date.now();
     for (const e of this.#ledger.read()) {
       if (!this.backend.owns(e.engineId, e.name)) continue;
-      this.#machines.push({ shape: e.shape, engineId: e.engineId, name: e.name, state: 'starting', since: now, adopted: true });
-      this.deps.log.info({ provisioner: this.cfg.name, machine: e.name, engineId: e.engineId }, 'adopting a machine a previous server started');
+      const { shape, engineId, name } = e;
+      this.#machines.push({ shape, engineId, name, state: 'starting', since: now, adopted: true });
+      this.deps.log.info({ provisioner: this.cfg.name, machine: name, engineId }, 'adopting a machine a previous server left');
     }
   }
 
@@ -84,7 +89,7 @@ export class Pool {
    * asks fits it (it will serve the queue once attached); else it is unneeded and given back after
    * idle_timeout. Returns the claim ids whose reason changed.
    */
-  plan(unmet: Unmet[], attached: Map<string, number>, waiting: Pick<Unmet, 'ask' | 'amount'>[] = [], now = Date.now()): string[] {
+  plan(unmet: Unmet[], attached: Map<string, number>, waiting: Pick<Unmet, 'ask' | 'amount'>[] = [], now = Date.now()) {
     this.#follow(attached, now);
     const starting = this.#machines.filter((m) => m.state === 'submitting' || m.state === 'starting');
     const room = now < this.#retryAt ? 0 : this.cfg.maxMachines - this.#machines.length;
@@ -99,7 +104,8 @@ export class Pool {
     const next = new Map<string, string>();
     for (const u of unmet) {
       const i = assigned.get(u.claimId);
-      next.set(u.claimId, `waiting for ${this.cfg.name}: ${i === undefined ? this.#why(now) : this.#describe(targets[i])}`);
+      const why = i === undefined ? this.#why(now) : this.#describe(targets[i]);
+      next.set(u.claimId, `waiting for ${this.cfg.name}: ${why}`);
     }
     for (const [id, r] of next) if (this.#reasons.get(id) !== r) changed.push(id);
     this.#reasons.clear();
@@ -107,16 +113,19 @@ export class Pool {
     return changed;
   }
 
-  /** Timeouts: gives back machines idle (or unneeded while starting) past idle_timeout; fails starts past start_timeout. */
+  /** Gives back machines idle (or unneeded while starting) past idle_timeout; fails starts past start_timeout. */
   tick(retire: (name: string, why: string) => boolean, now = Date.now()): boolean {
     let changed = now >= this.#retryAt && this.#retryAt > 0;
     for (const m of this.#machines) {
-      const idleFor = m.state === 'idle' ? now - m.since : m.state === 'starting' && m.unneededSince !== undefined ? now - m.unneededSince : -1;
+      const unneeded = m.state === 'starting' && m.unneededSince !== undefined;
+      const idleFor = m.state === 'idle' ? now - m.since : unneeded ? now - m.unneededSince! : -1;
       if (idleFor >= this.cfg.idleTimeoutMs) {
         const was = m.state;
-        const detail = `${m.name} (${this.#describe(m)}) given back: ${was === 'idle' ? 'idle' : 'not needed'} for ${Math.round(idleFor / 1000)} s`;
+        const secs = Math.round(idleFor / 1000);
+        const why = was === 'idle' ? 'idle' : 'not needed';
+        const detail = `${m.name} (${this.#describe(m)}) given back: ${why} for ${secs} s`;
         m.state = 'stopping'; // before retiring, so nothing plans onto it meanwhile
-        if (was === 'idle' && !retire(m.name, `given back by ${this.cfg.name}: idle ${Math.round(idleFor / 1000)} s`)) {
+        if (was === 'idle' && !retire(m.name, `given back by ${this.cfg.name}: idle ${secs} s`)) {
           m.state = was;
           continue;
         }
@@ -124,7 +133,9 @@ export class Pool {
         changed = true;
       } else if (m.state === 'starting' && now - m.since >= this.cfg.startTimeoutMs) {
         if (m.adopted) {
-          this.#stop(m, `${m.name} (${this.#describe(m)}), left by a previous server, did not attach within ${this.cfg.startTimeoutMs / 1000} s`, now);
+          const within = `${this.cfg.startTimeoutMs / 1000} s`;
+          const detail = `${m.name} (${this.#describe(m)}), left by a previous server, did not attach within ${within}`;
+          this.#stop(m, detail, now);
           changed = true;
           continue;
         }
@@ -162,11 +173,14 @@ export class Pool {
         this.#machines.splice(this.#machines.indexOf(m), 1);
         changed = true;
         if (m.state === 'stopping' || (m.adopted && m.state === 'starting')) continue;
-        const gone = `${m.name} (${this.backend.describe(m.engineId, m.engine)}) is gone: ${this.backend.gone(m.engineId)}`;
+        const was = this.backend.describe(m.engineId, m.engine);
+        const gone = `${m.name} (${was}) is gone: ${this.backend.gone(m.engineId)}`;
         if (m.state === 'starting') this.#fail(`${gone}; it never attached`, now);
         else {
-          this.deps.log.warn({ provisioner: this.cfg.name, machine: m.name, engineId: m.engineId }, `${gone}; re-planning`);
-          this.deps.events.emit({ kind: 'machine_lost', machine: m.name, detail: `${this.cfg.name}: ${gone}; re-planning` });
+          const at = { provisioner: this.cfg.name, machine: m.name, engineId: m.engineId };
+          this.deps.log.warn(at, `${gone}; re-planning`);
+          const detail = `${this.cfg.name}: ${gone}; re-planning`;
+          this.deps.events.emit({ kind: 'machine_lost', machine: m.name, detail });
         }
       }
     }
@@ -185,11 +199,19 @@ export class Pool {
   /** Shapes, machines and last error, for GetSnapshot. */
   view(now = Date.now()): ProvisionerView {
     const machines: ProvisionedView[] = this.#machines.map((m) => ({
-      name: m.name, engineId: m.engineId, state: m.state === 'submitting' ? 'starting' : m.state, detail: this.#describe(m), sinceMs: now - m.since,
+      name: m.name,
+      engineId: m.engineId,
+      state: m.state === 'submitting' ? 'starting' : m.state,
+      detail: this.#describe(m),
+      sinceMs: now - m.since,
     }));
-    const counts = (['starting', 'running', 'idle', 'stopping'] as const).map((s) => [s, machines.filter((m) => m.state === s).length] as const);
-    const status = machines.length ? `${machines.length} machine(s): ${counts.filter(([, n]) => n).map(([s, n]) => `${n} ${s}`).join(', ')}` : 'no machines';
-    return { name: this.cfg.name, kind: this.backend.kind, shapes: this.shapes, maxMachines: this.cfg.maxMachines, machines, lastError: this.#lastError, status };
+    const counts = (['starting', 'running', 'idle', 'stopping'] as const)
+      .map((s) => `${machines.filter((m) => m.state === s).length} ${s}`)
+      .filter((c) => !c.startsWith('0 '));
+    const status = machines.length ? `${machines.length} machine(s): ${counts.join(', ')}` : 'no machines';
+    const { name, maxMachines } = this.cfg;
+    const lastError = this.#lastError;
+    return { name, kind: this.backend.kind, shapes: this.shapes, maxMachines, machines, lastError, status };
   }
 
   /** Follows attach/detach: a started machine whose worker attached runs; with no claim it is idle. */
@@ -234,7 +256,8 @@ export class Pool {
   /** Writes the ledger: every machine with an engine id (write to a temporary file, then rename). */
   #save(): void {
     try {
-      this.#ledger.write(this.#machines.filter((m) => m.engineId !== '').map((m) => ({ engineId: m.engineId, name: m.name, shape: m.shape })));
+      const started = this.#machines.filter((m) => m.engineId !== '');
+      this.#ledger.write(started.map((m) => ({ engineId: m.engineId, name: m.name, shape: m.shape })));
     } catch (e) {
       this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot write the machine ledger');
     }
@@ -256,7 +279,8 @@ export class Pool {
     this.#retryAt = now + wait;
     this.#backoffMs = wait;
     this.deps.log.warn({ provisioner: this.cfg.name, err: message, retryInMs: wait }, 'machine start failed');
-    this.deps.events.emit({ kind: 'machine_start_failed', detail: `${this.cfg.name}: ${message}; retrying in ${Math.round(wait / 1000)} s` });
+    const detail = `${this.cfg.name}: ${message}; retrying in ${Math.round(wait / 1000)} s`;
+    this.deps.events.emit({ kind: 'machine_start_failed', detail });
   }
 
   #stop(m: Machine, detail: string, now: number): void {
@@ -274,11 +298,13 @@ export class Pool {
 
   #describe(m: Machine): string {
     if (m.state === 'submitting') return this.backend.describe('', undefined);
-    return this.backend.describe(m.engineId, m.engine) + (m.state === 'starting' && m.engine?.state === 'running' ? `, worker ${m.name} not attached yet` : '');
+    const waitsForWorker = m.state === 'starting' && m.engine?.state === 'running';
+    return this.backend.describe(m.engineId, m.engine) + (waitsForWorker ? `, worker ${m.name} not attached yet` : '');
   }
 }
 
 /** "2 cpu(s) [hpc]". */
 function describeShape(s: Shape): string {
-  return `${describeAmount({ cpus: s.cpus, gpus: s.gpus, ramMb: s.ramMb })}${s.labels.length ? ` [${s.labels.join(',')}]` : ''}`;
+  const labels = s.labels.length ? ` [${s.labels.join(',')}]` : '';
+  return `${describeAmount({ cpus: s.cpus, gpus: s.gpus, ramMb: s.ramMb })}${labels}`;
 }
