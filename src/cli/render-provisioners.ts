@@ -24,10 +24,12 @@ export function renderProvisioners(provisioners: ProvisionerStatus[]): string[] 
   const out: string[] = [];
   for (const p of provisioners) {
     out.push('');
-    out.push(`provisioner ${p.name} (${p.kind || '?'}): ${p.status}, max ${p.maxMachines}; shapes: ${p.shapes.map((_, i) => shape(p, i)).join('; ') || 'none'}`);
+    const shapes = p.shapes.map((_, i) => shape(p, i)).join('; ') || 'none';
+    out.push(`provisioner ${p.name} (${p.kind || '?'}): ${p.status}, max ${p.maxMachines}; shapes: ${shapes}`);
     if (p.lastError) out.push(`  last error: ${p.lastError}`);
     for (const m of p.machines) {
-      out.push(`  ${(m.name || '(requesting)').padEnd(16)} ${(STATE[m.state] ?? '?').padEnd(8)} ${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`);
+      const name = (m.name || '(requesting)').padEnd(16);
+      out.push(`  ${name} ${(STATE[m.state] ?? '?').padEnd(8)} ${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`);
     }
   }
   return out;

@@ -28,7 +28,7 @@ export class LocalBackend implements Backend {
     return this.configured;
   }
 
-  /** Spawns a worker named `<provisioner>-<n>`. @throws StartError when the log file or the process cannot be opened. */
+  /** Spawns a worker named `<provisioner>-<n>`. @throws StartError when its log or process cannot be opened. */
   async provision(shape: Shape): Promise<{ engineId: string; name: string }> {
     const name = `${this.name}-${++this.#seq}`;
     const log = join(this.target.stateDir, `${name}.log`);
@@ -58,14 +58,19 @@ export class LocalBackend implements Backend {
   /** The child processes among `ids` still alive (running; a local worker is never pending). */
   async reconcile(ids: string[]): Promise<Map<string, EngineState>> {
     const out = new Map<string, EngineState>();
-    for (const id of ids) if ((this.#children.has(id) || this.#adopted.has(id)) && groupAlive(Number(id))) out.set(id, { state: 'running', reason: '' });
+    for (const id of ids) if (this.#alive(id)) out.set(id, { state: 'running', reason: '' });
     return out;
   }
 
   /** SIGTERM to the worker's process group, SIGKILL after 5 s if it is still there. */
   async stop(id: string): Promise<void> {
     signalGroup(Number(id), 'SIGTERM');
-    setTimeout(() => (this.#children.has(id) || this.#adopted.has(id)) && groupAlive(Number(id)) && signalGroup(Number(id), 'SIGKILL'), STOP_GRACE_MS).unref();
+    setTimeout(() => this.#alive(id) && signalGroup(Number(id), 'SIGKILL'), STOP_GRACE_MS).unref();
+  }
+
+  /** True while `id` is a worker it started (or adopted) whose process group still has a live member. */
+  #alive(id: string): boolean {
+    return (this.#children.has(id) || this.#adopted.has(id)) && groupAlive(Number(id));
   }
 
   /** A pid in the ledger is adopted only while it still runs `berth worker --name <name>` (pids get reused). */

@@ -33,38 +33,51 @@ export class SlurmBackend implements Backend {
     this.#jobName = `berth-${s.name}`;
   }
 
-  /** Configured shapes, else one per distinct node type `sinfo` lists (labelled with the provisioner's name). @throws Error when sinfo fails. */
+  /**
+   * Configured shapes, else one per distinct node type `sinfo` lists, labelled with the
+   * provisioner's name. @throws Error when sinfo fails or lists no node.
+   */
   async shapes(): Promise<Shape[]> {
     if (this.s.shapes) return this.s.shapes;
-    const r = await runCommand('sinfo', ['-h', '-o', '%c|%m|%G', ...(this.s.partition ? ['-p', this.s.partition] : [])]);
+    const where = this.s.partition ? ['-p', this.s.partition] : [];
+    const r = await runCommand('sinfo', ['-h', '-o', '%c|%m|%G', ...where]);
     if (r.code !== 0) throw new Error(`provisioner ${this.s.name}: sinfo failed: ${oneLine(r.stderr) || `exit ${r.code}`}`);
     const seen = new Map<string, Shape>();
     for (const line of r.stdout.split('\n').filter(Boolean)) {
       const [c, m, g] = line.split('|');
       const gpus = /gpu:(?:[^:(,]+:)?(\d+)/.exec(g ?? '')?.[1];
-      const shape: Shape = { cpus: parseInt(c, 10), gpus: gpus ? Number(gpus) : 0, ramMb: parseInt(m, 10) || undefined, labels: [this.s.name] };
+      const ramMb = parseInt(m, 10) || undefined;
+      const shape: Shape = { cpus: parseInt(c, 10), gpus: gpus ? Number(gpus) : 0, ramMb, labels: [this.s.name] };
       if (shape.cpus > 0) seen.set(`${shape.cpus}/${shape.gpus}/${shape.ramMb}`, shape);
     }
-    if (!seen.size) throw new Error(`provisioner ${this.s.name}: sinfo lists no nodes${this.s.partition ? ` in partition ${this.s.partition}` : ''}`);
+    const inPartition = this.s.partition ? ` in partition ${this.s.partition}` : '';
+    if (!seen.size) throw new Error(`provisioner ${this.s.name}: sinfo lists no nodes${inPartition}`);
     return [...seen.values()];
   }
 
-  /** sbatch --parsable a worker job for `shape`; the worker is named `<provisioner>-<jobid>`. @throws StartError with sbatch's message. */
+  /**
+   * sbatch --parsable a worker job for `shape`; the worker is named `<provisioner>-<jobid>`.
+   * @throws StartError with sbatch's own message.
+   */
   async provision(shape: Shape): Promise<{ engineId: string; name: string }> {
     try {
       mkdirSync(this.target.stateDir, { recursive: true });
     } catch (e) {
       throw new StartError(`cannot create the state directory ${this.target.stateDir}: ${(e as Error).message}`);
     }
-    const argv = workerArgv(this.target, `${this.s.name}-JOBID`, shape, false).map(quote).join(' ').replace(`-JOBID'`, `-'"$SLURM_JOB_ID"`);
-    const args = ['--parsable', `--job-name=${this.#jobName}`, `--cpus-per-task=${shape.cpus}`, `--output=${join(this.target.stateDir, `${this.s.name}-%j.log`)}`];
+    const argv = workerArgv(this.target, `${this.s.name}-JOBID`, shape, false).map(quote).join(' ')
+      .replace(`-JOBID'`, `-'"$SLURM_JOB_ID"`); // the job id is known only inside the job
+    const log = join(this.target.stateDir, `${this.s.name}-%j.log`);
+    const args = ['--parsable', `--job-name=${this.#jobName}`, `--cpus-per-task=${shape.cpus}`, `--output=${log}`];
     if (shape.ramMb !== undefined) args.push(`--mem=${shape.ramMb}`);
     if (shape.gpus > 0) args.push(`--gres=gpu:${shape.gpus}`);
     if (this.s.partition) args.push(`--partition=${this.s.partition}`);
     args.push(...this.s.sbatchArgs, '--wrap', `exec ${argv}`);
     const r = await runCommand('sbatch', args, workerEnv(this.target));
     const id = r.stdout.trim().split(';')[0];
-    if (r.code !== 0 || !/^\d+$/.test(id)) throw new StartError(oneLine(r.stderr) || `sbatch exited ${r.code} printing '${r.stdout.trim()}'`);
+    if (r.code !== 0 || !/^\d+$/.test(id)) {
+      throw new StartError(oneLine(r.stderr) || `sbatch exited ${r.code} printing '${r.stdout.trim()}'`);
+    }
     return { engineId: id, name: `${this.s.name}-${id}` };
   }
 
@@ -95,7 +108,8 @@ export class SlurmBackend implements Backend {
   describe(id: string, s: EngineState | undefined): string {
     if (id === '') return 'submitting a Slurm job';
     if (!s) return `Slurm job ${id} submitted`;
-    return s.state === 'pending' ? `Slurm job ${id} pending${s.reason ? ` (${s.reason})` : ''}` : `Slurm job ${id} running`;
+    if (s.state === 'running') return `Slurm job ${id} running`;
+    return `Slurm job ${id} pending${s.reason ? ` (${s.reason})` : ''}`;
   }
 
   /** scancels `ids` and waits (at most 30 s) until squeue no longer lists them, completing ones included. */
