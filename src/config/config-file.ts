@@ -37,7 +37,9 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
   }
   const out: ConfigFileValues = { values: {}, names: {}, provisioners: [] };
   if (doc.contents === null) return out;
-  if (!isMap(doc.contents)) throw new OptionsError(`${at(doc.contents.range?.[0])}: the file must be a mapping of option: value`);
+  if (!isMap(doc.contents)) {
+    throw new OptionsError(`${at(doc.contents.range?.[0])}: the file must be a mapping of option: value`);
+  }
   const all = doc.toJS() as Record<string, unknown>;
   const allowed = new Map(optionKeys.map((k) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), k]));
   for (const pair of doc.contents.items) {
@@ -65,11 +67,13 @@ function asFlagValue(key: string, v: unknown): unknown {
   return v;
 }
 
-function parseProvisioners(doc: Document, value: unknown, at: (offset: number | undefined) => string): ProvisionerConfig[] {
+/** Validates `provisioners:`; the first issue becomes an OptionsError naming the line, the key path and the value. */
+function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) => string): ProvisionerConfig[] {
   const r = provisionersSchema.safeParse(value);
   if (r.success) return r.data;
   const issue = r.error.issues[0] as z.core.$ZodIssue & { keys?: string[] };
   const path = ['provisioners', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+  // ['provisioners', 0, 'shapes'] → provisioners[0].shapes
   const label = (p: (string | number)[]) => p.map((x, i) => (typeof x === 'number' ? `[${x}]` : i ? `.${x}` : x)).join('');
   if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
     const key = issue.keys[0];
@@ -81,11 +85,14 @@ function parseProvisioners(doc: Document, value: unknown, at: (offset: number | 
   let node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
   for (let n = path.length - 1; !node?.range && n > 0; n--) node = doc.getIn(path.slice(0, n), true) as typeof node;
   const got = valueAt(value, issue.path);
-  throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issue.message}${got === undefined ? '' : ` (got ${JSON.stringify(got)})`}`);
+  const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
+  throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issue.message}${shown}`);
 }
 
 function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
   let cur = v;
-  for (const p of path) cur = cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[p] : undefined;
+  for (const p of path) {
+    cur = cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[p] : undefined;
+  }
   return cur;
 }

@@ -25,16 +25,18 @@ const provisionerSchema = z.strictObject({
   start_timeout: seconds.default(300),
   sbatch_args: z.array(z.string()).default([]),
 }).superRefine((p, ctx) => {
-  if (p.kind === 'local' && !p.shapes) ctx.addIssue({ code: 'custom', path: ['shapes'], message: 'a local provisioner needs shapes' });
-  if (p.kind !== 'slurm' && p.partition !== undefined) ctx.addIssue({ code: 'custom', path: ['partition'], message: 'only for kind slurm' });
-  if (p.kind !== 'slurm' && p.sbatch_args.length) ctx.addIssue({ code: 'custom', path: ['sbatch_args'], message: 'only for kind slurm' });
+  const refuse = (key: string, message: string) => ctx.addIssue({ code: 'custom', path: [key], message });
+  if (p.kind === 'local' && !p.shapes) refuse('shapes', 'a local provisioner needs shapes');
+  if (p.kind !== 'slurm' && p.partition !== undefined) refuse('partition', 'only for kind slurm');
+  if (p.kind !== 'slurm' && p.sbatch_args.length) refuse('sbatch_args', 'only for kind slurm');
 });
 
 /** The whole list; names must be unique. */
 export const provisionersSchema = z.array(provisionerSchema).superRefine((list, ctx) => {
   const seen = new Set<string>();
   list.forEach((p, i) => {
-    if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `provisioner name '${p.name}' is used twice` });
+    const message = `provisioner name '${p.name}' is used twice`;
+    if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message });
     seen.add(p.name);
   });
 });

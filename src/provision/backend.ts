@@ -33,7 +33,10 @@ export interface Backend {
   shapes(): Promise<Shape[]>;
   /** Starts a machine of `shape`. @throws StartError with the engine's message. */
   provision(shape: Shape): Promise<Started>;
-  /** Which of `ids` the engine still has (absent = gone: died, finished or cancelled outside berth). @throws Error when it cannot tell. */
+  /**
+   * Which of `ids` the engine still has (absent = gone: died, finished or cancelled outside berth).
+   * @throws Error when it cannot tell.
+   */
   reconcile(ids: string[]): Promise<Map<string, EngineState>>;
   /** Asks the engine to stop machine `id` (scancel, SIGTERM to the group); resolves once asked. */
   stop(id: string): Promise<void>;

@@ -17,7 +17,10 @@ import type { WorkerTarget } from './worker-command.js';
 
 /** Builds the loop for `configs` (not started: call `start()` once the server's address is known). */
 export function buildProvisioning(
-  configs: ProvisionerConfig[], stateDir: string, target: () => WorkerTarget, deps: { events: EventBus; log: Logger; timing?: LoopTiming },
+  configs: ProvisionerConfig[],
+  stateDir: string,
+  target: () => WorkerTarget,
+  deps: { events: EventBus; log: Logger; timing?: LoopTiming },
 ): ProvisioningLoop {
   let loop: ProvisioningLoop | undefined;
   const pools = configs.map((c) => {
@@ -28,7 +31,10 @@ export function buildProvisioning(
       : new LocalBackend(c.name, shapes ?? [], t);
     return new Pool(
       {
-        name: c.name, maxMachines: c.max_machines, idleTimeoutMs: c.idle_timeout * 1000, startTimeoutMs: c.start_timeout * 1000,
+        name: c.name,
+        maxMachines: c.max_machines,
+        idleTimeoutMs: c.idle_timeout * 1000,
+        startTimeoutMs: c.start_timeout * 1000,
         ledger: join(stateDir, `${c.name}.machines.json`),
       },
       backend,

@@ -10,7 +10,7 @@ import type { DemandView, PlacerCallbacks, Provisioning, ProvisionerView, Unmet 
 import type { NormalizedAsk } from '../placement/types.js';
 import type { Pool } from './pool.js';
 
-/** Loop timing, in ms: timeouts checked every `tickMs` (default 500), engines polled every `reconcileMs` (default 2000). */
+/** Timing in ms: timeouts checked every `tickMs` (default 500), engines polled every `reconcileMs` (default 2000). */
 export interface LoopTiming {
   tickMs?: number;
   reconcileMs?: number;
@@ -28,7 +28,7 @@ export class ProvisioningLoop implements Provisioning {
 
   constructor(readonly pools: Pool[], readonly log: Logger, readonly timing: LoopTiming = {}) {}
 
-  /** Reads each pool's shapes, reconciles once (start-up) and starts the timers. @throws Error when shapes cannot be read. */
+  /** Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read. */
   async start(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.init()));
     await this.#reconcile();
@@ -73,7 +73,7 @@ export class ProvisioningLoop implements Provisioning {
     for (const t of this.#timers) clearInterval(t);
   }
 
-  /** Stops planning, waits for starts in flight, then stops every machine started and waits until the engines no longer have them. */
+  /** Stops planning, waits for starts in flight, then stops every machine started until its engine no longer has it. */
   async close(): Promise<void> {
     this.#closed = true;
     for (const t of this.#timers) clearInterval(t);

@@ -10,7 +10,8 @@ import type { Shape, Unmet } from '../placement/provisioner.js';
 /** True when a machine of `shape` could ever hold `u`: size, and the label when the ask requires one. */
 export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): boolean {
   if (u.ask.policy === 'require' && u.ask.label !== '' && !shape.labels.includes(u.ask.label)) return false;
-  return u.amount.cpus <= shape.cpus && u.amount.gpus <= shape.gpus && (u.amount.ramMb ?? 0) <= (shape.ramMb ?? Infinity);
+  const a = u.amount;
+  return a.cpus <= shape.cpus && a.gpus <= shape.gpus && (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity);
 }
 
 interface Room {
@@ -18,19 +19,24 @@ interface Room {
   free: { cpus: number; gpus: number; ramMb: number };
 }
 
-const roomOf = (shape: Shape): Room => ({ shape, free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity } });
+const roomOf = (shape: Shape): Room => ({
+  shape,
+  free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity },
+});
 
 function take(r: Room, u: Unmet): boolean {
   const a: Amount = u.amount;
-  if (!shapeHolds(r.shape, u) || a.cpus > r.free.cpus || a.gpus > r.free.gpus || (a.ramMb ?? 0) > r.free.ramMb) return false;
+  if (!shapeHolds(r.shape, u)) return false;
+  if (a.cpus > r.free.cpus || a.gpus > r.free.gpus || (a.ramMb ?? 0) > r.free.ramMb) return false;
   r.free.cpus -= a.cpus;
   r.free.gpus -= a.gpus;
   r.free.ramMb -= a.ramMb ?? 0;
   return true;
 }
 
-const size = (s: { gpus: number; cpus: number; ramMb?: number }): [number, number, number] => [s.gpus, s.cpus, s.ramMb ?? 0];
-const cmp = (x: [number, number, number], y: [number, number, number]) => x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+type Size = [number, number, number];
+const size = (s: { gpus: number; cpus: number; ramMb?: number }): Size => [s.gpus, s.cpus, s.ramMb ?? 0];
+const cmp = (x: Size, y: Size) => x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
 
 /** Where each unmet claim goes: index into `[...starting, ...planned]`, or absent when capped. */
 export interface Packing {
@@ -43,7 +49,12 @@ export interface Packing {
  * Packs `unmet` into the machines already `starting` (their shapes) and at most `maxNew` new
  * machines chosen from `shapes`. Claims no shape holds stay unassigned.
  */
-export function pack(unmet: readonly Unmet[], starting: readonly Shape[], shapes: readonly Shape[], maxNew: number): Packing {
+export function pack(
+  unmet: readonly Unmet[],
+  starting: readonly Shape[],
+  shapes: readonly Shape[],
+  maxNew: number,
+): Packing {
   const rooms = starting.map(roomOf);
   const planned: Shape[] = [];
   const assigned = new Map<string, number>();

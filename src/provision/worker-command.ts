@@ -40,13 +40,17 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `cmd args` (at most `timeoutMs`, default 30 s); never rejects: a missing command is code null with the reason in stderr. */
+/**
+ * Runs `cmd args` (at most `timeoutMs`, default 30 s). Never rejects: a missing command or a
+ * timeout is code null with the reason in stderr.
+ */
 export function runCommand(cmd: string, args: string[], env?: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<CommandResult> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env, timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
       const e = err as { code?: number | string; killed?: boolean; message: string } | null;
-      if (e && typeof e.code === 'string') return resolve({ code: null, stdout, stderr: e.code === 'ENOENT' ? `${cmd}: command not found` : e.message });
-      if (e && e.killed) return resolve({ code: null, stdout, stderr: `${cmd}: no answer within ${timeoutMs / 1000} s` });
+      const fail = (why: string) => resolve({ code: null, stdout, stderr: why });
+      if (e && typeof e.code === 'string') return fail(e.code === 'ENOENT' ? `${cmd}: command not found` : e.message);
+      if (e && e.killed) return fail(`${cmd}: no answer within ${timeoutMs / 1000} s`);
       resolve({ code: e ? (typeof e.code === 'number' ? e.code : 1) : 0, stdout, stderr });
     });
   });
