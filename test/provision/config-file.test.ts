@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { runBerth } from '../support/cli.js';
-import { configFile, tempDir } from '../support/provisioning.js';
+import { configFile, tempDir, removeTempDirs } from '../support/provisioning.js';
+
+afterAll(removeTempDirs);
 
 const good = `listen: 127.0.0.1:0
 cpus: 3

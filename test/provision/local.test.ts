@@ -1,13 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, watch } from '../support/claims.js';
 import { runBerth } from '../support/cli.js';
-import { configFile, processAlive, queuedMatching, serveCli, tempDir } from '../support/provisioning.js';
+import { configFile, processAlive, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
+
+afterAll(removeTempDirs);
 
 const pool = (idle = 1, extra = '') => `
 provisioners:

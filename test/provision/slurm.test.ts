@@ -3,16 +3,18 @@
  * (scripts/slurm-up.sh): real sbatch, squeue, scancel, real `berth worker` jobs. Outside CI the
  * tests are skipped, saying why, when Slurm is not up; in CI (CI=true) they run and fail.
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, watch } from '../support/claims.js';
-import { configFile, queuedMatching, serveCli, slurmMissing, squeueIds, tempDir } from '../support/provisioning.js';
+import { configFile, queuedMatching, serveCli, slurmMissing, squeueIds, tempDir, removeTempDirs } from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import type { BerthEvent } from '../../src/events.js';
 import { BerthServer } from '../../src/server/server.js';
+
+afterAll(removeTempDirs);
 
 const missing = slurmMissing();
 const inCI = process.env.CI === 'true';

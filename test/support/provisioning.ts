@@ -4,16 +4,25 @@
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { credentials } from '@grpc/grpc-js';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PlacementServiceClient, type ClaimResponse, type Queued } from '../../generated/ts/berth/v1/placement.js';
 import type { ClaimHandle } from './claims.js';
 import { finished, spawnBerth, waitForLine, type CliResult } from './cli.js';
 
-/** A fresh temporary directory (state dir and config files of one test). */
+const made: string[] = [];
+
+/** A fresh temporary directory (state dir and config files of one test); removed by `removeTempDirs`. */
 export function tempDir(prefix = 'berth-prov-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** Removes every directory `tempDir` made (call in afterAll). */
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /** Writes `yaml` to `<dir>/<name>` and returns the path. */
