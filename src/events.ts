@@ -22,6 +22,10 @@ export type EventKind =
   | 'call_finished'
   | 'call_cancelled'
   | 'server_draining'
+  | 'machine_started' // a provisioner started a machine (SPEC V2)
+  | 'machine_start_failed' // a start failed or never attached: the engine's message (SPEC V4)
+  | 'machine_stopping' // an idle or unneeded machine is given back (SPEC V3)
+  | 'machine_lost' // reconcile found a started machine gone outside berth (SPEC V3)
   | 'watch_started';
 
 /** Why a claim waits, as berth.v1.Queued carries it (SPEC P6); amounts in cores / count / MB. */

@@ -6,6 +6,7 @@ import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.
 import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
+import { renderProvisioners } from './render-provisioners.js';
 
 function headed(head: string[], rows: string[][]): string {
   return table([head, ...rows]);
@@ -65,6 +66,6 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     out.push(`calls in flight: ${s.calls.length}`);
     out.push(headed(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
   }
-  for (const p of s.provisioners) out.push(`provisioner ${p.name}: ${p.status}`);
+  out.push(...renderProvisioners(s.provisioners));
   return out.join('\n');
 }

@@ -1,5 +1,6 @@
 /**
- * `berth serve`: detect the engine host, start the server, drain on SIGINT/SIGTERM (SPEC R3).
+ * `berth serve`: detect the engine host, start the server (and its provisioners, from --config),
+ * drain on SIGINT/SIGTERM (SPEC R3): started workers and Slurm jobs are stopped before it exits.
  */
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
@@ -30,6 +31,9 @@ export function serveCommand(): Command {
     .option('--client-tokens <file>', 'YAML map of client name: token; clients act only on their own claims and runs; re-read on SIGHUP [env BERTH_CLIENT_TOKENS]')
     .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and the live status page / on this HTTP address, e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
+    .option('--config <file>', 'YAML file with serve options (snake_case) and provisioners; flags and env override it [env BERTH_CONFIG]')
+    .option('--state-dir <dir>', 'where started workers log [env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)')
+    .option('--advertise <host:port>', 'address started workers dial [env BERTH_ADVERTISE] (default the listen address)')
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);

@@ -127,10 +127,13 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string,
 export type FlagTable = Record<string, readonly [flag: string, env: string]>;
 
 /**
- * Validates options taken from flags, then env vars (`table`), then the schema's defaults; an
- * empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
+ * Validates options taken from flags, then env vars (`table`), then a config file's values (named
+ * by file and line), then the schema's defaults; an empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
  */
-export function resolveOptions<S extends z.ZodType>(schema: S, table: FlagTable, flags: Record<string, unknown>, env: NodeJS.ProcessEnv): z.output<S> {
+export function resolveOptions<S extends z.ZodType>(
+  schema: S, table: FlagTable, flags: Record<string, unknown>, env: NodeJS.ProcessEnv,
+  file?: { values: Record<string, unknown>; names: Record<string, string> },
+): z.output<S> {
   const raw: Record<string, unknown> = {};
   const names: Record<string, string> = {};
   for (const [key, [flag, envName]] of Object.entries(table)) {
@@ -140,6 +143,9 @@ export function resolveOptions<S extends z.ZodType>(schema: S, table: FlagTable,
     } else if (env[envName] !== undefined && env[envName] !== '') {
       raw[key] = env[envName];
       names[key] = envName;
+    } else if (file && file.values[key] !== undefined) {
+      raw[key] = file.values[key];
+      names[key] = file.names[key];
     }
   }
   return parseOptions(schema, raw, names);

@@ -1,9 +1,14 @@
 /**
- * Options of `berth serve`, validated and defaulted once: flags win over BERTH_* env vars,
- * which win over defaults. Loopback is the default bind (SPEC R2).
+ * Options of `berth serve`, validated and defaulted once: flags win over BERTH_* env vars, which
+ * win over the config file (`--config`, issue 12), which wins over defaults. Loopback is the
+ * default bind (SPEC R2).
  */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { readTokenFile } from './token-file.js';
+import { readConfigFile } from './config-file.js';
+import type { ProvisionerConfig } from './provisioner-options.js';
 import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
 
 /** Default listen address: loopback only. */
@@ -27,13 +32,18 @@ const schema = z.object({
   clientTokens: readableFile.optional(),
   /** Opt-in HTTP port for /metrics and the status page (issue 13); off unless given. */
   metricsListen: address.optional(),
+  stateDir: z.string().min(1, 'must not be empty').optional(),
+  advertise: address.optional(),
 });
 
 /**
  * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
+ * `stateDir`: where provisioned workers log (default $XDG_STATE_HOME/berth or ~/.local/state/berth);
+ * `advertise`: the address started workers dial (default: the bound listen address);
+ * `provisioners`: from the config file (SPEC V1), [] without one.
  */
-export type ServeOptions = z.output<typeof schema>;
+export type ServeOptions = z.output<typeof schema> & { stateDir: string; provisioners: ProvisionerConfig[]; config?: string };
 
 const FLAGS: FlagTable = {
   listen: ['--listen', 'BERTH_LISTEN'],
@@ -52,14 +62,24 @@ const FLAGS: FlagTable = {
   workerTokens: ['--worker-tokens', 'BERTH_WORKER_TOKENS'],
   clientTokens: ['--client-tokens', 'BERTH_CLIENT_TOKENS'],
   metricsListen: ['--metrics-listen', 'BERTH_METRICS_LISTEN'],
+  stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
+  advertise: ['--advertise', 'BERTH_ADVERTISE'],
 };
 
+/** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(env.HOME || homedir(), '.local', 'state');
+  return join(base, 'berth');
+}
+
 /**
- * Merges flags and env into validated options.
- * @throws OptionsError naming the flag (or env var) and the bad value.
+ * Merges flags, env and the config file (`flags.config` or BERTH_CONFIG) into validated options.
+ * @throws OptionsError naming the flag, env var or file line, and the bad value.
  */
 export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
-  const opts = resolveOptions(schema, FLAGS, flags, env);
+  const configPath = typeof flags.config === 'string' ? flags.config : env.BERTH_CONFIG || undefined;
+  const file = configPath === undefined ? undefined : readConfigFile(configPath, Object.keys(FLAGS));
+  const opts = resolveOptions(schema, FLAGS, flags, env, file);
   if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) {
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }
@@ -68,5 +88,5 @@ export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.
   }
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
-  return opts;
+  return { ...opts, stateDir: opts.stateDir ?? defaultStateDir(env), provisioners: file?.provisioners ?? [], config: configPath };
 }

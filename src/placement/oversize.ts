@@ -8,7 +8,6 @@ import { BerthError } from '../errors.js';
 import { describeAmount, type Amount } from '../resources/books.js';
 import { anyCanEverHold, chooseNow, clampTarget } from './choose.js';
 import type { MachineEntry, MachineSet } from './machines.js';
-import type { Provisioner } from './provisioner.js';
 import type { NormalizedAsk } from './types.js';
 
 /** Satisfiable's answer (mirrors berth.v1.Verdict without the prefix). */
@@ -65,7 +64,7 @@ export function oversizeError(asked: Amount, target: { machine: MachineEntry; am
  */
 export function askVerdict(
   machines: MachineSet,
-  provisioners: Provisioner[],
+  covers: (ask: NormalizedAsk) => boolean,
   ask: NormalizedAsk,
   fitsNow: (m: MachineEntry, amount: Amount) => boolean,
 ): AskVerdict {
@@ -73,7 +72,7 @@ export function askVerdict(
   if (anyCanEverHold(machines, ask, amount)) {
     return { verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits', waitFor: '', limiting: '' };
   }
-  if (provisioners.some((p) => p.covers(ask))) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
+  if (covers(ask)) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);
   if (!t) return { verdict: 'waits', waitFor: '', limiting: '' }; // a required label's machine is coming back (P3 grace)
   const limiting = limitingDimension(amount, t.amount);

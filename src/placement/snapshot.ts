@@ -4,7 +4,7 @@
 import type { Amount } from '../resources/books.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { MachineEntry, MachineSet } from './machines.js';
-import type { Provisioner } from './provisioner.js';
+import { withReason, type ProvisionerView } from './provisioner.js';
 import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
 import { queuedInfo } from './queued.js';
 import type { Waiter } from './waiting.js';
@@ -35,7 +35,7 @@ export interface PlacerSnapshot {
     owner?: string;
   }[];
   held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number; owner?: string }[];
-  provisioners: { name: string; shapes: HostInventory[]; status: string }[];
+  provisioners: ProvisionerView[];
 }
 
 /** Builds the snapshot from the placer's parts. */
@@ -43,7 +43,8 @@ export function placerSnapshot(
   machines: MachineSet,
   waiters: readonly Waiter[],
   held: readonly { grant: Grant; entry: MachineEntry; since: number }[],
-  provisioners: readonly Provisioner[],
+  provisioning: (claimId: string) => string | undefined,
+  provisioners: ProvisionerView[],
 ): PlacerSnapshot {
   const now = Date.now();
   // Waiters of one class wait for the same thing: work out why once per class.
@@ -70,13 +71,13 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: reason(w, i + 1), waitedMs: now - w.since,
+      reason: withReason(reason(w, i + 1), provisioning(w.claimId)), waitedMs: now - w.since,
       reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped, owner: w.ask.owner,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
       allocation: h.grant.allocation, heldMs: now - h.since, owner: h.grant.ask.owner,
     })),
-    provisioners: provisioners.map((p) => ({ name: p.name, shapes: p.shapes(), status: p.status() })),
+    provisioners,
   };
 }

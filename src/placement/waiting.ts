@@ -9,7 +9,7 @@
 import type { Amount } from '../resources/books.js';
 import type { MachineEntry } from './machines.js';
 import { Reservations } from './reservations.js';
-import type { Grant, NormalizedAsk } from './types.js';
+import type { Grant, NormalizedAsk, QueuedInfo } from './types.js';
 
 /** A claim that fits some machine, or will, but not right now. */
 export interface Waiter {
@@ -26,6 +26,8 @@ export interface Waiter {
   reject(err: unknown): void;
   /** Removes the abort listener. */
   detach(): void;
+  /** Hears a fresh Queued when why it waits changes (a provisioner's reason, SPEC V4). */
+  notify?: (q: QueuedInfo) => void;
 }
 
 /** Waiters asking the same thing; `amount` is the ask, or the ask clamped to the best machine (P5, P11). */

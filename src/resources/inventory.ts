@@ -1,7 +1,9 @@
 /**
- * Host inventory detection: cores, RAM and NVIDIA GPUs of the machine this process runs on.
+ * Host inventory detection: cores, RAM and NVIDIA GPUs of the machine this process runs on, within
+ * what a Slurm job, the cgroup and CUDA_VISIBLE_DEVICES leave it.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** What a machine has: `cpus` cores, `gpuIds` device indices, `ramMb` MB (undefined = not limited). */
@@ -32,13 +34,66 @@ export function detectNvidiaGpus(timeoutMs = 5000): Promise<number[]> {
   });
 }
 
+/** MB in a byte count. */
+const MB = 1024 * 1024;
+
+/** `0,2,3` → [0, 2, 3]; undefined for anything but a list of device indices (UUIDs, MIG names). */
+function indexList(v: string): number[] | undefined {
+  if (v.trim() === '' || v.trim() === 'NoDevFiles') return [];
+  const parts = v.split(',').map((x) => x.trim());
+  return parts.every((x) => /^\d+$/.test(x)) ? parts.map(Number) : undefined;
+}
+
+/** Cores a cgroup v2 `cpu.max` quota allows (rounded up), or undefined without a quota. */
+function cgroupCpus(): number | undefined {
+  try {
+    const [quota, period] = readFileSync('/sys/fs/cgroup/cpu.max', 'utf8').trim().split(/\s+/);
+    if (quota === 'max') return undefined;
+    const n = Math.ceil(Number(quota) / Number(period));
+    return Number.isFinite(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Detects this host's inventory (cores from os.availableParallelism, RAM from os.totalmem,
- * GPUs from nvidia-smi) and applies the overrides. Detection is skipped for overridden fields.
+ * What this process's surroundings limit it to (issue 12): inside a Slurm job its cores
+ * (SLURM_CPUS_ON_NODE) and memory (SLURM_MEM_PER_NODE, MB); the cgroup's CPU quota and memory
+ * limit (`process.constrainedMemory()`); the GPUs CUDA_VISIBLE_DEVICES (else SLURM_JOB_GPUS)
+ * names. Undefined fields are not limited.
  */
-export async function detectInventory(overrides: InventoryOverrides = {}): Promise<HostInventory> {
-  const cpus = overrides.cpus ?? os.availableParallelism();
-  const gpuIds = overrides.gpuIds ?? (await detectNvidiaGpus());
-  const ramMb = overrides.ramMb ?? Math.floor(os.totalmem() / (1024 * 1024));
+export function constrainedInventory(env: NodeJS.ProcessEnv = process.env): InventoryOverrides {
+  const out: InventoryOverrides = {};
+  const slurmCpus = Number(env.SLURM_CPUS_ON_NODE);
+  if (Number.isInteger(slurmCpus) && slurmCpus > 0) out.cpus = slurmCpus;
+  else {
+    const q = cgroupCpus();
+    if (q !== undefined && q < os.availableParallelism()) out.cpus = q;
+  }
+  const limits: number[] = [];
+  const slurmMem = Number(env.SLURM_MEM_PER_NODE);
+  if (Number.isInteger(slurmMem) && slurmMem > 0) limits.push(slurmMem);
+  const cg = typeof process.constrainedMemory === 'function' ? process.constrainedMemory() : 0;
+  if (cg > 0 && cg < os.totalmem()) limits.push(Math.floor(cg / MB));
+  if (limits.length) out.ramMb = Math.min(...limits);
+  const visible = env.CUDA_VISIBLE_DEVICES ?? env.SLURM_JOB_GPUS;
+  if (visible !== undefined) out.gpuIds = indexList(visible);
+  return out;
+}
+
+/**
+ * Detects this host's inventory — cores from os.availableParallelism, RAM from os.totalmem, GPUs
+ * from nvidia-smi — within what `constrainedInventory` allows (a Slurm job's share, the cgroup,
+ * CUDA_VISIBLE_DEVICES), then applies the overrides. Detection is skipped for overridden fields.
+ */
+export async function detectInventory(overrides: InventoryOverrides = {}, env: NodeJS.ProcessEnv = process.env): Promise<HostInventory> {
+  const limit = constrainedInventory(env);
+  const cpus = overrides.cpus ?? limit.cpus ?? os.availableParallelism();
+  let gpuIds = overrides.gpuIds;
+  if (gpuIds === undefined) {
+    const found = await detectNvidiaGpus();
+    gpuIds = limit.gpuIds === undefined ? found : found.length ? limit.gpuIds.filter((id) => found.includes(id)) : limit.gpuIds;
+  }
+  const ramMb = overrides.ramMb ?? limit.ramMb ?? Math.floor(os.totalmem() / MB);
   return { cpus, gpuIds: [...gpuIds].sort((a, b) => a - b), ramMb };
 }

@@ -1,12 +1,20 @@
 /**
  * Domain shapes → berth.v1 messages. Only the edge knows the wire types' field names.
  */
-import type { GetSnapshotResponse, Granted, Queued, WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
+import { ProvisionedState, type GetSnapshotResponse, type Granted, type Queued, type WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
 import type { Resources } from '../../generated/ts/berth/v1/resources.js';
 import type { BerthEvent, QueuedFacts } from '../events.js';
 import type { Amount } from '../resources/books.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
+
+/** Provisioned machine state → berth.v1.ProvisionedState. */
+const PROVISIONED_STATE = {
+  starting: ProvisionedState.PROVISIONED_STATE_STARTING,
+  running: ProvisionedState.PROVISIONED_STATE_RUNNING,
+  idle: ProvisionedState.PROVISIONED_STATE_IDLE,
+  stopping: ProvisionedState.PROVISIONED_STATE_STOPPING,
+} as const;
 
 /** QueuedInfo → berth.v1.Queued. */
 export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
@@ -50,7 +58,10 @@ export function toSnapshot(s: PlacerSnapshot, calls: GetSnapshotResponse['calls'
     })),
     calls,
     provisioners: s.provisioners.map((p) => ({
-      name: p.name, status: p.status, shapes: p.shapes.map((x) => ({ cpus: x.cpus, gpuIds: x.gpuIds, ramMb: x.ramMb })),
+      name: p.name, status: p.status, kind: p.kind, maxMachines: p.maxMachines, lastError: p.lastError,
+      shapes: p.shapes.map((x) => ({ cpus: x.cpus, gpuIds: Array.from({ length: x.gpus }, (_, i) => i), ramMb: x.ramMb })),
+      shapeLabels: p.shapes.map((x) => x.labels.join(',')),
+      machines: p.machines.map((m) => ({ name: m.name, engineId: m.engineId, state: PROVISIONED_STATE[m.state], detail: m.detail, sinceMs: clampU32(m.sinceMs) })),
     })),
     held: s.held.map((h) => ({
       claimId: h.claimId, node: h.node, runId: h.runId, machine: h.machine, heldMs: clampU32(h.heldMs),

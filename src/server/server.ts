@@ -11,7 +11,9 @@ import { readFlagFile } from '../config/fields.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
-import type { Provisioner } from '../placement/provisioner.js';
+import { buildProvisioning } from '../provision/build.js';
+import type { ProvisioningLoop } from '../provision/loop.js';
+import type { ProvisionerView } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
@@ -60,17 +62,23 @@ export class BerthServer {
   #port = 0;
   #observe?: ObserveServer;
   #stopping?: Promise<void>;
+  readonly #provisioning?: ProvisioningLoop;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
-   * @param deps optional logger, provisioners (SPEC P10), worker heartbeat interval in ms (default
-   *   5000) and server keepalive (default DEFAULT_KEEPALIVE)
+   * @param deps optional logger, provisioning loop factory (SPEC P10; default: built from options.provisioners),
+   *   worker heartbeat interval in ms (default 5000) and server keepalive (default DEFAULT_KEEPALIVE)
    */
   constructor(
     readonly options: ServeOptions,
     engine: HostInventory,
-    deps: { log?: Logger; provisioners?: Provisioner[]; heartbeatMs?: number; keepalive?: KeepaliveOptions } = {},
+    deps: {
+      log?: Logger;
+      provisioning?: (events: EventBus, log: Logger) => ProvisioningLoop;
+      heartbeatMs?: number;
+      keepalive?: KeepaliveOptions;
+    } = {},
   ) {
     const keepalive = deps.keepalive ?? DEFAULT_KEEPALIVE;
     this.#grpc = new Server({
@@ -86,12 +94,18 @@ export class BerthServer {
     this.#log = log;
     const events = new EventBus();
     logDecisions(events, log); // issue 13: one structured line per decision, from the event bus
+    const target = () => ({ server: this.advertised, token: options.token, stateDir: options.stateDir });
+    this.#provisioning =
+      deps.provisioning?.(events, log) ??
+      (options.provisioners.length
+        ? buildProvisioning(options.provisioners, options.stateDir, target, { events, log })
+        : undefined);
     const placer = new Placer({
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
       reconnectGraceMs: options.reconnectGrace * 1000,
       restartGraceMs: options.reconnectGrace * 1000, // workers reconnecting after a restart (issue 10 item 10)
-      provisioners: deps.provisioners,
+      provisioning: this.#provisioning,
     });
     const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000, engineCpus: engine.cpus });
     const { drain, live } = this.lifecycle;
@@ -101,7 +115,7 @@ export class BerthServer {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),
         callsInFlight: () => hub.calls.size,
-        provisionerMachines: () => provisionerMachines(placer.provisioners),
+        provisionerMachines: () => provisionerMachines(placer.snapshot().provisioners),
       });
       this.context.metrics = metrics;
       this.#observe = new ObserveServer(options.metricsListen, {
@@ -137,10 +151,19 @@ export class BerthServer {
     return `${host}:${this.#port}`;
   }
 
+  /** The address started workers dial: --advertise, else the bound listen address (a wildcard host → loopback). */
+  get advertised(): string {
+    if (this.options.advertise) return this.options.advertise;
+    const host = this.options.listen.slice(0, this.options.listen.lastIndexOf(':'));
+    return `${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${this.#port}`;
+  }
+
   /**
-   * Binds `options.listen` and starts serving; health turns SERVING.
+   * Binds `options.listen`, starts the provisioning loop (shapes, a first reconcile) and starts
+   * serving; health turns SERVING.
    * @throws ListenError when the address cannot be bound (in use, not on this host, not allowed),
-   *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file.
+   *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file;
+   *   Error when a provisioner cannot read its shapes (sinfo fails).
    */
   async start(): Promise<number> {
     const creds = this.#credentials();
@@ -156,6 +179,7 @@ export class BerthServer {
       }
       this.#log.info({ url: this.#observe.url, metrics: `${this.#observe.url}/metrics` }, 'status page and metrics');
     }
+    await this.#provisioning?.start();
     if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
@@ -171,6 +195,8 @@ export class BerthServer {
    * (GOAWAY, connections cut 1 s later at most), and engine-host processes still running get
    * SIGTERM, SIGKILL after the executor grace (options.grace); stop resolves once their process
    * groups are gone — at most about `graceMs` + options.grace + 4 s in all. Idempotent.
+   * Provisioning stops planning at once; after the drain every machine it started is stopped and
+   * awaited (local process groups gone, Slurm jobs out of squeue: up to 30 s more).
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
     this.#stopping ??= this.#stop(graceMs);
@@ -181,6 +207,7 @@ export class BerthServer {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
     this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
     this.lifecycle.to('draining');
+    this.#provisioning?.pause();
     this.#log.info({ graceMs, inFlight: this.lifecycle.live.keptCount }, 'berth draining');
     const live = this.lifecycle.live;
     if (await live.idle(graceMs)) {
@@ -199,7 +226,8 @@ export class BerthServer {
         resolve();
       });
     });
-    await this.context.hub.close(); // engine-host processes: SIGTERM, SIGKILL after the grace, gone
+    // engine-host processes: SIGTERM, SIGKILL after the grace, gone; started machines: stopped, gone from their engine
+    await Promise.all([this.context.hub.close(), this.#provisioning?.close()]);
     await this.#observe?.stop();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
@@ -246,13 +274,12 @@ export class ListenError extends Error {
 }
 
 
-/** Provisioner machines by state, from provisioners that report them (an optional `machines()`; issue 13). */
-function provisionerMachines(ps: readonly Provisioner[]): { provisioner: string; state: string; count: number }[] {
+/** Provisioner machines by state (issue 13 metrics), from the snapshot's provisioner views (issue 12). */
+function provisionerMachines(ps: readonly ProvisionerView[]): { provisioner: string; state: string; count: number }[] {
   const out: { provisioner: string; state: string; count: number }[] = [];
   for (const p of ps) {
-    const list = (p as { machines?: () => { state: string }[] }).machines?.() ?? [];
     const by = new Map<string, number>();
-    for (const m of list) by.set(m.state, (by.get(m.state) ?? 0) + 1);
+    for (const m of p.machines) by.set(m.state, (by.get(m.state) ?? 0) + 1);
     for (const [state, count] of by) out.push({ provisioner: p.name, state, count });
   }
   return out;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type PlacementServiceClient, type SatisfiableResponse, Verdict, type WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, fakeWorker, watch } from '../support/claims.js';
-import { TestProvisioner } from '../support/provisioner.js';
+import { testProvisioner } from '../support/provisioner.js';
 import { run, runRequest } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -107,8 +107,8 @@ describe('loud clamping', () => {
   });
 
   it('Satisfiable answers runs now, waits, waits for a provisioner, clamped (with clamped_to and limiting) and impossible', async () => {
-    const prov = new TestProvisioner({ cpus: 16, gpuIds: [0, 1] });
-    t = await startServer({ cpus: 4, provisioners: [prov] });
+    const prov = testProvisioner({ cpus: 16, gpus: 2, labels: [] });
+    t = await startServer({ cpus: 4, provisioning: prov.make });
     expect(await satisfiable(t.placement, { cpus: 2 })).toEqual({ waitFor: '', verdict: Verdict.VERDICT_RUNS_NOW, clampedTo: undefined, limiting: '' });
     const held = claim(t.placement, { cpus: 4 });
     await held.granted;

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { ask, claim, fakeWorker } from '../support/claims.js';
-import { TestProvisioner } from '../support/provisioner.js';
+import { testProvisioner } from '../support/provisioner.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -27,20 +27,20 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
   });
 
   it('with a provisioner covering up to 2 GPUs: a GPU ask waits for it; a CPU ask does not', async () => {
-    const prov = new TestProvisioner({ cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
-    t = await startServer({ cpus: 4, provisioners: [prov] });
+    const prov = testProvisioner({ cpus: 16, gpus: 2, ramMb: 65536, labels: [] });
+    t = await startServer({ cpus: 4, provisioning: prov.make });
     expect(await satisfiable(t.placement, { cpus: 1, gpus: 1 })).toBe('1 gpu(s) and 1 cpu(s)');
     expect(await satisfiable(t.placement, { cpus: 1, gpus: 0 })).toBe('');
     expect((await snapshot(t.placement)).provisioners.map((p) => p.name)).toEqual(['test']);
   });
 
   it('an ask a provisioner covers waits for the machine it starts instead of being clamped', async () => {
-    const prov = new TestProvisioner({ cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
-    t = await startServer({ cpus: 4, provisioners: [prov] });
+    const prov = testProvisioner({ cpus: 16, gpus: 2, ramMb: 65536, labels: [] });
+    t = await startServer({ cpus: 4, provisioning: prov.make });
     const c = claim(t.placement, { cpus: 1, gpus: 1, node: 'wants.gpu' });
     const q = await c.queued;
     expect(q.detail).toBe('1 gpu(s) and 1 cpu(s)');
-    expect(prov.requests.map((r) => r.node)).toEqual(['wants.gpu']);
+    expect(prov.backend.requests).toEqual([{ cpus: 16, gpus: 2, ramMb: 65536, labels: [] }]);
     const w = fakeWorker(t.worker, 'prov-1', { cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
     const g = await c.granted;
     expect(g.machine).toBe('prov-1');

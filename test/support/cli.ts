@@ -2,13 +2,11 @@
  * Test support: runs the real `berth` CLI (bin/berth.js) as a subprocess.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BERTH_BIN, BERTH_ROOT } from '../../src/berth-bin.js';
 
 /** Repository root. */
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** The CLI entry point. */
-export const BERTH_BIN = join(ROOT, 'bin', 'berth.js');
+export const ROOT = BERTH_ROOT;
+export { BERTH_BIN };
 
 /** Output and exit status of a finished CLI run. */
 export interface CliResult {

@@ -7,7 +7,8 @@ import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js
 import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import type { HostInventory } from '../../src/resources/inventory.js';
-import type { Provisioner } from '../../src/placement/provisioner.js';
+import type { EventBus } from '../../src/events.js';
+import type { ProvisioningLoop } from '../../src/provision/loop.js';
 import { BerthServer, type KeepaliveOptions } from '../../src/server/server.js';
 
 /** Engine inventory and serve flags for a test server. */
@@ -15,8 +16,8 @@ export interface TestServerOptions {
   cpus?: number;
   gpuIds?: number[];
   ramMb?: number;
-  /** Provisioners (SPEC P10). */
-  provisioners?: Provisioner[];
+  /** Builds the provisioning loop (SPEC P10) on the server's event bus; without it, the config file's provisioners. */
+  provisioning?: (events: EventBus) => ProvisioningLoop;
   /** Extra `berth serve` flags (as option keys, e.g. { token: 's3cret', grace: 1 }). */
   flags?: Record<string, unknown>;
   /** Server keepalive (default DEFAULT_KEEPALIVE: 10 s ping, 5 s timeout). */
@@ -39,7 +40,7 @@ export interface TestServer {
 export async function startServer(o: TestServerOptions = {}): Promise<TestServer> {
   const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, ...o.flags }, {});
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
-  const server = new BerthServer(options, engine, { provisioners: o.provisioners, keepalive: o.keepalive });
+  const server = new BerthServer(options, engine, { provisioning: o.provisioning, keepalive: o.keepalive });
   await server.start();
   const address = server.address;
   const invariantErrors: string[] = [];

@@ -93,6 +93,63 @@ export function verdictToJSON(object: Verdict): string {
   }
 }
 
+/** ProvisionedState is where a provisioned machine is in its life (SPEC V2, V3). */
+export enum ProvisionedState {
+  /** PROVISIONED_STATE_UNSPECIFIED - Not set. */
+  PROVISIONED_STATE_UNSPECIFIED = 0,
+  /** PROVISIONED_STATE_STARTING - Requested from its engine; its worker has not attached yet. */
+  PROVISIONED_STATE_STARTING = 1,
+  /** PROVISIONED_STATE_RUNNING - Attached, holding at least one claim. */
+  PROVISIONED_STATE_RUNNING = 2,
+  /** PROVISIONED_STATE_IDLE - Attached, holding no claim (given back after idle_timeout). */
+  PROVISIONED_STATE_IDLE = 3,
+  /** PROVISIONED_STATE_STOPPING - Being given back (scancel, SIGTERM). */
+  PROVISIONED_STATE_STOPPING = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function provisionedStateFromJSON(object: any): ProvisionedState {
+  switch (object) {
+    case 0:
+    case "PROVISIONED_STATE_UNSPECIFIED":
+      return ProvisionedState.PROVISIONED_STATE_UNSPECIFIED;
+    case 1:
+    case "PROVISIONED_STATE_STARTING":
+      return ProvisionedState.PROVISIONED_STATE_STARTING;
+    case 2:
+    case "PROVISIONED_STATE_RUNNING":
+      return ProvisionedState.PROVISIONED_STATE_RUNNING;
+    case 3:
+    case "PROVISIONED_STATE_IDLE":
+      return ProvisionedState.PROVISIONED_STATE_IDLE;
+    case 4:
+    case "PROVISIONED_STATE_STOPPING":
+      return ProvisionedState.PROVISIONED_STATE_STOPPING;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ProvisionedState.UNRECOGNIZED;
+  }
+}
+
+export function provisionedStateToJSON(object: ProvisionedState): string {
+  switch (object) {
+    case ProvisionedState.PROVISIONED_STATE_UNSPECIFIED:
+      return "PROVISIONED_STATE_UNSPECIFIED";
+    case ProvisionedState.PROVISIONED_STATE_STARTING:
+      return "PROVISIONED_STATE_STARTING";
+    case ProvisionedState.PROVISIONED_STATE_RUNNING:
+      return "PROVISIONED_STATE_RUNNING";
+    case ProvisionedState.PROVISIONED_STATE_IDLE:
+      return "PROVISIONED_STATE_IDLE";
+    case ProvisionedState.PROVISIONED_STATE_STOPPING:
+      return "PROVISIONED_STATE_STOPPING";
+    case ProvisionedState.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Release ends a granted claim. */
 export interface Release {
 }
@@ -394,8 +451,32 @@ export interface ProvisionerStatus {
   name: string;
   /** Shapes of machines it can start. */
   shapes: Inventory[];
-  /** Human status, e.g. "idle" or "starting 1 machine". */
+  /** Human status, e.g. "no machines" or "2 machine(s): 1 starting, 1 running". */
   status: string;
+  /** Kind: "slurm" or "local" (SPEC V1). */
+  kind: string;
+  /** Most machines it has started or starting at once (max_machines). */
+  maxMachines: number;
+  /** Machines it started, with their engine ids (Slurm job id, pid). */
+  machines: ProvisionedMachine[];
+  /** The engine's own message of the last failed start or reconcile (e.g. sbatch's error); empty when none. */
+  lastError: string;
+  /** Labels of shapes[i], comma-separated, index-aligned with shapes. */
+  shapeLabels: string[];
+}
+
+/** ProvisionedMachine is one machine a provisioner started. */
+export interface ProvisionedMachine {
+  /** Worker name it attaches under, e.g. "hpc-1234"; empty while its start is being requested. */
+  name: string;
+  /** Id in its engine: the Slurm job id or the local pid; empty while being requested. */
+  engineId: string;
+  /** Where it is in its life. */
+  state: ProvisionedState;
+  /** Human detail, e.g. "Slurm job 1234 pending (Resources)". */
+  detail: string;
+  /** Milliseconds in this state. */
+  sinceMs: number;
 }
 
 /** GetSnapshotResponse is the whole state of the books. */
@@ -3108,7 +3189,7 @@ export const CallInFlight: MessageFns<CallInFlight> = {
 };
 
 function createBaseProvisionerStatus(): ProvisionerStatus {
-  return { name: "", shapes: [], status: "" };
+  return { name: "", shapes: [], status: "", kind: "", maxMachines: 0, machines: [], lastError: "", shapeLabels: [] };
 }
 
 export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
@@ -3121,6 +3202,21 @@ export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
     }
     if (message.status !== "") {
       writer.uint32(26).string(message.status);
+    }
+    if (message.kind !== "") {
+      writer.uint32(34).string(message.kind);
+    }
+    if (message.maxMachines !== 0) {
+      writer.uint32(40).uint32(message.maxMachines);
+    }
+    for (const v of message.machines) {
+      ProvisionedMachine.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.lastError !== "") {
+      writer.uint32(58).string(message.lastError);
+    }
+    for (const v of message.shapeLabels) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -3162,6 +3258,46 @@ export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
             message.status = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.maxMachines = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.machines.push(ProvisionedMachine.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.lastError = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.shapeLabels.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3179,6 +3315,25 @@ export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       shapes: globalThis.Array.isArray(object?.shapes) ? object.shapes.map((e: any) => Inventory.fromJSON(e)) : [],
       status: isSet(object.status) ? globalThis.String(object.status) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      maxMachines: isSet(object.maxMachines)
+        ? globalThis.Number(object.maxMachines)
+        : isSet(object.max_machines)
+        ? globalThis.Number(object.max_machines)
+        : 0,
+      machines: globalThis.Array.isArray(object?.machines)
+        ? object.machines.map((e: any) => ProvisionedMachine.fromJSON(e))
+        : [],
+      lastError: isSet(object.lastError)
+        ? globalThis.String(object.lastError)
+        : isSet(object.last_error)
+        ? globalThis.String(object.last_error)
+        : "",
+      shapeLabels: globalThis.Array.isArray(object?.shapeLabels)
+        ? object.shapeLabels.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.shape_labels)
+        ? object.shape_labels.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3193,6 +3348,21 @@ export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
     if (message.status !== "") {
       obj.status = message.status;
     }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.maxMachines !== 0) {
+      obj.maxMachines = Math.round(message.maxMachines);
+    }
+    if (message.machines?.length) {
+      obj.machines = message.machines.map((e) => ProvisionedMachine.toJSON(e));
+    }
+    if (message.lastError !== "") {
+      obj.lastError = message.lastError;
+    }
+    if (message.shapeLabels?.length) {
+      obj.shapeLabels = message.shapeLabels;
+    }
     return obj;
   },
 
@@ -3204,6 +3374,152 @@ export const ProvisionerStatus: MessageFns<ProvisionerStatus> = {
     message.name = object.name ?? "";
     message.shapes = object.shapes?.map((e) => Inventory.fromPartial(e)) || [];
     message.status = object.status ?? "";
+    message.kind = object.kind ?? "";
+    message.maxMachines = object.maxMachines ?? 0;
+    message.machines = object.machines?.map((e) => ProvisionedMachine.fromPartial(e)) || [];
+    message.lastError = object.lastError ?? "";
+    message.shapeLabels = object.shapeLabels?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseProvisionedMachine(): ProvisionedMachine {
+  return { name: "", engineId: "", state: 0, detail: "", sinceMs: 0 };
+}
+
+export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
+  encode(message: ProvisionedMachine, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.engineId !== "") {
+      writer.uint32(18).string(message.engineId);
+    }
+    if (message.state !== 0) {
+      writer.uint32(24).int32(message.state);
+    }
+    if (message.detail !== "") {
+      writer.uint32(34).string(message.detail);
+    }
+    if (message.sinceMs !== 0) {
+      writer.uint32(40).uint32(message.sinceMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProvisionedMachine {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProvisionedMachine();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.engineId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.sinceMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ProvisionedMachine {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      engineId: isSet(object.engineId)
+        ? globalThis.String(object.engineId)
+        : isSet(object.engine_id)
+        ? globalThis.String(object.engine_id)
+        : "",
+      state: isSet(object.state) ? provisionedStateFromJSON(object.state) : 0,
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+      sinceMs: isSet(object.sinceMs)
+        ? globalThis.Number(object.sinceMs)
+        : isSet(object.since_ms)
+        ? globalThis.Number(object.since_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ProvisionedMachine): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.engineId !== "") {
+      obj.engineId = message.engineId;
+    }
+    if (message.state !== 0) {
+      obj.state = provisionedStateToJSON(message.state);
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    if (message.sinceMs !== 0) {
+      obj.sinceMs = Math.round(message.sinceMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ProvisionedMachine>, I>>(base?: I): ProvisionedMachine {
+    return ProvisionedMachine.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProvisionedMachine>, I>>(object: I): ProvisionedMachine {
+    const message = createBaseProvisionedMachine();
+    message.name = object.name ?? "";
+    message.engineId = object.engineId ?? "";
+    message.state = object.state ?? 0;
+    message.detail = object.detail ?? "";
+    message.sinceMs = object.sinceMs ?? 0;
     return message;
   },
 };

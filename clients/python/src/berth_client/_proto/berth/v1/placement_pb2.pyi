@@ -18,12 +18,25 @@ class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERDICT_WAITS_FOR_PROVISIONER: _ClassVar[Verdict]
     VERDICT_CLAMPED: _ClassVar[Verdict]
     VERDICT_IMPOSSIBLE: _ClassVar[Verdict]
+
+class ProvisionedState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PROVISIONED_STATE_UNSPECIFIED: _ClassVar[ProvisionedState]
+    PROVISIONED_STATE_STARTING: _ClassVar[ProvisionedState]
+    PROVISIONED_STATE_RUNNING: _ClassVar[ProvisionedState]
+    PROVISIONED_STATE_IDLE: _ClassVar[ProvisionedState]
+    PROVISIONED_STATE_STOPPING: _ClassVar[ProvisionedState]
 VERDICT_UNSPECIFIED: Verdict
 VERDICT_RUNS_NOW: Verdict
 VERDICT_WAITS: Verdict
 VERDICT_WAITS_FOR_PROVISIONER: Verdict
 VERDICT_CLAMPED: Verdict
 VERDICT_IMPOSSIBLE: Verdict
+PROVISIONED_STATE_UNSPECIFIED: ProvisionedState
+PROVISIONED_STATE_STARTING: ProvisionedState
+PROVISIONED_STATE_RUNNING: ProvisionedState
+PROVISIONED_STATE_IDLE: ProvisionedState
+PROVISIONED_STATE_STOPPING: ProvisionedState
 
 class Release(_message.Message):
     __slots__ = ()
@@ -270,14 +283,38 @@ class CallInFlight(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., elapsed_ms: _Optional[int] = ...) -> None: ...
 
 class ProvisionerStatus(_message.Message):
-    __slots__ = ("name", "shapes", "status")
+    __slots__ = ("name", "shapes", "status", "kind", "max_machines", "machines", "last_error", "shape_labels")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SHAPES_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MAX_MACHINES_FIELD_NUMBER: _ClassVar[int]
+    MACHINES_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_LABELS_FIELD_NUMBER: _ClassVar[int]
     name: str
     shapes: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Inventory]
     status: str
-    def __init__(self, name: _Optional[str] = ..., shapes: _Optional[_Iterable[_Union[_resources_pb2.Inventory, _Mapping]]] = ..., status: _Optional[str] = ...) -> None: ...
+    kind: str
+    max_machines: int
+    machines: _containers.RepeatedCompositeFieldContainer[ProvisionedMachine]
+    last_error: str
+    shape_labels: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., shapes: _Optional[_Iterable[_Union[_resources_pb2.Inventory, _Mapping]]] = ..., status: _Optional[str] = ..., kind: _Optional[str] = ..., max_machines: _Optional[int] = ..., machines: _Optional[_Iterable[_Union[ProvisionedMachine, _Mapping]]] = ..., last_error: _Optional[str] = ..., shape_labels: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProvisionedMachine(_message.Message):
+    __slots__ = ("name", "engine_id", "state", "detail", "since_ms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    engine_id: str
+    state: ProvisionedState
+    detail: str
+    since_ms: int
+    def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
     __slots__ = ("machines", "waiting", "calls", "provisioners", "held")

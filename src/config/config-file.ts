@@ -1,0 +1,98 @@
+/**
+ * The `berth serve --config FILE` file (YAML, issue 12; SPEC V1): every serve option under its
+ * flag's name in snake_case, plus `provisioners:`. Values go through the same zod schemas as
+ * flags; each error names the file, the line, the key and the value. Unknown keys are errors.
+ */
+import { readFileSync } from 'node:fs';
+import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import { type z } from 'zod';
+import { cannotRead, OptionsError } from './fields.js';
+import { provisionersSchema, type ProvisionerConfig } from './provisioner-options.js';
+
+/** Values read from the file, by option key, with the name each is reported under (`cfg.yaml line 3: cpus`). */
+export interface ConfigFileValues {
+  values: Record<string, unknown>;
+  names: Record<string, string>;
+  provisioners: ProvisionerConfig[];
+}
+
+/**
+ * Reads and checks `path`. `optionKeys` are the option keys (camelCase) the file may set.
+ * @throws OptionsError `--config: cannot read '<file>': no such file`, a YAML syntax error with
+ *   its line, `<file> line N: <key>: unknown key`, or a bad provisioner value naming key and value.
+ */
+export function readConfigFile(path: string, optionKeys: readonly string[]): ConfigFileValues {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new OptionsError(`--config: ${cannotRead(path, e)}`);
+  }
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const at = (offset: number | undefined) => `${path} line ${offset === undefined ? '?' : lines.linePos(offset).line}`;
+  if (doc.errors.length) {
+    const e = doc.errors[0];
+    throw new OptionsError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
+  }
+  const out: ConfigFileValues = { values: {}, names: {}, provisioners: [] };
+  if (doc.contents === null) return out;
+  if (!isMap(doc.contents)) {
+    throw new OptionsError(`${at(doc.contents.range?.[0])}: the file must be a mapping of option: value`);
+  }
+  const all = doc.toJS() as Record<string, unknown>;
+  const allowed = new Map(optionKeys.map((k) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), k]));
+  for (const pair of doc.contents.items) {
+    const keyNode = pair.key;
+    const key = isScalar(keyNode) ? String(keyNode.value) : String(keyNode);
+    const line = at(isScalar(keyNode) ? keyNode.range?.[0] : undefined);
+    const value = all[key];
+    if (key === 'provisioners') {
+      out.provisioners = parseProvisioners(doc, value ?? [], at);
+    } else if (allowed.has(key)) {
+      const optionKey = allowed.get(key)!;
+      out.values[optionKey] = asFlagValue(optionKey, value);
+      out.names[optionKey] = `${line}: ${key}`;
+    } else {
+      throw new OptionsError(`${line}: ${key}: unknown key (known: ${[...allowed.keys(), 'provisioners'].join(', ')})`);
+    }
+  }
+  return out;
+}
+
+/** File values the flag schemas take as strings: a list of labels → `a,b`; a device id → `0`. */
+function asFlagValue(key: string, v: unknown): unknown {
+  if (Array.isArray(v)) return v.join(',');
+  if (key === 'gpus' && typeof v === 'number') return String(v);
+  return v;
+}
+
+/** Validates `provisioners:`; the first issue becomes an OptionsError naming the line, the key path and the value. */
+function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) => string): ProvisionerConfig[] {
+  const r = provisionersSchema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0] as z.core.$ZodIssue & { keys?: string[] };
+  const path = ['provisioners', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+  // ['provisioners', 0, 'shapes'] → provisioners[0].shapes
+  const label = (p: (string | number)[]) => p.map((x, i) => (typeof x === 'number' ? `[${x}]` : i ? `.${x}` : x)).join('');
+  if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
+    const key = issue.keys[0];
+    const node = doc.getIn(path, true);
+    const pair = isMap(node) ? node.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
+    const offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
+    throw new OptionsError(`${at(offset)}: ${label([...path, key])}: unknown key`);
+  }
+  let node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
+  for (let n = path.length - 1; !node?.range && n > 0; n--) node = doc.getIn(path.slice(0, n), true) as typeof node;
+  const got = valueAt(value, issue.path);
+  const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
+  throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issue.message}${shown}`);
+}
+
+function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
+  let cur = v;
+  for (const p of path) {
+    cur = cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[p] : undefined;
+  }
+  return cur;
+}

@@ -1,0 +1,119 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
+import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import type { Ask } from '../../generated/ts/berth/v1/resources.js';
+import { ask, claim, watch } from '../support/claims.js';
+import { runBerth } from '../support/cli.js';
+import { configFile, processAlive, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+
+afterAll(removeTempDirs);
+
+const pool = (idle = 1, extra = '') => `
+provisioners:
+  - name: local
+    kind: local
+    shapes: [{ cpus: 2, gpus: 0, labels: [pool] }]
+    max_machines: 1
+    idle_timeout: ${idle}
+    start_timeout: 60
+${extra}`;
+
+/** A server whose engine has 1 cpu and a local provisioner of 2-cpu `pool` workers. */
+async function serverWithPool(yaml = pool(), stateDir = tempDir()): Promise<TestServer> {
+  return startServer({ cpus: 1, flags: { config: configFile(tempDir(), yaml), stateDir } });
+}
+
+function satisfiable(client: PlacementServiceClient, a: Ask): Promise<string> {
+  return new Promise((resolve, reject) => client.satisfiable({ ask: a }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+}
+
+const wantsPool = { cpus: 2, label: 'pool', policy: Policy.POLICY_REQUIRE, node: 'big' };
+
+describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V1–V4)', () => {
+  let t: TestServer | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it('a claim only a pool shape holds starts a worker process, is granted on it, and the idle worker is stopped after release', async () => {
+    t = await serverWithPool();
+    const events = watch(t.placement);
+    await events.ready;
+    expect(await satisfiable(t.placement, ask(wantsPool))).toBe('2 cpu(s)'); // what it would wait for (P10)
+    const c = claim(t.placement, wantsPool);
+    const q = await queuedMatching(c, /waiting for local: /);
+    expect(q.detail).toMatch(/^2 cpu\(s\); waiting for local: (starting a worker process|worker process \d+)/);
+    const g = await c.granted;
+    expect(g.machine).toBe('local-1');
+    expect(g.clamped).toBe(false);
+    expect(g.allocation?.cpus).toBe(2);
+    const prov = (await snapshot(t.placement)).provisioners[0];
+    expect(prov.machines).toMatchObject([{ name: 'local-1', state: ProvisionedState.PROVISIONED_STATE_RUNNING }]);
+    const pid = Number(prov.machines[0].engineId);
+    expect(processAlive(pid)).toBe(true);
+    const status = await runBerth(['status', '--server', t.address]);
+    expect(status.stdout).toContain('provisioner local (local): 1 machine(s): 1 running, max 1; shapes: 2 cpu, 0 gpu [pool]');
+    expect(status.stdout).toMatch(new RegExp(`^  local-1\\s+running\\s+${pid}  worker process ${pid}`, 'm'));
+    const detached = events.next((e) => e.kind === 'worker_detached' && e.machine === 'local-1');
+    const stopping = events.next((e) => e.kind === 'machine_stopping');
+    await c.release();
+    expect((await stopping).detail).toMatch(/local: local-1 \(worker process \d+\) given back: idle for 1 s/);
+    await detached;
+    for (let i = 0; i < 100 && processAlive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(processAlive(pid)).toBe(false);
+    events.cancel();
+  }, 30_000);
+
+  it('a worker process killed outside berth before it attached is noticed: an event says so and a new one is started', async () => {
+    t = await serverWithPool();
+    const events = watch(t.placement);
+    await events.ready;
+    const started = events.next((e) => e.kind === 'machine_started');
+    const c = claim(t.placement, wantsPool);
+    await started;
+    const first = (await snapshot(t.placement)).provisioners[0].machines[0];
+    const failed = events.next((e) => e.kind === 'machine_start_failed');
+    process.kill(-Number(first.engineId), 'SIGKILL');
+    expect((await failed).detail).toContain(`local: local-1 (worker process ${first.engineId}) is gone: worker process ${first.engineId} exited on SIGKILL`);
+    const g = await c.granted;
+    expect(g.machine).toBe('local-2');
+    await c.release();
+    events.cancel();
+  }, 30_000);
+
+  it('a start that fails reaches the waiting claim as a Queued reason and an event with the cause', async () => {
+    const stateDir = configFile(tempDir(), 'a file, not a directory', 'state');
+    t = await serverWithPool(pool(), `${stateDir}/sub`);
+    const events = watch(t.placement);
+    await events.ready;
+    const failed = events.next((e) => e.kind === 'machine_start_failed');
+    const c = claim(t.placement, wantsPool);
+    expect((await failed).detail).toMatch(/^local: cannot open the worker log .*sub\/local-1\.log: ENOTDIR.*; retrying in 1 s$/);
+    const q = await queuedMatching(c, /start failed/);
+    expect(q.detail).toMatch(/^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*ENOTDIR.* \(retrying after 1 s\)$/);
+    expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/ENOTDIR/);
+    c.call.cancel();
+    await c.ended;
+    events.cancel();
+  }, 30_000);
+});
+
+describe('berth serve with a local provisioner, stopped with SIGTERM (issue 12)', () => {
+  it('leaves no worker process behind', async () => {
+    const dir = tempDir();
+    const s = await serveCli(configFile(dir, pool(60)), dir);
+    const c = claim(s.placement, wantsPool);
+    await c.granted;
+    const pid = Number((await snapshot(s.placement)).provisioners[0].machines[0].engineId);
+    expect(processAlive(pid)).toBe(true);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(processAlive(pid)).toBe(false);
+    await c.ended;
+    s.placement.close();
+  }, 60_000);
+});
