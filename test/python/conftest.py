@@ -8,11 +8,9 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from berth_client import Client
+from berth_client import Client, Machine, Snapshot
 from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from processes import BerthProcess, start_server, start_worker, worker_cli_built
-
-Snapshot = placement_pb2.GetSnapshotResponse
 
 
 def wait_until(client: Client, check: Callable[[Snapshot], bool], timeout: float = 20.0) -> Snapshot:
@@ -43,12 +41,12 @@ def wait_until(client: Client, check: Callable[[Snapshot], bool], timeout: float
         stream.close()
 
 
-def machine(snap: Snapshot, name: str) -> placement_pb2.Machine:
+def machine(snap: Snapshot, name: str) -> Machine:
     """The machine `name` in a snapshot (fails when absent)."""
-    for m in snap.machines:
-        if m.name == name:
-            return m
-    raise AssertionError(f"no machine {name!r} in {[m.name for m in snap.machines]}")
+    found = snap.machine(name)
+    if found is None:
+        raise AssertionError(f"no machine {name!r} in {[m.name for m in snap.machines]}")
+    return found
 
 
 def has_machine(name: str) -> Callable[[Snapshot], bool]:

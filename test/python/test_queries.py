@@ -18,11 +18,11 @@ def four_cpu_server() -> Iterator[str]:
     server.stop()
 
 
-def test_satisfiable_answers_empty_when_the_ask_runs_now_or_after_clamping(four_cpu_server: str) -> None:
+def test_satisfiable_waits_for_nothing_when_the_ask_runs_now_or_after_clamping(four_cpu_server: str) -> None:
     with Client(four_cpu_server) as client:
-        assert client.satisfiable() == ""
-        assert client.satisfiable(cpus=2) == ""
-        assert client.satisfiable(cpus=1, gpus=1) == ""  # clamped to the engine: no provisioner to wait for
+        assert client.satisfiable().wait_for == ""
+        assert client.satisfiable(cpus=2).wait_for == ""
+        assert client.satisfiable(cpus=1, gpus=1).wait_for == ""  # clamped to the engine: no provisioner to wait for
 
 
 def test_snapshot_lists_the_engine_with_its_inventory(four_cpu_server: str) -> None:
