@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from berth_client import Cancelled, Client, LogLine, Metric, NodeTimeout, NoWorker, RemoteError, Started, WorkerGone
-from conftest import wait_until
+from conftest import Connect, wait_until
 from processes import ROOT, BerthProcess
 
 REPORTS_A_METRIC = """
@@ -146,8 +146,8 @@ def test_cancel_stops_only_its_run(run_client: Client, tmp_path: Path) -> None:
     assert outcomes["r-keep"] == "r-keep"
 
 
-def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(run_ready: str, doomed_worker: BerthProcess) -> None:
-    with Client(run_ready) as client:
+def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(run_ready: str, doomed_worker: BerthProcess, connect: Connect) -> None:
+    with connect(run_ready) as client:
         started = threading.Event()
         killer = threading.Thread(target=lambda: started.wait(30) and doomed_worker.kill())
         killer.start()
@@ -163,8 +163,8 @@ def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(ru
         wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
 
 
-def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(run_ready: str, doomed_worker: BerthProcess) -> None:
-    with Client(run_ready) as client:
+def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(run_ready: str, doomed_worker: BerthProcess, connect: Connect) -> None:
+    with connect(run_ready) as client:
         with pytest.raises(WorkerGone, match="doomed"):
             with client.claim(cpus=1, label="doomed", policy="require", node="study.lost") as grant:
                 assert grant.machine == "doomed"
@@ -179,9 +179,9 @@ def test_a_run_requiring_an_unknown_label_raises_no_worker_naming_it(run_client:
     assert caught.value.label == "tpu"
 
 
-def test_the_example_engine_runs_its_three_nodes_and_says_where(run_client: Client) -> None:
+def test_the_example_engine_runs_its_three_nodes_and_says_where(run_ready: str, worker: str) -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "engine.py"), "--address", run_client.address],
+        [sys.executable, str(ROOT / "examples" / "engine.py"), "--address", run_ready],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 0, out.stderr

@@ -147,7 +147,10 @@ class Event:
     def from_proto(cls, msg: placement_pb2.WatchEventsResponse) -> Event:
         """Builds an Event from a WatchEventsResponse (fields this contract lacks keep their defaults)."""
         fields = msg.DESCRIPTOR.fields_by_name
-        text = lambda name: str(getattr(msg, name)) if name in fields else ""  # noqa: E731
+
+        def text(name: str) -> str:
+            return str(getattr(msg, name)) if name in fields else ""
+
         queued_msg = getattr(msg, "queued", None) if "queued" in fields and msg.HasField("queued") else None
         return cls(
             msg.kind, msg.detail, msg.machine, msg.node, msg.claim_id, msg.run_id, msg.call_id,
