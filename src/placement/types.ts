@@ -68,4 +68,6 @@ export interface QueuedInfo {
   machinesAble: number;
   /** 1-based. */
   position: number;
+  /** What was asked before clamping. */
+  asked?: { cpus: number; gpus: number; ramMb?: number };
 }

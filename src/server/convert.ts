@@ -16,6 +16,7 @@ export function toQueued(q: QueuedInfo): Queued {
     machinesAble: q.machinesAble,
     position: q.position,
     claimId: q.claimId,
+    asked: q.asked ? { cpus: q.asked.cpus, gpus: q.asked.gpus, ramMb: q.asked.ramMb } : undefined,
   };
 }
 
@@ -28,6 +29,7 @@ export function toGranted(g: Grant): Granted {
     allocation: { cpus: g.allocation.cpus, gpuIds: g.allocation.gpuIds, ramMb: g.allocation.ramMb, env: g.allocation.env },
     clamped: g.clamped,
     fellBack: g.fellBack,
+    asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
   };
 }
 
@@ -59,6 +61,8 @@ export function toWatchEvent(e: BerthEvent): WatchEventsResponse {
   return {
     kind: e.kind, detail: e.detail, machine: e.machine ?? '', node: e.node ?? '', claimId: e.claimId ?? '',
     runId: e.runId ?? '', callId: e.callId ?? '', timeMs: String(e.timeMs), seq: String(e.seq),
+    asked: undefined, granted: undefined, gpuIds: [], fellBack: false, clamped: false, queued: undefined, label: '',
+    outcome: '', failureType: '', durationMs: 0, limiting: '',
   };
 }
 

@@ -101,7 +101,7 @@ function settledOr(rec: CallRecord, signal: AbortSignal): Promise<void> {
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
 async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<void> {
-  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation } } });
+  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, clamped: false, asked: undefined } } });
   try {
     for await (const item of rec.follow(signal)) {
       await sink.write({ kind: item });

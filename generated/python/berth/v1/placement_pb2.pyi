@@ -1,12 +1,28 @@
 from berth.v1 import calls_pb2 as _calls_pb2
 from berth.v1 import resources_pb2 as _resources_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VERDICT_UNSPECIFIED: _ClassVar[Verdict]
+    VERDICT_RUNS_NOW: _ClassVar[Verdict]
+    VERDICT_WAITS: _ClassVar[Verdict]
+    VERDICT_WAITS_FOR_PROVISIONER: _ClassVar[Verdict]
+    VERDICT_CLAMPED: _ClassVar[Verdict]
+    VERDICT_IMPOSSIBLE: _ClassVar[Verdict]
+VERDICT_UNSPECIFIED: Verdict
+VERDICT_RUNS_NOW: Verdict
+VERDICT_WAITS: Verdict
+VERDICT_WAITS_FOR_PROVISIONER: Verdict
+VERDICT_CLAMPED: Verdict
+VERDICT_IMPOSSIBLE: Verdict
 
 class Release(_message.Message):
     __slots__ = ()
@@ -21,7 +37,7 @@ class ClaimRequest(_message.Message):
     def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ...) -> None: ...
 
 class Queued(_message.Message):
-    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id")
+    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked")
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     WANTED_FIELD_NUMBER: _ClassVar[int]
     BEST_MACHINE_FIELD_NUMBER: _ClassVar[int]
@@ -29,6 +45,7 @@ class Queued(_message.Message):
     MACHINES_ABLE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    ASKED_FIELD_NUMBER: _ClassVar[int]
     detail: str
     wanted: _resources_pb2.Resources
     best_machine: str
@@ -36,23 +53,26 @@ class Queued(_message.Message):
     machines_able: int
     position: int
     claim_id: str
-    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ...) -> None: ...
+    asked: _resources_pb2.Resources
+    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
 
 class Granted(_message.Message):
-    __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back")
+    __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back", "asked")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     CLAMPED_FIELD_NUMBER: _ClassVar[int]
     FELL_BACK_FIELD_NUMBER: _ClassVar[int]
+    ASKED_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     machine: str
     remote: bool
     allocation: _resources_pb2.Allocation
     clamped: bool
     fell_back: bool
-    def __init__(self, claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., fell_back: _Optional[bool] = ...) -> None: ...
+    asked: _resources_pb2.Resources
+    def __init__(self, claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., fell_back: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
 
 class Released(_message.Message):
     __slots__ = ("claim_id",)
@@ -91,14 +111,18 @@ class RunRequest(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class CallStarted(_message.Message):
-    __slots__ = ("call_id", "machine", "allocation")
+    __slots__ = ("call_id", "machine", "allocation", "clamped", "asked")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
+    CLAMPED_FIELD_NUMBER: _ClassVar[int]
+    ASKED_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     machine: str
     allocation: _resources_pb2.Allocation
-    def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ...) -> None: ...
+    clamped: bool
+    asked: _resources_pb2.Resources
+    def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
 
 class RunResponse(_message.Message):
     __slots__ = ("started", "event", "result", "failure")
@@ -159,10 +183,16 @@ class SatisfiableRequest(_message.Message):
     def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ...) -> None: ...
 
 class SatisfiableResponse(_message.Message):
-    __slots__ = ("wait_for",)
+    __slots__ = ("wait_for", "verdict", "clamped_to", "limiting")
     WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    CLAMPED_TO_FIELD_NUMBER: _ClassVar[int]
+    LIMITING_FIELD_NUMBER: _ClassVar[int]
     wait_for: str
-    def __init__(self, wait_for: _Optional[str] = ...) -> None: ...
+    verdict: Verdict
+    clamped_to: _resources_pb2.Resources
+    limiting: str
+    def __init__(self, wait_for: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., clamped_to: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., limiting: _Optional[str] = ...) -> None: ...
 
 class GetSnapshotRequest(_message.Message):
     __slots__ = ()
@@ -265,7 +295,7 @@ class WatchEventsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class WatchEventsResponse(_message.Message):
-    __slots__ = ("kind", "detail", "machine", "node", "claim_id", "run_id", "call_id", "time_ms", "seq")
+    __slots__ = ("kind", "detail", "machine", "node", "claim_id", "run_id", "call_id", "time_ms", "seq", "asked", "granted", "gpu_ids", "fell_back", "clamped", "queued", "label", "outcome", "failure_type", "duration_ms", "limiting")
     KIND_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
@@ -275,6 +305,17 @@ class WatchEventsResponse(_message.Message):
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    ASKED_FIELD_NUMBER: _ClassVar[int]
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    GPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    FELL_BACK_FIELD_NUMBER: _ClassVar[int]
+    CLAMPED_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    LIMITING_FIELD_NUMBER: _ClassVar[int]
     kind: str
     detail: str
     machine: str
@@ -284,4 +325,15 @@ class WatchEventsResponse(_message.Message):
     call_id: str
     time_ms: str
     seq: str
-    def __init__(self, kind: _Optional[str] = ..., detail: _Optional[str] = ..., machine: _Optional[str] = ..., node: _Optional[str] = ..., claim_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., time_ms: _Optional[str] = ..., seq: _Optional[str] = ...) -> None: ...
+    asked: _resources_pb2.Resources
+    granted: _resources_pb2.Resources
+    gpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    fell_back: bool
+    clamped: bool
+    queued: Queued
+    label: str
+    outcome: str
+    failure_type: str
+    duration_ms: int
+    limiting: str
+    def __init__(self, kind: _Optional[str] = ..., detail: _Optional[str] = ..., machine: _Optional[str] = ..., node: _Optional[str] = ..., claim_id: _Optional[str] = ..., run_id: _Optional[str] = ..., call_id: _Optional[str] = ..., time_ms: _Optional[str] = ..., seq: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., granted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., fell_back: _Optional[bool] = ..., clamped: _Optional[bool] = ..., queued: _Optional[_Union[Queued, _Mapping]] = ..., label: _Optional[str] = ..., outcome: _Optional[str] = ..., failure_type: _Optional[str] = ..., duration_ms: _Optional[int] = ..., limiting: _Optional[str] = ...) -> None: ...

@@ -12,9 +12,18 @@ class Policy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     POLICY_UNSPECIFIED: _ClassVar[Policy]
     POLICY_PREFER: _ClassVar[Policy]
     POLICY_REQUIRE: _ClassVar[Policy]
+
+class OnOversize(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ON_OVERSIZE_UNSPECIFIED: _ClassVar[OnOversize]
+    ON_OVERSIZE_CLAMP: _ClassVar[OnOversize]
+    ON_OVERSIZE_FAIL: _ClassVar[OnOversize]
 POLICY_UNSPECIFIED: Policy
 POLICY_PREFER: Policy
 POLICY_REQUIRE: Policy
+ON_OVERSIZE_UNSPECIFIED: OnOversize
+ON_OVERSIZE_CLAMP: OnOversize
+ON_OVERSIZE_FAIL: OnOversize
 
 class Inventory(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb")
@@ -37,7 +46,7 @@ class Resources(_message.Message):
     def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +62,7 @@ class Ask(_message.Message):
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
+    ON_OVERSIZE_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -61,7 +71,8 @@ class Ask(_message.Message):
     node: str
     run_id: str
     env: _containers.ScalarMap[str, str]
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    on_oversize: OnOversize
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb", "env")

@@ -29,6 +29,70 @@ export const protobufPackage = "berth.v1";
 
 export const protobufFileName = "berth/v1/placement.proto";
 
+/** Verdict is Satisfiable's structured answer. */
+export enum Verdict {
+  /** VERDICT_UNSPECIFIED - Not set (never answered by the server). */
+  VERDICT_UNSPECIFIED = 0,
+  /** VERDICT_RUNS_NOW - A machine can grant the ask now. */
+  VERDICT_RUNS_NOW = 1,
+  /** VERDICT_WAITS - An attached machine can hold the ask but is busy now: it would wait (SPEC P6). */
+  VERDICT_WAITS = 2,
+  /** VERDICT_WAITS_FOR_PROVISIONER - No attached machine can hold it but a provisioner can start one (SPEC P10); see wait_for. */
+  VERDICT_WAITS_FOR_PROVISIONER = 3,
+  /** VERDICT_CLAMPED - No machine can ever hold it: it would be cut down to clamped_to (SPEC P5). */
+  VERDICT_CLAMPED = 4,
+  /** VERDICT_IMPOSSIBLE - It cannot run at all: on_oversize fail with no machine able to hold it. */
+  VERDICT_IMPOSSIBLE = 5,
+  UNRECOGNIZED = -1,
+}
+
+export function verdictFromJSON(object: any): Verdict {
+  switch (object) {
+    case 0:
+    case "VERDICT_UNSPECIFIED":
+      return Verdict.VERDICT_UNSPECIFIED;
+    case 1:
+    case "VERDICT_RUNS_NOW":
+      return Verdict.VERDICT_RUNS_NOW;
+    case 2:
+    case "VERDICT_WAITS":
+      return Verdict.VERDICT_WAITS;
+    case 3:
+    case "VERDICT_WAITS_FOR_PROVISIONER":
+      return Verdict.VERDICT_WAITS_FOR_PROVISIONER;
+    case 4:
+    case "VERDICT_CLAMPED":
+      return Verdict.VERDICT_CLAMPED;
+    case 5:
+    case "VERDICT_IMPOSSIBLE":
+      return Verdict.VERDICT_IMPOSSIBLE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return Verdict.UNRECOGNIZED;
+  }
+}
+
+export function verdictToJSON(object: Verdict): string {
+  switch (object) {
+    case Verdict.VERDICT_UNSPECIFIED:
+      return "VERDICT_UNSPECIFIED";
+    case Verdict.VERDICT_RUNS_NOW:
+      return "VERDICT_RUNS_NOW";
+    case Verdict.VERDICT_WAITS:
+      return "VERDICT_WAITS";
+    case Verdict.VERDICT_WAITS_FOR_PROVISIONER:
+      return "VERDICT_WAITS_FOR_PROVISIONER";
+    case Verdict.VERDICT_CLAMPED:
+      return "VERDICT_CLAMPED";
+    case Verdict.VERDICT_IMPOSSIBLE:
+      return "VERDICT_IMPOSSIBLE";
+    case Verdict.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Release ends a granted claim. */
 export interface Release {
 }
@@ -66,6 +130,8 @@ export interface Queued {
   position: number;
   /** Claim id of the waiting claim. */
   claimId: string;
+  /** What was asked, before clamping (equal to wanted when not clamped). */
+  asked: Resources | undefined;
 }
 
 /** Granted says where the claim was placed and what it holds. */
@@ -84,6 +150,8 @@ export interface Granted {
   clamped: boolean;
   /** True when a preferred label was absent, too small or busy and another machine was used (SPEC P4). */
   fellBack: boolean;
+  /** What was asked, before clamping (equal to the allocation's amounts when not clamped). */
+  asked: Resources | undefined;
 }
 
 /** Released acknowledges a Release; the stream closes after it. */
@@ -145,7 +213,13 @@ export interface CallStarted {
   /** Machine running the call. */
   machine: string;
   /** What the call holds. */
-  allocation: Allocation | undefined;
+  allocation:
+    | Allocation
+    | undefined;
+  /** True when the ask was cut down to the best real machine (SPEC P5, P11). */
+  clamped: boolean;
+  /** What was asked, before clamping. */
+  asked: Resources | undefined;
 }
 
 /** RunResponse is one message of a Run stream. */
@@ -219,6 +293,14 @@ export interface SatisfiableRequest {
 export interface SatisfiableResponse {
   /** Empty when the ask can run now or after clamping; else what a provisioner must start, e.g. "1 gpu(s) and 1 cpu(s)". */
   waitFor: string;
+  /** The structured answer. */
+  verdict: Verdict;
+  /** What the ask would be cut down to (set when verdict is VERDICT_CLAMPED or VERDICT_IMPOSSIBLE). */
+  clampedTo:
+    | Resources
+    | undefined;
+  /** The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; empty when not clamped. */
+  limiting: string;
 }
 
 /** GetSnapshotRequest has no fields. */
@@ -349,6 +431,37 @@ export interface WatchEventsResponse {
   timeMs: string;
   /** Sequence number since server start, as a decimal string. */
   seq: string;
+  /** Amount asked, before clamping (node_queued, node_placed, node_clamped). */
+  asked:
+    | Resources
+    | undefined;
+  /** Amount granted or given back (node_placed, node_clamped, claim_released, claim_lost, call_started). */
+  granted:
+    | Resources
+    | undefined;
+  /** Exact device indices granted or given back. */
+  gpuIds: number[];
+  /** True when a preferred label was unavailable and another machine was used (SPEC P4). */
+  fellBack: boolean;
+  /** True when the ask was cut down to the best real machine (SPEC P5). */
+  clamped: boolean;
+  /** Why the claim waits (node_queued): the same Queued its claimant received. */
+  queued:
+    | Queued
+    | undefined;
+  /** Label of the ask, if any. */
+  label: string;
+  /**
+   * How it ended: claim_released "released", "half_closed", "cancelled", "disconnected", ...;
+   * call_finished "result" or "failure"; call_cancelled "cancelled".
+   */
+  outcome: string;
+  /** Class name of a call's failure (call_finished with outcome "failure"), e.g. "ValueError". */
+  failureType: string;
+  /** Duration in ms: node_placed time waited; claim_released time held; call_finished time running. */
+  durationMs: number;
+  /** node_clamped: the first dimension no machine can hold ("cpus", "gpus" or "ram_mb"). */
+  limiting: string;
 }
 
 function createBaseRelease(): Release {
@@ -513,6 +626,7 @@ function createBaseQueued(): Queued {
     machinesAble: 0,
     position: 0,
     claimId: "",
+    asked: undefined,
   };
 }
 
@@ -538,6 +652,9 @@ export const Queued: MessageFns<Queued> = {
     }
     if (message.claimId !== "") {
       writer.uint32(58).string(message.claimId);
+    }
+    if (message.asked !== undefined) {
+      Resources.encode(message.asked, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -611,6 +728,14 @@ export const Queued: MessageFns<Queued> = {
             message.claimId = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.asked = Resources.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -648,6 +773,7 @@ export const Queued: MessageFns<Queued> = {
         : isSet(object.claim_id)
         ? globalThis.String(object.claim_id)
         : "",
+      asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
     };
   },
 
@@ -674,6 +800,9 @@ export const Queued: MessageFns<Queued> = {
     if (message.claimId !== "") {
       obj.claimId = message.claimId;
     }
+    if (message.asked !== undefined) {
+      obj.asked = Resources.toJSON(message.asked);
+    }
     return obj;
   },
 
@@ -693,12 +822,23 @@ export const Queued: MessageFns<Queued> = {
     message.machinesAble = object.machinesAble ?? 0;
     message.position = object.position ?? 0;
     message.claimId = object.claimId ?? "";
+    message.asked = (object.asked !== undefined && object.asked !== null)
+      ? Resources.fromPartial(object.asked)
+      : undefined;
     return message;
   },
 };
 
 function createBaseGranted(): Granted {
-  return { claimId: "", machine: "", remote: false, allocation: undefined, clamped: false, fellBack: false };
+  return {
+    claimId: "",
+    machine: "",
+    remote: false,
+    allocation: undefined,
+    clamped: false,
+    fellBack: false,
+    asked: undefined,
+  };
 }
 
 export const Granted: MessageFns<Granted> = {
@@ -720,6 +860,9 @@ export const Granted: MessageFns<Granted> = {
     }
     if (message.fellBack !== false) {
       writer.uint32(48).bool(message.fellBack);
+    }
+    if (message.asked !== undefined) {
+      Resources.encode(message.asked, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -785,6 +928,14 @@ export const Granted: MessageFns<Granted> = {
             message.fellBack = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.asked = Resources.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -813,6 +964,7 @@ export const Granted: MessageFns<Granted> = {
         : isSet(object.fell_back)
         ? globalThis.Boolean(object.fell_back)
         : false,
+      asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
     };
   },
 
@@ -836,6 +988,9 @@ export const Granted: MessageFns<Granted> = {
     if (message.fellBack !== false) {
       obj.fellBack = message.fellBack;
     }
+    if (message.asked !== undefined) {
+      obj.asked = Resources.toJSON(message.asked);
+    }
     return obj;
   },
 
@@ -852,6 +1007,9 @@ export const Granted: MessageFns<Granted> = {
       : undefined;
     message.clamped = object.clamped ?? false;
     message.fellBack = object.fellBack ?? false;
+    message.asked = (object.asked !== undefined && object.asked !== null)
+      ? Resources.fromPartial(object.asked)
+      : undefined;
     return message;
   },
 };
@@ -1275,7 +1433,7 @@ export const RunRequest: MessageFns<RunRequest> = {
 };
 
 function createBaseCallStarted(): CallStarted {
-  return { callId: "", machine: "", allocation: undefined };
+  return { callId: "", machine: "", allocation: undefined, clamped: false, asked: undefined };
 }
 
 export const CallStarted: MessageFns<CallStarted> = {
@@ -1288,6 +1446,12 @@ export const CallStarted: MessageFns<CallStarted> = {
     }
     if (message.allocation !== undefined) {
       Allocation.encode(message.allocation, writer.uint32(26).fork()).join();
+    }
+    if (message.clamped !== false) {
+      writer.uint32(32).bool(message.clamped);
+    }
+    if (message.asked !== undefined) {
+      Resources.encode(message.asked, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1329,6 +1493,22 @@ export const CallStarted: MessageFns<CallStarted> = {
             message.allocation = Allocation.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.clamped = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.asked = Resources.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1350,6 +1530,8 @@ export const CallStarted: MessageFns<CallStarted> = {
         : "",
       machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
       allocation: isSet(object.allocation) ? Allocation.fromJSON(object.allocation) : undefined,
+      clamped: isSet(object.clamped) ? globalThis.Boolean(object.clamped) : false,
+      asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
     };
   },
 
@@ -1364,6 +1546,12 @@ export const CallStarted: MessageFns<CallStarted> = {
     if (message.allocation !== undefined) {
       obj.allocation = Allocation.toJSON(message.allocation);
     }
+    if (message.clamped !== false) {
+      obj.clamped = message.clamped;
+    }
+    if (message.asked !== undefined) {
+      obj.asked = Resources.toJSON(message.asked);
+    }
     return obj;
   },
 
@@ -1376,6 +1564,10 @@ export const CallStarted: MessageFns<CallStarted> = {
     message.machine = object.machine ?? "";
     message.allocation = (object.allocation !== undefined && object.allocation !== null)
       ? Allocation.fromPartial(object.allocation)
+      : undefined;
+    message.clamped = object.clamped ?? false;
+    message.asked = (object.asked !== undefined && object.asked !== null)
+      ? Resources.fromPartial(object.asked)
       : undefined;
     return message;
   },
@@ -2002,13 +2194,22 @@ export const SatisfiableRequest: MessageFns<SatisfiableRequest> = {
 };
 
 function createBaseSatisfiableResponse(): SatisfiableResponse {
-  return { waitFor: "" };
+  return { waitFor: "", verdict: 0, clampedTo: undefined, limiting: "" };
 }
 
 export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
   encode(message: SatisfiableResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.waitFor !== "") {
       writer.uint32(10).string(message.waitFor);
+    }
+    if (message.verdict !== 0) {
+      writer.uint32(16).int32(message.verdict);
+    }
+    if (message.clampedTo !== undefined) {
+      Resources.encode(message.clampedTo, writer.uint32(26).fork()).join();
+    }
+    if (message.limiting !== "") {
+      writer.uint32(34).string(message.limiting);
     }
     return writer;
   },
@@ -2034,6 +2235,30 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
             message.waitFor = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.verdict = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clampedTo = Resources.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.limiting = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2053,6 +2278,13 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
         : isSet(object.wait_for)
         ? globalThis.String(object.wait_for)
         : "",
+      verdict: isSet(object.verdict) ? verdictFromJSON(object.verdict) : 0,
+      clampedTo: isSet(object.clampedTo)
+        ? Resources.fromJSON(object.clampedTo)
+        : isSet(object.clamped_to)
+        ? Resources.fromJSON(object.clamped_to)
+        : undefined,
+      limiting: isSet(object.limiting) ? globalThis.String(object.limiting) : "",
     };
   },
 
@@ -2060,6 +2292,15 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
     const obj: any = {};
     if (message.waitFor !== "") {
       obj.waitFor = message.waitFor;
+    }
+    if (message.verdict !== 0) {
+      obj.verdict = verdictToJSON(message.verdict);
+    }
+    if (message.clampedTo !== undefined) {
+      obj.clampedTo = Resources.toJSON(message.clampedTo);
+    }
+    if (message.limiting !== "") {
+      obj.limiting = message.limiting;
     }
     return obj;
   },
@@ -2070,6 +2311,11 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
   fromPartial<I extends Exact<DeepPartial<SatisfiableResponse>, I>>(object: I): SatisfiableResponse {
     const message = createBaseSatisfiableResponse();
     message.waitFor = object.waitFor ?? "";
+    message.verdict = object.verdict ?? 0;
+    message.clampedTo = (object.clampedTo !== undefined && object.clampedTo !== null)
+      ? Resources.fromPartial(object.clampedTo)
+      : undefined;
+    message.limiting = object.limiting ?? "";
     return message;
   },
 };
@@ -3124,7 +3370,28 @@ export const WatchEventsRequest: MessageFns<WatchEventsRequest> = {
 };
 
 function createBaseWatchEventsResponse(): WatchEventsResponse {
-  return { kind: "", detail: "", machine: "", node: "", claimId: "", runId: "", callId: "", timeMs: "", seq: "" };
+  return {
+    kind: "",
+    detail: "",
+    machine: "",
+    node: "",
+    claimId: "",
+    runId: "",
+    callId: "",
+    timeMs: "",
+    seq: "",
+    asked: undefined,
+    granted: undefined,
+    gpuIds: [],
+    fellBack: false,
+    clamped: false,
+    queued: undefined,
+    label: "",
+    outcome: "",
+    failureType: "",
+    durationMs: 0,
+    limiting: "",
+  };
 }
 
 export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
@@ -3155,6 +3422,43 @@ export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
     }
     if (message.seq !== "") {
       writer.uint32(74).string(message.seq);
+    }
+    if (message.asked !== undefined) {
+      Resources.encode(message.asked, writer.uint32(82).fork()).join();
+    }
+    if (message.granted !== undefined) {
+      Resources.encode(message.granted, writer.uint32(90).fork()).join();
+    }
+    if (message.gpuIds.length !== 0) {
+      writer.uint32(98).fork();
+      for (const v of message.gpuIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.fellBack !== false) {
+      writer.uint32(104).bool(message.fellBack);
+    }
+    if (message.clamped !== false) {
+      writer.uint32(112).bool(message.clamped);
+    }
+    if (message.queued !== undefined) {
+      Queued.encode(message.queued, writer.uint32(122).fork()).join();
+    }
+    if (message.label !== "") {
+      writer.uint32(130).string(message.label);
+    }
+    if (message.outcome !== "") {
+      writer.uint32(138).string(message.outcome);
+    }
+    if (message.failureType !== "") {
+      writer.uint32(146).string(message.failureType);
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(152).uint32(message.durationMs);
+    }
+    if (message.limiting !== "") {
+      writer.uint32(162).string(message.limiting);
     }
     return writer;
   },
@@ -3244,6 +3548,104 @@ export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
             message.seq = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.asked = Resources.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.granted = Resources.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag === 96) {
+              message.gpuIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 98) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.gpuIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.fellBack = reader.bool();
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.clamped = reader.bool();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.queued = Queued.decode(reader, reader.uint32());
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.label = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.failureType = reader.string();
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.durationMs = reader.uint32();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.limiting = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3283,6 +3685,33 @@ export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
         ? globalThis.String(object.time_ms)
         : "",
       seq: isSet(object.seq) ? globalThis.String(object.seq) : "",
+      asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
+      granted: isSet(object.granted) ? Resources.fromJSON(object.granted) : undefined,
+      gpuIds: globalThis.Array.isArray(object?.gpuIds)
+        ? object.gpuIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.gpu_ids)
+        ? object.gpu_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      fellBack: isSet(object.fellBack)
+        ? globalThis.Boolean(object.fellBack)
+        : isSet(object.fell_back)
+        ? globalThis.Boolean(object.fell_back)
+        : false,
+      clamped: isSet(object.clamped) ? globalThis.Boolean(object.clamped) : false,
+      queued: isSet(object.queued) ? Queued.fromJSON(object.queued) : undefined,
+      label: isSet(object.label) ? globalThis.String(object.label) : "",
+      outcome: isSet(object.outcome) ? globalThis.String(object.outcome) : "",
+      failureType: isSet(object.failureType)
+        ? globalThis.String(object.failureType)
+        : isSet(object.failure_type)
+        ? globalThis.String(object.failure_type)
+        : "",
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+      limiting: isSet(object.limiting) ? globalThis.String(object.limiting) : "",
     };
   },
 
@@ -3315,6 +3744,39 @@ export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
     if (message.seq !== "") {
       obj.seq = message.seq;
     }
+    if (message.asked !== undefined) {
+      obj.asked = Resources.toJSON(message.asked);
+    }
+    if (message.granted !== undefined) {
+      obj.granted = Resources.toJSON(message.granted);
+    }
+    if (message.gpuIds?.length) {
+      obj.gpuIds = message.gpuIds.map((e) => Math.round(e));
+    }
+    if (message.fellBack !== false) {
+      obj.fellBack = message.fellBack;
+    }
+    if (message.clamped !== false) {
+      obj.clamped = message.clamped;
+    }
+    if (message.queued !== undefined) {
+      obj.queued = Queued.toJSON(message.queued);
+    }
+    if (message.label !== "") {
+      obj.label = message.label;
+    }
+    if (message.outcome !== "") {
+      obj.outcome = message.outcome;
+    }
+    if (message.failureType !== "") {
+      obj.failureType = message.failureType;
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = Math.round(message.durationMs);
+    }
+    if (message.limiting !== "") {
+      obj.limiting = message.limiting;
+    }
     return obj;
   },
 
@@ -3332,6 +3794,23 @@ export const WatchEventsResponse: MessageFns<WatchEventsResponse> = {
     message.callId = object.callId ?? "";
     message.timeMs = object.timeMs ?? "";
     message.seq = object.seq ?? "";
+    message.asked = (object.asked !== undefined && object.asked !== null)
+      ? Resources.fromPartial(object.asked)
+      : undefined;
+    message.granted = (object.granted !== undefined && object.granted !== null)
+      ? Resources.fromPartial(object.granted)
+      : undefined;
+    message.gpuIds = object.gpuIds?.map((e) => e) || [];
+    message.fellBack = object.fellBack ?? false;
+    message.clamped = object.clamped ?? false;
+    message.queued = (object.queued !== undefined && object.queued !== null)
+      ? Queued.fromPartial(object.queued)
+      : undefined;
+    message.label = object.label ?? "";
+    message.outcome = object.outcome ?? "";
+    message.failureType = object.failureType ?? "";
+    message.durationMs = object.durationMs ?? 0;
+    message.limiting = object.limiting ?? "";
     return message;
   },
 };

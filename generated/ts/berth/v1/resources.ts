@@ -54,6 +54,49 @@ export function policyToJSON(object: Policy): string {
   }
 }
 
+/** OnOversize says what happens to an ask no machine (and no provisioner shape) can ever hold (SPEC P5, P11). */
+export enum OnOversize {
+  /** ON_OVERSIZE_UNSPECIFIED - Not given: treated as ON_OVERSIZE_CLAMP. */
+  ON_OVERSIZE_UNSPECIFIED = 0,
+  /** ON_OVERSIZE_CLAMP - Cut the ask down to the best real machine; Granted and CallStarted say clamped (SPEC P5). */
+  ON_OVERSIZE_CLAMP = 1,
+  /** ON_OVERSIZE_FAIL - Refuse with FAILED_PRECONDITION naming the dimension, what was asked and the largest machine. */
+  ON_OVERSIZE_FAIL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function onOversizeFromJSON(object: any): OnOversize {
+  switch (object) {
+    case 0:
+    case "ON_OVERSIZE_UNSPECIFIED":
+      return OnOversize.ON_OVERSIZE_UNSPECIFIED;
+    case 1:
+    case "ON_OVERSIZE_CLAMP":
+      return OnOversize.ON_OVERSIZE_CLAMP;
+    case 2:
+    case "ON_OVERSIZE_FAIL":
+      return OnOversize.ON_OVERSIZE_FAIL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return OnOversize.UNRECOGNIZED;
+  }
+}
+
+export function onOversizeToJSON(object: OnOversize): string {
+  switch (object) {
+    case OnOversize.ON_OVERSIZE_UNSPECIFIED:
+      return "ON_OVERSIZE_UNSPECIFIED";
+    case OnOversize.ON_OVERSIZE_CLAMP:
+      return "ON_OVERSIZE_CLAMP";
+    case OnOversize.ON_OVERSIZE_FAIL:
+      return "ON_OVERSIZE_FAIL";
+    case OnOversize.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Inventory is what a machine has. */
 export interface Inventory {
   /** Cores. */
@@ -96,6 +139,8 @@ export interface Ask {
   runId: string;
   /** Extra environment variables the node must run with (e.g. XLA_FLAGS). */
   env: { [key: string]: string };
+  /** What to do when no machine can ever hold the ask: clamp (absent or unspecified, the default) or fail. */
+  onOversize?: OnOversize | undefined;
 }
 
 export interface Ask_EnvEntry {
@@ -351,7 +396,17 @@ export const Resources: MessageFns<Resources> = {
 };
 
 function createBaseAsk(): Ask {
-  return { cpus: undefined, gpus: 0, ramMb: undefined, label: "", policy: 0, node: "", runId: "", env: {} };
+  return {
+    cpus: undefined,
+    gpus: 0,
+    ramMb: undefined,
+    label: "",
+    policy: 0,
+    node: "",
+    runId: "",
+    env: {},
+    onOversize: undefined,
+  };
 }
 
 export const Ask: MessageFns<Ask> = {
@@ -380,6 +435,9 @@ export const Ask: MessageFns<Ask> = {
     globalThis.Object.entries(message.env).forEach(([key, value]: [string, string]) => {
       Ask_EnvEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
     });
+    if (message.onOversize !== undefined) {
+      writer.uint32(72).int32(message.onOversize);
+    }
     return writer;
   },
 
@@ -463,6 +521,14 @@ export const Ask: MessageFns<Ask> = {
             }
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.onOversize = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -506,6 +572,11 @@ export const Ask: MessageFns<Ask> = {
           {},
         )
         : {},
+      onOversize: isSet(object.onOversize)
+        ? onOversizeFromJSON(object.onOversize)
+        : isSet(object.on_oversize)
+        ? onOversizeFromJSON(object.on_oversize)
+        : undefined,
     };
   },
 
@@ -541,6 +612,9 @@ export const Ask: MessageFns<Ask> = {
         });
       }
     }
+    if (message.onOversize !== undefined) {
+      obj.onOversize = onOversizeToJSON(message.onOversize);
+    }
     return obj;
   },
 
@@ -565,6 +639,7 @@ export const Ask: MessageFns<Ask> = {
       },
       {},
     );
+    message.onOversize = object.onOversize ?? undefined;
     return message;
   },
 };
