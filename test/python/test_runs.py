@@ -177,15 +177,3 @@ def test_a_run_requiring_an_unknown_label_raises_no_worker_naming_it(run_client:
     with pytest.raises(NoWorker, match="tpu") as caught:
         run_client.run(source=RAISES, kwargs={"message": "never"}, label="tpu", policy="require", timeout=30)
     assert caught.value.label == "tpu"
-
-
-def test_the_example_engine_runs_its_three_nodes_and_says_where(run_ready: str, worker: str) -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "engine.py"), "--address", run_ready],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
-    assert out.returncode == 0, out.stderr
-    ran = [line for line in out.stdout.splitlines() if ": ran on " in line]
-    assert [line.split(":")[0] for line in ran] == ["study.load", "study.fit", "study.summarize"]
-    assert "study.fit: ran on w1 (remote worker) with cpus=1 gpu_ids=[0]" in ran
-    assert out.stdout.splitlines()[-1] == "result: mean 3.00 computed on GPU 0"
