@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from berth_client import Client, ResourceExhausted, Unauthenticated, Unavailable
+from berth_client import Client, Event, ResourceExhausted, Unauthenticated, Unavailable
 from conftest import Connect
 from processes import start_server
 
@@ -43,7 +43,9 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str, connec
             pass
         kinds: list[str] = []
         for event in events:
+            assert isinstance(event, Event)
             if event.claim_id == grant.claim_id:
+                assert event.seq > 0 and event.time_ms > 0
                 kinds.append(event.kind)
             if "claim_released" in kinds:
                 break
