@@ -53,16 +53,20 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str, connec
     assert kinds[0] == "node_placed" and kinds[-1] == "claim_released"
 
 
-def test_a_token_protected_server_refuses_a_client_without_the_token(connect: Connect) -> None:
+@pytest.fixture(scope="module")
+def token_server() -> Iterator[str]:
+    """A server that requires the token s3cret."""
     server, address = start_server("--cpus", "1", "--token", "s3cret")
-    try:
-        with connect(address, token="") as anonymous:
-            with pytest.raises(Unauthenticated):
-                anonymous.snapshot()
-        with connect(address, token="s3cret") as client:
-            assert client.snapshot().machines[0].name == "engine"
-    finally:
-        server.stop()
+    yield address
+    server.stop()
+
+
+def test_a_token_protected_server_refuses_a_client_without_the_token(token_server: str, connect: Connect) -> None:
+    with connect(token_server, token="") as anonymous:
+        with pytest.raises(Unauthenticated):
+            anonymous.snapshot()
+    with connect(token_server, token="s3cret") as client:
+        assert client.snapshot().machines[0].name == "engine"
 
 
 def test_events_raise_unavailable_when_the_server_goes_away(connect: Connect) -> None:
