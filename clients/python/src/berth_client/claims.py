@@ -18,13 +18,14 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .decode import warn_clamped
 from .errors import BerthError, NodeTimeout, from_rpc_error
 from .prepare import ClaimSpec
-from .values import Allocation, Grant, Queued
+from .values import Grant, Queued
+from .views import GrantFields
 from .watchdog import Watched
 
 _END = None  # sentinel closing the request stream (half-close)
 
 
-class ClaimLease:
+class ClaimLease(GrantFields):
     """One claim. Use as `with client.claim(...) as grant:`, or `lease = client.acquire(...)` then
     `lease.release()`. Once granted, `grant` and its fields (`claim_id`, `machine`, `remote`,
     `allocation`, `clamped`) are readable here too, and the lease can be passed as `run(claim=lease)`."""
@@ -141,36 +142,6 @@ class ClaimLease:
                 pass
         except grpc.RpcError:
             pass
-
-    def _held(self) -> Grant:
-        if self.grant is None:
-            raise RuntimeError("the claim is not granted (yet)")
-        return self.grant
-
-    @property
-    def claim_id(self) -> str:
-        """The granted claim's id."""
-        return self._held().claim_id
-
-    @property
-    def machine(self) -> str:
-        """The machine the claim is on."""
-        return self._held().machine
-
-    @property
-    def remote(self) -> bool:
-        """True when the machine is a worker (not the engine host)."""
-        return self._held().remote
-
-    @property
-    def allocation(self) -> Allocation:
-        """What the claim holds (cpus, gpu_ids, ram_mb, env)."""
-        return self._held().allocation
-
-    @property
-    def clamped(self) -> bool:
-        """True when the ask was cut down to the best real machine (SPEC P5)."""
-        return self._held().clamped
 
     def __enter__(self) -> Grant:
         return self.acquire()

@@ -14,11 +14,12 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .decode import RunDecoder
 from .errors import from_rpc_error
 from .prepare import RunSpec
-from .values import Result, RunEvent, Started
+from .values import Result, RunEvent
+from .views import RunOutcome
 from .watchdog import Watched
 
 
-class RunStream:
+class RunStream(RunOutcome):
     """`Client.stream_run(...)`: iterate for the events (Started, Metric, LogLine) then one `Result`;
     the node's exception or a BerthError is raised by the iteration. `close()` (or leaving `with`)
     cancels the call. After the stream: `started`, `clamped`, `value`."""
@@ -31,23 +32,6 @@ class RunStream:
         self._responses: Watched[placement_pb2.RunResponse] = Watched(self._call)
         self._result: Result | None = None
         self._finished = False
-
-    @property
-    def started(self) -> Started | None:
-        """The call's Started (machine, allocation, clamped), once it arrived."""
-        return self._decoder.started
-
-    @property
-    def clamped(self) -> bool:
-        """True when the call's ask was cut down to the best real machine (SPEC P5)."""
-        return self._decoder.started is not None and self._decoder.started.clamped
-
-    @property
-    def value(self) -> Any:
-        """The node's value (after the stream ended with a Result)."""
-        if self._result is None:
-            raise RuntimeError("the call has not returned a value (iterate the stream to its end first)")
-        return self._result.value
 
     def __iter__(self) -> Iterator[RunEvent | Result]:
         return self

@@ -11,11 +11,12 @@ from .._proto.berth.v1 import placement_pb2_grpc
 from ..decode import RunDecoder
 from ..errors import from_rpc_error
 from ..prepare import RunSpec
-from ..values import Result, RunEvent, Started
+from ..values import Result, RunEvent
+from ..views import RunOutcome
 from .streams import Reader
 
 
-class AsyncRunStream:
+class AsyncRunStream(RunOutcome):
     """`async for item in client.stream_run(...)`: Started, Metric, LogLine in order, then one Result;
     the node's exception or a BerthError is raised by the iteration. `close()` (or leaving
     `async with`) cancels the call. After the stream: `started`, `clamped`, `value`."""
@@ -30,23 +31,6 @@ class AsyncRunStream:
         self._reader: Reader | None = None
         self._result: Result | None = None
         self._finished = False
-
-    @property
-    def started(self) -> Started | None:
-        """The call's Started (machine, allocation, clamped), once it arrived."""
-        return self._decoder.started
-
-    @property
-    def clamped(self) -> bool:
-        """True when the call's ask was cut down to the best real machine (SPEC P5)."""
-        return self._decoder.started is not None and self._decoder.started.clamped
-
-    @property
-    def value(self) -> Any:
-        """The node's value (after the stream ended with a Result)."""
-        if self._result is None:
-            raise RuntimeError("the call has not returned a value (iterate the stream to its end first)")
-        return self._result.value
 
     def __aiter__(self) -> AsyncRunStream:
         return self
