@@ -37,7 +37,7 @@ class ClaimLease(GrantFields):
         self._metadata = metadata
         self._requests: queue.SimpleQueue[placement_pb2.ClaimRequest | None] = queue.SimpleQueue()
         self._call: Any = None
-        self._responses: Iterator[placement_pb2.ClaimResponse] = iter(())
+        self._responses: Watched[placement_pb2.ClaimResponse] | None = None
         self._expired = threading.Event()
         self._lock = threading.Lock()  # orders the grant against the timeout, and releases
         self.grant: Grant | None = None
@@ -94,6 +94,7 @@ class ClaimLease(GrantFields):
         return NodeTimeout(f"claim for {self._spec.ask.node or 'node'} not granted within {self._spec.timeout} s")
 
     def _await_grant(self) -> Grant:
+        assert self._responses is not None
         for msg in self._responses:
             kind = msg.WhichOneof("kind")
             if kind == "queued":
@@ -110,6 +111,8 @@ class ClaimLease(GrantFields):
         self._done = True
         if self._call is not None:
             self._call.cancel()
+        if self._responses is not None:
+            self._responses.close()
         self._requests.put(_END)
 
     def release(self) -> None:
@@ -119,7 +122,7 @@ class ClaimLease(GrantFields):
         server has given the allocation back either way.
         """
         with self._lock:
-            if self._done:
+            if self._done or self._responses is None:
                 return
             self._done = True
         self._requests.put(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
@@ -137,6 +140,7 @@ class ClaimLease(GrantFields):
 
     def _finish_quietly(self) -> None:
         """Reads to the end of the stream the server closes after Released; the release is done."""
+        assert self._responses is not None
         try:
             for _ in self._responses:
                 pass

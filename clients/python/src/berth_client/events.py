@@ -48,6 +48,7 @@ class EventStream:
         """Ends the stream; a pending `next()` stops iteration."""
         self._closed = True
         self._call.cancel()
+        self._responses.close()
 
     def __enter__(self) -> EventStream:
         return self

@@ -56,6 +56,7 @@ class RunStream(RunOutcome):
         """Ends the stream; cancels the call when it is still running (its claim is given back)."""
         self._finished = True
         self._call.cancel()
+        self._responses.close()
 
     def __enter__(self) -> RunStream:
         return self

@@ -2,14 +2,16 @@
 
 grpcio (1.85) can block for ever in a response iterator when the call already ended, e.g. with
 UNAVAILABLE while the server drains: the receive operation it waits for is never completed. So the
-responses are read by a daemon thread into a queue, and the caller's thread waits on that queue
-and on `call.done()`: once the call is done, `settle` seconds without a message end the iteration
-from the call's own status (StopIteration for OK, else the call — a grpc.RpcError — is raised).
+responses are read by a daemon thread into a small buffer (at most BUFFER messages ahead, so a
+caller that lags still holds the server back), and the caller's thread waits on that buffer and
+on the call's end (`add_done_callback`): once the call is done, `settle` seconds without a message
+end the iteration from the call's own status (StopIteration for OK, else the call — a
+grpc.RpcError — is raised).
 """
 from __future__ import annotations
 
-import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
@@ -17,40 +19,60 @@ import grpc
 
 T = TypeVar("T")
 SETTLE_S = 2.0  # s to wait for messages still in flight once the call is done
-_MSG, _END, _ERR, _DONE = range(4)
+BUFFER = 64  # messages read ahead of the caller
+_MSG, _END, _ERR = range(3)
 
 
 class Watched(Generic[T]):
-    """Iterator over a grpc streaming call's responses (sync API) with the watchdog above."""
+    """Iterator over a grpc streaming call's responses (sync API) with the watchdog above;
+    `close()` stops the reader (call it after cancelling the call)."""
 
     def __init__(self, call: Any, settle: float = SETTLE_S) -> None:
         self._call = call
         self._settle = settle
-        self._queue: queue.SimpleQueue[tuple[int, Any]] = queue.SimpleQueue()
-        self._done = threading.Event()
-        self._ended: BaseException | None = None
+        self._cond = threading.Condition()
+        self._items: deque[tuple[int, Any]] = deque()
+        self._done = False  # the call has its status
+        self._closed = False
         self._started = False
-        self._lock = threading.Lock()
+        self._ended: BaseException | None = None
 
     def _on_done(self, _call: object) -> None:
-        self._done.set()
-        self._queue.put((_DONE, None))
+        with self._cond:
+            self._done = True
+            self._cond.notify_all()
+
+    def _push(self, kind: int, item: Any) -> bool:
+        with self._cond:
+            self._cond.wait_for(lambda: len(self._items) < BUFFER or self._closed)
+            if self._closed:
+                return False
+            self._items.append((kind, item))
+            self._cond.notify_all()
+            return True
 
     def _read(self) -> None:
         try:
             for msg in self._call:
-                self._queue.put((_MSG, msg))
-            self._queue.put((_END, None))
+                if not self._push(_MSG, msg):
+                    return
+            self._push(_END, None)
         except BaseException as err:  # grpc.RpcError, or anything the iterator raised: handed over
-            self._queue.put((_ERR, err))
+            self._push(_ERR, err)
 
     def _start(self) -> None:
-        with self._lock:
+        with self._cond:
             if self._started:
                 return
             self._started = True
         self._call.add_done_callback(self._on_done)
         threading.Thread(target=self._read, name="berth-stream-reader", daemon=True).start()
+
+    def close(self) -> None:
+        """Stops the reader thread waiting for room (the call itself is cancelled by its owner)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def __iter__(self) -> Iterator[T]:
         return self
@@ -59,18 +81,20 @@ class Watched(Generic[T]):
         if self._ended is not None:
             raise self._ended
         self._start()
-        while True:
-            try:
-                kind, item = self._queue.get(timeout=self._settle if self._done.is_set() else None)
-            except queue.Empty:  # done, yet the iterator neither ended nor delivered: grpcio's hang
-                self._ended = StopIteration() if self._call.code() == grpc.StatusCode.OK else self._call
-                raise self._ended from None
-            if kind == _MSG:
-                msg: T = item
-                return msg
-            if kind == _END:
-                self._ended = StopIteration()
-                raise self._ended
-            if kind == _ERR:
-                self._ended = item
-                raise item
+        with self._cond:
+            while not self._items:
+                if self._done:
+                    if not self._cond.wait_for(lambda: bool(self._items), self._settle):
+                        # done, yet the iterator neither ended nor delivered: grpcio's hang
+                        ok = self._call.code() == grpc.StatusCode.OK
+                        self._ended = StopIteration() if ok else self._call
+                        raise self._ended
+                else:
+                    self._cond.wait()
+            kind, item = self._items.popleft()
+            self._cond.notify_all()
+        if kind == _MSG:
+            msg: T = item
+            return msg
+        self._ended = StopIteration() if kind == _END else item
+        raise self._ended
