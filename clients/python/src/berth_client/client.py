@@ -10,7 +10,7 @@ import grpc
 
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from . import prepare
-from .channels import CHANNEL_OPTIONS, connection
+from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream
@@ -29,8 +29,8 @@ class Client:
     """
 
     def __init__(
-        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: bytes | str | None = None,
-        certificate_chain: bytes | str | None = None, private_key: bytes | str | None = None,
+        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: Pem | None = None,
+        certificate_chain: Pem | None = None, private_key: Pem | None = None,
     ) -> None:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
@@ -48,7 +48,8 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
     def claim(
@@ -85,7 +86,8 @@ class Client:
     def run(
         self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
         flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer", env: Mapping[str, str] | None = None,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
         claim: object = None, cwd: str | None = None, timeout: float | None = None,
         on_event: Callable[[RunEvent], object] | None = None, on_oversize: str = "clamp",
     ) -> Any:
@@ -113,7 +115,8 @@ class Client:
     def stream_run(
         self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
         flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer", env: Mapping[str, str] | None = None,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
         claim: object = None, cwd: str | None = None, timeout: float | None = None, on_oversize: str = "clamp",
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result

@@ -11,7 +11,7 @@ from google.protobuf import struct_pb2
 from ._proto.berth.v1 import calls_pb2, placement_pb2
 from .errors import BerthError, Clamped
 from .failures import exception_from_failure
-from .values import Result, RunEvent, Started, run_event
+from .values import Amount, Result, RunEvent, Started, run_event
 
 
 def value_of(msg: struct_pb2.Value) -> Any:
@@ -35,10 +35,10 @@ def value_of(msg: struct_pb2.Value) -> Any:
 def warn_clamped(what: str, started: Any) -> None:
     """Warns Clamped for a Grant or Started that says clamped (asked → granted)."""
     alloc = started.allocation
-    granted = f"{alloc.cpus} cpu(s), {len(alloc.gpu_ids)} gpu(s)" + (f", {alloc.ram_mb} MB" if alloc.ram_mb is not None else "")
+    granted = Amount(alloc.cpus, len(alloc.gpu_ids), alloc.ram_mb)
     asked = f"asked {started.asked}, " if started.asked is not None else ""
     message = f"{what} was clamped to the best real machine {started.machine}: {asked}granted {granted}"
-    warnings.warn(Clamped(message, started.asked, alloc), stacklevel=4)
+    warnings.warn(Clamped(message, started.asked, granted), stacklevel=4)
 
 
 class RunDecoder:

@@ -75,7 +75,8 @@ class NodeExited(RemoteError):
     remote_type = "SystemExit"
 
     def __init__(self, exit_code: int | str) -> None:
-        super().__init__(f"the node exited with {exit_code!r}" if isinstance(exit_code, str) else f"the node exited with code {exit_code}")
+        what = f"with {exit_code!r}" if isinstance(exit_code, str) else f"with code {exit_code}"
+        super().__init__(f"the node exited {what}")
         self.exit_code = exit_code
         self.args = (exit_code,)
 

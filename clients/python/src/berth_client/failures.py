@@ -1,9 +1,9 @@
 """Turning a node's Failure (type, message, traceback) back into a Python exception.
 
 A Python builtin exception type comes back as that class (ValueError stays ValueError) with the
-original message (a KeyError's key without the repr quotes the worker sends); any other
-type comes back as a RemoteError subclass named after it (SystemExit as NodeExited(code)), one class per name so `except` works
-across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
+original message (a KeyError's key without the repr quotes the worker sends); SystemExit as
+NodeExited(code); any other type comes back as a RemoteError subclass named after it, one class
+per name so `except` works across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
 and the remote traceback as a note. Only the type's name travels: a node's own class named like a
 builtin (its own `TimeoutError`) comes back as the builtin.
 """

@@ -107,7 +107,8 @@ class Snapshot:
         held = tuple(HeldClaim(h.claim_id, h.node, h.run_id, h.machine, Allocation.from_proto(h.allocation), h.held_ms)
                      for h in msg.held)
         calls = tuple(CallInFlight(c.call_id, c.run_id, c.machine, c.elapsed_ms) for c in msg.calls)
-        provs = tuple(Provisioner(p.name, tuple(Inventory.from_proto(s) for s in p.shapes), p.status) for p in msg.provisioners)
+        provs = tuple(Provisioner(p.name, tuple(Inventory.from_proto(s) for s in p.shapes), p.status)
+                      for p in msg.provisioners)
         return cls(machines, waiting, held, calls, provs)
 
     def machine(self, name: str) -> Machine | None:
@@ -188,7 +189,8 @@ class Satisfiability:
     def from_proto(cls, msg: placement_pb2.SatisfiableResponse) -> Satisfiability:
         """Builds a Satisfiability from a SatisfiableResponse."""
         number = int(getattr(msg, "verdict", 0))
-        names = {1: Verdict.RUNS_NOW, 2: Verdict.WAITS, 3: Verdict.WAITS_FOR_PROVISIONER, 4: Verdict.CLAMPED, 5: Verdict.IMPOSSIBLE}
+        names = {1: Verdict.RUNS_NOW, 2: Verdict.WAITS, 3: Verdict.WAITS_FOR_PROVISIONER, 4: Verdict.CLAMPED,
+                 5: Verdict.IMPOSSIBLE}
         limiting = str(getattr(msg, "limiting", ""))
         return cls(names.get(number, Verdict.UNKNOWN), optional_amount(msg, "clamped_to"), limiting, msg.wait_for)
 

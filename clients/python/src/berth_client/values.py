@@ -24,8 +24,8 @@ class Amount:
         return cls(msg.cpus, msg.gpus, msg.ram_mb if msg.HasField("ram_mb") else None)
 
     def __str__(self) -> str:
-        parts = [f"{self.cpus} cpu(s)", f"{self.gpus} gpu(s)"] + ([f"{self.ram_mb} MB"] if self.ram_mb is not None else [])
-        return ", ".join(parts)
+        ram = [f"{self.ram_mb} MB"] if self.ram_mb is not None else []
+        return ", ".join([f"{self.cpus} cpu(s)", f"{self.gpus} gpu(s)", *ram])
 
 
 def optional_amount(msg: Message, name: str) -> Amount | None:
@@ -74,7 +74,8 @@ class Grant:
     def from_proto(cls, msg: placement_pb2.Granted) -> Grant:
         """Builds a Grant from its message."""
         alloc = Allocation.from_proto(msg.allocation)
-        return cls(msg.claim_id, msg.machine, msg.remote, alloc, msg.clamped, msg.fell_back, optional_amount(msg, "asked"))
+        asked = optional_amount(msg, "asked")
+        return cls(msg.claim_id, msg.machine, msg.remote, alloc, msg.clamped, msg.fell_back, asked)
 
 
 @dataclass(frozen=True)

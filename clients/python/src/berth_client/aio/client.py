@@ -10,7 +10,7 @@ import grpc
 
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .. import prepare
-from ..channels import CHANNEL_OPTIONS, connection
+from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
@@ -30,8 +30,8 @@ class AsyncClient:
     """
 
     def __init__(
-        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: bytes | str | None = None,
-        certificate_chain: bytes | str | None = None, private_key: bytes | str | None = None,
+        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: Pem | None = None,
+        certificate_chain: Pem | None = None, private_key: Pem | None = None,
     ) -> None:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
@@ -77,7 +77,8 @@ class AsyncClient:
     async def run(
         self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
         flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer", env: Mapping[str, str] | None = None,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
         claim: object = None, cwd: str | None = None, timeout: float | None = None,
         on_event: Callable[[RunEvent], object] | None = None, on_oversize: str = "clamp",
     ) -> Any:
@@ -92,7 +93,8 @@ class AsyncClient:
     def stream_run(
         self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
         flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer", env: Mapping[str, str] | None = None,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
         claim: object = None, cwd: str | None = None, timeout: float | None = None, on_oversize: str = "clamp",
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
