@@ -1,6 +1,6 @@
 """The client as users get it (issue 14 item 7): `python -m build` makes an sdist and a wheel from
 clients/python; the wheel, installed into a fresh venv, carries the stubs and py.typed, and the
-examples run from it (outside the source tree) against a real server and worker."""
+examples run from it (outside the source tree) against a real server and worker (worker_server, w1)."""
 from __future__ import annotations
 
 import shutil
@@ -8,14 +8,12 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
-from berth_client import Client
-from conftest import has_machine, wait_until
-from processes import ROOT, start_server, start_worker
+from processes import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -31,29 +29,21 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fresh_python(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a new venv with only the wheel (and its dependencies) installed."""
+    """The python of a new venv with the wheel installed. Its dependencies (grpcio, protobuf: the
+    wheel's Requires-Dist, checked below) are this venv's pinned ones, seen through a .pth file, so
+    the test needs no network; the source tree is not on its path."""
     venv = tmp_path_factory.mktemp("venv") / "fresh"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120,
                    stdin=subprocess.DEVNULL)
     [wheel] = dist.glob("berth_client-*.whl")
+    python = venv / "bin" / "python"
     # this venv's pip installs into the fresh one (`--python`): quicker than bootstrapping a pip there
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
                     "--disable-pip-version-check", str(wheel)], check=True, timeout=300, stdin=subprocess.DEVNULL)
-    return venv / "bin" / "python"
-
-
-@pytest.fixture(scope="module")
-def engine_and_worker() -> Iterator[str]:
-    """A server whose engine has 1 core and no GPU, and a worker w1 with 2 cores and GPU 0."""
-    server, address = start_server("--cpus", "1", "--gpus", "")
-    worker = start_worker(address, "w1", "--cpus", "2", "--gpus", "0")
-    try:
-        with Client(address) as client:
-            wait_until(client, has_machine("w1"))
-        yield address
-    finally:
-        worker.stop()
-        server.stop()
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    Path(site, "berth-test-deps.pth").write_text(str(Path(grpc.__file__).parents[1]) + "\n")
+    return python
 
 
 def test_the_wheel_and_sdist_carry_the_stubs_the_typing_marker_and_the_dependencies(dist: Path) -> None:
@@ -72,15 +62,16 @@ def test_the_wheel_and_sdist_carry_the_stubs_the_typing_marker_and_the_dependenc
 
 
 @pytest.mark.parametrize("example", ["engine.py", "engine_async.py"])
-def test_the_examples_run_from_the_installed_wheel(fresh_python: Path, engine_and_worker: str, example: str,
+def test_the_examples_run_from_the_installed_wheel(fresh_python: Path, run_ready: str, worker: str, example: str,
                                                    tmp_path: Path) -> None:
+    """On worker_server (no cores on the engine host) every node runs on w1, the fit node with GPU 0."""
     where = subprocess.run([str(fresh_python), "-c", "import berth_client; print(berth_client.__file__)"],
                            capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert where.stdout.startswith(str(fresh_python.parents[1])), where  # the wheel's copy, not the source tree
-    out = subprocess.run([str(fresh_python), str(ROOT / "examples" / example), "--address", engine_and_worker],
+    out = subprocess.run([str(fresh_python), str(ROOT / "examples" / example), "--address", run_ready],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     ran = sorted(line for line in out.stdout.splitlines() if ": ran on " in line)
     assert "study.fit: ran on w1 (remote worker) with cpus=1 gpu_ids=[0]" in ran
-    assert "study.load: ran on engine (engine host) with cpus=1 gpu_ids=[]" in ran
+    assert "study.load: ran on w1 (remote worker) with cpus=1 gpu_ids=[]" in ran
     assert out.stdout.splitlines()[-1].startswith("result: mean 3.00")
