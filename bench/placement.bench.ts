@@ -1,39 +1,115 @@
 /**
- * Placement decision cost against the number of machines (issue 3: no scan of every machine per
- * decision). Grants and releases GPU and CPU claims on fleets of 50 and 5000 workers in one run
- * and prints the time per decision and the ratio between the two fleet sizes.
+ * The placement grid (issue 9 item 4; SPEC P7, P12): claim+release p50/p99 at 10, 100, 1k, 10k
+ * machines × 0, 10, 100, 1,000 waiters, the time to queue the waiters, and the growth of p99 per
+ * ×10 machines. Each point runs in 3 fresh processes (bench/lib/placement-point.ts); the table
+ * shows the median of each figure. Writes bench/results/placement.json (one row per point:
+ * machines, waiters, ops, p50_us, p99_us, enqueue_ms).
+ * Run alone: `node bin/bench.js placement` or `make bench-placement`.
+ * Env: BENCH_PLACEMENT_RUNS (default 3), BENCH_PLACEMENT_MACHINES / _WAITERS (comma lists) to run
+ * part of the grid; BENCH_PLACEMENT_OPS and BENCH_PLACEMENT_BUDGET_MS pass to each point.
  */
-import { EventBus } from '../src/events.js';
-import { Placer } from '../src/placement/placer.js';
-import type { NormalizedAsk } from '../src/placement/types.js';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const ask = (cpus: number, gpus: number, label = ''): NormalizedAsk => ({ cpus, gpus, label, policy: 'prefer', node: 'bench', runId: '', env: {} });
-
-/** Mean µs per claim+release on a fleet of `n` workers, most of them busy. */
-async function perDecision(n: number, rounds: number): Promise<number> {
-  const placer = new Placer({ engine: { name: 'engine', labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: false }, events: new EventBus() });
-  for (let i = 0; i < n; i++) {
-    placer.attach({ name: `w${i}`, labels: i % 10 === 0 ? ['gpu'] : [], inventory: { cpus: 16, gpuIds: i % 2 ? [0, 1, 2, 3] : [] }, remote: true });
-  }
-  const signal = new AbortController().signal;
-  // Fill most of the fleet so a scan would have to walk past busy machines.
-  const fill: string[] = [];
-  for (let i = 0; i < n * 0.9; i++) fill.push((await placer.claim(ask(16, i % 2 ? 4 : 0), { signal })).claimId);
-  const asks = [ask(2, 1), ask(4, 0), ask(1, 2, 'gpu'), ask(8, 0)];
-  const t0 = process.hrtime.bigint();
-  for (let r = 0; r < rounds; r++) {
-    const g = await placer.claim(asks[r % asks.length], { signal });
-    placer.release(g.claimId);
-  }
-  const us = Number(process.hrtime.bigint() - t0) / 1000 / rounds;
-  for (const id of fill) placer.release(id);
-  return us;
+interface Point {
+  machines: number;
+  waiters: number;
+  ops: number;
+  p50_us: number | null;
+  p99_us: number | null;
+  enqueue_ms: number | null;
+  queued: number;
+  timed_out: boolean;
 }
 
-const rounds = 20_000;
-await perDecision(50, 2_000); // warm-up
-const small = await perDecision(50, rounds);
-const large = await perDecision(5000, rounds);
-console.log(`claim+release, 50 machines:   ${small.toFixed(2)} µs per decision`);
-console.log(`claim+release, 5000 machines: ${large.toFixed(2)} µs per decision`);
-console.log(`ratio 5000/50: ${(large / small).toFixed(2)}x for 100x the machines`);
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const list = (env: string | undefined, dflt: number[]) => (env ? env.split(',').map(Number) : dflt);
+const MACHINES = list(process.env.BENCH_PLACEMENT_MACHINES, [10, 100, 1_000, 10_000]);
+const WAITERS = list(process.env.BENCH_PLACEMENT_WAITERS, [0, 10, 100, 1_000]);
+const RUNS = Number(process.env.BENCH_PLACEMENT_RUNS ?? 3);
+
+function runPoint(machines: number, waiters: number): Point {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/lib/placement-point.ts'), String(machines), String(waiters)], {
+    cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return JSON.parse(out.trim().split('\n').pop()!) as Point;
+}
+
+function median(xs: (number | null)[]): number | null {
+  const v = xs.filter((x): x is number => x !== null).sort((a, b) => a - b);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : null;
+}
+
+const rows: Point[] = [];
+for (const m of MACHINES) {
+  for (const w of WAITERS) {
+    const runs: Point[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const p = runPoint(m, w);
+      runs.push(p);
+      if (p.timed_out) break; // slow code: one bounded run says enough
+    }
+    rows.push({
+      machines: m, waiters: w, ops: Math.min(...runs.map((p) => p.ops)),
+      p50_us: median(runs.map((p) => p.p50_us)), p99_us: median(runs.map((p) => p.p99_us)),
+      enqueue_ms: median(runs.map((p) => p.enqueue_ms)), queued: Math.min(...runs.map((p) => p.queued)),
+      timed_out: runs.some((p) => p.timed_out),
+    });
+    const last = rows[rows.length - 1];
+    process.stderr.write(`  ${m} machines × ${w} waiters: p99 ${fmtUs(last.p99_us)} (${runs.length} run(s))\n`);
+  }
+}
+
+function fmtUs(us: number | null): string {
+  if (us === null) return '—';
+  if (us >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
+  if (us >= 1e3) return `${(us / 1e3).toFixed(1)} ms`;
+  return `${us.toFixed(1)} µs`;
+}
+const fmtMs = (ms: number | null) => (ms === null ? '—' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
+const at = (m: number, w: number) => rows.find((r) => r.machines === m && r.waiters === w);
+
+console.log(`claim+release, in process (${os.availableParallelism()} cores, node ${process.version}), median of ${RUNS} fresh processes`);
+console.log('p50 / p99 per claim+release; [n] = ops measured when a point hit its time budget');
+console.log(['machines'.padStart(8), ...WAITERS.map((w) => `${w} waiting`.padStart(22))].join(' │ '));
+for (const m of MACHINES) {
+  const cells = WAITERS.map((w) => {
+    const r = at(m, w)!;
+    const s = r.enqueue_ms === null && w > 0 ? `queue > budget (${r.queued})` : `${fmtUs(r.p50_us)} / ${fmtUs(r.p99_us)}`;
+    return (r.timed_out && r.enqueue_ms !== null ? `${s} [${r.ops}]` : s).padStart(22);
+  });
+  console.log([String(m).padStart(8), ...cells].join(' │ '));
+}
+console.log('\ntime to queue the waiters');
+console.log(['machines'.padStart(8), ...WAITERS.filter((w) => w > 0).map((w) => `${w} waiters`.padStart(14))].join(' │ '));
+for (const m of MACHINES) {
+  console.log([String(m).padStart(8), ...WAITERS.filter((w) => w > 0).map((w) => {
+    const r = at(m, w)!;
+    return (r.enqueue_ms === null ? `> budget (${r.queued})` : fmtMs(r.enqueue_ms)).padStart(14);
+  })].join(' │ '));
+}
+console.log('\ngrowth of p99 per ×10 machines (target ≤ 1.5×)');
+for (const w of WAITERS) {
+  const ratios = MACHINES.slice(1).map((m, i) => {
+    const a = at(MACHINES[i], w)?.p99_us;
+    const b = at(m, w)?.p99_us;
+    return a && b ? `${MACHINES[i]}→${m}: ${(b / a).toFixed(2)}×` : `${MACHINES[i]}→${m}: —`;
+  });
+  console.log(`  ${String(w).padStart(4)} waiting   ${ratios.join('   ')}`);
+}
+const big = at(10_000, 1_000);
+if (big) {
+  console.log('\ntargets at 10,000 machines with 1,000 waiting');
+  console.log(`  p99 claim+release ${fmtUs(big.p99_us)} (target < 100 µs${big.p99_us !== null ? `: ${(big.p99_us / 100).toFixed(2)}× of it` : ''})`);
+  console.log(`  queueing 1,000 waiters ${fmtMs(big.enqueue_ms)} (target < 1 s${big.enqueue_ms !== null ? `: ${(big.enqueue_ms / 1000).toFixed(2)}× of it` : ''})`);
+}
+
+mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+writeFileSync(join(ROOT, 'bench/results/placement.json'), `${JSON.stringify({
+  bench: 'placement grid (issue 9)', node: process.version, cores: os.availableParallelism(), runs: RUNS,
+  rows: rows.map(({ machines, waiters, ops, p50_us, p99_us, enqueue_ms }) => ({ machines, waiters, ops, p50_us, p99_us, enqueue_ms })),
+}, null, 2)}\n`);
+console.log('\nwrote bench/results/placement.json');

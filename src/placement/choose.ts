@@ -1,13 +1,11 @@
 /**
- * Where an ask goes: the pure decision functions of the placer (SPEC P2–P5). They walk the
- * machine indexes (best-fit order, labels, shapes) rather than every machine.
+ * Where an ask goes: the pure decision functions of the placer (SPEC P2–P5, P7). They walk machine
+ * classes and their free-capacity buckets (capacity.ts), never every machine (SPEC P12).
  */
 import type { Amount } from '../resources/books.js';
+import { closer, distance, type Distance, type MachineClass } from './capacity.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk } from './types.js';
-
-/** Resources held back per machine for older waiters (SPEC P7 no-starvation). */
-export type Reservations = Map<MachineEntry, Amount>;
 
 /** The amount part of an ask. */
 export function amountOf(a: NormalizedAsk): Amount {
@@ -15,79 +13,97 @@ export function amountOf(a: NormalizedAsk): Amount {
 }
 
 /** True when the ask must stay on machines carrying its label (SPEC P3). */
-function requires(ask: NormalizedAsk): boolean {
+export function requires(ask: NormalizedAsk): boolean {
   return ask.policy === 'require' && ask.label !== '';
 }
 
 /** True when the machine may host the ask at all: `require` + label → only labelled machines. */
 export function eligible(m: MachineEntry, ask: NormalizedAsk): boolean {
-  return !requires(ask) || m.spec.labels.includes(ask.label);
+  return !requires(ask) || m.cls.labels.includes(ask.label);
 }
 
-/** Leftover after placing `a` on `m`, GPUs first: smaller is a better fit. */
-function leftover(m: MachineEntry, a: Amount): [number, number, number] {
-  const f = m.books.free;
-  return [f.gpus - a.gpus, f.cpus - a.cpus, f.ramMb === undefined ? Number.MAX_SAFE_INTEGER : f.ramMb - (a.ramMb ?? 0)];
-}
-
-function lexLess(x: [number, number, number], y: [number, number, number]): boolean {
-  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] < y[i];
-  return false;
+/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`. */
+function bestAmong(classes: Iterable<MachineClass>, a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+  let best: MachineEntry | undefined;
+  for (const cls of classes) {
+    if (a.cpus > cls.cpus || a.gpus > cls.gpus) continue;
+    const m = cls.bestFit(a, ok);
+    if (m && (!best || m.books.freeGpus < best.books.freeGpus || (m.books.freeGpus === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus))) best = m;
+  }
+  return best;
 }
 
 /**
- * Picks a machine that can grant `amount` now, respecting reservations (SPEC P2, P4):
- * an unlabelled ask stays on the engine when it fits there; a labelled ask takes the best-fitting
- * labelled machine; otherwise (never for `require`) the engine, else the best fit anywhere —
- * `fellBack` is true when a preferred label could not be honoured.
+ * Picks a machine that can grant `amount` now (SPEC P2, P4); `ok(m)` says whether `amount` fits
+ * `m`'s free capacity minus what older waiters hold back there (P7). An unlabelled ask stays on
+ * the engine when it fits there; a labelled ask takes the best-fitting labelled machine; otherwise
+ * (never for `require`) the engine, else the best fit anywhere — `fellBack` is true when a
+ * preferred label could not be honoured.
  */
 export function chooseNow(
   machines: MachineSet,
   ask: NormalizedAsk,
   amount: Amount,
-  reserved: Reservations,
+  ok: (m: MachineEntry) => boolean,
 ): { machine: MachineEntry; fellBack: boolean } | undefined {
-  const fits = (m: MachineEntry) => m.books.fitsNow(amount, reserved.get(m));
   const engine = machines.engine;
   if (ask.label === '') {
-    if (engine && fits(engine)) return { machine: engine, fellBack: false };
+    if (engine && ok(engine)) return { machine: engine, fellBack: false };
   } else {
-    let best: MachineEntry | undefined;
-    for (const m of machines.withLabel(ask.label)) {
-      if (fits(m) && (!best || lexLess(leftover(m, amount), leftover(best, amount)))) best = m;
-    }
+    const best = bestAmong(machines.classes(ask.label), amount, ok);
     if (best) return { machine: best, fellBack: false };
     if (requires(ask)) return undefined;
-    if (engine && fits(engine)) return { machine: engine, fellBack: true };
+    if (engine && ok(engine)) return { machine: engine, fellBack: true };
   }
-  for (const m of machines.bestFit(amount)) {
-    if (m !== engine && fits(m)) return { machine: m, fellBack: ask.label !== '' };
+  const m = bestAmong(machines.classes(), amount, (x) => x !== engine && ok(x));
+  return m ? { machine: m, fellBack: ask.label !== '' } : undefined;
+}
+
+/**
+ * The eligible machine a blocked waiter reserves on (SPEC P7): among machines that could ever hold
+ * `amount`, the one closest to holding it now (fewest missing GPUs, then cores; ties to the
+ * tighter fit). `keep`, when still eligible and as close as the best, is kept, so a reservation
+ * moves only when it must. Undefined when no attached machine could ever hold it.
+ */
+export function reservationTarget(machines: MachineSet, ask: NormalizedAsk, amount: Amount, keep?: MachineEntry): MachineEntry | undefined {
+  let best: { machine: MachineEntry; distance: Distance } | undefined;
+  for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
+    if (!cls.holdsEver(amount)) continue;
+    const c = cls.closest(amount);
+    if (c && (!best || closer(c.distance, best.distance))) best = c;
   }
-  return undefined;
+  if (best && keep && keep !== best.machine && machines.has(keep) && eligible(keep, ask) && keep.books.canEverHold(amount)) {
+    const d = distance(keep, amount);
+    if (d[0] === best.distance[0] && d[1] === best.distance[1]) return keep;
+  }
+  return best?.machine;
 }
 
 /**
  * Clamping (SPEC P5): the best real machine for an ask none can ever hold — by granted GPUs,
  * then CPUs, then RAM, per machine — and the amount cut to it. Undefined with no eligible machine.
- * Runs only for asks nothing can hold, so it may look at every eligible machine.
+ * Walks classes (one machine per class is enough: a class shares cores and GPUs).
  */
 export function clampTarget(machines: MachineSet, ask: NormalizedAsk): { machine: MachineEntry; amount: Amount } | undefined {
   let best: { machine: MachineEntry; amount: Amount } | undefined;
   const key = (a: Amount): [number, number, number] => [-a.gpus, -a.cpus, -(a.ramMb ?? 0)];
-  const pool = requires(ask) ? machines.withLabel(ask.label) : machines.all();
-  for (const m of pool) {
+  const less = (x: [number, number, number], y: [number, number, number]) => x[0] !== y[0] ? x[0] < y[0] : x[1] !== y[1] ? x[1] < y[1] : x[2] < y[2];
+  for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
+    const m = cls.roomiest(ask.ramMb);
+    if (!m) continue;
     const t = m.books.total;
     const amount: Amount = {
-      cpus: Math.min(ask.cpus, t.cpus),
-      gpus: Math.min(ask.gpus, t.gpuIds.length),
+      cpus: Math.min(ask.cpus, cls.cpus),
+      gpus: Math.min(ask.gpus, cls.gpus),
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
-    if (!best || lexLess(key(amount), key(best.amount))) best = { machine: m, amount };
+    if (!best || less(key(amount), key(best.amount))) best = { machine: m, amount };
   }
   return best;
 }
 
-/** True when some eligible machine could hold `amount` if it were idle (by shape). */
+/** True when some eligible machine could hold `amount` if it were idle (by class). */
 export function anyCanEverHold(machines: MachineSet, ask: NormalizedAsk, amount: Amount): boolean {
-  return machines.anyShapeHolds(amount, requires(ask) ? ask.label : undefined);
+  for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) if (cls.holdsEver(amount)) return true;
+  return false;
 }

@@ -1,18 +1,21 @@
 /**
- * The placer: claims as leases across every machine (SPEC P1–P10). Decisions run on the event
- * loop without locks; each waiter carries an AbortSignal; every change of the books wakes the
- * waiters (P7); release is idempotent (P8).
+ * The placer: claims as leases across every machine (SPEC P1–P12). Decisions run on the event
+ * loop without locks. A change of books marks the machines it touched; `#settle` then wakes only
+ * the wait classes a touched machine could serve, oldest head first, and moves the reservations
+ * of classes whose target machine changed (P7, P12). Release is idempotent (P8).
  */
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, type Reservations } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
 import { allocationEnv } from './env.js';
+import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import type { Provisioner } from './provisioner.js';
+import { queuedInfo } from './queued.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
-import { queuedInfo, reservationTarget, reserve, type Waiter } from './waiting.js';
+import { WaitQueue, type WaitClass, type Waiter } from './waiting.js';
 
 /** Placer construction options. `reconnectGraceMs`: how long a detached label still counts (default 30 000). */
 export interface PlacerOptions {
@@ -23,11 +26,12 @@ export interface PlacerOptions {
 }
 
 interface Held {
-  grant: Grant;
+  grant: Lease;
   entry: MachineEntry;
-  lost: AbortController;
   since: number;
 }
+
+const same = (x: Amount, y: Amount) => x.cpus === y.cpus && x.gpus === y.gpus && x.ramMb === y.ramMb;
 
 /** Keeps the books of every machine and grants claims. */
 export class Placer {
@@ -35,10 +39,16 @@ export class Placer {
   readonly #events: EventBus;
   readonly #graceMs: number;
   readonly provisioners: Provisioner[];
-  readonly #waiters: Waiter[] = [];
+  readonly #queue = new WaitQueue();
   readonly #held = new Map<string, Held>();
   readonly #detachedLabels = new Map<string, number>();
-  #reserved: Reservations = new Map();
+  /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
+  readonly #changed = new Set<MachineEntry>();
+  /** Machines with more room than before (release, attach, a reservation gone): may serve a waiter. */
+  readonly #touched = new Set<MachineEntry>();
+  /** Classes whose head may be grantable now. */
+  readonly #woken = new Set<WaitClass>();
+  #settling = false;
   #ids = 0;
 
   constructor(opts: PlacerOptions) {
@@ -48,32 +58,37 @@ export class Placer {
     this.machines.add({ ...opts.engine, remote: false });
   }
 
-  /** A worker's books join (SPEC P1); the same name replaces the old machine (W1). Wakes waiters (P7). */
+  /** A worker's books join (SPEC P1); the same name replaces the old machine (W1). Re-fits and wakes waiters (P7, P11). */
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
-    this.machines.add({ ...m, remote: true });
+    const e = this.machines.add({ ...m, remote: true });
     this.#events.emit({ kind: 'worker_attached', machine: m.name, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
-    this.#pump();
+    this.#touched.add(e);
+    this.#refit();
+    this.#settle();
   }
 
   /**
    * A machine leaves with its books (SPEC W3): each claim on it loses its lease (`lost` aborts
-   * with UNAVAILABLE "worker <name> went away") and waiters are woken. No-op for unknown names.
+   * with UNAVAILABLE "worker <name> went away"); waiters are re-fitted (P11) and woken. No-op for
+   * unknown names.
    */
   detach(name: string, reason = `worker ${name} went away`): void {
     const entry = this.machines.get(name);
     if (!entry || !entry.spec.remote) return;
     this.machines.remove(name);
+    for (const cls of this.#queue.targeting(entry)) this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
     for (const [id, h] of this.#held) {
       if (h.entry !== entry) continue;
       this.#held.delete(id);
-      h.lost.abort(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
+      h.grant.lose(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
       this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
-    this.#pump();
+    this.#refit();
+    this.#settle();
   }
 
   /**
@@ -89,32 +104,37 @@ export class Placer {
       return Promise.reject(err);
     }
     const claimId = `c${++this.#ids}`;
-    const { amount, clamped } = this.#fit(ask);
-    const now = chooseNow(this.machines, ask, amount, this.#reserved);
-    if (now) return Promise.resolve(this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack));
+    const { amount, clamped } = this.#fit(ask, true);
+    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reservedOn(m)));
+    if (now) {
+      const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
+      this.#settle();
+      return Promise.resolve(g);
+    }
     return new Promise<Grant>((resolve, reject) => {
-      const onAbort = () => this.#abandon(w, opts.signal.reason);
-      const w: Waiter = {
-        claimId, ask, amount, clamped, since: Date.now(), signal: opts.signal, resolve, reject,
-        detach: () => opts.signal.removeEventListener('abort', onAbort),
-      };
-      opts.signal.addEventListener('abort', onAbort, { once: true });
-      this.#waiters.push(w);
-      const info = queuedInfo(this.machines, w, this.#waiters.length);
+      const { signal } = opts;
+      const onAbort = () => this.#abandon(w, signal.reason);
+      const w = this.#queue.add(
+        { claimId, ask, since: Date.now(), resolve, reject, detach: () => signal.removeEventListener('abort', onAbort) },
+        amount, clamped, () => reservationTarget(this.machines, ask, amount),
+      );
+      signal.addEventListener('abort', onAbort, { once: true });
+      const info = queuedInfo(this.machines, claimId, ask, w.cls.amount, this.#queue.size);
       this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail });
       opts.onQueued?.(info);
-      this.#pump();
     });
   }
 
-  /** Gives a claim back (SPEC P8). Idempotent: false when the id holds nothing. Wakes waiters. */
+  /** Gives a claim back (SPEC P8). Idempotent: false when the id holds nothing. Wakes waiters it could serve. */
   release(claimId: string, why = 'released'): boolean {
     const h = this.#held.get(claimId);
     if (!h) return false;
     this.#held.delete(claimId);
     this.machines.update(h.entry, () => h.entry.books.give(claimId));
+    this.#changed.add(h.entry);
+    this.#touched.add(h.entry);
     this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
-    this.#pump();
+    this.#settle();
     return true;
   }
 
@@ -125,7 +145,7 @@ export class Placer {
 
   /** Abandons the waiting claims of `runId` (Cancel); returns how many. */
   cancelRun(runId: string): number {
-    const mine = this.#waiters.filter((w) => w.ask.runId === runId);
+    const mine = this.#queue.inRun(runId);
     for (const w of mine) this.#abandon(w, new BerthError('cancelled', `run ${runId} cancelled`));
     return mine.length;
   }
@@ -142,12 +162,12 @@ export class Placer {
     return this.provisioners.some((p) => p.covers(ask)) ? describeAmount(amount) : '';
   }
 
-  /** The books, waiting claims and held claims. */
+  /** The books, waiting claims (with where each holds back resources) and held claims. */
   snapshot(): PlacerSnapshot {
-    return placerSnapshot(this.machines, this.#waiters, [...this.#held.values()], this.provisioners);
+    return placerSnapshot(this.machines, [...this.#queue.waiters()], [...this.#held.values()], this.provisioners);
   }
 
-  /** Checks every machine's books and that held claims match them. @throws BooksError. */
+  /** Checks every machine's books, that held claims match them and the reservation ledger. @throws BooksError or Error. */
   checkInvariants(): void {
     let claims = 0;
     for (const m of this.machines.all()) {
@@ -155,7 +175,8 @@ export class Placer {
       claims += m.books.claims;
     }
     if (claims !== this.#held.size) throw new Error(`books hold ${claims} claims, placer ${this.#held.size}`);
-    for (const w of this.#waiters) if (this.#held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
+    for (const w of this.#queue.waiters()) if (this.#held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
+    this.#queue.check((m) => this.machines.has(m));
   }
 
   #checkLabel(ask: NormalizedAsk): void {
@@ -166,73 +187,129 @@ export class Placer {
     throw new BerthError('failed_precondition', `no machine carries label '${ask.label}' and no provisioner can start one`);
   }
 
-  /** The amount to wait for: the ask, or clamped to the best real machine (P5) unless a provisioner covers it (P10). */
-  #fit(ask: NormalizedAsk): { amount: Amount; clamped: boolean } {
+  /**
+   * The amount to wait for: the ask when some machine could ever hold it, or when a provisioner
+   * covers it (P10; `provision` starts one); else clamped to the best real machine (P5).
+   */
+  #fit(ask: NormalizedAsk, provision: boolean): { amount: Amount; clamped: boolean; best?: MachineEntry } {
     const amount = amountOf(ask);
     if (anyCanEverHold(this.machines, ask, amount)) return { amount, clamped: false };
     const p = this.provisioners.find((x) => x.covers(ask));
     if (p) {
-      void p.provision(ask).catch(() => {});
+      if (provision) void p.provision(ask).catch(() => {});
       return { amount, clamped: false };
     }
     const t = clampTarget(this.machines, ask);
     if (!t) return { amount, clamped: false };
-    this.#events.emit({ kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: t.machine.spec.name, detail: `${describeAmount(amount)} → ${describeAmount(t.amount)} (best machine: ${t.machine.spec.name})` });
-    return { amount: t.amount, clamped: true };
+    if (provision) this.#clampedEvent(ask, t.amount, t.machine);
+    return { amount: t.amount, clamped: true, best: t.machine };
+  }
+
+  #clampedEvent(ask: NormalizedAsk, to: Amount, m: MachineEntry): void {
+    this.#events.emit({ kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: m.spec.name, detail: `${describeAmount(amountOf(ask))} → ${describeAmount(to)} (best machine: ${m.spec.name})` });
+  }
+
+  /**
+   * The set of machines changed: every class's verdict is fitted again, both ways (P11) — a
+   * clamped class gets its whole ask once a machine could hold it, and one whose only fitting
+   * machine left is clamped again. A class whose amount changed, or that had no target, re-chooses
+   * its target and wakes. Cost: per wait class, per machine class.
+   */
+  #refit(): void {
+    for (const cls of this.#queue.classes()) {
+      const f = this.#fit(cls.ask, false);
+      if (cls.target && same(f.amount, cls.amount)) continue;
+      if (!same(f.amount, cls.amount)) {
+        this.#queue.setAmount(cls, f.amount, f.clamped);
+        if (f.best) for (let w = cls.head; w; w = w.next) this.#clampedEvent(w.ask, f.amount, f.best);
+      }
+      this.#retarget(cls);
+      this.#woken.add(cls);
+    }
+  }
+
+  /** Points `cls` at the machine it is closest to fitting, keeping its target when that is as close. */
+  #retarget(cls: WaitClass): void {
+    const old = cls.target;
+    const t = reservationTarget(this.machines, cls.ask, cls.amount, old);
+    if (t === old) return;
+    this.#queue.setTarget(cls, t);
+    if (old) this.#touched.add(old);
   }
 
   #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean): Grant {
     let holding!: ReturnType<MachineEntry['books']['take']>;
     this.machines.update(entry, () => (holding = entry.books.take(claimId, amount)));
-    const lost = new AbortController();
-    const grant: Grant = {
-      claimId, machine: entry.spec.name, remote: entry.spec.remote, clamped, fellBack, ask, lost: lost.signal,
-      allocation: { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env: allocationEnv(holding.cpus, holding.gpuIds, ask.env) },
-    };
-    this.#held.set(claimId, { grant, entry, lost, since: Date.now() });
+    this.#changed.add(entry);
+    const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
+    const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env }, clamped, fellBack, ask);
+    this.#held.set(claimId, { grant, entry, since: Date.now() });
     this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
     return grant;
   }
 
-  #abandon(w: Waiter, reason: unknown): void {
-    const i = this.#waiters.indexOf(w);
-    if (i < 0) return;
-    this.#waiters.splice(i, 1);
+  /** Takes `w` out of the queue; what its class held back on its target becomes room. */
+  #unwait(w: Waiter): boolean {
+    const target = w.cls.target;
+    if (!this.#queue.remove(w)) return false;
     w.detach();
-    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned' });
-    w.reject(reason);
-    this.#pump();
+    if (target) this.#touched.add(target);
+    return true;
   }
 
-  /** Grants waiters in arrival order; a waiter that cannot be granted reserves what it asks on its best machine (P7). */
-  #pump(): void {
-    const reserved: Reservations = new Map();
-    for (const w of [...this.#waiters]) {
-      if (!anyCanEverHold(this.machines, w.ask, w.amount) && !this.provisioners.some((p) => p.covers(w.ask))) {
-        const refit = this.#fit(w.ask);
-        w.amount = refit.amount;
-        w.clamped = refit.clamped;
+  #abandon(w: Waiter, reason: unknown): void {
+    if (!this.#unwait(w)) return;
+    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned' });
+    w.reject(reason);
+    this.#settle();
+  }
+
+  /**
+   * Brings the queue to rest after a change (P7, P12): classes reserving on a changed machine
+   * re-choose their target; classes a touched machine could serve wake; the oldest woken head is
+   * granted if it fits behind the reservations of older waiters, else its class sleeps. Repeats
+   * until nothing is woken. Cost: per touched machine × wait classes, plus the grants made.
+   */
+  #settle(): void {
+    if (this.#settling) return;
+    this.#settling = true;
+    try {
+      for (;;) {
+        for (const m of this.#changed) for (const cls of this.#queue.targeting(m)) this.#retarget(cls);
+        this.#changed.clear();
+        for (const m of this.#touched) {
+          if (!this.machines.has(m)) continue;
+          for (const cls of this.#queue.classes()) if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) this.#woken.add(cls);
+        }
+        this.#touched.clear();
+        let next: Waiter | undefined;
+        for (const cls of this.#woken) {
+          if (!cls.head) this.#woken.delete(cls);
+          else if (!next || cls.head.seq < next.seq) next = cls.head;
+        }
+        if (!next) return;
+        const w = next;
+        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.fitsBehind(m, w));
+        if (!c) {
+          this.#woken.delete(w.cls);
+          continue;
+        }
+        const { amount, clamped } = w.cls;
+        this.#unwait(w);
+        w.resolve(this.#grant(w.claimId, w.ask, amount, clamped, c.machine, c.fellBack));
       }
-      const c = chooseNow(this.machines, w.ask, w.amount, reserved);
-      if (c) {
-        this.#waiters.splice(this.#waiters.indexOf(w), 1);
-        w.detach();
-        w.resolve(this.#grant(w.claimId, w.ask, w.amount, w.clamped, c.machine, c.fellBack));
-        continue;
-      }
-      const target = reservationTarget(this.machines, w);
-      if (target) reserve(reserved, target, w.amount);
+    } finally {
+      this.#settling = false;
     }
-    this.#reserved = reserved;
   }
 
   /** Fails waiters requiring a label whose machines left longer ago than the reconnect grace. */
   #expireLabels(): void {
-    for (const w of [...this.#waiters]) {
+    for (const cls of [...this.#queue.classes()]) {
       try {
-        this.#checkLabel(w.ask);
+        this.#checkLabel(cls.ask);
       } catch (err) {
-        this.#abandon(w, err);
+        for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
       }
     }
   }

@@ -6,7 +6,8 @@ import type { HostInventory } from '../resources/inventory.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { Provisioner } from './provisioner.js';
 import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
-import { queuedInfo, type Waiter } from './waiting.js';
+import { queuedInfo } from './queued.js';
+import type { Waiter } from './waiting.js';
 
 /** One machine's books. */
 export interface MachineView {
@@ -24,7 +25,13 @@ export interface MachineView {
 /** The whole placer state; times in ms. */
 export interface PlacerSnapshot {
   machines: MachineView[];
-  waiting: { claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number }[];
+  waiting: {
+    claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number;
+    /** The machine it holds back resources on (SPEC P7); '' when none could ever hold it. */
+    reservedOn: string;
+    /** The ask was cut down to the best real machine (SPEC P5, P11). */
+    clamped: boolean;
+  }[];
   held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number }[];
   provisioners: { name: string; shapes: HostInventory[]; status: string }[];
 }
@@ -38,7 +45,7 @@ export function placerSnapshot(
 ): PlacerSnapshot {
   const now = Date.now();
   return {
-    machines: machines.all().map((m) => ({
+    machines: Array.from(machines.all(), (m) => ({
       name: m.spec.name,
       labels: [...m.spec.labels],
       remote: m.spec.remote,
@@ -51,7 +58,8 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: queuedInfo(machines, w, i + 1), waitedMs: now - w.since,
+      reason: queuedInfo(machines, w.claimId, w.ask, w.cls.amount, i + 1), waitedMs: now - w.since,
+      reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,

@@ -49,6 +49,21 @@ export class ResourceAccountant {
     return { cpus: this.#freeCpus, gpus: this.#devices.freeCount, ramMb: this.#freeRam };
   }
 
+  /** Free cores now (no allocation, for the placement indexes). */
+  get freeCpus(): number {
+    return this.#freeCpus;
+  }
+
+  /** Free devices now. */
+  get freeGpus(): number {
+    return this.#devices.freeCount;
+  }
+
+  /** Free memory now in MB; undefined when memory is not limited. */
+  get freeRamMb(): number | undefined {
+    return this.#freeRam;
+  }
+
   /** Free device ids, sorted. */
   freeGpuIds(): number[] {
     return this.#devices.freeIds();
@@ -67,11 +82,11 @@ export class ResourceAccountant {
   /** True when `a` fits what is free now minus `reserved` (held back for an older waiter). */
   fitsNow(a: Amount, reserved?: Amount): boolean {
     // A dimension the ask does not use is never held back by a reservation (issue 3, acceptance 13).
-    const r = reserved ?? { cpus: 0, gpus: 0 };
-    const freeRam = this.#freeRam === undefined ? undefined : this.#freeRam - (r.ramMb ?? 0);
-    return (a.cpus === 0 || a.cpus <= this.#freeCpus - r.cpus)
-      && (a.gpus === 0 || a.gpus <= this.#devices.freeCount - r.gpus)
-      && (!a.ramMb || ramFits(a.ramMb, freeRam));
+    const rc = reserved?.cpus ?? 0;
+    const rg = reserved?.gpus ?? 0;
+    return (a.cpus === 0 || a.cpus <= this.#freeCpus - rc)
+      && (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg)
+      && (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0));
   }
 
   /**

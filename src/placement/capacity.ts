@@ -1,0 +1,155 @@
+/**
+ * A class of machines: the same total cores, GPUs and labels (memory may differ). Its machines sit
+ * in buckets keyed by (free GPUs, free cores), the bucket keys kept sorted, so "the best machine of
+ * this class that can hold this" walks a handful of buckets, not every machine (SPEC P12).
+ * Memory is checked per machine inside a bucket.
+ */
+import type { Amount } from '../resources/books.js';
+import type { MachineEntry } from './machines.js';
+
+/** How far a machine is from fitting an amount: [gpu deficit, cpu deficit, gpus left over, cpus left over]. */
+export type Distance = [number, number, number, number];
+
+/** Lexicographic `x < y`. */
+export function closer(x: Distance, y: Distance): boolean {
+  for (let i = 0; i < 4; i++) if (x[i] !== y[i]) return x[i] < y[i];
+  return false;
+}
+
+/** The distance of `m` from holding `a` now (smaller is closer; ties go to the tighter fit). */
+export function distance(m: MachineEntry, a: Amount): Distance {
+  const g = m.books.freeGpus;
+  const c = m.books.freeCpus;
+  return [Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus)];
+}
+
+/** True when `m`'s memory could ever hold `ramMb` (undefined or 0 = none asked). */
+function ramEver(m: MachineEntry, ramMb: number | undefined): boolean {
+  const t = m.books.total.ramMb;
+  return !ramMb || t === undefined || ramMb <= t;
+}
+
+/** Machines of one shape (cores, GPUs, labels), indexed by free capacity. */
+export class MachineClass {
+  readonly #buckets = new Map<number, Set<MachineEntry>>();
+  /** Non-empty bucket keys, ascending: by free GPUs, then free cores. */
+  readonly #keys: number[] = [];
+  /** Total memory (-1 = not limited) → how many machines have it. */
+  readonly #ram = new Map<number, number>();
+  size = 0;
+
+  constructor(readonly cpus: number, readonly gpus: number, readonly labels: readonly string[]) {}
+
+  /** Adds `e` (indexed by its current free capacity). */
+  add(e: MachineEntry): void {
+    this.size++;
+    const r = e.books.total.ramMb ?? -1;
+    this.#ram.set(r, (this.#ram.get(r) ?? 0) + 1);
+    this.index(e);
+  }
+
+  /** Removes `e`. */
+  remove(e: MachineEntry): void {
+    this.size--;
+    const r = e.books.total.ramMb ?? -1;
+    const n = this.#ram.get(r)! - 1;
+    if (n) this.#ram.set(r, n);
+    else this.#ram.delete(r);
+    this.unindex(e);
+  }
+
+  /** Files `e` under its free capacity now. */
+  index(e: MachineEntry): void {
+    const k = e.books.freeGpus * (this.cpus + 1) + e.books.freeCpus;
+    e.bucket = k;
+    let set = this.#buckets.get(k);
+    if (!set) {
+      this.#buckets.set(k, (set = new Set()));
+      let lo = 0;
+      let hi = this.#keys.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (this.#keys[mid] < k) lo = mid + 1;
+        else hi = mid;
+      }
+      this.#keys.splice(lo, 0, k);
+    }
+    set.add(e);
+  }
+
+  /** Takes `e` out of the bucket it was filed under. @throws Error when the index is out of step (a bug). */
+  unindex(e: MachineEntry): void {
+    const set = this.#buckets.get(e.bucket);
+    if (!set?.delete(e)) throw new Error(`capacity index out of step for ${e.spec.name}`);
+    if (set.size === 0) {
+      this.#buckets.delete(e.bucket);
+      this.#keys.splice(this.#keys.indexOf(e.bucket), 1);
+    }
+  }
+
+  /** True when some machine of the class could hold `a` if it were idle. */
+  holdsEver(a: Amount): boolean {
+    return a.cpus <= this.cpus && a.gpus <= this.gpus && this.machinesHolding(a.ramMb) > 0;
+  }
+
+  /** How many machines of the class have the memory for `ramMb` (all when none asked). */
+  machinesHolding(ramMb: number | undefined): number {
+    if (!ramMb) return this.size;
+    let n = 0;
+    for (const [r, count] of this.#ram) if (r === -1 || r >= ramMb) n += count;
+    return n;
+  }
+
+  /**
+   * The first machine in best-fit order (fewest free GPUs, then fewest free cores) with at least
+   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations).
+   */
+  bestFit(a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+    const width = this.cpus + 1;
+    for (const k of this.#keys) {
+      if (k < a.gpus * width || k % width < a.cpus) continue;
+      for (const m of this.#buckets.get(k)!) if (ok(m)) return m;
+    }
+    return undefined;
+  }
+
+  /** The machine of the class closest to holding `a` (see `distance`) whose memory could ever hold it. */
+  closest(a: Amount): { machine: MachineEntry; distance: Distance } | undefined {
+    const width = this.cpus + 1;
+    let best: { machine: MachineEntry; distance: Distance } | undefined;
+    for (const k of this.#keys) {
+      const g = Math.floor(k / width);
+      const c = k % width;
+      const d: Distance = [Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus)];
+      if (best && !closer(d, best.distance)) continue;
+      for (const m of this.#buckets.get(k)!) {
+        if (ramEver(m, a.ramMb)) {
+          best = { machine: m, distance: d };
+          break;
+        }
+      }
+    }
+    return best;
+  }
+
+  /** The machine with the most free GPUs, then cores, whose memory could ever hold `ramMb`. */
+  mostFree(ramMb: number | undefined): MachineEntry | undefined {
+    for (let i = this.#keys.length - 1; i >= 0; i--) {
+      for (const m of this.#buckets.get(this.#keys[i])!) if (ramEver(m, ramMb)) return m;
+    }
+    return undefined;
+  }
+
+  /**
+   * A machine of the class with the most memory, when `ramMb` is asked; any machine otherwise
+   * (for clamping, SPEC P5).
+   */
+  roomiest(ramMb: number | undefined): MachineEntry | undefined {
+    let want = -1;
+    if (ramMb && !this.#ram.has(-1)) for (const r of this.#ram.keys()) want = Math.max(want, r);
+    for (const set of this.#buckets.values()) {
+      for (const m of set) if (want === -1 || m.books.total.ramMb === want) return m;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * A granted claim (SPEC P8, W3). Its `lost` signal is made only when someone reads it, so a claim
+ * that is granted and released in process costs no AbortController; a lease lost before anyone
+ * looked gives an already-aborted signal with the same reason.
+ */
+import type { AllocationGrant, Grant, NormalizedAsk } from './types.js';
+
+/** The Grant the placer hands out, with a lazily made `lost` signal. */
+export class Lease implements Grant {
+  #lost?: AbortController;
+  #gone = false;
+  #reason: unknown;
+
+  constructor(
+    readonly claimId: string,
+    readonly machine: string,
+    readonly remote: boolean,
+    readonly allocation: AllocationGrant,
+    readonly clamped: boolean,
+    readonly fellBack: boolean,
+    readonly ask: NormalizedAsk,
+  ) {}
+
+  /** Aborted with BerthError('unavailable', "worker <name> went away …") when the machine leaves. */
+  get lost(): AbortSignal {
+    if (!this.#lost) {
+      this.#lost = new AbortController();
+      if (this.#gone) this.#lost.abort(this.#reason);
+    }
+    return this.#lost.signal;
+  }
+
+  /** The machine left: `lost` aborts with `reason` (now, or when first read). */
+  lose(reason: unknown): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.#reason = reason;
+    this.#lost?.abort(reason);
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Why a claim waits, as berth.v1.Queued carries it (SPEC P6): what it wants, how many machines
+ * could ever hold it and which of them has the most free now. Walks machine classes, not machines.
+ */
+import { describeAmount, type Amount } from '../resources/books.js';
+import { requires } from './choose.js';
+import type { MachineEntry, MachineSet } from './machines.js';
+import type { NormalizedAsk, QueuedInfo } from './types.js';
+
+/** The Queued detail for `claimId` waiting for `amount` of `ask` at 1-based `position`. */
+export function queuedInfo(machines: MachineSet, claimId: string, ask: NormalizedAsk, amount: Amount, position: number): QueuedInfo {
+  let able = 0;
+  let best: MachineEntry | undefined;
+  for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
+    if (amount.cpus > cls.cpus || amount.gpus > cls.gpus) continue;
+    able += cls.machinesHolding(amount.ramMb);
+    const m = cls.mostFree(amount.ramMb);
+    if (!m) continue;
+    const f = m.books;
+    if (!best || f.freeGpus > best.books.freeGpus || (f.freeGpus === best.books.freeGpus && f.freeCpus > best.books.freeCpus)) best = m;
+  }
+  const bf = best?.books;
+  return {
+    claimId,
+    detail: describeAmount(amount),
+    wanted: { ...amount },
+    bestMachine: best?.spec.name ?? '',
+    bestFree: bf ? { cpus: bf.freeCpus, gpus: bf.freeGpus, ramMb: bf.freeRamMb } : { cpus: 0, gpus: 0 },
+    machinesAble: able,
+    position,
+  };
+}
