@@ -125,3 +125,23 @@ def test_a_claim_timeout_in_async_raises_node_timeout_and_the_client_closes_with
             await client.close()
 
     asyncio.run(main())
+
+
+def test_cancelling_the_task_holding_a_claim_gives_it_back(engine_server: str) -> None:
+    async def main() -> None:
+        async with AsyncClient(engine_server) as client:
+            granted = asyncio.Event()
+
+            async def holder() -> None:
+                async with client.claim(cpus=2, gpus=1, node="study.held"):
+                    granted.set()
+                    await asyncio.Event().wait()  # holds until cancelled
+
+            task = asyncio.create_task(holder())
+            await asyncio.wait_for(granted.wait(), 20)
+            assert [h.node for h in (await client.snapshot()).held] == ["study.held"]
+            task.cancel()
+            snap = await until(client, lambda s: not s.held)
+            assert snap.machines[0].free.cpus == 2 and snap.machines[0].free_gpu_ids == (0,)
+
+    asyncio.run(main())
