@@ -42,8 +42,9 @@ def warn_clamped(what: str, started: Any) -> None:
 
 
 class RunDecoder:
-    """Folds one Run stream. `feed(msg)` returns the event to hand on (or None); `result()` returns
-    the Result, raises the node's exception, or BerthError when the stream ended without an outcome."""
+    """Folds one Run stream. `feed(msg)` returns the events to hand on, in order (one message may carry
+    several); `result()` returns the Result, raises the node's exception, or BerthError when the stream
+    ended without an outcome."""
 
     def __init__(self, req: placement_pb2.RunRequest) -> None:
         self._req = req
@@ -55,22 +56,24 @@ class RunDecoder:
         """True once a Result or Failure arrived."""
         return self._outcome is not None
 
-    def feed(self, msg: placement_pb2.RunResponse) -> RunEvent | None:
-        """The event `msg` carries (Started, Metric, LogLine), or None (a result, failure or unknown kind)."""
+    def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
+        """The events `msg` carries (Started, Metric, LogLine), in order; none for a result, a failure or
+        a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
             self.started = Started.from_proto(msg.started)
             if self.started.clamped:
                 warn_clamped(f"call {self.started.call_id}", self.started)
-            return self.started
+            return [self.started]
         if kind == "event":
-            return run_event(msg.event)
+            event = run_event(msg.event)
+            return [] if event is None else [event]
         if kind == "result" and self._outcome is None:
             self._outcome = Result(msg.result.call_id, value_of(msg.result.value))
         elif kind == "failure" and self._outcome is None:
             f: calls_pb2.Failure = msg.failure
             self._outcome = exception_from_failure(f.type, f.message, f.traceback, f.call_id)
-        return None
+        return []
 
     def result(self) -> Result:
         """The call's Result; raises the node's exception when it failed."""

@@ -5,6 +5,7 @@ is re-raised as its own exception class (failures.py); a failed RPC as the mappe
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,19 +32,22 @@ class RunStream(RunOutcome):
         self._call: Any = stub.Run(spec.request, metadata=metadata)
         self._responses: Watched[placement_pb2.RunResponse] = Watched(self._call)
         self._result: Result | None = None
+        self._pending: deque[RunEvent] = deque()
         self._finished = False
 
     def __iter__(self) -> Iterator[RunEvent | Result]:
         return self
 
     def __next__(self) -> RunEvent | Result:
+        if self._pending:
+            return self._pending.popleft()
         if self._finished:
             raise StopIteration
         try:
             for msg in self._responses:
-                event = self._decoder.feed(msg)
-                if event is not None:
-                    return event
+                self._pending.extend(self._decoder.feed(msg))
+                if self._pending:
+                    return self._pending.popleft()
         except grpc.RpcError as err:
             if not self._decoder.has_outcome:
                 self.close()

@@ -3,6 +3,7 @@ events then one Result, and `run()` on top of it. Cancelling the awaiting task c
 server sends the worker a cancel and gives back the claim the call placed)."""
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import grpc
@@ -30,12 +31,15 @@ class AsyncRunStream(RunOutcome):
         self._call: Any = None
         self._reader: Reader | None = None
         self._result: Result | None = None
+        self._pending: deque[RunEvent] = deque()
         self._finished = False
 
     def __aiter__(self) -> AsyncRunStream:
         return self
 
     async def __anext__(self) -> RunEvent | Result:
+        if self._pending:
+            return self._pending.popleft()
         if self._finished:
             raise StopAsyncIteration
         if self._reader is None:  # the call starts on the first iteration, inside the caller's task
@@ -43,9 +47,9 @@ class AsyncRunStream(RunOutcome):
             self._reader = Reader(self._call)
         try:
             while (msg := await self._reader.read()) is not None:
-                event = self._decoder.feed(msg)
-                if event is not None:
-                    return event
+                self._pending.extend(self._decoder.feed(msg))
+                if self._pending:
+                    return self._pending.popleft()
         except grpc.RpcError as err:
             if not self._decoder.has_outcome:
                 self.close()
