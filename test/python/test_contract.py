@@ -148,3 +148,25 @@ def test_a_clamped_run_warns_clamped_and_says_so_on_its_stream(run_client: Clien
         stream = run_client.stream_run(source="def process():\n    return 1", node="huge", cpus=64, timeout=30)
         assert list(stream)[-1].value == 1  # type: ignore[union-attr]
     assert stream.clamped and stream.started is not None and stream.started.asked == Amount(64, 0, None)
+
+
+def test_node_placed_and_claim_released_events_carry_the_amounts_and_gpu_ids(client: Client) -> None:
+    with client.events() as events:
+        client.snapshot()  # the stream is open before the claim below
+        guard = threading.Timer(20, events.close)  # bounds the wait: ends the iteration below
+        guard.start()
+        with client.claim(cpus=1, gpus=1, node="study.typed") as grant:
+            pass
+        mine = {}
+        for event in events:
+            if event.claim_id == grant.claim_id:
+                mine[event.kind] = event
+            if "claim_released" in mine:
+                break
+        guard.cancel()
+    placed = mine["node_placed"]
+    if placed.granted is None:
+        pytest.skip("the server does not fill the typed event fields yet (issue 13)")
+    assert (placed.granted.cpus, placed.granted.gpus) == (1, 1) and placed.gpu_ids == (0,)
+    assert placed.asked is not None and (placed.asked.cpus, placed.asked.gpus) == (1, 1)
+    assert mine["claim_released"].outcome == "released"
