@@ -31,7 +31,8 @@ function ramEver(m: MachineEntry, ramMb: number | undefined): boolean {
 
 /** Machines of one shape (cores, GPUs, labels), indexed by free capacity. */
 export class MachineClass {
-  readonly #buckets = new Map<number, Set<MachineEntry>>();
+  /** Bucket key → its machines; a machine knows its slot, so taking it out is a swap with the last. */
+  readonly #buckets = new Map<number, MachineEntry[]>();
   /** Non-empty bucket keys, ascending: by free GPUs, then free cores. */
   readonly #keys: number[] = [];
   /** Total memory (-1 = not limited) → how many machines have it. */
@@ -62,9 +63,9 @@ export class MachineClass {
   index(e: MachineEntry): void {
     const k = e.books.freeGpus * (this.cpus + 1) + e.books.freeCpus;
     e.bucket = k;
-    let set = this.#buckets.get(k);
-    if (!set) {
-      this.#buckets.set(k, (set = new Set()));
+    let list = this.#buckets.get(k);
+    if (!list) {
+      this.#buckets.set(k, (list = []));
       let lo = 0;
       let hi = this.#keys.length;
       while (lo < hi) {
@@ -74,14 +75,20 @@ export class MachineClass {
       }
       this.#keys.splice(lo, 0, k);
     }
-    set.add(e);
+    e.slot = list.length;
+    list.push(e);
   }
 
   /** Takes `e` out of the bucket it was filed under. @throws Error when the index is out of step (a bug). */
   unindex(e: MachineEntry): void {
-    const set = this.#buckets.get(e.bucket);
-    if (!set?.delete(e)) throw new Error(`capacity index out of step for ${e.spec.name}`);
-    if (set.size === 0) {
+    const list = this.#buckets.get(e.bucket);
+    if (list?.[e.slot] !== e) throw new Error(`capacity index out of step for ${e.spec.name}`);
+    const last = list.pop()!;
+    if (last !== e) {
+      list[e.slot] = last;
+      last.slot = e.slot;
+    }
+    if (list.length === 0) {
       this.#buckets.delete(e.bucket);
       this.#keys.splice(this.#keys.indexOf(e.bucket), 1);
     }
@@ -102,13 +109,18 @@ export class MachineClass {
 
   /**
    * The first machine in best-fit order (fewest free GPUs, then fewest free cores) with at least
-   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations).
+   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations), `skip` aside. Within a
+   * bucket the machine filed last comes first: the one just released is reused, warm in cache.
    */
-  bestFit(a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+  bestFit(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
     const width = this.cpus + 1;
     for (const k of this.#keys) {
       if (k < a.gpus * width || k % width < a.cpus) continue;
-      for (const m of this.#buckets.get(k)!) if (ok(m)) return m;
+      const list = this.#buckets.get(k)!;
+      for (let i = list.length - 1; i >= 0; i--) {
+        const m = list[i];
+        if (m !== skip && ok(m)) return m;
+      }
     }
     return undefined;
   }
@@ -120,7 +132,9 @@ export class MachineClass {
     for (const k of this.#keys) {
       const g = Math.floor(k / width);
       const c = k % width;
-      const d: Distance = [Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus)];
+      const d: Distance = [
+        Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus),
+      ];
       if (best && !closer(d, best.distance)) continue;
       for (const m of this.#buckets.get(k)!) {
         if (ramEver(m, a.ramMb)) {
@@ -147,8 +161,8 @@ export class MachineClass {
   roomiest(ramMb: number | undefined): MachineEntry | undefined {
     let want = -1;
     if (ramMb && !this.#ram.has(-1)) for (const r of this.#ram.keys()) want = Math.max(want, r);
-    for (const set of this.#buckets.values()) {
-      for (const m of set) if (want === -1 || m.books.total.ramMb === want) return m;
+    for (const list of this.#buckets.values()) {
+      for (const m of list) if (want === -1 || m.books.total.ramMb === want) return m;
     }
     return undefined;
   }

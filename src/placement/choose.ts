@@ -22,13 +22,20 @@ export function eligible(m: MachineEntry, ask: NormalizedAsk): boolean {
   return !requires(ask) || m.cls.labels.includes(ask.label);
 }
 
-/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`. */
-function bestAmong(classes: Iterable<MachineClass>, a: Amount, ok: (m: MachineEntry) => boolean): MachineEntry | undefined {
+/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`, but `skip`. */
+function bestAmong(
+  classes: Iterable<MachineClass>,
+  a: Amount,
+  ok: (m: MachineEntry) => boolean,
+  skip?: MachineEntry,
+): MachineEntry | undefined {
   let best: MachineEntry | undefined;
   for (const cls of classes) {
     if (a.cpus > cls.cpus || a.gpus > cls.gpus) continue;
-    const m = cls.bestFit(a, ok);
-    if (m && (!best || m.books.freeGpus < best.books.freeGpus || (m.books.freeGpus === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus))) best = m;
+    const m = cls.bestFit(a, ok, skip);
+    if (!m) continue;
+    const g = m.books.freeGpus;
+    if (!best || g < best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus)) best = m;
   }
   return best;
 }
@@ -55,7 +62,7 @@ export function chooseNow(
     if (requires(ask)) return undefined;
     if (engine && ok(engine)) return { machine: engine, fellBack: true };
   }
-  const m = bestAmong(machines.classes(), amount, (x) => x !== engine && ok(x));
+  const m = bestAmong(machines.classes(), amount, ok, engine);
   return m ? { machine: m, fellBack: ask.label !== '' } : undefined;
 }
 
@@ -65,14 +72,20 @@ export function chooseNow(
  * tighter fit). `keep`, when still eligible and as close as the best, is kept, so a reservation
  * moves only when it must. Undefined when no attached machine could ever hold it.
  */
-export function reservationTarget(machines: MachineSet, ask: NormalizedAsk, amount: Amount, keep?: MachineEntry): MachineEntry | undefined {
+export function reservationTarget(
+  machines: MachineSet,
+  ask: NormalizedAsk,
+  amount: Amount,
+  keep?: MachineEntry,
+): MachineEntry | undefined {
   let best: { machine: MachineEntry; distance: Distance } | undefined;
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
     if (!cls.holdsEver(amount)) continue;
     const c = cls.closest(amount);
     if (c && (!best || closer(c.distance, best.distance))) best = c;
   }
-  if (best && keep && keep !== best.machine && machines.has(keep) && eligible(keep, ask) && keep.books.canEverHold(amount)) {
+  const keepable = keep && machines.has(keep) && eligible(keep, ask) && keep.books.canEverHold(amount);
+  if (best && keep && keepable && keep !== best.machine) {
     const d = distance(keep, amount);
     if (d[0] === best.distance[0] && d[1] === best.distance[1]) return keep;
   }
@@ -86,8 +99,9 @@ export function reservationTarget(machines: MachineSet, ask: NormalizedAsk, amou
  */
 export function clampTarget(machines: MachineSet, ask: NormalizedAsk): { machine: MachineEntry; amount: Amount } | undefined {
   let best: { machine: MachineEntry; amount: Amount } | undefined;
-  const key = (a: Amount): [number, number, number] => [-a.gpus, -a.cpus, -(a.ramMb ?? 0)];
-  const less = (x: [number, number, number], y: [number, number, number]) => x[0] !== y[0] ? x[0] < y[0] : x[1] !== y[1] ? x[1] < y[1] : x[2] < y[2];
+  // More GPUs, then more cores, then more memory is better.
+  const better = (x: Amount, y: Amount) =>
+    x.gpus !== y.gpus ? x.gpus > y.gpus : x.cpus !== y.cpus ? x.cpus > y.cpus : (x.ramMb ?? 0) > (y.ramMb ?? 0);
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
     const m = cls.roomiest(ask.ramMb);
     if (!m) continue;
@@ -97,7 +111,7 @@ export function clampTarget(machines: MachineSet, ask: NormalizedAsk): { machine
       gpus: Math.min(ask.gpus, cls.gpus),
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
-    if (!best || less(key(amount), key(best.amount))) best = { machine: m, amount };
+    if (!best || better(amount, best.amount)) best = { machine: m, amount };
   }
   return best;
 }

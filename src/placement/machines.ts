@@ -3,7 +3,7 @@
  * shape (total cores, GPUs, labels), each indexed by free capacity (capacity.ts), and classes
  * indexed by label, so a decision walks classes and buckets, never every machine (SPEC P12).
  */
-import { ResourceAccountant } from '../resources/books.js';
+import { ResourceAccountant, type Amount, type Holding } from '../resources/books.js';
 import { MachineClass } from './capacity.js';
 import type { MachineSpec } from './types.js';
 
@@ -14,13 +14,15 @@ export interface MachineEntry {
   attachedAt: number;
   /** Its class (same cores, GPUs, labels). */
   cls: MachineClass;
-  /** Its free-capacity bucket inside the class (kept by MachineClass). */
+  /** Its free-capacity bucket inside the class and its slot there (kept by MachineClass). */
   bucket: number;
+  slot: number;
 }
 
-const classKey = (s: MachineSpec) => `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}`;
+const classKey = (s: MachineSpec) =>
+  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}`;
 
-/** Machines by name with their indexes. Call `update` around every change of a machine's books. */
+/** Machines by name with their indexes. Change a machine's books only through `take` and `give`. */
 export class MachineSet {
   readonly #byName = new Map<string, MachineEntry>();
   readonly #classes = new Map<string, MachineClass>();
@@ -41,7 +43,8 @@ export class MachineSet {
         set.add(cls);
       }
     }
-    const e: MachineEntry = { spec, books: new ResourceAccountant(spec.inventory), attachedAt: Date.now(), cls, bucket: -1 };
+    const books = new ResourceAccountant(spec.inventory);
+    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1, slot: -1 };
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     cls.add(e);
@@ -103,14 +106,25 @@ export class MachineSet {
     return this.#byLabel.has(label);
   }
 
-  /** Runs `change` (which alters `e`'s books) and keeps the free-capacity index right. */
-  update(e: MachineEntry, change: () => void): void {
-    if (!this.has(e)) return change();
+  /**
+   * Takes `a` for `claimId` on `e`'s books, keeping the free-capacity index right.
+   * @throws BooksError when it does not fit.
+   */
+  take(e: MachineEntry, claimId: string, a: Amount): Holding {
     e.cls.unindex(e);
     try {
-      change();
+      return e.books.take(claimId, a);
     } finally {
-      if (this.has(e)) e.cls.index(e);
+      e.cls.index(e);
     }
+  }
+
+  /** Gives back what `claimId` holds on `e` (idempotent), keeping the index right while `e` is attached. */
+  give(e: MachineEntry, claimId: string): boolean {
+    if (!this.has(e)) return e.books.give(claimId);
+    e.cls.unindex(e);
+    const given = e.books.give(claimId);
+    e.cls.index(e);
+    return given;
   }
 }

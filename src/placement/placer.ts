@@ -7,7 +7,7 @@
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
@@ -58,7 +58,10 @@ export class Placer {
     this.machines.add({ ...opts.engine, remote: false });
   }
 
-  /** A worker's books join (SPEC P1); the same name replaces the old machine (W1). Re-fits and wakes waiters (P7, P11). */
+  /**
+   * A worker's books join (SPEC P1); the same name replaces the old machine (W1). Waiters are
+   * re-fitted (P11) and those it could serve woken (P7).
+   */
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
@@ -77,13 +80,15 @@ export class Placer {
     const entry = this.machines.get(name);
     if (!entry || !entry.spec.remote) return;
     this.machines.remove(name);
-    for (const cls of this.#queue.targeting(entry)) this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
+    for (const cls of this.#queue.reserved.classesOn(entry)) {
+      this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
+    }
     for (const label of entry.spec.labels) this.#detachedLabels.set(label, Date.now());
-    for (const [id, h] of this.#held) {
-      if (h.entry !== entry) continue;
-      this.#held.delete(id);
-      h.grant.lose(new BerthError('unavailable', `${reason}: claim ${id} on ${name} lost`));
-      this.#events.emit({ kind: 'claim_lost', claimId: id, machine: name, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: reason });
+    const lost = [...this.#held.values()].filter((h) => h.entry === entry);
+    for (const h of lost) this.#held.delete(h.grant.claimId);
+    for (const { grant: g } of lost) {
+      g.lose(new BerthError('unavailable', `${reason}: claim ${g.claimId} on ${name} lost`));
+      this.#events.emit({ kind: 'claim_lost', claimId: g.claimId, machine: name, node: g.ask.node, runId: g.ask.runId, detail: reason });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
@@ -105,7 +110,7 @@ export class Placer {
     }
     const claimId = `c${++this.#ids}`;
     const { amount, clamped } = this.#fit(ask, true);
-    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reservedOn(m)));
+    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settle();
@@ -116,7 +121,9 @@ export class Placer {
       const onAbort = () => this.#abandon(w, signal.reason);
       const w = this.#queue.add(
         { claimId, ask, since: Date.now(), resolve, reject, detach: () => signal.removeEventListener('abort', onAbort) },
-        amount, clamped, () => reservationTarget(this.machines, ask, amount),
+        amount,
+        clamped,
+        () => reservationTarget(this.machines, ask, amount),
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = queuedInfo(this.machines, claimId, ask, w.cls.amount, this.#queue.size);
@@ -130,7 +137,7 @@ export class Placer {
     const h = this.#held.get(claimId);
     if (!h) return false;
     this.#held.delete(claimId);
-    this.machines.update(h.entry, () => h.entry.books.give(claimId));
+    this.machines.give(h.entry, claimId);
     this.#changed.add(h.entry);
     this.#touched.add(h.entry);
     this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why });
@@ -167,7 +174,10 @@ export class Placer {
     return placerSnapshot(this.machines, [...this.#queue.waiters()], [...this.#held.values()], this.provisioners);
   }
 
-  /** Checks every machine's books, that held claims match them and the reservation ledger. @throws BooksError or Error. */
+  /**
+   * Checks every machine's books, that held claims match them, and the waiting classes and their
+   * reservations (P8). @throws BooksError or Error naming what broke.
+   */
   checkInvariants(): void {
     let claims = 0;
     for (const m of this.machines.all()) {
@@ -238,11 +248,11 @@ export class Placer {
   }
 
   #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean): Grant {
-    let holding!: ReturnType<MachineEntry['books']['take']>;
-    this.machines.update(entry, () => (holding = entry.books.take(claimId, amount)));
+    const holding = this.machines.take(entry, claimId, amount);
     this.#changed.add(entry);
     const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
-    const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env }, clamped, fellBack, ask);
+    const allocation = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
+    const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
     this.#held.set(claimId, { grant, entry, since: Date.now() });
     this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
     return grant;
@@ -266,20 +276,23 @@ export class Placer {
 
   /**
    * Brings the queue to rest after a change (P7, P12): classes reserving on a changed machine
-   * re-choose their target; classes a touched machine could serve wake; the oldest woken head is
-   * granted if it fits behind the reservations of older waiters, else its class sleeps. Repeats
-   * until nothing is woken. Cost: per touched machine × wait classes, plus the grants made.
+   * re-choose their target; classes a touched machine's free room could serve wake (looked up by
+   * amount, not by walking the queue); the oldest woken head is granted if it fits behind the
+   * reservations of older waiters, else its class sleeps. Repeats until nothing is woken. Cost:
+   * the classes a change could serve, the classes reserving on a changed machine, and the grants made.
    */
   #settle(): void {
     if (this.#settling) return;
     this.#settling = true;
     try {
       for (;;) {
-        for (const m of this.#changed) for (const cls of this.#queue.targeting(m)) this.#retarget(cls);
+        for (const m of this.#changed) for (const cls of this.#queue.reserved.classesOn(m)) this.#retarget(cls);
         this.#changed.clear();
         for (const m of this.#touched) {
           if (!this.machines.has(m)) continue;
-          for (const cls of this.#queue.classes()) if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) this.#woken.add(cls);
+          for (const cls of this.#queue.servable(m.books.freeGpus, m.books.freeCpus)) {
+            if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) this.#woken.add(cls);
+          }
         }
         this.#touched.clear();
         let next: Waiter | undefined;
@@ -289,7 +302,7 @@ export class Placer {
         }
         if (!next) return;
         const w = next;
-        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.fitsBehind(m, w));
+        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.reserved.fitsBehind(m, w));
         if (!c) {
           this.#woken.delete(w.cls);
           continue;
@@ -303,14 +316,23 @@ export class Placer {
     }
   }
 
-  /** Fails waiters requiring a label whose machines left longer ago than the reconnect grace. */
+  /**
+   * Fails waiters requiring a label whose machines left longer ago than the reconnect grace. A
+   * timer may fire a little before the grace has passed by the wall clock (the event loop's
+   * clock lags); such labels are checked again when their grace ends.
+   */
   #expireLabels(): void {
+    let again = Infinity;
     for (const cls of [...this.#queue.classes()]) {
       try {
         this.#checkLabel(cls.ask);
       } catch (err) {
         for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
+        continue;
       }
+      const gone = requires(cls.ask) && !this.machines.hasLabel(cls.ask.label) ? this.#detachedLabels.get(cls.ask.label) : undefined;
+      if (gone !== undefined) again = Math.min(again, gone + this.#graceMs + 1 - Date.now());
     }
+    if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
 }

@@ -8,7 +8,13 @@ import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk, QueuedInfo } from './types.js';
 
 /** The Queued detail for `claimId` waiting for `amount` of `ask` at 1-based `position`. */
-export function queuedInfo(machines: MachineSet, claimId: string, ask: NormalizedAsk, amount: Amount, position: number): QueuedInfo {
+export function queuedInfo(
+  machines: MachineSet,
+  claimId: string,
+  ask: NormalizedAsk,
+  amount: Amount,
+  position: number,
+): QueuedInfo {
   let able = 0;
   let best: MachineEntry | undefined;
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
@@ -16,8 +22,8 @@ export function queuedInfo(machines: MachineSet, claimId: string, ask: Normalize
     able += cls.machinesHolding(amount.ramMb);
     const m = cls.mostFree(amount.ramMb);
     if (!m) continue;
-    const f = m.books;
-    if (!best || f.freeGpus > best.books.freeGpus || (f.freeGpus === best.books.freeGpus && f.freeCpus > best.books.freeCpus)) best = m;
+    const g = m.books.freeGpus;
+    if (!best || g > best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus > best.books.freeCpus)) best = m;
   }
   const bf = best?.books;
   return {

@@ -44,6 +44,16 @@ export function placerSnapshot(
   provisioners: readonly Provisioner[],
 ): PlacerSnapshot {
   const now = Date.now();
+  // Waiters of one class wait for the same thing: work out why once per class.
+  const why = new Map<Waiter['cls'], QueuedInfo>();
+  const reason = (w: Waiter, position: number): QueuedInfo => {
+    let q = why.get(w.cls);
+    if (!q) why.set(w.cls, (q = queuedInfo(machines, w.claimId, w.ask, w.cls.amount, position)));
+    return {
+      claimId: w.claimId, detail: q.detail, wanted: q.wanted, bestMachine: q.bestMachine, bestFree: q.bestFree,
+      machinesAble: q.machinesAble, position,
+    };
+  };
   return {
     machines: Array.from(machines.all(), (m) => ({
       name: m.spec.name,
@@ -58,7 +68,7 @@ export function placerSnapshot(
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: queuedInfo(machines, w.claimId, w.ask, w.cls.amount, i + 1), waitedMs: now - w.since,
+      reason: reason(w, i + 1), waitedMs: now - w.since,
       reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped,
     })),
     held: held.map((h) => ({

@@ -8,6 +8,7 @@
  */
 import type { Amount } from '../resources/books.js';
 import type { MachineEntry } from './machines.js';
+import { Reservations } from './reservations.js';
 import type { Grant, NormalizedAsk } from './types.js';
 
 /** A claim that fits some machine, or will, but not right now. */
@@ -40,21 +41,17 @@ export interface WaitClass {
   size: number;
 }
 
-/** What is held back on one machine and by which classes. */
-interface Held extends Amount {
-  ramMb: number;
-  classes: Set<WaitClass>;
-}
-
 const keyOf = (a: NormalizedAsk) => `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}`;
-const overlaps = (x: Amount, y: Amount) => (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {
   readonly #all = new Map<string, Waiter>();
   readonly #classes = new Map<string, WaitClass>();
   readonly #byRun = new Map<string, Set<Waiter>>();
-  readonly #held = new Map<MachineEntry, Held>();
+  /** What the classes hold back, per machine (P7). */
+  readonly reserved = new Reservations();
+  /** Classes by the GPUs they want, each list sorted by the cores they want: who a machine's free room could serve. */
+  readonly #byGpus = new Map<number, WaitClass[]>();
   #seq = 0;
 
   /** Number of waiters. */
@@ -77,6 +74,21 @@ export class WaitQueue {
     return [...(this.#byRun.get(runId) ?? [])];
   }
 
+  /**
+   * The classes whose amount fits `gpus` free devices and `cpus` free cores (memory and labels
+   * are the caller's to check): the only ones a machine with that much free could serve. Walks
+   * the distinct GPU counts asked, then only classes that fit.
+   */
+  *servable(gpus: number, cpus: number): IterableIterator<WaitClass> {
+    for (const [g, list] of this.#byGpus) {
+      if (g > gpus) continue;
+      for (const cls of list) {
+        if (cls.amount.cpus > cpus) break;
+        yield cls;
+      }
+    }
+  }
+
   /** The class an ask would join, if it has members. */
   classOf(ask: NormalizedAsk): WaitClass | undefined {
     return this.#classes.get(keyOf(ask));
@@ -86,20 +98,25 @@ export class WaitQueue {
    * Appends a waiter. A new class starts with `amount`, `clamped` and `target`; an existing class
    * keeps its own. Returns the waiter.
    */
-  add(w: Omit<Waiter, 'seq' | 'cls'>, amount: Amount, clamped: boolean, target: () => MachineEntry | undefined): Waiter {
+  add(
+    w: Omit<Waiter, 'seq' | 'cls'>,
+    amount: Amount,
+    clamped: boolean,
+    target: () => MachineEntry | undefined,
+  ): Waiter {
     const key = keyOf(w.ask);
     let cls = this.#classes.get(key);
     if (!cls) {
       cls = { key, ask: w.ask, amount, clamped, size: 0, target: target() };
       this.#classes.set(key, cls);
-      this.#link(cls);
+      this.#file(cls);
     }
     const full: Waiter = { ...w, seq: ++this.#seq, cls, prev: cls.tail };
     if (cls.tail) cls.tail.next = full;
     else cls.head = full;
     cls.tail = full;
+    this.reserved.add(cls, 1);
     cls.size++;
-    this.#hold(cls.target, cls.amount, 1);
     this.#all.set(full.claimId, full);
     let run = this.#byRun.get(w.ask.runId);
     if (!run) this.#byRun.set(w.ask.runId, (run = new Set()));
@@ -120,10 +137,10 @@ export class WaitQueue {
     if (w.next) w.next.prev = w.prev;
     else cls.tail = w.prev;
     w.prev = w.next = undefined;
+    this.reserved.add(cls, -1);
     cls.size--;
-    this.#hold(cls.target, cls.amount, -1);
     if (cls.size === 0) {
-      this.#unlink(cls);
+      this.#unfile(cls);
       this.#classes.delete(cls.key);
     }
     return true;
@@ -132,99 +149,60 @@ export class WaitQueue {
   /** Points `cls` at `target`: every member's amount moves there. */
   setTarget(cls: WaitClass, target: MachineEntry | undefined): void {
     if (cls.target === target) return;
-    this.#hold(cls.target, cls.amount, -cls.size);
-    this.#unlink(cls);
+    const n = cls.size;
+    this.reserved.add(cls, -n);
     cls.target = target;
-    this.#link(cls);
-    this.#hold(target, cls.amount, cls.size);
+    this.reserved.add(cls, n);
   }
 
   /** Changes what `cls` waits for (re-fit, P11). */
   setAmount(cls: WaitClass, amount: Amount, clamped: boolean): void {
-    this.#hold(cls.target, cls.amount, -cls.size);
+    const n = cls.size;
+    this.reserved.add(cls, -n);
+    this.#unfile(cls);
     cls.amount = amount;
     cls.clamped = clamped;
-    this.#hold(cls.target, cls.amount, cls.size);
+    this.#file(cls);
+    this.reserved.add(cls, n);
   }
 
-  /** The classes reserving on `m`. */
-  targeting(m: MachineEntry): WaitClass[] {
-    const h = this.#held.get(m);
-    return h ? [...h.classes] : [];
-  }
-
-  /** Everything held back on `m` (for a new claim, younger than every waiter). */
-  reservedOn(m: MachineEntry): Amount | undefined {
-    return this.#held.get(m);
-  }
-
-  /**
-   * True when `w`'s class amount fits `m` now minus what waiters older than `w` hold back there
-   * (P7). Walks older members only while they could still matter: each one held back takes at
-   * least one unit of something `w` needs, so the walk is bounded by the machine's free capacity.
-   */
-  fitsBehind(m: MachineEntry, w: Waiter): boolean {
-    const a = w.cls.amount;
-    if (!m.books.fitsNow(a)) return false;
-    const h = this.#held.get(m);
-    if (!h) return true;
-    const r = { cpus: 0, gpus: 0, ramMb: 0 };
-    for (const cls of h.classes) {
-      if (!overlaps(cls.amount, a)) continue;
-      for (let o = cls.head; o && o.seq < w.seq; o = o.next) {
-        r.cpus += cls.amount.cpus;
-        r.gpus += cls.amount.gpus;
-        r.ramMb += cls.amount.ramMb ?? 0;
-        if (!m.books.fitsNow(a, r)) return false;
-      }
-    }
-    return true;
-  }
-
-  /** Checks the reservation ledger against the classes. @throws Error naming the mismatch. */
+  /** Checks the classes, their lists and index, and the reservation ledger. @throws Error naming the mismatch. */
   check(attached: (m: MachineEntry) => boolean): void {
-    const want = new Map<MachineEntry, Amount>();
     let n = 0;
     for (const cls of this.#classes.values()) {
       n += cls.size;
       let count = 0;
       for (let w = cls.head; w; w = w.next) count++;
-      if (count !== cls.size || cls.size === 0) throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
-      if (!cls.target) continue;
-      if (!attached(cls.target)) throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
-      const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      want.set(cls.target, { cpus: cur.cpus + cls.size * cls.amount.cpus, gpus: cur.gpus + cls.size * cls.amount.gpus, ramMb: (cur.ramMb ?? 0) + cls.size * (cls.amount.ramMb ?? 0) });
+      if (count !== cls.size || cls.size === 0) {
+        throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
+      }
+      if (cls.target && !attached(cls.target)) throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
-    for (const [m, h] of this.#held) {
-      const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
-      want.delete(m);
+    let filed = 0;
+    for (const [g, list] of this.#byGpus) {
+      for (let i = 0; i < list.length; i++) {
+        const sorted = i === 0 || list[i - 1].amount.cpus <= list[i].amount.cpus;
+        if (list[i].amount.gpus !== g || !sorted) throw new Error(`wait class ${list[i].key} misfiled`);
+      }
+      filed += list.length;
     }
-    if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);
+    if (filed !== this.#classes.size) throw new Error(`${filed} wait classes filed, ${this.#classes.size} exist`);
+    this.reserved.check(this.#classes.values());
   }
 
-  /** Lists `cls` among the classes reserving on its target. */
-  #link(cls: WaitClass): void {
-    if (!cls.target) return;
-    let h = this.#held.get(cls.target);
-    if (!h) this.#held.set(cls.target, (h = { cpus: 0, gpus: 0, ramMb: 0, classes: new Set() }));
-    h.classes.add(cls);
+  /** Files `cls` under the GPUs and cores it wants. */
+  #file(cls: WaitClass): void {
+    let list = this.#byGpus.get(cls.amount.gpus);
+    if (!list) this.#byGpus.set(cls.amount.gpus, (list = []));
+    let i = list.length;
+    while (i > 0 && list[i - 1].amount.cpus > cls.amount.cpus) i--;
+    list.splice(i, 0, cls);
   }
 
-  #unlink(cls: WaitClass): void {
-    const h = cls.target && this.#held.get(cls.target);
-    if (!h) return;
-    h.classes.delete(cls);
-    if (h.classes.size === 0) this.#held.delete(cls.target!);
-  }
-
-  /** Adds `times` × `a` to what is held back on `m` (negative to give back). */
-  #hold(m: MachineEntry | undefined, a: Amount, times: number): void {
-    const h = m && this.#held.get(m);
-    if (!h || times === 0) return;
-    h.cpus += a.cpus * times;
-    h.gpus += a.gpus * times;
-    h.ramMb += (a.ramMb ?? 0) * times;
+  #unfile(cls: WaitClass): void {
+    const list = this.#byGpus.get(cls.amount.gpus)!;
+    list.splice(list.indexOf(cls), 1);
+    if (list.length === 0) this.#byGpus.delete(cls.amount.gpus);
   }
 }

@@ -1,0 +1,93 @@
+/**
+ * What waiting claims hold back, per machine (SPEC P7): each wait class reserves its amount once
+ * per member on its one target machine, only in the dimensions it asks. A new claim fits behind
+ * all of it; a waiter fits behind only what older waiters hold back.
+ */
+import type { Amount } from '../resources/books.js';
+import type { MachineEntry } from './machines.js';
+import type { WaitClass, Waiter } from './waiting.js';
+
+/** What is held back on one machine and by which classes. */
+interface Held {
+  cpus: number;
+  gpus: number;
+  ramMb: number;
+  classes: Set<WaitClass>;
+}
+
+const NONE: readonly WaitClass[] = [];
+const overlaps = (x: Amount, y: Amount) =>
+  (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
+
+/** The per-machine reservation ledger, kept by WaitQueue as classes join, leave and move. */
+export class Reservations {
+  readonly #held = new Map<MachineEntry, Held>();
+
+  /** `times` × `cls.amount` more (or, negative, less) held back on `cls.target`; lists the class there while it holds. */
+  add(cls: WaitClass, times: number): void {
+    const m = cls.target;
+    if (!m || times === 0) return;
+    let h = this.#held.get(m);
+    if (!h) this.#held.set(m, (h = { cpus: 0, gpus: 0, ramMb: 0, classes: new Set() }));
+    h.cpus += cls.amount.cpus * times;
+    h.gpus += cls.amount.gpus * times;
+    h.ramMb += (cls.amount.ramMb ?? 0) * times;
+    if (times > 0) h.classes.add(cls);
+    else if (cls.size + times <= 0) {
+      h.classes.delete(cls);
+      if (h.classes.size === 0) this.#held.delete(m);
+    }
+  }
+
+  /** Everything held back on `m` (what a new claim, younger than every waiter, must leave). */
+  on(m: MachineEntry): Amount | undefined {
+    return this.#held.get(m);
+  }
+
+  /** The classes reserving on `m` (a copy: callers may move them). */
+  classesOn(m: MachineEntry): readonly WaitClass[] {
+    const h = this.#held.get(m);
+    return h ? [...h.classes] : NONE;
+  }
+
+  /**
+   * True when `w`'s class amount fits `m` now minus what waiters older than `w` hold back there.
+   * Walks older members only while they could still matter: each one takes at least one unit of
+   * something `w` needs, so the walk is bounded by the machine's free capacity.
+   */
+  fitsBehind(m: MachineEntry, w: Waiter): boolean {
+    const a = w.cls.amount;
+    if (!m.books.fitsNow(a)) return false;
+    const h = this.#held.get(m);
+    if (!h) return true;
+    const r = { cpus: 0, gpus: 0, ramMb: 0 };
+    for (const cls of h.classes) {
+      if (!overlaps(cls.amount, a)) continue;
+      for (let o = cls.head; o && o.seq < w.seq; o = o.next) {
+        r.cpus += cls.amount.cpus;
+        r.gpus += cls.amount.gpus;
+        r.ramMb += cls.amount.ramMb ?? 0;
+        if (!m.books.fitsNow(a, r)) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Checks the ledger against `classes` (each with its size and target). @throws Error naming the machine. */
+  check(classes: Iterable<WaitClass>): void {
+    const want = new Map<MachineEntry, Required<Amount>>();
+    for (const cls of classes) {
+      if (!cls.target) continue;
+      const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
+      const k = cls.size;
+      const a = cls.amount;
+      want.set(cls.target, { cpus: cur.cpus + k * a.cpus, gpus: cur.gpus + k * a.gpus, ramMb: cur.ramMb + k * (a.ramMb ?? 0) });
+    }
+    for (const [m, h] of this.#held) {
+      const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
+      want.delete(m);
+    }
+    if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * Test support: the placement rules (SPEC P2–P8, P11) as a simple reference model, checked against
+ * an in-process Placer after every event and after every operation. It keeps its own books of
+ * what was granted and recomputes, from the snapshot alone, what each rule demands — it never
+ * looks at the placer's indexes. Violations are collected as readable strings.
+ */
+import { EventBus, type BerthEvent } from '../../src/events.js';
+import { Placer } from '../../src/placement/placer.js';
+import type { MachineView, PlacerSnapshot } from '../../src/placement/snapshot.js';
+import type { Grant, MachineSpec, NormalizedAsk } from '../../src/placement/types.js';
+
+type Amount = { cpus: number; gpus: number; ramMb?: number };
+type Waiting = PlacerSnapshot['waiting'][number];
+
+/** Seeded PRNG (mulberry32): the same seed gives the same run. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const num = (claimId: string) => Number(claimId.slice(1));
+const requires = (a: NormalizedAsk) => a.policy === 'require' && a.label !== '';
+const eligible = (m: MachineView, a: NormalizedAsk) => !requires(a) || m.labels.includes(a.label);
+const everHolds = (m: MachineView, a: Amount) =>
+  a.cpus <= m.total.cpus && a.gpus <= m.total.gpuIds.length && (!a.ramMb || m.total.ramMb === undefined || a.ramMb <= m.total.ramMb);
+const fitsBehind = (free: Amount, held: Amount, a: Amount) =>
+  (a.cpus === 0 || a.cpus <= free.cpus - held.cpus) && (a.gpus === 0 || a.gpus <= free.gpus - held.gpus)
+  && (!a.ramMb || free.ramMb === undefined || a.ramMb <= free.ramMb - (held.ramMb ?? 0));
+const show = (a: Amount) => `${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''}`;
+
+/** What a claim for `ask` must wait for or get (P5, P11): the ask, or the ask cut to the best eligible machine. */
+export function referenceFit(machines: MachineView[], ask: NormalizedAsk): { amount: Amount; clamped: boolean } {
+  const whole = { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb };
+  const pool = machines.filter((m) => eligible(m, ask));
+  if (pool.length === 0 || pool.some((m) => everHolds(m, whole))) return { amount: whole, clamped: false };
+  let best: Amount | undefined;
+  for (const m of pool) {
+    const t = m.total;
+    const a = {
+      cpus: Math.min(ask.cpus, t.cpus), gpus: Math.min(ask.gpus, t.gpuIds.length),
+      ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
+    };
+    if (!best || a.gpus > best.gpus || (a.gpus === best.gpus && (a.cpus > best.cpus || (a.cpus === best.cpus && (a.ramMb ?? 0) > (best.ramMb ?? 0))))) best = a;
+  }
+  return { amount: best!, clamped: true };
+}
+
+/** What waiters older than `claimId` hold back on each machine (by the snapshot's reservedOn). */
+function heldBackBefore(waiting: Waiting[], claimId: string): Map<string, Required<Amount>> {
+  const out = new Map<string, Required<Amount>>();
+  for (const w of waiting) {
+    if (num(w.claimId) >= num(claimId) || !w.reservedOn) continue;
+    const cur = out.get(w.reservedOn) ?? { cpus: 0, gpus: 0, ramMb: 0 };
+    const a = w.reason.wanted;
+    out.set(w.reservedOn, { cpus: cur.cpus + a.cpus, gpus: cur.gpus + a.gpus, ramMb: cur.ramMb + (a.ramMb ?? 0) });
+  }
+  return out;
+}
+
+/** An in-process Placer under a referee. Claims go through `claim`, so the referee knows each ask. */
+export class Refereed {
+  readonly events = new EventBus();
+  readonly placer: Placer;
+  readonly violations: string[] = [];
+  /** Claim ids in the order the placer granted them. */
+  readonly grantOrder: string[] = [];
+  readonly #asks = new Map<string, NormalizedAsk>();
+  readonly #held = new Map<string, { machine: string; gpuIds: number[]; cpus: number; ramMb?: number }>();
+  readonly #ever = new Set<string>();
+  readonly #grants = new Map<string, Grant>();
+  readonly #rejected = new Map<string, unknown>();
+  #nodes = 0;
+
+  constructor(engine: MachineSpec, reconnectGraceMs = 1_000_000) {
+    this.placer = new Placer({ engine, events: this.events, reconnectGraceMs });
+    this.events.subscribe((e) => this.#onEvent(e));
+  }
+
+  /** Claims `ask` (its node is made unique); returns the node name, the key for `outcome`. */
+  claim(ask: Omit<NormalizedAsk, 'node' | 'env'>, signal: AbortSignal): string {
+    const node = `n${++this.#nodes}`;
+    const full: NormalizedAsk = { ...ask, node, env: {} };
+    this.#asks.set(node, full);
+    this.placer.claim(full, { signal }).then((g) => this.#grants.set(node, g), (err) => this.#rejected.set(node, err));
+    return node;
+  }
+
+  /** The grant or rejection a claim has had so far. */
+  outcome(node: string): { grant?: Grant; error?: unknown } {
+    return { grant: this.#grants.get(node), error: this.#rejected.get(node) };
+  }
+
+  /** Ids of the claims held now, by the referee's own books. */
+  held(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  #fail(what: string): void {
+    if (this.violations.length < 20) this.violations.push(what);
+  }
+
+  #onEvent(e: BerthEvent): void {
+    try {
+      this.placer.checkInvariants();
+    } catch (err) {
+      this.#fail(`after ${e.kind}: ${(err as Error).message}`);
+    }
+    const id = e.claimId ?? '';
+    if (e.kind === 'node_placed') this.#placed(id, this.#asks.get(e.node!)!);
+    if (e.kind === 'claim_released' || e.kind === 'claim_lost') {
+      if (!this.#held.delete(id)) this.#fail(`${e.kind} for ${id}, which the referee never saw granted`);
+    }
+  }
+
+  /** A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8). */
+  #placed(id: string, ask: NormalizedAsk): void {
+    const g = this.placer.get(id);
+    if (!g) return this.#fail(`${id} placed but not held`);
+    if (this.#ever.has(id)) return this.#fail(`${id} granted twice`);
+    this.#ever.add(id);
+    this.grantOrder.push(id);
+    const s = this.placer.snapshot();
+    const m = s.machines.find((x) => x.name === g.machine);
+    if (!m) return this.#fail(`${id} granted on ${g.machine}, which is not attached`);
+    if (!eligible(m, ask)) this.#fail(`${id} requires '${ask.label}' but landed on ${m.name}`);
+    if (g.fellBack !== (ask.label !== '' && !m.labels.includes(ask.label))) this.#fail(`${id} fellBack=${g.fellBack} on ${m.name}`);
+    const fit = referenceFit(s.machines, ask);
+    const got = { cpus: g.allocation.cpus, gpus: g.allocation.gpuIds.length, ramMb: g.allocation.ramMb };
+    if (show(got) !== show(fit.amount) || g.clamped !== fit.clamped) {
+      this.#fail(`${id} asked ${show(ask)}: granted ${show(got)} clamped=${g.clamped}, rules say ${show(fit.amount)} clamped=${fit.clamped}`);
+    }
+    for (const [other, h] of this.#held) {
+      if (h.machine === m.name && h.gpuIds.some((d) => g.allocation.gpuIds.includes(d))) this.#fail(`${id} and ${other} both hold a device of ${m.name}`);
+    }
+    if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d))) this.#fail(`${id} holds a device ${m.name} does not have`);
+    const back = heldBackBefore(s.waiting, id).get(m.name);
+    if (back && !fitsBehind({ cpus: m.free.cpus + got.cpus, gpus: m.free.gpus + got.gpus, ramMb: m.free.ramMb === undefined ? undefined : m.free.ramMb + (got.ramMb ?? 0) }, back, got)) {
+      this.#fail(`${id} (${show(got)}) took ${m.name} past what older waiters hold back there (${show(back)}; free now ${show(m.free)})`);
+    }
+    const engine = s.machines.find((x) => !x.remote);
+    if (ask.label === '' && engine && engine.name !== m.name) {
+      if (fitsBehind(engine.free, heldBackBefore(s.waiting, id).get(engine.name) ?? { cpus: 0, gpus: 0 }, got)) {
+        this.#fail(`${id} (${show(got)}) went to ${m.name} though the engine could take it (P2)`);
+      }
+    }
+    this.#held.set(id, { machine: m.name, gpuIds: g.allocation.gpuIds, cpus: got.cpus, ramMb: got.ramMb });
+  }
+
+  /**
+   * After an operation has settled: books match the referee's; every waiter waits for its fitted
+   * amount, reserves on a machine that could hold it, and no waiter is left while a machine could
+   * hold it behind what older waiters hold back there (P6, P7, P11); grants reached their callers.
+   */
+  checkSettled(when: string): void {
+    const s = this.placer.snapshot();
+    for (const m of s.machines) {
+      let cpus = 0;
+      let gpus = 0;
+      let ram = 0;
+      for (const h of this.#held.values()) {
+        if (h.machine !== m.name) continue;
+        cpus += h.cpus;
+        gpus += h.gpuIds.length;
+        ram += h.ramMb ?? 0;
+      }
+      const free = { cpus: m.total.cpus - cpus, gpus: m.total.gpuIds.length - gpus, ramMb: m.total.ramMb === undefined ? undefined : m.total.ramMb - ram };
+      if (show(free) !== show(m.free) || m.free.cpus < 0 || m.free.gpus < 0 || (m.free.ramMb ?? 0) < 0) {
+        this.#fail(`${when}: ${m.name} free ${show(m.free)}, referee's books say ${show(free)}`);
+      }
+    }
+    const heldIds = s.held.map((h) => h.claimId).sort();
+    if (heldIds.join() !== [...this.#held.keys()].sort().join()) this.#fail(`${when}: placer holds ${heldIds.join()}, referee ${[...this.#held.keys()].sort().join()}`);
+    const order = s.waiting.map((w) => num(w.claimId));
+    if (order.some((n, i) => i > 0 && n < order[i - 1])) this.#fail(`${when}: waiting list not in arrival order`);
+    const back = new Map<string, Required<Amount>>();
+    for (const w of s.waiting) {
+      const ask = this.#asks.get(w.node)!;
+      const fit = referenceFit(s.machines, ask);
+      if (show(w.reason.wanted) !== show(fit.amount) || w.clamped !== fit.clamped) {
+        this.#fail(`${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; rules say ${show(fit.amount)}`);
+      }
+      const able = s.machines.filter((m) => eligible(m, ask) && everHolds(m, w.reason.wanted));
+      if (w.reservedOn && !able.some((m) => m.name === w.reservedOn)) this.#fail(`${when}: ${w.claimId} reserves on ${w.reservedOn}, which cannot hold it`);
+      if (!w.reservedOn && able.length) this.#fail(`${when}: ${w.claimId} reserves nowhere though ${able[0].name} could hold it`);
+      for (const m of s.machines) {
+        if (!eligible(m, ask)) continue;
+        if (fitsBehind(m.free, back.get(m.name) ?? { cpus: 0, gpus: 0, ramMb: 0 }, w.reason.wanted)) {
+          this.#fail(`${when}: ${w.claimId} (${show(w.reason.wanted)}) left waiting though ${m.name} (free ${show(m.free)}, held back ${show(back.get(m.name) ?? { cpus: 0, gpus: 0 })}) could hold it`);
+        }
+      }
+      if (w.reservedOn) {
+        const cur = back.get(w.reservedOn) ?? { cpus: 0, gpus: 0, ramMb: 0 };
+        const a = w.reason.wanted;
+        back.set(w.reservedOn, { cpus: cur.cpus + a.cpus, gpus: cur.gpus + a.gpus, ramMb: cur.ramMb + (a.ramMb ?? 0) });
+      }
+    }
+    for (const [node, g] of this.#grants) {
+      if (!this.#ever.has(g.claimId)) this.#fail(`${when}: ${node} resolved with ${g.claimId}, never announced`);
+    }
+  }
+}
