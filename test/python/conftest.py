@@ -8,11 +8,10 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from berth_client import Client
+from berth_client import Client, Machine, Snapshot
+from bridge import BridgedClient
 from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from processes import BerthProcess, start_server, start_worker, worker_cli_built
-
-Snapshot = placement_pb2.GetSnapshotResponse
 
 
 def wait_until(client: Client, check: Callable[[Snapshot], bool], timeout: float = 20.0) -> Snapshot:
@@ -43,17 +42,29 @@ def wait_until(client: Client, check: Callable[[Snapshot], bool], timeout: float
         stream.close()
 
 
-def machine(snap: Snapshot, name: str) -> placement_pb2.Machine:
+def machine(snap: Snapshot, name: str) -> Machine:
     """The machine `name` in a snapshot (fails when absent)."""
-    for m in snap.machines:
-        if m.name == name:
-            return m
-    raise AssertionError(f"no machine {name!r} in {[m.name for m in snap.machines]}")
+    found = snap.machine(name)
+    if found is None:
+        raise AssertionError(f"no machine {name!r} in {[m.name for m in snap.machines]}")
+    return found
 
 
 def has_machine(name: str) -> Callable[[Snapshot], bool]:
     """Check: a machine of that name is attached."""
     return lambda snap: any(m.name == name for m in snap.machines)
+
+
+Connect = Callable[..., Client]
+
+
+@pytest.fixture(params=["sync", "async"])
+def connect(request: pytest.FixtureRequest) -> Connect:
+    """Opens a client of an address: `Client`, or the same surface served by `aio.AsyncClient`
+    (bridge.py) — every test taking this fixture runs against both."""
+    if request.param == "sync":
+        return Client
+    return BridgedClient  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="session")
@@ -65,9 +76,9 @@ def engine_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def client(engine_server: str) -> Iterator[Client]:
-    """A client of engine_server."""
-    with Client(engine_server) as c:
+def client(engine_server: str, connect: Connect) -> Iterator[Client]:
+    """A client (sync and async) of engine_server."""
+    with connect(engine_server) as c:
         yield c
 
 
@@ -104,8 +115,9 @@ def run_ready(worker_server: str) -> str:
 
 @pytest.fixture(scope="session")
 def worker(run_ready: str) -> Iterator[str]:
-    """A real `berth worker` named w1 (4 cpus, GPU 0, 4 calls at once) attached to worker_server."""
-    proc = start_worker(run_ready, "w1", "--cpus", "4", "--gpus", "0", "--max-parallel", "4")
+    """A real `berth worker` named w1 (4 cpus, GPU 0, 4 calls at once, label pyw, 2 s cancel grace)
+    attached to worker_server."""
+    proc = start_worker(run_ready, "w1", "--cpus", "4", "--gpus", "0", "--max-parallel", "4", "--labels", "pyw", "--grace", "2")
     with Client(run_ready) as c:
         try:
             wait_until(c, has_machine("w1"))
@@ -117,9 +129,9 @@ def worker(run_ready: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def run_client(run_ready: str, worker: str) -> Iterator[Client]:
-    """A client of worker_server with worker w1 attached."""
-    with Client(run_ready) as c:
+def run_client(run_ready: str, worker: str, connect: Connect) -> Iterator[Client]:
+    """A client (sync and async) of worker_server with worker w1 attached."""
+    with connect(run_ready) as c:
         yield c
 
 

@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 
 from berth_client import Client, InvalidAsk
+from conftest import Connect
 
 
 @pytest.fixture
-def offline() -> Iterator[Client]:
-    """A client of a loopback port nobody listens on (bound, never listened, then freed)."""
+def offline(connect: Connect) -> Iterator[Client]:
+    """A client (sync and async) of a loopback port nobody listens on (bound, never listened, then freed)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with Client(f"127.0.0.1:{port}") as c:
+    with connect(f"127.0.0.1:{port}") as c:
         yield c
 
 
@@ -93,6 +94,8 @@ def test_json_like_kwargs_pass_the_checks(offline: Client) -> None:
                     kwargs={"t": (1, 2), "d": {"a": None, "b": True}, "big": 2**60, "f": 0.5})
 
 
-def test_a_wrong_client_argument_raises_type_error_naming_it() -> None:
+def test_a_wrong_client_argument_raises_type_error_naming_it(connect: Connect) -> None:
     with pytest.raises(TypeError, match=r"^token: .*123"):
-        Client("127.0.0.1:1", token=123)  # type: ignore[arg-type]
+        connect("127.0.0.1:1", token=123)
+    with pytest.raises(TypeError, match=r"^certificate_chain, private_key: give both"):
+        connect("127.0.0.1:1", certificate_chain=b"cert")

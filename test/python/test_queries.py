@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from berth_client import Client, ResourceExhausted, Unauthenticated, Unavailable
+from berth_client import Client, Event, ResourceExhausted, Unauthenticated, Unavailable
+from conftest import Connect
 from processes import start_server
 
 
@@ -18,23 +19,23 @@ def four_cpu_server() -> Iterator[str]:
     server.stop()
 
 
-def test_satisfiable_answers_empty_when_the_ask_runs_now_or_after_clamping(four_cpu_server: str) -> None:
-    with Client(four_cpu_server) as client:
-        assert client.satisfiable() == ""
-        assert client.satisfiable(cpus=2) == ""
-        assert client.satisfiable(cpus=1, gpus=1) == ""  # clamped to the engine: no provisioner to wait for
+def test_satisfiable_waits_for_nothing_when_the_ask_runs_now_or_after_clamping(four_cpu_server: str, connect: Connect) -> None:
+    with connect(four_cpu_server) as client:
+        assert client.satisfiable().wait_for == ""
+        assert client.satisfiable(cpus=2).wait_for == ""
+        assert client.satisfiable(cpus=1, gpus=1).wait_for == ""  # clamped to the engine: no provisioner to wait for
 
 
-def test_snapshot_lists_the_engine_with_its_inventory(four_cpu_server: str) -> None:
-    with Client(four_cpu_server) as client:
+def test_snapshot_lists_the_engine_with_its_inventory(four_cpu_server: str, connect: Connect) -> None:
+    with connect(four_cpu_server) as client:
         snap = client.snapshot()
     engine = snap.machines[0]
     assert (engine.name, engine.remote, engine.total.cpus, list(engine.total.gpu_ids)) == ("engine", False, 4, [])
     assert engine.free.cpus == 4
 
 
-def test_events_report_a_claim_placed_then_released(four_cpu_server: str) -> None:
-    with Client(four_cpu_server) as client, client.events() as events:
+def test_events_report_a_claim_placed_then_released(four_cpu_server: str, connect: Connect) -> None:
+    with connect(four_cpu_server) as client, client.events() as events:
         client.snapshot()  # the stream is open before the claim below
         guard = threading.Timer(20, events.close)  # bounds the wait: ends the iteration below
         guard.start()
@@ -42,7 +43,9 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str) -> Non
             pass
         kinds: list[str] = []
         for event in events:
+            assert isinstance(event, Event)
             if event.claim_id == grant.claim_id:
+                assert event.seq > 0 and event.time_ms > 0
                 kinds.append(event.kind)
             if "claim_released" in kinds:
                 break
@@ -50,22 +53,26 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str) -> Non
     assert kinds[0] == "node_placed" and kinds[-1] == "claim_released"
 
 
-def test_a_token_protected_server_refuses_a_client_without_the_token() -> None:
+@pytest.fixture(scope="module")
+def token_server() -> Iterator[str]:
+    """A server that requires the token s3cret."""
     server, address = start_server("--cpus", "1", "--token", "s3cret")
-    try:
-        with Client(address, token="") as anonymous:
-            with pytest.raises(Unauthenticated):
-                anonymous.snapshot()
-        with Client(address, token="s3cret") as client:
-            assert client.snapshot().machines[0].name == "engine"
-    finally:
-        server.stop()
+    yield address
+    server.stop()
 
 
-def test_events_raise_unavailable_when_the_server_goes_away() -> None:
+def test_a_token_protected_server_refuses_a_client_without_the_token(token_server: str, connect: Connect) -> None:
+    with connect(token_server, token="") as anonymous:
+        with pytest.raises(Unauthenticated):
+            anonymous.snapshot()
+    with connect(token_server, token="s3cret") as client:
+        assert client.snapshot().machines[0].name == "engine"
+
+
+def test_events_raise_unavailable_when_the_server_goes_away(connect: Connect) -> None:
     server, address = start_server("--cpus", "1", "--gpus", "")
     try:
-        with Client(address) as client, client.events() as events:
+        with connect(address) as client, client.events() as events:
             client.snapshot()  # the stream is open before the server stops
             guard = threading.Timer(30, events.close)  # bounds the wait should the stream hang
             guard.start()
@@ -79,8 +86,8 @@ def test_events_raise_unavailable_when_the_server_goes_away() -> None:
         server.stop()
 
 
-def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str) -> None:
-    with Client(four_cpu_server) as client:
+def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str, connect: Connect) -> None:
+    with connect(four_cpu_server) as client:
         events = client.events()
         closers: list[threading.Thread] = []
         for event in events:  # ends without raising once closed
@@ -91,7 +98,7 @@ def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str) -> N
         assert list(events) == []  # and stays ended
 
 
-def test_a_request_over_the_size_limit_raises_resource_exhausted(four_cpu_server: str) -> None:
-    with Client(four_cpu_server) as client:
+def test_a_request_over_the_size_limit_raises_resource_exhausted(four_cpu_server: str, connect: Connect) -> None:
+    with connect(four_cpu_server) as client:
         with pytest.raises(ResourceExhausted):
             client.run(source="def process(blob):\n    return len(blob)", kwargs={"blob": "x" * (17 * 2**20)}, timeout=30)

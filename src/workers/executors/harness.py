@@ -128,13 +128,21 @@ def report(name, value):
     _send({"t": "metric", "name": str(name), "value": float(value)})
 
 
+def _trim(te, filename):
+    """Drops the frames before the node's first one (the harness and what it called, e.g. json or
+    compile), in te and the exceptions chained to it; a harness failure keeps no frame at all."""
+    frames = list(te.stack)
+    first = next((i for i, f in enumerate(frames) if f.filename == filename), len(frames))
+    te.stack = traceback.StackSummary.from_list(frames[first:])
+    for chained in (te.__cause__, te.__context__):
+        if chained is not None:
+            _trim(chained, filename)
+
+
 def _failure(exc, filename):
-    """Failure answer for exc, keeping only the node's own frames in the traceback."""
+    """Failure answer for exc, its traceback starting at the node's own code."""
     te = traceback.TracebackException.from_exception(exc)
-    if not isinstance(exc, SyntaxError):
-        te.stack = traceback.StackSummary.from_list(
-            [f for f in te.stack if f.filename != __file__]
-        )
+    _trim(te, filename)
     return {
         "t": "failure",
         "type": type(exc).__name__,
@@ -168,7 +176,7 @@ def _run(req):
         try:
             text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as e:
-            raise TypeError("process() returned a value that is not JSON-able: %s" % e)
+            raise TypeError("process() returned a value that is not JSON-able: %s" % e) from None
         answer = '{"t": "result", "value": %s}' % text
         with _batch.lock:
             _batch._send_locked()  # every line before the result

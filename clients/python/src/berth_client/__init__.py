@@ -1,11 +1,13 @@
-"""berth_client: Python engines on berth's contract (berth.v1).
+"""berth_client: Python engines on berth's contract (berth.v1), blocking or asyncio.
 
-    from berth_client import Client
+    from berth_client.aio import AsyncClient
 
-    with Client("127.0.0.1:50051") as client:
-        with client.claim(cpus=2, gpus=1, node="study.fit") as grant:
+    async with AsyncClient("127.0.0.1:50051") as client:
+        async with client.claim(cpus=2, gpus=1, node="study.fit") as grant:
             print(grant.machine, grant.allocation.gpu_ids)
-        value = client.run(source="def process(x):\\n    return x + 1", kwargs={"x": 1})
+        value = await client.run(source="def process(x):\\n    return x + 1", kwargs={"x": 1})
+
+`berth_client.Client` is the same surface without `async`/`await`.
 """
 from .claims import ClaimLease
 from .client import Client
@@ -13,22 +15,32 @@ from .events import EventStream
 from .errors import (
     BerthError,
     Cancelled,
+    Clamped,
     InvalidAsk,
+    NodeExited,
     NodeTimeout,
     NotFound,
     NoWorker,
+    Oversize,
+    RemoteError,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
     Unimplemented,
     WorkerGone,
 )
-from .failures import RemoteError
-from .values import Allocation, CancelCounts, Grant, LogLine, Metric, Queued, RunEvent, Started
+from .runs import RunStream
+from .snapshots import (
+    CallInFlight, Compiled, Event, HeldClaim, Inventory, Machine, Provisioner, Satisfiability, Snapshot, Verdict,
+    WaitingClaim,
+)
+from .values import Allocation, Amount, CancelCounts, Grant, LogLine, Metric, Queued, Result, RunEvent, Started
 
 __all__ = [
-    "Allocation", "BerthError", "CancelCounts", "Cancelled", "ClaimLease", "Client", "EventStream",
-    "Grant", "InvalidAsk", "LogLine", "Metric", "NoWorker", "NodeTimeout", "NotFound", "Queued",
-    "RemoteError", "ResourceExhausted", "RunEvent", "Started", "Unauthenticated", "Unavailable", "Unimplemented", "WorkerGone",
+    "Allocation", "Amount", "BerthError", "CallInFlight", "CancelCounts", "Cancelled", "ClaimLease", "Clamped",
+    "Client", "Compiled", "Event", "EventStream", "Grant", "HeldClaim", "InvalidAsk", "Inventory", "LogLine",
+    "Machine", "Metric", "NoWorker", "NodeExited", "NodeTimeout", "NotFound", "Oversize", "Provisioner", "Queued",
+    "RemoteError", "ResourceExhausted", "Result", "RunEvent", "RunStream", "Satisfiability", "Snapshot", "Started",
+    "Unauthenticated", "Unavailable", "Unimplemented", "Verdict", "WaitingClaim", "WorkerGone",
 ]
 __version__ = "0.1.0"

@@ -13,6 +13,7 @@ from . import checks
 from .errors import InvalidAsk
 
 POLICIES = {"prefer": resources_pb2.POLICY_PREFER, "require": resources_pb2.POLICY_REQUIRE}
+ON_OVERSIZE = ("clamp", "fail")
 _UINT32_MAX = 2**32 - 1
 
 
@@ -32,9 +33,11 @@ def build_ask(
     node: str = "",
     run_id: str | None = None,
     env: Mapping[str, str] | None = None,
+    on_oversize: str = "clamp",
 ) -> resources_pb2.Ask:
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
-    `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4).
+    `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4), `on_oversize`
+    "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
 
     Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
     value has the wrong type (label, policy, node, run_id must be str; env a str → str mapping).
@@ -46,6 +49,9 @@ def build_ask(
     checks.text("policy", policy)
     if policy not in POLICIES:
         raise InvalidAsk(f"ask.policy: must be 'prefer' or 'require' (got {policy!r})", field="ask.policy")
+    checks.text("on_oversize", on_oversize)
+    if on_oversize not in ON_OVERSIZE:
+        raise InvalidAsk(f"ask.on_oversize: must be 'clamp' or 'fail' (got {on_oversize!r})", field="ask.on_oversize")
     ask = resources_pb2.Ask(
         gpus=_count("gpus", gpus),
         label=label or "",
@@ -58,4 +64,6 @@ def build_ask(
         ask.cpus = _count("cpus", cpus)
     if ram_mb is not None:
         ask.ram_mb = _count("ram_mb", ram_mb)
+    if on_oversize == "fail":
+        ask.on_oversize = resources_pb2.ON_OVERSIZE_FAIL
     return ask

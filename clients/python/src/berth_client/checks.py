@@ -42,7 +42,8 @@ def timeout(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise wrong_type("timeout", "a number of seconds > 0 or None", value)
     if not (math.isfinite(value) and value > 0):
-        raise InvalidAsk(f"timeout: must be a finite number of seconds > 0, or None for no deadline (got {_got(value)})", field="timeout")
+        message = f"timeout: must be a finite number of seconds > 0, or None for no deadline (got {_got(value)})"
+        raise InvalidAsk(message, field="timeout")
     return float(value)
 
 

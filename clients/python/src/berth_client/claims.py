@@ -1,46 +1,45 @@
-"""A claim as a context manager: the lease lives exactly as long as its Claim stream (SPEC P8).
+"""A claim from the sync client: the lease lives exactly as long as its Claim stream (SPEC P8).
 
-`__enter__` sends the Ask and blocks until Granted, calling `on_queued(Queued)` for each Queued;
-`__exit__` sends Release and waits for Released, on every exit of the block, exceptions included.
+`with client.claim(...) as grant:` or `lease = client.acquire(...)` sends the Ask and blocks until
+Granted, calling `on_queued(Queued)` for each Queued; `release()` (or leaving the block, exceptions
+included) sends Release and waits for Released. `release()` may be called from any thread.
 """
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from types import TracebackType
+from typing import Any
 
 import grpc
 
-from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc, resources_pb2
+from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from .decode import warn_clamped
 from .errors import BerthError, NodeTimeout, from_rpc_error
+from .prepare import ClaimSpec
 from .values import Grant, Queued
+from .views import GrantFields
+from .watchdog import Watched
 
 _END = None  # sentinel closing the request stream (half-close)
 
 
-class ClaimLease:
-    """One claim; use as `with client.claim(...) as grant:`. Not reusable."""
+class ClaimLease(GrantFields):
+    """One claim. Use as `with client.claim(...) as grant:`, or `lease = client.acquire(...)` then
+    `lease.release()`. Once granted, `grant` and its fields (`claim_id`, `machine`, `remote`,
+    `allocation`, `clamped`) are readable here too, and the lease can be passed as `run(claim=lease)`."""
 
-    def __init__(
-        self,
-        stub: placement_pb2_grpc.PlacementServiceStub,
-        ask: resources_pb2.Ask,
-        metadata: Sequence[tuple[str, str]],
-        on_queued: Callable[[Queued], object] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """`timeout` (s) bounds the wait for the grant, not the lease; None waits for ever."""
+    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec,
+                 metadata: tuple[tuple[str, str], ...]) -> None:
         self._stub = stub
-        self._ask = ask
-        self._metadata = tuple(metadata)
-        self._on_queued = on_queued
-        self._timeout = timeout
-        self._requests: queue.Queue[placement_pb2.ClaimRequest | None] = queue.Queue()
-        self._call: grpc.Call | None = None
-        self._responses: Iterator[placement_pb2.ClaimResponse] = iter(())
+        self._spec = spec
+        self._metadata = metadata
+        self._requests: queue.SimpleQueue[placement_pb2.ClaimRequest | None] = queue.SimpleQueue()
+        self._call: Any = None
+        self._responses: Watched[placement_pb2.ClaimResponse] | None = None
         self._expired = threading.Event()
-        self._lock = threading.Lock()  # orders the grant against the timeout (never both)
+        self._lock = threading.Lock()  # orders the grant against the timeout, and releases
         self.grant: Grant | None = None
         self._done = False
 
@@ -59,14 +58,16 @@ class ClaimLease:
         if self._call is not None:
             self._call.cancel()
 
-    def __enter__(self) -> Grant:
-        """Blocks until granted. Raises NoWorker, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
+    def acquire(self) -> Grant:
+        """Blocks until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
         if self._call is not None:
-            raise RuntimeError("a ClaimLease is entered once; call client.claim() again for a new claim")
-        self._requests.put(placement_pb2.ClaimRequest(ask=self._ask))
-        call = self._stub.Claim(self._request_stream(), metadata=self._metadata)
-        self._call, self._responses = call, call
-        timer = threading.Timer(self._timeout, self._expire) if self._timeout is not None else None
+            raise RuntimeError("a claim is acquired once; call client.claim() or acquire() again for a new claim")
+        ask = self._spec.ask
+        self._requests.put(placement_pb2.ClaimRequest(ask=ask))
+        self._call = self._stub.Claim(self._request_stream(), metadata=self._metadata)
+        self._responses = Watched(self._call)
+        timeout = self._spec.timeout
+        timer = threading.Timer(timeout, self._expire) if timeout is not None else None
         if timer is not None:
             timer.daemon = True
             timer.start()
@@ -75,12 +76,14 @@ class ClaimLease:
             with self._lock:
                 if not self._expired.is_set():
                     self.grant = grant
+                    if grant.clamped:
+                        warn_clamped(f"claim {ask.node or grant.claim_id}", grant)
                     return grant
             raise self._timed_out()
         except grpc.RpcError as err:
             if self._expired.is_set():
                 raise self._timed_out() from None
-            raise from_rpc_error(err, label=self._ask.label) from None
+            raise from_rpc_error(err, label=ask.label, oversize_fails=self._spec.oversize_fails) from None
         finally:
             if timer is not None:
                 timer.cancel()
@@ -88,14 +91,15 @@ class ClaimLease:
                 self._abandon()
 
     def _timed_out(self) -> NodeTimeout:
-        return NodeTimeout(f"claim for {self._ask.node or 'node'} not granted within {self._timeout} s")
+        return NodeTimeout(f"claim for {self._spec.ask.node or 'node'} not granted within {self._spec.timeout} s")
 
     def _await_grant(self) -> Grant:
+        assert self._responses is not None
         for msg in self._responses:
             kind = msg.WhichOneof("kind")
             if kind == "queued":
-                if self._on_queued is not None:
-                    self._on_queued(Queued.from_proto(msg.queued))
+                if self._spec.on_queued is not None:
+                    self._spec.on_queued(Queued.from_proto(msg.queued))
             elif kind == "granted":
                 return Grant.from_proto(msg.granted)
             else:
@@ -107,17 +111,20 @@ class ClaimLease:
         self._done = True
         if self._call is not None:
             self._call.cancel()
+        if self._responses is not None:
+            self._responses.close()
         self._requests.put(_END)
 
     def release(self) -> None:
-        """Sends Release and waits for Released. Idempotent.
+        """Sends Release and waits for Released; idempotent, callable from any thread.
 
         Raises the mapped BerthError (e.g. WorkerGone) when the lease was already lost; the
         server has given the allocation back either way.
         """
-        if self._done:
-            return
-        self._done = True
+        with self._lock:
+            if self._done or self._responses is None:
+                return
+            self._done = True
         self._requests.put(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
         try:
             for msg in self._responses:
@@ -127,17 +134,21 @@ class ClaimLease:
                     return
             raise BerthError("claim stream ended without acknowledging the release")
         except grpc.RpcError as err:
-            raise from_rpc_error(err, label=self._ask.label) from None
+            raise from_rpc_error(err, label=self._spec.ask.label) from None
         finally:
             self._requests.put(_END)
 
     def _finish_quietly(self) -> None:
         """Reads to the end of the stream the server closes after Released; the release is done."""
+        assert self._responses is not None
         try:
             for _ in self._responses:
                 pass
         except grpc.RpcError:
             pass
+
+    def __enter__(self) -> Grant:
+        return self.acquire()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -1,7 +1,8 @@
-"""Errors raised by berth_client: one small hierarchy under BerthError, mapped from gRPC codes.
+"""Errors raised by berth_client: one small hierarchy under BerthError, and the one mapper from
+gRPC status codes to it (`from_rpc_error`), shared by `Client` and `aio.AsyncClient`.
 
-A node's own exception is not a BerthError: `Client.run` re-raises it as the builtin class
-(ValueError stays ValueError) or as a RemoteError subclass named after its type (see failures.py).
+A node's own exception is not a BerthError: `run` re-raises it as the builtin class (ValueError
+stays ValueError) or as a RemoteError subclass named after its type (see failures.py).
 """
 from __future__ import annotations
 
@@ -53,8 +54,46 @@ class Unavailable(BerthError, ConnectionError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
-class WorkerGone(Unavailable):
-    """UNAVAILABLE "went away": the worker running the call (or holding the claim) left (SPEC W3)."""
+class RemoteError(BerthError):
+    """A call failed on its machine: the node raised a type that is not a Python builtin (subclasses
+    are named after it), the node exited (NodeExited), or its worker went away (WorkerGone)."""
+
+    remote_type: str = ""
+
+
+class WorkerGone(Unavailable, RemoteError):
+    """UNAVAILABLE "went away": the worker running the call (or holding the claim) left (SPEC W3).
+    Both a RemoteError (the call failed remotely, as in the seed) and an Unavailable (a ConnectionError)."""
+
+    remote_type = "WorkerGone"
+
+
+class NodeExited(RemoteError):
+    """The node called `sys.exit(code)` (SystemExit is never re-raised in the engine: it would stop
+    it). `exit_code` is the int given (0 for `sys.exit()`), or the message str given to `sys.exit`."""
+
+    remote_type = "SystemExit"
+
+    def __init__(self, exit_code: int | str) -> None:
+        what = f"with {exit_code!r}" if isinstance(exit_code, str) else f"with code {exit_code}"
+        super().__init__(f"the node exited {what}")
+        self.exit_code = exit_code
+        self.args = (exit_code,)
+
+
+class Oversize(NoWorker):
+    """FAILED_PRECONDITION for an ask with `on_oversize="fail"` that no machine can ever hold (SPEC P11);
+    the message names the dimension, what was asked and the largest machine."""
+
+
+class Clamped(UserWarning):
+    """Warned (warnings.warn) when an ask was cut down to the best real machine (SPEC P5, P11);
+    `asked` and `granted` are the Amounts before and after. Pass `on_oversize="fail"` to refuse instead."""
+
+    def __init__(self, message: str, asked: object = None, granted: object = None) -> None:
+        super().__init__(message)
+        self.asked = asked
+        self.granted = granted
 
 
 class NodeTimeout(BerthError, TimeoutError):
@@ -107,13 +146,26 @@ def _field_of(message: str) -> str:
     return match.group(1) if match else ""
 
 
-def from_rpc_error(err: grpc.RpcError, label: str = "") -> BerthError:
-    """Maps a failed RPC to the BerthError for its status code; `label` is the ask's label, if any."""
-    code: grpc.StatusCode = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
-    details: str = (err.details() if isinstance(err, grpc.Call) else str(err)) or code.name
+def from_rpc_error(err: object, label: str = "", oversize_fails: bool = False) -> BerthError:
+    """Maps a failed RPC (a grpc.RpcError of the sync API, or grpc.aio's AioRpcError) to the
+    BerthError for its status code; `label` is the ask's label, if any; `oversize_fails` says the
+    ask had on_oversize="fail" (FAILED_PRECONDITION is then Oversize, unless it names the label)."""
+    code_of, details_of = getattr(err, "code", None), getattr(err, "details", None)
+    code = code_of() if callable(code_of) else None
+    details = details_of() if callable(details_of) else str(err)
+    if not isinstance(code, grpc.StatusCode):
+        code = grpc.StatusCode.UNKNOWN
+    return from_status(code, details if isinstance(details, str) else "", label, oversize_fails)
+
+
+def from_status(code: grpc.StatusCode, details: str, label: str = "", oversize_fails: bool = False) -> BerthError:
+    """The BerthError for a status code and its details (see from_rpc_error)."""
+    details = details or code.name
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return InvalidAsk(details)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
+        if oversize_fails and not (label and label in details):
+            return Oversize(details, label=label)
         return NoWorker(details, label=label)
     if code == grpc.StatusCode.UNAVAILABLE and "went away" in details:
         return WorkerGone(details)

@@ -1,4 +1,4 @@
-"""The WatchEvents stream as an iterator that can be closed from any thread."""
+"""The WatchEvents stream for the sync client: an iterator of typed Events, closable from any thread."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -8,10 +8,14 @@ import grpc
 
 from ._proto.berth.v1 import placement_pb2
 from .errors import Unavailable, from_rpc_error
+from .snapshots import Event
+from .watchdog import Watched
+
+ENDED_BY_SERVER = "event stream ended by the server (draining or stopped); call events() again once it is back"
 
 
 class EventStream:
-    """Iterator over WatchEvents; `close()` (or leaving `with`) ends it, from any thread.
+    """Iterator over WatchEvents as `Event`s; `close()` (or leaving `with`) ends it, from any thread.
 
     Iteration ends quietly (StopIteration) only after `close()`. When the server ends the stream
     (draining, stopped, connection lost) `next()` raises Unavailable, or the BerthError for the
@@ -20,21 +24,21 @@ class EventStream:
 
     def __init__(self, call: Any) -> None:
         self._call = call
+        self._responses: Watched[placement_pb2.WatchEventsResponse] = Watched(call)
         self._closed = False
 
-    def __iter__(self) -> Iterator[placement_pb2.WatchEventsResponse]:
+    def __iter__(self) -> Iterator[Event]:
         return self
 
-    def __next__(self) -> placement_pb2.WatchEventsResponse:
+    def __next__(self) -> Event:
         if self._closed:
             raise StopIteration
         try:
-            msg: placement_pb2.WatchEventsResponse = next(self._call)
-            return msg
+            return Event.from_proto(next(self._responses))
         except StopIteration:
             if self._closed:
                 raise
-            raise Unavailable("event stream ended by the server (draining or stopped); call client.events() again once it is back") from None
+            raise Unavailable(ENDED_BY_SERVER) from None
         except grpc.RpcError as err:
             if self._closed:
                 raise StopIteration from None
@@ -44,6 +48,7 @@ class EventStream:
         """Ends the stream; a pending `next()` stops iteration."""
         self._closed = True
         self._call.cancel()
+        self._responses.close()
 
     def __enter__(self) -> EventStream:
         return self

@@ -1,9 +1,9 @@
 """Turning a node's Failure (type, message, traceback) back into a Python exception.
 
 A Python builtin exception type comes back as that class (ValueError stays ValueError) with the
-original message (a KeyError's key without the repr quotes the worker sends); any other
-type comes back as a RemoteError subclass named after it, one class per name so `except` works
-across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
+original message (a KeyError's key without the repr quotes the worker sends); SystemExit as
+NodeExited(code); any other type comes back as a RemoteError subclass named after it, one class
+per name so `except` works across calls. Either way the exception carries `remote_type`, `remote_traceback`, `call_id`
 and the remote traceback as a note. Only the type's name travels: a node's own class named like a
 builtin (its own `TimeoutError`) comes back as the builtin.
 """
@@ -13,13 +13,7 @@ import ast
 import builtins
 import threading
 
-from .errors import BerthError
-
-
-class RemoteError(BerthError):
-    """A node raised an exception whose type is not a Python builtin; subclasses are named after it."""
-
-    remote_type: str = ""
+from .errors import NodeExited, RemoteError
 
 
 _classes: dict[str, type[RemoteError]] = {}
@@ -62,9 +56,25 @@ def _unquoted_key(message: str) -> str:
     return key if isinstance(key, str) else message
 
 
+def _exit_code(message: str) -> int | str:
+    """SystemExit's code as the harness sends it (`str(exc)`): "" for `sys.exit()` → 0, "3" → 3,
+    anything else is the message given to `sys.exit("...")`."""
+    if not message:
+        return 0
+    try:
+        return int(message)
+    except ValueError:
+        return message
+
+
 def exception_from_failure(type_name: str, message: str, traceback: str, call_id: str) -> BaseException:
-    """The exception to raise in the engine for a node's Failure."""
-    exc = _builtin(type_name, message) or remote_error_class(type_name)(message)
+    """The exception to raise in the engine for a node's Failure: a builtin class kept, SystemExit
+    as NodeExited(code), else a RemoteError subclass named after the type."""
+    exc: BaseException
+    if type_name == "SystemExit":
+        exc = NodeExited(_exit_code(message))
+    else:
+        exc = _builtin(type_name, message) or remote_error_class(type_name)(message)
     setattr(exc, "remote_type", type_name)
     setattr(exc, "remote_traceback", traceback)
     setattr(exc, "call_id", call_id)

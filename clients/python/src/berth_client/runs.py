@@ -1,113 +1,80 @@
-"""One call of a node on a worker (the Run RPC): build the request, stream events, return the value.
+"""One call of a node on a worker from the sync client (the Run RPC): stream its events, then the value.
 
-Events (Started, then Metric / LogLine in order) reach `on_event` before the value returns
-(SPEC W2). A node's Failure is re-raised as its own exception class (see failures.py).
+Events (Started, then Metric / LogLine in order) come before the value (SPEC W2). A node's Failure
+is re-raised as its own exception class (failures.py); a failed RPC as the mapped BerthError.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
-from google.protobuf import struct_pb2
 
-from ._proto.berth.v1 import calls_pb2, placement_pb2, placement_pb2_grpc, resources_pb2
-from .errors import BerthError, InvalidAsk, from_rpc_error
-from .failures import exception_from_failure
-from .values import Allocation, Grant, RunEvent, Started, run_events
+from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from .decode import RunDecoder
+from .errors import from_rpc_error
+from .prepare import RunSpec
+from .values import Result, RunEvent
+from .views import RunOutcome
+from .watchdog import Watched
 
 
-def build_run_request(
-    *,
-    source: str | None,
-    command: Sequence[str] | None,
-    kwargs: Mapping[str, Any] | None,
-    cwd: str | None,
-    flow: str,
-    node: str,
-    run_id: str,
-    claim: Grant | str | None,
-    ask: resources_pb2.Ask | None,
-    timeout: float | None,
-) -> placement_pb2.RunRequest:
-    """A RunRequest: exactly one of `source` / `command`; `claim` (a Grant or claim id) or `ask`.
+class RunStream(RunOutcome):
+    """`Client.stream_run(...)`: iterate for the events (Started, Metric, LogLine) then one `Result`;
+    the node's exception or a BerthError is raised by the iteration. `close()` (or leaving `with`)
+    cancels the call. After the stream: `started`, `clamped`, `value`."""
 
-    Raises InvalidAsk naming the argument when both or neither payload is given, or kwargs are not JSON-like.
-    """
-    if (source is None) == (command is None):
-        raise InvalidAsk("payload: give exactly one of source= or command=", field="payload")
-    req = placement_pb2.RunRequest(flow=flow, node=node, run_id=run_id)
-    if timeout is not None:
-        if timeout <= 0:
-            raise InvalidAsk(f"timeout: must be > 0 seconds (got {timeout!r})", field="timeout")
-        req.timeout_ms = max(1, round(timeout * 1000))
-    if source is not None:
-        req.source.source = source
+    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec,
+                 metadata: tuple[tuple[str, str], ...]) -> None:
+        self._spec = spec
+        self._decoder = RunDecoder(spec.request)
+        self._call: Any = stub.Run(spec.request, metadata=metadata)
+        self._responses: Watched[placement_pb2.RunResponse] = Watched(self._call)
+        self._result: Result | None = None
+        self._pending: deque[RunEvent] = deque()
+        self._finished = False
+
+    def __iter__(self) -> Iterator[RunEvent | Result]:
+        return self
+
+    def __next__(self) -> RunEvent | Result:
+        if self._pending:
+            return self._pending.popleft()
+        if self._finished:
+            raise StopIteration
         try:
-            req.source.kwargs.update(dict(kwargs or {}))
-        except (ValueError, TypeError) as err:
-            raise InvalidAsk(f"kwargs: must be JSON-like ({err})", field="kwargs") from None
-    else:
-        req.command.argv.extend(command or [])
-        if cwd:
-            req.command.cwd = cwd
-    if claim is not None:
-        req.claim_id = claim.claim_id if isinstance(claim, Grant) else claim
-    elif ask is not None:
-        req.ask.CopyFrom(ask)
-    return req
+            for msg in self._responses:
+                self._pending.extend(self._decoder.feed(msg))
+                if self._pending:
+                    return self._pending.popleft()
+        except grpc.RpcError as err:
+            if not self._decoder.has_outcome:
+                self.close()
+                raise from_rpc_error(err, label=self._spec.label, oversize_fails=self._spec.oversize_fails) from None
+        self.close()
+        self._result = self._decoder.result()
+        return self._result
+
+    def close(self) -> None:
+        """Ends the stream; cancels the call when it is still running (its claim is given back)."""
+        self._finished = True
+        self._call.cancel()
+        self._responses.close()
+
+    def __enter__(self) -> RunStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def _value(msg: struct_pb2.Value) -> Any:
-    """The Python value of a google.protobuf.Value, as `json.loads` would give it: whole numbers
-    within 2**53 come back as int (JSON has one number type), others as float."""
-    kind = msg.WhichOneof("kind")
-    if kind == "number_value":
-        n = msg.number_value
-        return int(n) if n.is_integer() and abs(n) <= 2**53 else n
-    if kind == "struct_value":
-        return {k: _value(v) for k, v in msg.struct_value.fields.items()}
-    if kind == "list_value":
-        return [_value(v) for v in msg.list_value.values]
-    if kind == "string_value":
-        return msg.string_value
-    if kind == "bool_value":
-        return msg.bool_value
-    return None
-
-
-def execute(
-    stub: placement_pb2_grpc.PlacementServiceStub,
-    req: placement_pb2.RunRequest,
-    metadata: Sequence[tuple[str, str]],
-    on_event: Callable[[RunEvent], object] | None,
-    label: str = "",
-) -> Any:
-    """Runs `req` and returns the node's value; raises the node's exception or a mapped BerthError."""
-    call = stub.Run(req, metadata=tuple(metadata))
-    outcome: tuple[str, Any] | None = None
-    try:
-        for msg in call:
-            kind = msg.WhichOneof("kind")
-            if kind == "started":
-                s = msg.started
-                if on_event is not None:
-                    on_event(Started(s.call_id, s.machine, Allocation.from_proto(s.allocation)))
-            elif kind == "event" and on_event is not None:
-                for event in run_events(msg.event):  # a batch of lines: one LogLine each, in order
-                    on_event(event)
-            elif kind == "result" and outcome is None:
-                outcome = ("result", _value(msg.result.value))
-            elif kind == "failure" and outcome is None:
-                f: calls_pb2.Failure = msg.failure
-                outcome = ("failure", exception_from_failure(f.type, f.message, f.traceback, f.call_id))
-    except grpc.RpcError as err:
-        if outcome is None:
-            raise from_rpc_error(err, label=label) from None
-    finally:
-        call.cancel()  # no-op once the stream ended; stops the call if on_event raised
-    if outcome is None:
-        raise BerthError(f"Run stream for {req.flow}.{req.node} ended without a result")
-    if outcome[0] == "failure":
-        raise outcome[1]
-    return outcome[1]
+def execute(stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]) -> Any:
+    """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns."""
+    with RunStream(stub, spec, metadata) as stream:
+        for item in stream:
+            if isinstance(item, Result):
+                return item.value
+            if spec.on_event is not None:
+                spec.on_event(item)
+    raise AssertionError("unreachable: a RunStream ends with a Result or raises")

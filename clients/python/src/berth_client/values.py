@@ -2,9 +2,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Union
+from typing import Any, NamedTuple, Union
+
+from google.protobuf.message import Message
 
 from ._proto.berth.v1 import calls_pb2, placement_pb2, resources_pb2
+
+
+@dataclass(frozen=True)
+class Amount:
+    """An amount of one machine: `cpus` (cores), `gpus` (a count), `ram_mb` (MB; None = not limited
+    or not asked). `str()` reads like the server's details: "2 cpu(s), 1 gpu(s)"."""
+
+    cpus: int
+    gpus: int
+    ram_mb: int | None = None
+
+    @classmethod
+    def from_proto(cls, msg: resources_pb2.Resources) -> Amount:
+        """Builds an Amount from a berth.v1 Resources message."""
+        return cls(msg.cpus, msg.gpus, msg.ram_mb if msg.HasField("ram_mb") else None)
+
+    def __str__(self) -> str:
+        ram = [f"{self.ram_mb} MB"] if self.ram_mb is not None else []
+        return ", ".join([f"{self.cpus} cpu(s)", f"{self.gpus} gpu(s)", *ram])
+
+
+def optional_amount(msg: Message, name: str) -> Amount | None:
+    """The Amount in Resources field `name` of `msg`, or None when it is not set."""
+    if name not in msg.DESCRIPTOR.fields_by_name or not msg.HasField(name):
+        return None
+    resources: Any = getattr(msg, name)
+    return Amount.from_proto(resources)
+
+
+def flag(msg: Message, name: str) -> bool:
+    """Bool field `name` of `msg` (False when this contract has no such field)."""
+    return name in msg.DESCRIPTOR.fields_by_name and bool(getattr(msg, name))
 
 
 @dataclass(frozen=True)
@@ -25,7 +59,8 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Grant:
-    """A granted claim: where (`machine`, `remote`), what (`allocation`), and how (`clamped`, `fell_back`)."""
+    """A granted claim: where (`machine`, `remote`), what (`allocation`), and how (`clamped`, `fell_back`);
+    `asked` is the ask before clamping (None when the server does not say)."""
 
     claim_id: str
     machine: str
@@ -33,27 +68,40 @@ class Grant:
     allocation: Allocation
     clamped: bool
     fell_back: bool
+    asked: Amount | None = None
 
     @classmethod
     def from_proto(cls, msg: placement_pb2.Granted) -> Grant:
         """Builds a Grant from its message."""
-        return cls(msg.claim_id, msg.machine, msg.remote, Allocation.from_proto(msg.allocation), msg.clamped, msg.fell_back)
+        alloc = Allocation.from_proto(msg.allocation)
+        asked = optional_amount(msg, "asked")
+        return cls(msg.claim_id, msg.machine, msg.remote, alloc, msg.clamped, msg.fell_back, asked)
 
 
 @dataclass(frozen=True)
 class Queued:
-    """Why a claim waits (SPEC P6); `str()` is the short detail, e.g. "2 cpu(s)"."""
+    """Why a claim waits (SPEC P6); `str()` is the short detail, e.g. "2 cpu(s)".
+
+    `wanted`: what it waits for (after clamping); `best_machine` and `best_free`: the machine closest
+    to holding it and what that machine has free now; `machines_able`: how many attached machines
+    could ever hold it; `position` in the queue (1 = next); `asked`: the ask before clamping."""
 
     detail: str
     claim_id: str
     position: int
     best_machine: str
     machines_able: int
+    wanted: Amount | None = None
+    best_free: Amount | None = None
+    asked: Amount | None = None
 
     @classmethod
     def from_proto(cls, msg: placement_pb2.Queued) -> Queued:
         """Builds a Queued from its message."""
-        return cls(msg.detail, msg.claim_id, msg.position, msg.best_machine, msg.machines_able)
+        return cls(
+            msg.detail, msg.claim_id, msg.position, msg.best_machine, msg.machines_able,
+            optional_amount(msg, "wanted"), optional_amount(msg, "best_free"), optional_amount(msg, "asked"),
+        )
 
     def __str__(self) -> str:
         return self.detail
@@ -61,11 +109,20 @@ class Queued:
 
 @dataclass(frozen=True)
 class Started:
-    """A call was placed: its id, the machine running it and what it holds."""
+    """A call was placed: its id, the machine running it and what it holds; `clamped` when the ask
+    was cut down to the best real machine (`asked`: before clamping)."""
 
     call_id: str
     machine: str
     allocation: Allocation
+    clamped: bool = False
+    asked: Amount | None = None
+
+    @classmethod
+    def from_proto(cls, msg: placement_pb2.CallStarted) -> Started:
+        """Builds a Started from a CallStarted message."""
+        alloc = Allocation.from_proto(msg.allocation)
+        return cls(msg.call_id, msg.machine, alloc, flag(msg, "clamped"), optional_amount(msg, "asked"))
 
 
 @dataclass(frozen=True)
@@ -86,8 +143,16 @@ class LogLine:
     line: str
 
 
+@dataclass(frozen=True)
+class Result:
+    """The last item of `stream_run()`: the node's value (JSON-like)."""
+
+    call_id: str
+    value: Any
+
+
 RunEvent = Union[Started, Metric, LogLine]
-"""What `Client.run(on_event=...)` receives, in order, before the call's value."""
+"""What `run(on_event=...)` receives, in order, before the call's value."""
 
 
 def run_event(msg: calls_pb2.Event) -> Metric | LogLine | None:

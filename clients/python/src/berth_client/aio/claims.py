@@ -1,0 +1,126 @@
+"""A claim from the asyncio client: `async with client.claim(...) as grant:` or
+`lease = await client.acquire(...)` … `await lease.release()`. The lease lives exactly as long as its
+Claim stream (SPEC P8); cancelling the task that waits for (or holds) it cancels the stream, and the
+server gives the allocation back."""
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from ..decode import warn_clamped
+from ..errors import BerthError, NodeTimeout, from_rpc_error, from_status
+from ..prepare import ClaimSpec
+from ..values import Grant, Queued
+from ..views import GrantFields
+from .streams import Reader
+
+
+class AsyncClaimLease(GrantFields):
+    """One claim (not reusable). Once granted, `grant` and its fields (`claim_id`, `machine`,
+    `remote`, `allocation`, `clamped`) are readable here, and the lease can be passed as `run(claim=lease)`."""
+
+    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec,
+                 metadata: tuple[tuple[str, str], ...]) -> None:
+        self._stub = stub
+        self._spec = spec
+        self._metadata = metadata
+        self._call: Any = None
+        self._reader: Reader | None = None
+        self.grant: Grant | None = None
+        self._done = False
+
+    async def acquire(self) -> Grant:
+        """Waits until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
+        if self._call is not None:
+            raise RuntimeError("a claim is acquired once; call client.claim() or acquire() again for a new claim")
+        ask = self._spec.ask
+        self._call = self._stub.Claim(metadata=self._metadata)
+        self._reader = Reader(self._call)
+        try:
+            await self._call.write(placement_pb2.ClaimRequest(ask=ask))
+            if self._spec.timeout is None:
+                grant = await self._await_grant()
+            else:
+                grant = await asyncio.wait_for(self._await_grant(), self._spec.timeout)
+        except asyncio.TimeoutError:
+            raise NodeTimeout(f"claim for {ask.node or 'node'} not granted within {self._spec.timeout} s") from None
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, label=ask.label, oversize_fails=self._spec.oversize_fails) from None
+        finally:
+            if self.grant is None:
+                self._abandon()
+        return grant
+
+    async def _await_grant(self) -> Grant:
+        assert self._reader is not None
+        while (msg := await self._reader.read()) is not None:
+            kind = msg.WhichOneof("kind")
+            if kind == "queued":
+                if self._spec.on_queued is not None:
+                    self._spec.on_queued(Queued.from_proto(msg.queued))
+            elif kind == "granted":
+                self.grant = Grant.from_proto(msg.granted)
+                if self.grant.clamped:
+                    warn_clamped(f"claim {self._spec.ask.node or self.grant.claim_id}", self.grant)
+                return self.grant
+            else:
+                raise BerthError(f"claim stream: unexpected {kind!r} before the grant")
+        raise BerthError("claim stream ended before a grant")
+
+    def _abandon(self) -> None:
+        """Cancels the stream: the server gives back whatever it held (SPEC P8)."""
+        self._done = True
+        if self._call is not None:
+            self._call.cancel()
+
+    async def release(self) -> None:
+        """Sends Release and waits for Released; idempotent. Raises the mapped BerthError (e.g.
+        WorkerGone) when the lease was already lost; the server has given it back either way."""
+        if self._done or self._reader is None:
+            return
+        self._done = True
+        try:
+            await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
+            while (msg := await self._reader.read()) is not None:
+                if msg.WhichOneof("kind") == "released":
+                    await self._finish_quietly()
+                    return
+            raise BerthError("claim stream ended without acknowledging the release")
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, label=self._spec.ask.label) from None
+        except asyncio.InvalidStateError:  # the call already ended (the lease was lost) before the release
+            code, details = await self._call.code(), await self._call.details()
+            if code == grpc.StatusCode.OK:
+                raise BerthError("claim stream ended before the release") from None
+            raise from_status(code, details, label=self._spec.ask.label) from None
+        finally:
+            self._call.cancel()  # no-op once the server closed the stream; else gives the claim back
+
+    async def _finish_quietly(self) -> None:
+        """Half-closes and reads to the end of the stream the server closes after Released."""
+        assert self._reader is not None
+        try:
+            await self._call.done_writing()
+            while await self._reader.read() is not None:
+                pass
+        except (grpc.RpcError, asyncio.InvalidStateError):
+            pass
+
+    async def __aenter__(self) -> Grant:
+        return await self.acquire()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if exc is None:
+            await self.release()
+        elif isinstance(exc, Exception):
+            try:
+                await self.release()
+            except BerthError:
+                pass  # the block's own exception matters more; the server released on its side
+        else:  # cancelled (or KeyboardInterrupt): end the stream at once, without awaiting
+            self._abandon()

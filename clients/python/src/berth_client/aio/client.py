@@ -1,0 +1,152 @@
+"""AsyncClient: the asyncio twin of `berth_client.Client` on grpc.aio — the same methods, arguments
+(checked by the same code, prepare.py) and errors (the same mapper, errors.py)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from .. import prepare
+from ..channels import CHANNEL_OPTIONS, Pem, connection
+from ..errors import from_rpc_error
+from ..snapshots import Compiled, Satisfiability, Snapshot
+from ..values import CancelCounts, Queued, RunEvent
+from .claims import AsyncClaimLease
+from .runs import AsyncRunStream, execute
+from .streams import AsyncEventStream
+
+
+class AsyncClient:
+    """A connection to berth for asyncio engines: `async with AsyncClient(address) as client:`, or
+    `await client.close()`. Create it inside the event loop that uses it.
+
+    `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer`.
+    TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
+    `private_key`, each PEM bytes or a file path; any of them turns TLS on. A wrong type raises
+    TypeError naming the argument.
+    """
+
+    def __init__(
+        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: Pem | None = None,
+        certificate_chain: Pem | None = None, private_key: Pem | None = None,
+    ) -> None:
+        conn = connection(address, token, root_certificates, certificate_chain, private_key)
+        self.address = conn.address
+        self._metadata = conn.metadata
+        if conn.credentials is not None:
+            self._channel = grpc.aio.secure_channel(conn.address, conn.credentials, options=CHANNEL_OPTIONS)
+        else:
+            self._channel = grpc.aio.insecure_channel(conn.address, options=CHANNEL_OPTIONS)
+        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled and open claims end (the server releases them)."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    def claim(
+        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
+        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+    ) -> AsyncClaimLease:
+        """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
+        release's acknowledgement, cancelling the task ends the claim at once."""
+        spec = prepare.claim_spec(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=node,
+                                  run_id=run_id, env=env, on_oversize=on_oversize, on_queued=on_queued, timeout=timeout)
+        return AsyncClaimLease(self._stub, spec, self._metadata)
+
+    async def acquire(
+        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
+        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+    ) -> AsyncClaimLease:
+        """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
+        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize)
+        await lease.acquire()
+        return lease
+
+    async def run(
+        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
+        claim: object = None, cwd: str | None = None, timeout: float | None = None,
+        on_event: Callable[[RunEvent], object] | None = None, on_oversize: str = "clamp",
+    ) -> Any:
+        """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
+        spec = prepare.run_spec(
+            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
+            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
+            on_event=on_event, on_oversize=on_oversize,
+        )
+        return await execute(self._stub, spec, self._metadata)
+
+    def stream_run(
+        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
+        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        env: Mapping[str, str] | None = None,
+        claim: object = None, cwd: str | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+    ) -> AsyncRunStream:
+        """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
+        one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
+        first iteration; `close()` cancels it."""
+        spec = prepare.run_spec(
+            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
+            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
+            on_event=None, on_oversize=on_oversize,
+        )
+        return AsyncRunStream(self._stub, spec, self._metadata)
+
+    async def cancel(self, run_id: str) -> CancelCounts:
+        """Cancels run `run_id` — see `Client.cancel`."""
+        req = prepare.cancel_request(run_id)
+        try:
+            res = await self._stub.Cancel(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return CancelCounts(res.calls, res.claims)
+
+    async def satisfiable(
+        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
+        policy: str = "prefer", on_oversize: str = "clamp",
+    ) -> Satisfiability:
+        """What the ask would do now — see `Client.satisfiable`."""
+        req = prepare.satisfiable_request(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy,
+                                          on_oversize=on_oversize)
+        try:
+            res = await self._stub.Satisfiable(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, label=label or "") from None
+        return Satisfiability.from_proto(res)
+
+    async def compile(self, source: str, label: str, flow: str = "flow", node: str = "node") -> Compiled:
+        """Compiles a node's source on a worker carrying `label` — see `Client.compile`."""
+        req = prepare.compile_request(source=source, label=label, flow=flow, node=node)
+        try:
+            res = await self._stub.Compile(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err, label=label) from None
+        return Compiled.from_proto(res)
+
+    async def snapshot(self) -> Snapshot:
+        """The books — see `Client.snapshot`."""
+        try:
+            res = await self._stub.GetSnapshot(placement_pb2.GetSnapshotRequest(), metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Snapshot.from_proto(res)
+
+    def events(self) -> AsyncEventStream:
+        """`async for event in client.events()`: placement and worker events as they happen."""
+        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+        return AsyncEventStream(call)

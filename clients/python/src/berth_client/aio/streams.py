@@ -1,0 +1,121 @@
+"""Reading a grpc.aio streaming call so that a call the server ended is never waited on forever
+(issue 14 item 6), and the WatchEvents stream as an async iterator of typed Events.
+
+Each read races the call's own end (`add_done_callback`): once the call is done, a read that has not
+delivered within `settle` seconds is abandoned and the call's status ends the stream.
+"""
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Any
+
+import grpc
+
+from .._proto.berth.v1 import placement_pb2
+from ..errors import Unavailable, from_rpc_error
+from ..events import ENDED_BY_SERVER
+from ..snapshots import Event
+from ..watchdog import SETTLE_S
+
+
+class CallEnded(grpc.RpcError):
+    """A call's final status, raised where grpc.aio would have raised (or hung): `code()`, `details()`."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        """The status code."""
+        return self._code
+
+    def details(self) -> str:
+        """The status message."""
+        return self._details
+
+
+class Reader:
+    """Messages of a grpc.aio streaming call: `await read()` gives the next message, None at the end
+    (status OK), or raises a grpc.RpcError (CallEnded(CANCELLED) once the call was cancelled)."""
+
+    def __init__(self, call: Any, settle: float = SETTLE_S) -> None:
+        self._call = call
+        self._settle = settle
+        loop = asyncio.get_running_loop()
+        self._done: asyncio.Future[None] = loop.create_future()
+
+        def mark_done() -> None:
+            if not self._done.done():
+                self._done.set_result(None)
+
+        def on_done(_call: object) -> None:
+            try:
+                loop.call_soon_threadsafe(mark_done)
+            except RuntimeError:  # the loop is closed: nobody reads any more
+                pass
+
+        call.add_done_callback(on_done)
+
+    async def read(self) -> Any:
+        """The next message, or None when the call ended with OK."""
+        task = asyncio.ensure_future(self._call.read())
+        try:
+            if not self._done.done():
+                await asyncio.wait({task, self._done}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                await asyncio.wait({task}, timeout=self._settle)
+        except BaseException:  # this task was cancelled: stop the read (the caller cancels the call)
+            task.cancel()
+            raise
+        if not task.done():  # the call is done, yet the read neither ended nor delivered
+            task.cancel()
+            code = await self._call.code()
+            if code == grpc.StatusCode.OK:
+                return None
+            raise CallEnded(code, await self._call.details())
+        if task.cancelled():
+            raise CallEnded(grpc.StatusCode.CANCELLED, "cancelled")
+        msg = task.result()
+        return None if msg is grpc.aio.EOF else msg
+
+
+class AsyncEventStream:
+    """`async for event in client.events()`: WatchEvents as `Event`s. `close()` (or leaving
+    `async with`) ends it quietly; when the server ends it (draining, stopped, connection lost) the
+    iteration raises Unavailable, or the BerthError for the status the server sent."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._reader = Reader(call)
+        self._closed = False
+
+    def __aiter__(self) -> AsyncEventStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            msg: placement_pb2.WatchEventsResponse | None = await self._reader.read()
+        except grpc.RpcError as err:
+            if self._closed:
+                raise StopAsyncIteration from None
+            raise from_rpc_error(err) from None
+        if msg is None:
+            if self._closed:
+                raise StopAsyncIteration
+            raise Unavailable(ENDED_BY_SERVER)
+        return Event.from_proto(msg)
+
+    def close(self) -> None:
+        """Ends the stream; a pending iteration stops."""
+        self._closed = True
+        self._call.cancel()
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,83 @@
+"""Reading a Run stream, shared by both clients: RunResponse messages in, events and the outcome out
+(SPEC W2: events in order, then exactly one Result or Failure). Clamping is never silent (SPEC P11):
+a Started that says clamped warns `Clamped`."""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from ._proto.berth.v1 import calls_pb2, placement_pb2
+from .errors import BerthError, Clamped
+from .failures import exception_from_failure
+from .values import Amount, Result, RunEvent, Started, run_events
+
+
+def value_of(msg: struct_pb2.Value) -> Any:
+    """The Python value of a google.protobuf.Value, as `json.loads` would give it: whole numbers
+    within 2**53 come back as int (JSON has one number type), others as float."""
+    kind = msg.WhichOneof("kind")
+    if kind == "number_value":
+        n = msg.number_value
+        return int(n) if n.is_integer() and abs(n) <= 2**53 else n
+    if kind == "struct_value":
+        return {k: value_of(v) for k, v in msg.struct_value.fields.items()}
+    if kind == "list_value":
+        return [value_of(v) for v in msg.list_value.values]
+    if kind == "string_value":
+        return msg.string_value
+    if kind == "bool_value":
+        return msg.bool_value
+    return None
+
+
+def warn_clamped(what: str, started: Any) -> None:
+    """Warns Clamped for a Grant or Started that says clamped (asked → granted)."""
+    alloc = started.allocation
+    granted = Amount(alloc.cpus, len(alloc.gpu_ids), alloc.ram_mb)
+    asked = f"asked {started.asked}, " if started.asked is not None else ""
+    message = f"{what} was clamped to the best real machine {started.machine}: {asked}granted {granted}"
+    warnings.warn(Clamped(message, started.asked, granted), stacklevel=4)
+
+
+class RunDecoder:
+    """Folds one Run stream. `feed(msg)` returns the events to hand on, in order (one message may carry
+    several); `result()` returns the Result, raises the node's exception, or BerthError when the stream
+    ended without an outcome."""
+
+    def __init__(self, req: placement_pb2.RunRequest) -> None:
+        self._req = req
+        self.started: Started | None = None
+        self._outcome: Result | BaseException | None = None
+
+    @property
+    def has_outcome(self) -> bool:
+        """True once a Result or Failure arrived."""
+        return self._outcome is not None
+
+    def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
+        """The events `msg` carries (Started, Metric, LogLine), in order; none for a result, a failure or
+        a kind this client does not know."""
+        kind = msg.WhichOneof("kind")
+        if kind == "started":
+            self.started = Started.from_proto(msg.started)
+            if self.started.clamped:
+                warn_clamped(f"call {self.started.call_id}", self.started)
+            return [self.started]
+        if kind == "event":
+            return list(run_events(msg.event))  # a batch of lines: one LogLine each, in order
+        if kind == "result" and self._outcome is None:
+            self._outcome = Result(msg.result.call_id, value_of(msg.result.value))
+        elif kind == "failure" and self._outcome is None:
+            f: calls_pb2.Failure = msg.failure
+            self._outcome = exception_from_failure(f.type, f.message, f.traceback, f.call_id)
+        return []
+
+    def result(self) -> Result:
+        """The call's Result; raises the node's exception when it failed."""
+        if self._outcome is None:
+            raise BerthError(f"Run stream for {self._req.flow}.{self._req.node} ended without a result")
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return self._outcome
