@@ -130,7 +130,9 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
     const key = path[0] ?? '';
     let value: unknown = (ask as unknown as Record<string, unknown>)[key];
     if (key === 'env' && path[1] !== undefined) value = ask.env[path[1]];
-    else if (key === 'env') value = `${Object.keys(ask.env).length} variables, ${envBytes(ask.env)} bytes`;
+    else if (key === 'env' && typeof ask.env === 'object' && ask.env !== null) {
+      value = `${Object.keys(ask.env).length} variables, ${envBytes(ask.env)} bytes`;
+    }
     const fieldName = [field, SNAKE[key] ?? key, ...path.slice(1)].join('.');
     const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
     const shown = JSON.stringify(value) ?? 'nothing';
