@@ -134,7 +134,9 @@ describe('loud clamping', () => {
     const gpuAsk = { cpus: 1, gpus: 1, label: 'gpu', policy: Policy.POLICY_REQUIRE, onOversize: OnOversize.ON_OVERSIZE_FAIL };
     expect(await satisfiable(t.placement, gpuAsk)).toMatchObject({ verdict: Verdict.VERDICT_WAITS, limiting: '' });
     const c = claim(t.placement, { ...gpuAsk, node: 'back.soon' });
-    expect((await c.queued).detail).toBe('1 gpu(s) and 1 cpu(s)');
+    expect((await c.queued).detail).toMatch(
+      /^1 gpu\(s\) and 1 cpu\(s\): waiting for workers labelled 'gpu' to come back \(reconnect grace, \d+ s left\)$/,
+    );
     const again = fakeWorker(t.worker, 'gpu-box', { cpus: 4, gpuIds: [0] }, ['gpu']);
     expect(await c.granted).toMatchObject({ machine: 'gpu-box', clamped: false });
     await c.release();
