@@ -6,6 +6,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Most tests wait on real processes and sockets, not the CPU: three forks on two cores halve the
+    // wall time (vitest's default on 2 cores is one fork).
+    maxWorkers: 3,
+    minWorkers: 1,
     globalSetup: ['test/support/build.ts'],
   },
 });
