@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const INLINED = new Set(['commander', 'yaml', 'zod']);
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const external = Object.keys(pkg.dependencies).filter((d) => !INLINED.has(d)).flatMap((d) => [d, `${d}/*`]);
+const external = Object.keys(pkg.dependencies)
+  .filter((d) => !INLINED.has(d))
+  .flatMap((d) => [d, `${d}/*`]);
 const out = join(root, 'dist');
 
 mkdirSync(out, { recursive: true });

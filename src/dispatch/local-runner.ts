@@ -21,7 +21,12 @@ export const DEVICES_PLACEHOLDER = '{devices}';
  * becomes the range string (`0-3`), `deviceEnv` the comma list (`0,1,2,3`, as berth sets it for
  * `--server` jobs too); the job's own env wins.
  */
-export function commandFor(job: Job, ids: readonly number[], deviceEnv: string, base: NodeJS.ProcessEnv = process.env): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
+export function commandFor(
+  job: Job,
+  ids: readonly number[],
+  deviceEnv: string,
+  base: NodeJS.ProcessEnv = process.env,
+): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   const range = formatRange(ids);
   const argv = job.argv !== undefined ? job.argv : ['sh', '-c', job.shell ?? ''];
   const [file, ...args] = argv.map((a) => a.replaceAll(DEVICES_PLACEHOLDER, range));
@@ -48,7 +53,11 @@ export class LocalRunner implements Runner {
   /** See Runner.start. */
   start(job: Job, ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun {
     const { file, args, env } = commandFor(job, ids, this.deviceEnv, this.#env);
-    const failed = (spawnError: string): JobRun => ({ done: Promise.resolve({ exitCode: null, signal: null, spawnError }), stop: () => {}, dumpStack: () => false });
+    const failed = (spawnError: string): JobRun => ({
+      done: Promise.resolve({ exitCode: null, signal: null, spawnError }),
+      stop: () => {},
+      dumpStack: () => false,
+    });
     const bad = cwdProblem(job.cwd);
     if (bad !== undefined) return failed(bad);
     let child;
@@ -64,7 +73,12 @@ export class LocalRunner implements Runner {
       child.stdout.on('data', (b: Buffer) => capture.take('stdout', b));
       child.stderr.on('data', (b: Buffer) => capture.take('stderr', b));
       child.once('error', (err: NodeJS.ErrnoException) => {
-        if (pid === undefined) resolve({ exitCode: null, signal: null, spawnError: `cannot start ${file}: ${err.code === 'ENOENT' ? 'no such program' : err.message}` });
+        if (pid === undefined)
+          resolve({
+            exitCode: null,
+            signal: null,
+            spawnError: `cannot start ${file}: ${err.code === 'ENOENT' ? 'no such program' : err.message}`,
+          });
       });
       child.once('exit', () => {
         exited = true;

@@ -10,7 +10,12 @@
  * (the worker's SpawnError) is a `spawn_error`.
  */
 import { credentials, Metadata, status as GrpcStatus, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
-import { PlacementServiceClient, type GetSnapshotResponse, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import {
+  PlacementServiceClient,
+  type GetSnapshotResponse,
+  type RunRequest,
+  type RunResponse,
+} from '../../generated/ts/berth/v1/placement.js';
 import { OptionsError } from '../config/fields.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -27,9 +32,22 @@ export function nodeName(job: Job): string {
  */
 export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRequest {
   let argv = job.argv ?? ['sh', '-c', job.shell ?? ''];
-  if (deviceEnv !== 'CUDA_VISIBLE_DEVICES') argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
+  if (deviceEnv !== 'CUDA_VISIBLE_DEVICES')
+    argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
   return {
-    placement: { $case: 'ask', value: { cpus: job.devices > 0 ? 0 : 1, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${nodeName(job)}`, runId, env: {} } },
+    placement: {
+      $case: 'ask',
+      value: {
+        cpus: job.devices > 0 ? 0 : 1,
+        gpus: job.devices,
+        ramMb: undefined,
+        label: '',
+        policy: 0,
+        node: `dispatch.${nodeName(job)}`,
+        runId,
+        env: {},
+      },
+    },
     // no cwd: dispatch's own, as for a local job (relative ones are already resolved against the batch file)
     payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? process.cwd() } },
     flow: 'dispatch',
@@ -48,7 +66,12 @@ export class RemoteRunner implements Runner {
    * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
    * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS; default plaintext).
    */
-  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata(), creds: ChannelCredentials = credentials.createInsecure()) {
+  constructor(
+    readonly address: string,
+    readonly deviceEnv: string,
+    readonly metadata: Metadata = new Metadata(),
+    creds: ChannelCredentials = credentials.createInsecure(),
+  ) {
     this.#client = new PlacementServiceClient(address, creds);
   }
 
@@ -77,7 +100,8 @@ export class RemoteRunner implements Runner {
           }
           machine = k.value.machine;
           onStarted({ machine, devices });
-        } else if (k?.$case === 'event' && k.value.kind?.$case === 'log') capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
+        } else if (k?.$case === 'event' && k.value.kind?.$case === 'log')
+          capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
         else if (k?.$case === 'result' || k?.$case === 'failure') {
           last = k;
           if (k.$case === 'failure' && k.value.traceback !== '') capture.write(Buffer.from(k.value.traceback));
@@ -87,14 +111,20 @@ export class RemoteRunner implements Runner {
         ended = true;
         clearTimeout(dropTimer);
         if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
-        else if (machine !== undefined && err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
+        else if (machine !== undefined && err.code === GrpcStatus.CANCELLED)
+          resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
         else resolve({ exitCode: null, signal: null, error: describeCallError(this.address, err, machine) });
       });
       call.on('end', () => {
         ended = true;
         clearTimeout(dropTimer);
         if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
-        else resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, error: `berth at ${this.address} ended the call without a result` });
+        else
+          resolve(
+            last !== undefined
+              ? endOf(last)
+              : { exitCode: null, signal: null, error: `berth at ${this.address} ended the call without a result` },
+          );
       });
     });
     return {
@@ -120,8 +150,17 @@ export class RemoteRunner implements Runner {
       this.#client.getSnapshot({}, this.metadata, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (!err) return resolve(res!);
         if (err.code === GrpcStatus.UNAUTHENTICATED) {
-          reject(new OptionsError(`--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ${err.details}); give its token with --token or BERTH_TOKEN`));
-        } else reject(new Error(`cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`));
+          reject(
+            new OptionsError(
+              `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ${err.details}); give its token with --token or BERTH_TOKEN`,
+            ),
+          );
+        } else
+          reject(
+            new Error(
+              `cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
+            ),
+          );
       });
     });
   }

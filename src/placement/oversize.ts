@@ -43,12 +43,21 @@ const UNIT: Record<string, (a: Amount) => string> = {
  * the dimension, what was asked and the largest machine, e.g. "ask.gpus: asked 4 gpu(s) but the
  * largest machine, engine, has 0 gpu(s) (2 cpu(s)); on_oversize is fail".
  */
-export function oversizeError(asked: Amount, target: { machine: MachineEntry; amount: Amount } | undefined): BerthError {
-  if (!target) return new BerthError('failed_precondition', `ask: no machine can hold ${describeAmount(asked)}; on_oversize is fail`);
+export function oversizeError(
+  asked: Amount,
+  target: { machine: MachineEntry; amount: Amount } | undefined,
+): BerthError {
+  if (!target)
+    return new BerthError(
+      'failed_precondition',
+      `ask: no machine can hold ${describeAmount(asked)}; on_oversize is fail`,
+    );
   const dim = limitingDimension(asked, target.amount) || 'cpus';
   const t = target.machine.books.total;
   const has: Amount = { cpus: t.cpus, gpus: t.gpuIds.length, ramMb: t.ramMb };
-  const rest = Object.keys(UNIT).filter((k) => k !== dim && (k !== 'ram_mb' || has.ramMb !== undefined)).map((k) => UNIT[k](has));
+  const rest = Object.keys(UNIT)
+    .filter((k) => k !== dim && (k !== 'ram_mb' || has.ramMb !== undefined))
+    .map((k) => UNIT[k](has));
   return new BerthError(
     'failed_precondition',
     `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
@@ -70,7 +79,11 @@ export function askVerdict(
 ): AskVerdict {
   const amount: Amount = { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb };
   if (anyCanEverHold(machines, ask, amount)) {
-    return { verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits', waitFor: '', limiting: '' };
+    return {
+      verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits',
+      waitFor: '',
+      limiting: '',
+    };
   }
   if (covers(ask)) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);

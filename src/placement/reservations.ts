@@ -81,11 +81,16 @@ export class Reservations {
       const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
       const k = cls.size;
       const a = cls.amount;
-      want.set(cls.target, { cpus: cur.cpus + k * a.cpus, gpus: cur.gpus + k * a.gpus, ramMb: cur.ramMb + k * (a.ramMb ?? 0) });
+      want.set(cls.target, {
+        cpus: cur.cpus + k * a.cpus,
+        gpus: cur.gpus + k * a.gpus,
+        ramMb: cur.ramMb + k * (a.ramMb ?? 0),
+      });
     }
     for (const [m, h] of this.#held) {
       const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb)
+        throw new Error(`reservations on ${m.spec.name} out of step`);
       want.delete(m);
     }
     if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);

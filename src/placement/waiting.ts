@@ -179,7 +179,8 @@ export class WaitQueue {
       if (count !== cls.size || cls.size === 0) {
         throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
       }
-      if (cls.target && !attached(cls.target)) throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
+      if (cls.target && !attached(cls.target))
+        throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
     let filed = 0;

@@ -63,7 +63,10 @@ export function pack(
     const at = rooms.findIndex((r) => take(r, u));
     if (at >= 0) return void assigned.set(u.claimId, at);
     if (planned.length >= maxNew) return;
-    const best = bestShape(order.slice(i), shapes.filter((s) => shapeHolds(s, u)));
+    const best = bestShape(
+      order.slice(i),
+      shapes.filter((s) => shapeHolds(s, u)),
+    );
     if (!best) return;
     const r = roomOf(best);
     take(r, u);

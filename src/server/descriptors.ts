@@ -27,7 +27,8 @@ export function descriptorDir(): string {
  */
 export function loadDescriptors(dir = descriptorDir()): ReflectionRoot {
   const root: ReflectionRoot = {};
-  for (const name of DESCRIPTOR_FILES) root[name] = { fileDescriptorProtos: splitFileDescriptorSet(readFileSync(join(dir, name)), name) };
+  for (const name of DESCRIPTOR_FILES)
+    root[name] = { fileDescriptorProtos: splitFileDescriptorSet(readFileSync(join(dir, name)), name) };
   return root;
 }
 

@@ -123,7 +123,7 @@ export function certNames(cert: PeerCertificate): string[] {
 
 function describeCert(cert: PeerCertificate): string {
   const cn = cert.subject?.CN;
-  return `CN=${Array.isArray(cn) ? cn[0] : cn ?? ''}${cert.subjectaltname ? ` (${cert.subjectaltname})` : ''}`;
+  return `CN=${Array.isArray(cn) ? cn[0] : (cn ?? '')}${cert.subjectaltname ? ` (${cert.subjectaltname})` : ''}`;
 }
 
 function peerCertificate(call: CallCredentials): PeerCertificate | undefined {

@@ -119,7 +119,10 @@ export class CallRecord implements Flow {
       for (;;) {
         while (cur.i < this.#base + this.#items.length) {
           if (this.#weightTo(this.#base + this.#items.length) - this.#weightTo(cur.i) > MAX_BEHIND) {
-            throw new BerthError('resource_exhausted', `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`);
+            throw new BerthError(
+              'resource_exhausted',
+              `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`,
+            );
           }
           const item = this.#items[cur.i - this.#base];
           cur.i++;

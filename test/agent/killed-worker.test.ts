@@ -25,7 +25,21 @@ describe('a worker killed mid-run', () => {
   it('SIGKILL of the agent ends the Run UNAVAILABLE "worker w1 went away: its stream was cut", never "cancelled by client"', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
-    const child = spawnBerth(['worker', '--server', s.address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '', '--log-level', 'info']);
+    const child = spawnBerth([
+      'worker',
+      '--server',
+      s.address,
+      '--name',
+      'w1',
+      '--labels',
+      'w',
+      '--cpus',
+      '2',
+      '--gpus',
+      '',
+      '--log-level',
+      'info',
+    ]);
     const done = finished(child);
     open.push(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

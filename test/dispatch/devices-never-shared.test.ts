@@ -34,9 +34,11 @@ describe('devices are never shared and never over-used', () => {
       expect(ids.length).toBeLessThanOrEqual(4);
       expect(new Set(ids).size).toBe(ids.length);
     }
-    for (const a of recs) for (const b of recs) {
-      if (a !== b && overlapping(a, b)) expect(parseRange(a.devices).filter((id) => parseRange(b.devices).includes(id))).toEqual([]);
-    }
+    for (const a of recs)
+      for (const b of recs) {
+        if (a !== b && overlapping(a, b))
+          expect(parseRange(a.devices).filter((id) => parseRange(b.devices).includes(id))).toEqual([]);
+      }
     expect(recs.some((a) => recs.some((b) => a !== b && overlapping(a, b)))).toBe(true); // two at a time really happened
     const wall = Math.max(...recs.map((x) => x.end)) - Math.min(...recs.map((x) => x.start));
     expect(wall).toBeLessThan(4 * 0.3 + 1.5); // one at a time would take ≥ 2.4 s

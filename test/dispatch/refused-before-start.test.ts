@@ -22,7 +22,10 @@ describe('a batch that cannot run is refused before anything starts', () => {
 
   it('an invalid job names the job, its label and the field', async () => {
     s = scratch();
-    const file = s.batch([{ label: 'ok', argv: ['true'] }, { label: 'neg', devices: -1, argv: ['true'] }]);
+    const file = s.batch([
+      { label: 'ok', argv: ['true'] },
+      { label: 'neg', devices: -1, argv: ['true'] },
+    ]);
     const r = await dispatch(file, '--devices', '0-3');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/job 2 \("neg"\): devices: must be at least 0 \(got -1\)/);
@@ -30,10 +33,15 @@ describe('a batch that cannot run is refused before anything starts', () => {
 
   it('a job env setting the device env is refused (SPEC R8): the devices are what dispatch grants', async () => {
     s = scratch();
-    const file = s.batch([recordingJob(s.dir, 'first', 1, 0), { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } }]);
+    const file = s.batch([
+      recordingJob(s.dir, 'first', 1, 0),
+      { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } },
+    ]);
     const r = await dispatch(file, '--devices', '0-3', '--device-env', 'ASCEND_RT_VISIBLE_DEVICES');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got "0,1,2,3")');
+    expect(r.stderr).toContain(
+      'job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got "0,1,2,3")',
+    );
     expect(started(s.dir, 'first')).toBe(false);
   });
 
@@ -64,7 +72,9 @@ describe('a batch that cannot run is refused before anything starts', () => {
     const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
     const r = await dispatch(file, '--devices', '0', '--junit', '/nonexistent/dir/x.xml');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--junit: directory \/nonexistent\/dir does not exist \(got "\/nonexistent\/dir\/x\.xml"\)/);
+    expect(r.stderr).toMatch(
+      /--junit: directory \/nonexistent\/dir does not exist \(got "\/nonexistent\/dir\/x\.xml"\)/,
+    );
     expect(started(s.dir, 'a')).toBe(false);
   });
 

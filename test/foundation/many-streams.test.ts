@@ -30,7 +30,9 @@ describe('many open streams', () => {
     const ends = await Promise.all(handles.map((h) => h.ended));
     await new Promise((r) => setImmediate(r)); // warnings are emitted on a later tick
     expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
-    expect(ends.filter((e) => e?.code === status.UNAVAILABLE && e.details.includes('server is draining'))).toHaveLength(1000);
+    expect(ends.filter((e) => e?.code === status.UNAVAILABLE && e.details.includes('server is draining'))).toHaveLength(
+      1000,
+    );
     t = undefined;
   });
 

@@ -15,10 +15,12 @@ describe('shutdown', () => {
     const health = healthClient(t.address);
     const watch = health.watch({ service: '' });
     const seen: string[] = [];
-    const servingSeen = new Promise<void>((resolve) => watch.on('data', (m: { status: string }) => {
-      seen.push(m.status);
-      if (m.status === 'SERVING') resolve();
-    }));
+    const servingSeen = new Promise<void>((resolve) =>
+      watch.on('data', (m: { status: string }) => {
+        seen.push(m.status);
+        if (m.status === 'SERVING') resolve();
+      }),
+    );
     watch.on('error', () => {});
     const stream = t.worker.workerStream();
     stream.on('error', () => {});

@@ -17,9 +17,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function imports(name: string, args: string[]) {
   const log = join(dir, `${name}.log`);
   writeFileSync(log, '');
-  const child = spawn(process.execPath, ['--import', join(ROOT, 'test', 'support', 'record-imports.mjs'), BERTH_BIN, ...args], {
-    env: { ...process.env, BERTH_IMPORT_LOG: log, BERTH_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'], cwd: dir,
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', join(ROOT, 'test', 'support', 'record-imports.mjs'), BERTH_BIN, ...args],
+    {
+      env: { ...process.env, BERTH_IMPORT_LOG: log, BERTH_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: dir,
+    },
+  );
   const r = await finished(child);
   return { ...r, urls: readFileSync(log, 'utf8').split('\n').filter(Boolean) };
 }

@@ -88,13 +88,19 @@ describe('metrics on --metrics-listen', () => {
     worker.close();
     await w.next((e) => e.kind === 'worker_detached');
 
-    expect((await run(t.placement, runRequest({ argv: ['true'], runId: 'r1', node: 'ok', cpus: 1 })).done).error).toBeNull();
-    expect((await run(t.placement, runRequest({ argv: ['false'], runId: 'r1', node: 'bad', cpus: 1 })).done).error).toBeNull();
+    expect(
+      (await run(t.placement, runRequest({ argv: ['true'], runId: 'r1', node: 'ok', cpus: 1 })).done).error,
+    ).toBeNull();
+    expect(
+      (await run(t.placement, runRequest({ argv: ['false'], runId: 'r1', node: 'bad', cpus: 1 })).done).error,
+    ).toBeNull();
     m = await scrape(t);
     expect(m.get('berth_worker_detaches_total')).toBe(1);
     expect(m.get('berth_machines{kind="worker"}')).toBe(0);
     expect(m.get('berth_calls_total{outcome="result",failure_type=""}')).toBe(1);
-    expect([...m.keys()].filter((k) => k.startsWith('berth_calls_total{outcome="failure"')).map((k) => m.get(k))).toEqual([1]);
+    expect(
+      [...m.keys()].filter((k) => k.startsWith('berth_calls_total{outcome="failure"')).map((k) => m.get(k)),
+    ).toEqual([1]);
     expect(m.get('berth_calls_in_flight')).toBe(0);
     expect(m.get('process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(m.has('nodejs_eventloop_lag_seconds')).toBe(true);

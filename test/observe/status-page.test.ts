@@ -37,7 +37,9 @@ describe.skipIf(!CHROMIUM)('the live status page in headless Chromium', () => {
     try {
       await page.goto(t.server.observe!.url);
       await page.locator('#conn.live').waitFor({ timeout: 5000 });
-      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe('4 / 4');
+      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe(
+        '4 / 4',
+      );
       const waiter = claim(t.placement, { cpus: 3, gpus: 1, node: 'flow.train', runId: 'run-7' });
       await waiter.granted;
       const queued = claim(t.placement, { cpus: 2, node: 'flow.eval', runId: 'run-7' });
@@ -57,7 +59,9 @@ describe.skipIf(!CHROMIUM)('the live status page in headless Chromium', () => {
       await held.waitFor({ state: 'detached', timeout: 1000 });
       await waiting.waitFor({ state: 'detached', timeout: 1000 });
       await page.locator('#events li', { hasText: 'claim_released' }).first().waitFor({ timeout: 1000 });
-      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe('4 / 4');
+      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe(
+        '4 / 4',
+      );
       await page.screenshot({ path: join(RESULTS, 'status-page-released.png'), fullPage: true });
     } finally {
       await page.close();
@@ -77,7 +81,9 @@ describe.skipIf(!CHROMIUM)('the live status page in headless Chromium', () => {
       await page.fill('#token', 's3cret');
       await page.click('#login button');
       await page.locator('#conn.live').waitFor({ timeout: 5000 });
-      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe('2 / 2');
+      await expect(page.locator('#machines tbody tr[data-key="engine"] td').nth(3).textContent()).resolves.toBe(
+        '2 / 2',
+      );
     } finally {
       await page.close();
     }

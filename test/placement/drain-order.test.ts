@@ -25,13 +25,20 @@ describe('a thousand waiters drain in arrival order (SPEC P6, P7; issue 9)', () 
   it('1,000 asks of mixed sizes (1–16 cores, 1–2 GPUs) queued behind a full 64-core, 8-GPU machine are granted in arrival order', async () => {
     const r = new Refereed(engine);
     const rnd = prng(9);
-    r.placer.attach({ name: 'big', labels: [], inventory: { cpus: 64, gpuIds: [0, 1, 2, 3, 4, 5, 6, 7] }, remote: true });
+    r.placer.attach({
+      name: 'big',
+      labels: [],
+      inventory: { cpus: 64, gpuIds: [0, 1, 2, 3, 4, 5, 6, 7] },
+      remote: true,
+    });
     r.claim(ask(64, 8), new AbortController().signal);
     await flush();
     const nodes: string[] = [];
     for (let i = 0; i < 1000; i++) {
       // Every ask needs both cores and GPUs, so what older waiters hold back always bars a younger one.
-      nodes.push(r.claim(ask([1, 2, 4, 8, 16][Math.floor(rnd() * 5)], 1 + Math.floor(rnd() * 2)), new AbortController().signal));
+      nodes.push(
+        r.claim(ask([1, 2, 4, 8, 16][Math.floor(rnd() * 5)], 1 + Math.floor(rnd() * 2)), new AbortController().signal),
+      );
     }
     await flush();
     r.checkSettled('queued');
@@ -41,7 +48,11 @@ describe('a thousand waiters drain in arrival order (SPEC P6, P7; issue 9)', () 
     // c1 is the full-machine holder; the waiters are c2..c1001 in the order they asked.
     expect(r.grantOrder).toEqual(Array.from({ length: 1001 }, (_, i) => `c${i + 1}`));
     expect(nodes.every((n) => r.outcome(n).grant !== undefined)).toBe(true);
-    expect(r.placer.snapshot().machines.find((m) => m.name === 'big')?.free).toEqual({ cpus: 64, gpus: 8, ramMb: undefined });
+    expect(r.placer.snapshot().machines.find((m) => m.name === 'big')?.free).toEqual({
+      cpus: 64,
+      gpus: 8,
+      ramMb: undefined,
+    });
   });
 
   it('1,000 waiters of two asks over 20 machines: each ask is served in arrival order, and none waits while a machine could hold it', async () => {

@@ -6,7 +6,12 @@
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type PlacementServiceClient, type SatisfiableResponse, Verdict, type WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
+import {
+  type PlacementServiceClient,
+  type SatisfiableResponse,
+  Verdict,
+  type WatchEventsResponse,
+} from '../../generated/ts/berth/v1/placement.js';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, fakeWorker, watch } from '../support/claims.js';
 import { testProvisioner } from '../support/provisioner.js';
@@ -14,7 +19,9 @@ import { run, runRequest } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask>): Promise<SatisfiableResponse> {
-  return new Promise((resolve, reject) => client.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))));
+  return new Promise((resolve, reject) =>
+    client.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))),
+  );
 }
 
 describe('loud clamping', () => {
@@ -42,7 +49,11 @@ describe('loud clamping', () => {
     t = await startServer({ cpus: 2 });
     const out = await run(t.placement, runRequest({ argv: ['true'], runId: 'r1', node: 'fits', cpus: 2 })).done;
     const started = out.responses[0].kind;
-    expect(started?.$case === 'started' && started.value).toMatchObject({ clamped: false, asked: { cpus: 2, gpus: 0 }, allocation: { cpus: 2 } });
+    expect(started?.$case === 'started' && started.value).toMatchObject({
+      clamped: false,
+      asked: { cpus: 2, gpus: 0 },
+      allocation: { cpus: 2 },
+    });
   });
 
   it('Granted of a clamped claim carries clamped and the ask before clamping; Queued carries asked too', async () => {
@@ -52,7 +63,11 @@ describe('loud clamping', () => {
     expect(g).toMatchObject({ clamped: true, asked: { cpus: 64, gpus: 4 }, allocation: { cpus: 4, gpuIds: [0] } });
     const second = claim(t.placement, { cpus: 64, gpus: 4, node: 'big.two' });
     const q = await second.queued;
-    expect(q).toMatchObject({ wanted: { cpus: 4, gpus: 1 }, asked: { cpus: 64, gpus: 4 }, detail: '1 gpu(s) and 4 cpu(s)' });
+    expect(q).toMatchObject({
+      wanted: { cpus: 4, gpus: 1 },
+      asked: { cpus: 64, gpus: 4 },
+      detail: '1 gpu(s) and 4 cpu(s)',
+    });
     await first.release();
     await second.granted;
     await second.release();
@@ -65,8 +80,11 @@ describe('loud clamping', () => {
     const c = claim(t.placement, { cpus: 4, gpus: 8, node: 'huge', onOversize: OnOversize.ON_OVERSIZE_FAIL });
     const err = (await c.ended) as ServiceError;
     expect(err.code).toBe(status.FAILED_PRECONDITION);
-    expect(err.details).toBe('ask.gpus: asked 8 gpu(s) but the largest machine, big-box, has 2 gpu(s) (16 cpu(s)); on_oversize is fail');
-    const cpuErr = (await claim(t.placement, { cpus: 32, onOversize: OnOversize.ON_OVERSIZE_FAIL }).ended) as ServiceError;
+    expect(err.details).toBe(
+      'ask.gpus: asked 8 gpu(s) but the largest machine, big-box, has 2 gpu(s) (16 cpu(s)); on_oversize is fail',
+    );
+    const cpuErr = (await claim(t.placement, { cpus: 32, onOversize: OnOversize.ON_OVERSIZE_FAIL })
+      .ended) as ServiceError;
     expect(cpuErr.details).toMatch(/^ask\.cpus: asked 32 cpu\(s\) but the largest machine, big-box, has 16 cpu\(s\)/);
     // The same ask with the default (clamp) runs, clamped.
     const ok = claim(t.placement, { cpus: 4, gpus: 8, node: 'huge' });
@@ -90,8 +108,15 @@ describe('loud clamping', () => {
     worker.close();
     const err = (await strict.ended) as ServiceError;
     expect(err.code).toBe(status.FAILED_PRECONDITION);
-    expect(err.details).toBe('ask.cpus: asked 8 cpu(s) but the largest machine, engine, has 2 cpu(s) (0 gpu(s)); on_oversize is fail');
-    expect(await lenient.granted).toMatchObject({ machine: 'engine', clamped: true, asked: { cpus: 8 }, allocation: { cpus: 2 } });
+    expect(err.details).toBe(
+      'ask.cpus: asked 8 cpu(s) but the largest machine, engine, has 2 cpu(s) (0 gpu(s)); on_oversize is fail',
+    );
+    expect(await lenient.granted).toMatchObject({
+      machine: 'engine',
+      clamped: true,
+      asked: { cpus: 8 },
+      allocation: { cpus: 2 },
+    });
     await lenient.release();
     expect(t.server.context.placer.snapshot().waiting).toEqual([]);
   });
@@ -109,16 +134,31 @@ describe('loud clamping', () => {
   it('Satisfiable answers runs now, waits, waits for a provisioner, clamped (with clamped_to and limiting) and impossible', async () => {
     const prov = testProvisioner({ cpus: 16, gpus: 2, labels: [] });
     t = await startServer({ cpus: 4, provisioning: prov.make });
-    expect(await satisfiable(t.placement, { cpus: 2 })).toEqual({ waitFor: '', verdict: Verdict.VERDICT_RUNS_NOW, clampedTo: undefined, limiting: '' });
+    expect(await satisfiable(t.placement, { cpus: 2 })).toEqual({
+      waitFor: '',
+      verdict: Verdict.VERDICT_RUNS_NOW,
+      clampedTo: undefined,
+      limiting: '',
+    });
     const held = claim(t.placement, { cpus: 4 });
     await held.granted;
     expect((await satisfiable(t.placement, { cpus: 2 })).verdict).toBe(Verdict.VERDICT_WAITS);
-    expect(await satisfiable(t.placement, { cpus: 1, gpus: 1 })).toMatchObject({ verdict: Verdict.VERDICT_WAITS_FOR_PROVISIONER, waitFor: '1 gpu(s) and 1 cpu(s)' });
-    expect(await satisfiable(t.placement, { cpus: 1, gpus: 64 })).toEqual({
-      waitFor: '', verdict: Verdict.VERDICT_CLAMPED, clampedTo: { cpus: 1, gpus: 0, ramMb: undefined }, limiting: 'gpus',
+    expect(await satisfiable(t.placement, { cpus: 1, gpus: 1 })).toMatchObject({
+      verdict: Verdict.VERDICT_WAITS_FOR_PROVISIONER,
+      waitFor: '1 gpu(s) and 1 cpu(s)',
     });
-    expect(await satisfiable(t.placement, { cpus: 1, gpus: 64, onOversize: OnOversize.ON_OVERSIZE_FAIL })).toMatchObject({
-      verdict: Verdict.VERDICT_IMPOSSIBLE, clampedTo: { cpus: 1, gpus: 0 }, limiting: 'gpus',
+    expect(await satisfiable(t.placement, { cpus: 1, gpus: 64 })).toEqual({
+      waitFor: '',
+      verdict: Verdict.VERDICT_CLAMPED,
+      clampedTo: { cpus: 1, gpus: 0, ramMb: undefined },
+      limiting: 'gpus',
+    });
+    expect(
+      await satisfiable(t.placement, { cpus: 1, gpus: 64, onOversize: OnOversize.ON_OVERSIZE_FAIL }),
+    ).toMatchObject({
+      verdict: Verdict.VERDICT_IMPOSSIBLE,
+      clampedTo: { cpus: 1, gpus: 0 },
+      limiting: 'gpus',
     });
     await held.release();
   });
@@ -131,7 +171,13 @@ describe('loud clamping', () => {
     await worker.welcomed;
     worker.close();
     await w.next((e) => e.kind === 'worker_detached');
-    const gpuAsk = { cpus: 1, gpus: 1, label: 'gpu', policy: Policy.POLICY_REQUIRE, onOversize: OnOversize.ON_OVERSIZE_FAIL };
+    const gpuAsk = {
+      cpus: 1,
+      gpus: 1,
+      label: 'gpu',
+      policy: Policy.POLICY_REQUIRE,
+      onOversize: OnOversize.ON_OVERSIZE_FAIL,
+    };
     expect(await satisfiable(t.placement, gpuAsk)).toMatchObject({ verdict: Verdict.VERDICT_WAITS, limiting: '' });
     const c = claim(t.placement, { ...gpuAsk, node: 'back.soon' });
     expect((await c.queued).detail).toBe('1 gpu(s) and 1 cpu(s)');
@@ -150,14 +196,31 @@ describe('loud clamping', () => {
     const big = claim(t.placement, { cpus: 8, gpus: 1, node: 'n.big', runId: 'r' });
     await big.granted;
     const clampedEv = await ev((e) => e.kind === 'node_clamped');
-    expect(clampedEv).toMatchObject({ asked: { cpus: 8, gpus: 1 }, granted: { cpus: 2, gpus: 1 }, clamped: true, limiting: 'cpus', node: 'n.big' });
+    expect(clampedEv).toMatchObject({
+      asked: { cpus: 8, gpus: 1 },
+      granted: { cpus: 2, gpus: 1 },
+      clamped: true,
+      limiting: 'cpus',
+      node: 'n.big',
+    });
     expect(clampedEv.detail).toBe('1 gpu(s) and 8 cpu(s) → 1 gpu(s) and 2 cpu(s) (best machine: engine)');
     const placed = await ev((e) => e.kind === 'node_placed' && e.node === 'n.big');
-    expect(placed).toMatchObject({ asked: { cpus: 8, gpus: 1 }, granted: { cpus: 2, gpus: 1 }, gpuIds: [0], clamped: true, fellBack: false, durationMs: 0 });
+    expect(placed).toMatchObject({
+      asked: { cpus: 8, gpus: 1 },
+      granted: { cpus: 2, gpus: 1 },
+      gpuIds: [0],
+      clamped: true,
+      fellBack: false,
+      durationMs: 0,
+    });
     const pref = claim(t.placement, { cpus: 1, label: 'tpu', policy: Policy.POLICY_PREFER, node: 'n.pref' });
     await pref.queued;
     const queued = await ev((e) => e.kind === 'node_queued' && e.node === 'n.pref');
-    expect(queued).toMatchObject({ label: 'tpu', asked: { cpus: 1, gpus: 0 }, queued: { detail: '1 cpu(s)', position: 1, bestMachine: 'engine', asked: { cpus: 1, gpus: 0 } } });
+    expect(queued).toMatchObject({
+      label: 'tpu',
+      asked: { cpus: 1, gpus: 0 },
+      queued: { detail: '1 cpu(s)', position: 1, bestMachine: 'engine', asked: { cpus: 1, gpus: 0 } },
+    });
     await big.release();
     expect((await pref.granted).fellBack).toBe(true);
     const released = await ev((e) => e.kind === 'claim_released' && e.node === 'n.big');

@@ -31,7 +31,18 @@ describe('restart grace for required labels', () => {
     const s1 = await startServer({ cpus: 1, flags: { reconnectGrace: 20 } });
     const port = s1.server.port;
     const agentOn = (address: string) => {
-      const a = new WorkerAgent({ server: address, name: 'w1', labels: ['w'], inventory: { cpus: 2, gpuIds: [] }, maxParallel: 0, graceMs: 1000, backoff: { baseMs: 100, capMs: 1000 } }, silentLogger);
+      const a = new WorkerAgent(
+        {
+          server: address,
+          name: 'w1',
+          labels: ['w'],
+          inventory: { cpus: 2, gpuIds: [] },
+          maxParallel: 0,
+          graceMs: 1000,
+          backoff: { baseMs: 100, capMs: 1000 },
+        },
+        silentLogger,
+      );
       const attached = a.nextAttach();
       a.start();
       open.push(() => a.stop());
@@ -44,7 +55,10 @@ describe('restart grace for required labels', () => {
     open.push(() => s2.close());
     // The server came back before its worker (the agent here is stopped until the asks wait).
     const c = claim(s2.placement, { cpus: 1, label: 'w', policy: Policy.POLICY_REQUIRE });
-    const r = run(s2.placement, runRequest({ runId: 'after-restart', label: 'w', source: 'def process():\n    return "back"\n' }));
+    const r = run(
+      s2.placement,
+      runRequest({ runId: 'after-restart', label: 'w', source: 'def process():\n    return "back"\n' }),
+    );
     const q = await c.queued;
     expect(q.detail).toContain("waiting for workers labelled 'w' to come back (reconnect grace");
     await until(async () => (await snapshot(s2.placement)).waiting.length === 2);

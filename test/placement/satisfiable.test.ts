@@ -8,7 +8,9 @@ import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask> | undefined): Promise<string> {
-  return new Promise((resolve, reject) => client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+  return new Promise((resolve, reject) =>
+    client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+  );
 }
 
 describe('Satisfiable and provisioners (SPEC P10)', () => {

@@ -57,14 +57,15 @@ describe('berth status', () => {
     const child = spawnBerth(['status', '--server', t.address, '--watch']);
     const done = finished(child);
     let out = '';
-    const seen = (re: RegExp) => new Promise<void>((resolve) => {
-      const check = () => re.test(out) && resolve();
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
+    const seen = (re: RegExp) =>
+      new Promise<void>((resolve) => {
+        const check = () => re.test(out) && resolve();
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          check();
+        });
         check();
       });
-      check();
-    });
     await seen(/held: none/);
     const c = claim(t.placement, { cpus: 1, node: 'watch.me' });
     await c.granted;
@@ -87,10 +88,12 @@ describe('berth status', () => {
     const child = spawnBerth(['status', '--server', t.address, '--watch', '--json']);
     const done = finished(child);
     let out = '';
-    await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('\n')) resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('\n')) resolve();
+      }),
+    );
     await t.close();
     t = undefined;
     const r = await done;

@@ -77,10 +77,16 @@ describe('waiting that says so (SPEC P6, P7)', () => {
     const big = claim(t.placement, { cpus: 8, node: 'big' });
     await big.queued;
     const order: string[] = [];
-    big.granted.then(() => order.push('big'), () => {});
+    big.granted.then(
+      () => order.push('big'),
+      () => {},
+    );
     const later = [1, 2, 3, 4, 5].map((i) => claim(t!.placement, { cpus: 1, node: `later.${i}` }));
     for (const c of later) {
-      c.granted.then(() => order.push('later'), () => {});
+      c.granted.then(
+        () => order.push('later'),
+        () => {},
+      );
       await c.queued;
     }
     for (const c of small) await c.release();

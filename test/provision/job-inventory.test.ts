@@ -14,6 +14,8 @@ describe('a worker takes its inventory from its job, not the whole host (issue 1
     expect(constrainedInventory({ CUDA_VISIBLE_DEVICES: '0,2', SLURM_JOB_GPUS: '5' }).gpuIds).toEqual([0, 2]);
     expect(constrainedInventory({ CUDA_VISIBLE_DEVICES: '' }).gpuIds).toEqual([]);
     expect(constrainedInventory({ CUDA_VISIBLE_DEVICES: 'GPU-5e1f' }).gpuIds).toBeUndefined();
-    expect((await detectInventory({ cpus: 3, ramMb: 100 }, { SLURM_CPUS_ON_NODE: '2', SLURM_MEM_PER_NODE: '500' }))).toMatchObject({ cpus: 3, ramMb: 100 });
+    expect(
+      await detectInventory({ cpus: 3, ramMb: 100 }, { SLURM_CPUS_ON_NODE: '2', SLURM_MEM_PER_NODE: '500' }),
+    ).toMatchObject({ cpus: 3, ramMb: 100 });
   });
 });

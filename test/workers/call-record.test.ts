@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { CallRecord, FLOW_HIGH, FLOW_LOW, MAX_REPLAY, type CallItem } from '../../src/workers/call-record.js';
 
-const ev = (n: number) => ({ callId: 'r:f.n', kind: { $case: 'log' as const, value: { stream: 'stdout', line: String(n) } } });
+const ev = (n: number) => ({
+  callId: 'r:f.n',
+  kind: { $case: 'log' as const, value: { stream: 'stdout', line: String(n) } },
+});
 
 async function drain(it: AsyncGenerator<CallItem>): Promise<CallItem[]> {
   const out: CallItem[] = [];
@@ -19,7 +22,11 @@ describe('a call record fans one call out to its followers', () => {
     rec.finish({ $case: 'result', value: { callId: 'r:f.n', value: 1 } });
     const items = await got;
     expect(items).toHaveLength(n + 1);
-    expect(items.slice(0, n).every((x, i) => x.$case === 'event' && x.value.kind?.$case === 'log' && x.value.kind.value.line === String(i))).toBe(true);
+    expect(
+      items
+        .slice(0, n)
+        .every((x, i) => x.$case === 'event' && x.value.kind?.$case === 'log' && x.value.kind.value.line === String(i)),
+    ).toBe(true);
     expect(items[n].$case).toBe('result');
   });
 

@@ -36,7 +36,9 @@ async function until(cond: () => boolean, ms = 15_000): Promise<void> {
   }
 }
 function logLines(h: RunHandle): string[] {
-  return h.responses.flatMap((r) => (r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : []));
+  return h.responses.flatMap((r) =>
+    r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : [],
+  );
 }
 
 /**
@@ -47,7 +49,12 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   const dir = mkdtempSync(join(tmpdir(), 'berth-lease-'));
   open.push(() => rmSync(dir, { recursive: true, force: true }));
   const pidFile = join(dir, 'pid');
-  const a = claim(t.placement, { cpus: 1, gpus: 1, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED });
+  const a = claim(t.placement, {
+    cpus: 1,
+    gpus: 1,
+    label,
+    policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+  });
   const ga = await a.granted;
   expect(ga.machine).toBe(machine);
   expect(ga.allocation?.gpuIds).toEqual([0]);
@@ -59,7 +66,12 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   const pid = Number(readFileSync(pidFile, 'utf8'));
   expect(alive(pid)).toBe(true);
 
-  const b = claim(t.placement, { cpus: 1, gpus: 1, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED });
+  const b = claim(t.placement, {
+    cpus: 1,
+    gpus: 1,
+    label,
+    policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+  });
   await b.queued;
   let aliveAtGrant: boolean | undefined;
   let releasedBeforeGrant: boolean | undefined;
@@ -84,11 +96,27 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   await until(() => !alive(pid));
 }
 
-describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
+describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
   it('on a real berth worker: Release cancels the run inside the claim, and GPU 0 is granted again only once its process is gone', async () => {
     const t = await startServer({ cpus: 1 });
     open.push(() => t.close());
-    const child = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '0', '--grace', '5', '--log-level', 'info']);
+    const child = spawnBerth([
+      'worker',
+      '--server',
+      t.address,
+      '--name',
+      'w1',
+      '--labels',
+      'w',
+      '--cpus',
+      '2',
+      '--gpus',
+      '0',
+      '--grace',
+      '5',
+      '--log-level',
+      'info',
+    ]);
     const done = finished(child);
     open.push(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -113,7 +141,10 @@ describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
     open.push(() => t.close());
     const a = claim(t.placement, { cpus: 1, gpus: 1 });
     const ga = await a.granted;
-    const r = run(t.placement, runRequest({ runId: 'drain', claimId: ga.claimId, argv: ['sh', '-c', 'echo started; sleep 1; echo done'] }));
+    const r = run(
+      t.placement,
+      runRequest({ runId: 'drain', claimId: ga.claimId, argv: ['sh', '-c', 'echo started; sleep 1; echo done'] }),
+    );
     await until(() => logLines(r).length > 0);
     const stopped = t.server.stop(10_000);
     expect((await a.ended)?.details).toContain('server is draining');
@@ -128,7 +159,10 @@ describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
     open.push(() => t.close());
     const a = claim(t.placement, { cpus: 1, gpus: 1 });
     const ga = await a.granted;
-    const r = run(t.placement, runRequest({ runId: 'hc', claimId: ga.claimId, argv: ['sh', '-c', 'echo $$; exec sleep 60'] }));
+    const r = run(
+      t.placement,
+      runRequest({ runId: 'hc', claimId: ga.claimId, argv: ['sh', '-c', 'echo $$; exec sleep 60'] }),
+    );
     await until(() => logLines(r).length > 0);
     const pid = Number(logLines(r)[0]);
     a.call.end();

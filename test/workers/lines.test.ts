@@ -26,7 +26,9 @@ describe('LineSplitter', () => {
 
   it('never cuts inside a UTF-8 character', () => {
     const line = 'ab' + 'é'.repeat(10); // é is 2 bytes: a limit of 5 bytes would split the second é
-    expect(split([Buffer.from(line + '\n').subarray(0, 7), Buffer.from(line + '\n').subarray(7)], 5)).toEqual(['abé' + cutMarker(18)]);
+    expect(split([Buffer.from(line + '\n').subarray(0, 7), Buffer.from(line + '\n').subarray(7)], 5)).toEqual([
+      'abé' + cutMarker(18),
+    ]);
   });
 
   it('a split multi-byte character across chunks decodes whole', () => {
@@ -45,8 +47,18 @@ describe('outcome limits', () => {
   });
 
   it('failure message and traceback are cut with a marker', () => {
-    const o = limitOutcome({ ok: false, type: 'ValueError', message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES + 5), traceback: 'tb' });
-    expect(o).toEqual({ ok: false, type: 'ValueError', message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES) + cutMarker(5), traceback: 'tb' });
+    const o = limitOutcome({
+      ok: false,
+      type: 'ValueError',
+      message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES + 5),
+      traceback: 'tb',
+    });
+    expect(o).toEqual({
+      ok: false,
+      type: 'ValueError',
+      message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES) + cutMarker(5),
+      traceback: 'tb',
+    });
     expect(clipText('short', 3)).toBe('sho' + cutMarker(2));
     expect(clipText('short', 5)).toBe('short');
   });

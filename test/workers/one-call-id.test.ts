@@ -34,7 +34,18 @@ async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promi
 async function setup(cpus: number): Promise<TestServer> {
   const t = await startServer({ cpus: 1 });
   open.push(() => t.close());
-  const a = new WorkerAgent({ server: t.address, name: 'w1', labels: ['w'], inventory: { cpus, gpuIds: [] }, maxParallel: 0, graceMs: 2000, backoff: { baseMs: 100, capMs: 1000 } }, silentLogger);
+  const a = new WorkerAgent(
+    {
+      server: t.address,
+      name: 'w1',
+      labels: ['w'],
+      inventory: { cpus, gpuIds: [] },
+      maxParallel: 0,
+      graceMs: 2000,
+      backoff: { baseMs: 100, capMs: 1000 },
+    },
+    silentLogger,
+  );
   const attached = a.nextAttach();
   a.start();
   open.push(() => a.stop());
@@ -102,7 +113,9 @@ describe('one call id, one execution', () => {
     await until(async () => (await snapshot(t.placement)).waiting.some((w) => w.runId === 'stop'));
     const second = run(t.placement, req);
     await until(() => t.server.context.hub.ids.following('stop:f.n') === 1);
-    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => t.placement.cancel({ runId: 'stop' }, (e, r) => (e ? reject(e) : resolve(r))));
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) =>
+      t.placement.cancel({ runId: 'stop' }, (e, r) => (e ? reject(e) : resolve(r))),
+    );
     expect(counts).toEqual({ calls: 0, claims: 1 });
     const [o1, o2] = await Promise.all([first.done, second.done]);
     expect(o1.error?.code).toBe(status.CANCELLED);

@@ -20,7 +20,15 @@ afterEach(async () => {
 
 async function agent(address: string, o: { gpuIds?: number[]; graceMs?: number } = {}): Promise<WorkerAgent> {
   const a = new WorkerAgent(
-    { server: address, name: 'w1', labels: ['w'], inventory: { cpus: 4, gpuIds: o.gpuIds ?? [] }, maxParallel: 4, graceMs: o.graceMs ?? 10_000, backoff: { baseMs: 100, capMs: 1000 } },
+    {
+      server: address,
+      name: 'w1',
+      labels: ['w'],
+      inventory: { cpus: 4, gpuIds: o.gpuIds ?? [] },
+      maxParallel: 4,
+      graceMs: o.graceMs ?? 10_000,
+      backoff: { baseMs: 100, capMs: 1000 },
+    },
     silentLogger,
   );
   const attached = a.nextAttach();
@@ -72,14 +80,23 @@ describe('the real agent', () => {
 
   it('11b: report("loss", 0.5) arrives as a metric event before the result', async () => {
     const { s } = await setup();
-    const o = await run(s.placement, runRequest({ label: 'w', source: 'def process():\n    report("loss", 0.5)\n    return "ok"\n' })).done;
+    const o = await run(
+      s.placement,
+      runRequest({ label: 'w', source: 'def process():\n    report("loss", 0.5)\n    return "ok"\n' }),
+    ).done;
     expect(kinds(o)).toEqual(['started', 'event', 'result']);
-    expect(o.responses[1].kind).toMatchObject({ $case: 'event', value: { kind: { $case: 'metric', value: { name: 'loss', value: 0.5 } } } });
+    expect(o.responses[1].kind).toMatchObject({
+      $case: 'event',
+      value: { kind: { $case: 'metric', value: { name: 'loss', value: 0.5 } } },
+    });
   });
 
   it('11c: a node raising ValueError("bad") is a Failure with class, message and a traceback naming the source line', async () => {
     const { s } = await setup();
-    const o = await run(s.placement, runRequest({ label: 'w', source: 'def process():\n    x = 1\n    raise ValueError("bad")\n' })).done;
+    const o = await run(
+      s.placement,
+      runRequest({ label: 'w', source: 'def process():\n    x = 1\n    raise ValueError("bad")\n' }),
+    ).done;
     expect(o.error).toBeNull();
     const t = terminal(o);
     expect(t).toMatchObject({ $case: 'failure', value: { type: 'ValueError', message: 'bad' } });
@@ -90,7 +107,10 @@ describe('the real agent', () => {
 
   it('11d: a command granted GPU 1 logs CUDA_VISIBLE_DEVICES=1', async () => {
     const { s } = await setup({ gpuIds: [1] });
-    const o = await run(s.placement, runRequest({ label: 'w', gpus: 1, argv: ['sh', '-c', 'echo $CUDA_VISIBLE_DEVICES'] })).done;
+    const o = await run(
+      s.placement,
+      runRequest({ label: 'w', gpus: 1, argv: ['sh', '-c', 'echo $CUDA_VISIBLE_DEVICES'] }),
+    ).done;
     expect(o.error).toBeNull();
     expect(firstLogLine(o.responses)).toBe('1');
     expect(terminal(o)?.value).toMatchObject({ value: { exit_code: 0 } });
@@ -98,7 +118,10 @@ describe('the real agent', () => {
 
   it('11e: Cancel stops a `sleep 60` command and its children; the Run ends CANCELLED and the books are full again', async () => {
     const { s } = await setup();
-    const r = run(s.placement, runRequest({ runId: 'rc', label: 'w', cpus: 2, argv: ['sh', '-c', 'sleep 60 & echo $!; wait'] }));
+    const r = run(
+      s.placement,
+      runRequest({ runId: 'rc', label: 'w', cpus: 2, argv: ['sh', '-c', 'sleep 60 & echo $!; wait'] }),
+    );
     await until(() => firstLogLine(r.responses) !== undefined);
     const child = Number(firstLogLine(r.responses));
     expect(await cancel(s, 'rc')).toEqual({ calls: 1, claims: 0 });
@@ -110,7 +133,8 @@ describe('the real agent', () => {
 
   it('11f: a node that ignores SIGTERM is killed after the grace', async () => {
     const { s } = await setup({ graceMs: 500 });
-    const source = 'import os, signal, time\ndef process():\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n';
+    const source =
+      'import os, signal, time\ndef process():\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    print(os.getpid(), flush=True)\n    time.sleep(60)\n';
     const r = run(s.placement, runRequest({ runId: 'rk', label: 'w', source }));
     await until(() => firstLogLine(r.responses) !== undefined);
     const pid = Number(firstLogLine(r.responses));

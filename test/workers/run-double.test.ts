@@ -19,8 +19,17 @@ async function server(flags: Record<string, unknown> = {}): Promise<TestServer> 
   open.push(() => s.close());
   return s;
 }
-async function worker(s: TestServer, name: string, o: { labels?: string[]; cpus?: number; maxParallel?: number } = {}): Promise<TestWorker> {
-  const w = await TestWorker.attach(s.address, { name, labels: o.labels ?? ['gpu'], cpus: o.cpus ?? 4, maxParallel: o.maxParallel ?? 0 });
+async function worker(
+  s: TestServer,
+  name: string,
+  o: { labels?: string[]; cpus?: number; maxParallel?: number } = {},
+): Promise<TestWorker> {
+  const w = await TestWorker.attach(s.address, {
+    name,
+    labels: o.labels ?? ['gpu'],
+    cpus: o.cpus ?? 4,
+    maxParallel: o.maxParallel ?? 0,
+  });
   open.push(() => w.close());
   return w;
 }
@@ -33,7 +42,10 @@ describe('Run on a remote worker (test double)', () => {
     const s = await server();
     const w = await worker(s, 'gpu1');
     const source = 'def process(x):\n    return {"out": x + 1}\n';
-    const r = run(s.placement, runRequest({ runId: 'r1', flow: 'flow', node: 'node', label: 'gpu', source, kwargs: { x: 1 } }));
+    const r = run(
+      s.placement,
+      runRequest({ runId: 'r1', flow: 'flow', node: 'node', label: 'gpu', source, kwargs: { x: 1 } }),
+    );
     const call = await w.next('call');
     expect(call.callId).toBe('r1:flow.node');
     expect(call.payload).toEqual({ $case: 'source', value: { source, kwargs: { x: 1 } } });
@@ -55,7 +67,10 @@ describe('Run on a remote worker (test double)', () => {
     w.result(callId, 7);
     const o = await r.done;
     expect(kinds(o)).toEqual(['started', 'event', 'result']);
-    expect(o.responses[1].kind).toEqual({ $case: 'event', value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } } });
+    expect(o.responses[1].kind).toEqual({
+      $case: 'event',
+      value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } },
+    });
   });
 
   it("4: the worker's failure reaches the caller with its type, message and traceback", async () => {
@@ -66,7 +81,10 @@ describe('Run on a remote worker (test double)', () => {
     w.failure({ callId, type: 'ValueError', message: 'bad input', traceback: 'tb' });
     const o = await r.done;
     expect(o.error).toBeNull();
-    expect(terminal(o)).toEqual({ $case: 'failure', value: { callId, type: 'ValueError', message: 'bad input', traceback: 'tb' } });
+    expect(terminal(o)).toEqual({
+      $case: 'failure',
+      value: { callId, type: 'ValueError', message: 'bad input', traceback: 'tb' },
+    });
   });
 
   it('5: the worker dropping mid-call ends the Run within 1 s with UNAVAILABLE "went away", not at its 30 s timeout', async () => {
@@ -105,7 +123,10 @@ describe('Run on a remote worker (test double)', () => {
     expect(o.error?.details).toContain('tpu');
     expect(Date.now() - started).toBeLessThan(2000);
     const c = await new Promise<{ checked: boolean; detail: string }>((resolve, reject) =>
-      s.placement.compile({ label: 'tpu', flow: 'flow', node: 'node', source: 'def process():\n    return 1\n' }, (e, res) => (e ? reject(e) : resolve(res))),
+      s.placement.compile(
+        { label: 'tpu', flow: 'flow', node: 'node', source: 'def process():\n    return 1\n' },
+        (e, res) => (e ? reject(e) : resolve(res)),
+      ),
     );
     expect(c.checked).toBe(false);
     expect(c.detail).toContain('not checked');
@@ -119,7 +140,10 @@ describe('Run on a remote worker (test double)', () => {
     const second = await worker(s, 'gpu1');
     const o1 = await r1.done;
     expect(o1.error?.code).toBe(status.UNAVAILABLE);
-    expect(await first.waitEnded()).toMatchObject({ code: status.FAILED_PRECONDITION, details: expect.stringContaining('replaced by a new stream under the same name') });
+    expect(await first.waitEnded()).toMatchObject({
+      code: status.FAILED_PRECONDITION,
+      details: expect.stringContaining('replaced by a new stream under the same name'),
+    });
     const r2 = run(s.placement, runRequest({ runId: 'b', label: 'gpu' }));
     const call = await second.next('call');
     expect(call.callId).toBe('b:flow.node');
@@ -130,14 +154,16 @@ describe('Run on a remote worker (test double)', () => {
     expect(snap.machines.filter((m) => m.name === 'gpu1')).toHaveLength(1);
   });
 
-  it('9: Cancel(run-a) cancels only run-a\'s call: one Cancel frame, run-a CANCELLED, run-b completes', async () => {
+  it("9: Cancel(run-a) cancels only run-a's call: one Cancel frame, run-a CANCELLED, run-b completes", async () => {
     const s = await server();
     const w = await worker(s, 'gpu1');
     const a = run(s.placement, runRequest({ runId: 'run-a', label: 'gpu' }));
     const b = run(s.placement, runRequest({ runId: 'run-b', label: 'gpu' }));
     await w.next('call', (c) => c.runId === 'run-a');
     await w.next('call', (c) => c.runId === 'run-b');
-    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => s.placement.cancel({ runId: 'run-a' }, (e, res) => (e ? reject(e) : resolve(res))));
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) =>
+      s.placement.cancel({ runId: 'run-a' }, (e, res) => (e ? reject(e) : resolve(res))),
+    );
     expect(counts).toEqual({ calls: 1, claims: 0 });
     expect((await a.done).error?.code).toBe(status.CANCELLED);
     const cancel = await w.next('cancel');
@@ -173,7 +199,9 @@ describe('Run on a remote worker (test double)', () => {
     await w.next('call');
     const queued = run(s.placement, runRequest({ runId: 'queued', label: 'gpu' }));
     await until(() => s.server.context.placer.snapshot().held.length === 2);
-    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => s.placement.cancel({ runId: 'queued' }, (e, res) => (e ? reject(e) : resolve(res))));
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) =>
+      s.placement.cancel({ runId: 'queued' }, (e, res) => (e ? reject(e) : resolve(res))),
+    );
     expect(counts).toEqual({ calls: 1, claims: 0 });
     expect((await queued.done).error?.code).toBe(status.CANCELLED);
     w.result('busy:flow.node', 1);

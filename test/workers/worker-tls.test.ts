@@ -29,9 +29,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('berth worker over TLS', () => {
   it('attaches to a mutual-TLS server with --tls-ca, --tls-cert and --tls-key', async () => {
     const f = (n: string) => join(dir, n);
-    const s = await startServer({ cpus: 1, flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') } });
+    const s = await startServer({
+      cpus: 1,
+      flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') },
+    });
     const agent = new WorkerAgent(
-      { server: s.address, name: 'secure', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 1000, tls: { ca: f('ca.pem'), cert: f('client.pem'), key: f('client.key') } },
+      {
+        server: s.address,
+        name: 'secure',
+        labels: [],
+        inventory: { cpus: 1, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 1000,
+        tls: { ca: f('ca.pem'), cert: f('client.pem'), key: f('client.key') },
+      },
       silentLogger,
     );
     try {
