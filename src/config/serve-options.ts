@@ -86,10 +86,9 @@ const FLAGS: FlagTable = {
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base =
-    env.XDG_STATE_HOME?.startsWith('/')
-      ? env.XDG_STATE_HOME
-      : join(env.HOME || homedir(), '.local', 'state');
+  const base = env.XDG_STATE_HOME?.startsWith('/')
+    ? env.XDG_STATE_HOME
+    : join(env.HOME || homedir(), '.local', 'state');
   return join(base, 'berth');
 }
 

@@ -5,8 +5,9 @@
  * Stopping sends SIGTERM to the group and SIGKILL after the grace (SPEC D6). When the job's main
  * process exits, whatever it left in its group is SIGKILLed so nothing outlives its job.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { formatRange } from '../resources/ranges.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -60,7 +61,7 @@ export class LocalRunner implements Runner {
     });
     const bad = cwdProblem(job.cwd);
     if (bad !== undefined) return failed(bad);
-    let child;
+    let child: ChildProcessByStdio<null, Readable, Readable>;
     try {
       child = spawn(file, args, { cwd: job.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {

@@ -134,7 +134,7 @@ describe('batch files and dispatch flags', () => {
       readme.indexOf('\n## ', readme.indexOf('## Batch dispatch') + 1),
     );
     const exitText = (t: string) =>
-      /Exit code: ([^]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
+      /Exit code: ([\s\S]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
     expect(exitText(section)).toBeDefined();
     expect(exitText(section)).toBe(exitText(help.stdout));
     for (const flag of help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)) {

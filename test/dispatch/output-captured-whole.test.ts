@@ -47,8 +47,8 @@ describe('output is captured whole, in order, whatever the bytes', () => {
     const errs = noisyLog.filter((l) => l.startsWith('err '));
     expect(outs).toHaveLength(LINES);
     expect(errs).toHaveLength(LINES);
-    outs.forEach((l, i) => expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0')));
-    errs.forEach((l, i) => expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0')));
+    for (const [i, l] of outs.entries()) expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0'));
+    for (const [i, l] of errs.entries()) expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0'));
 
     const binary = readFileSync(join(logs, names.find((n) => n.includes('binary'))!));
     expect(binary.subarray(0, 13)).toEqual(

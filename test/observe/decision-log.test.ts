@@ -16,7 +16,9 @@ type Line = Record<string, unknown> & { level: number; msg: string; event?: stri
 
 describe('decision logs of a real berth serve', () => {
   const cleanups: (() => void)[] = [];
-  afterEach(() => cleanups.splice(0).forEach((f) => f()));
+  afterEach(() => {
+    for (const f of cleanups.splice(0)) f();
+  });
 
   it('logs a grant, a queue with its reason, a clamp, a fall-back, releases, an attach, a detach and a call as JSON lines', async () => {
     const child = spawnBerth([

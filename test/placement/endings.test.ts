@@ -128,7 +128,7 @@ describe('every ending gives the claim back (SPEC P8)', () => {
       if (cancelEarly) c.call.cancel();
       finished.push(
         (async () => {
-          let g;
+          let g: Awaited<typeof c.granted>;
           try {
             g = await c.granted;
           } catch {

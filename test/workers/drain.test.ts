@@ -18,9 +18,7 @@ afterEach(async () => {
 });
 
 /** `berth serve --grace <grace>` and one `berth worker` w1 (label w, 2 cpus) attached to it. */
-async function serveWithWorker(
-  grace: number,
-): Promise<{
+async function serveWithWorker(grace: number): Promise<{
   address: string;
   serve: ReturnType<typeof spawnBerth>;
   served: Promise<CliResult>;

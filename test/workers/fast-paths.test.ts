@@ -94,7 +94,7 @@ describe('warm pools sized by demand', () => {
         ),
       );
       for (const o of outs) expect(o.error).toBeNull();
-      return outs.map((o) => (terminal(o)?.value as { value: number }).value);
+      return outs.map((o) => (terminal(o)!.value as { value: number }).value);
     };
     const first = await wave(1);
     const engine = (s: GetSnapshotResponse) => s.machines.find((m) => m.name === 'engine')!.warmPools!;

@@ -61,8 +61,8 @@ describe('size limits on the real agent', () => {
     const f = terminal(big);
     expect(f?.$case).toBe('failure');
     expect(f?.value).toMatchObject({ type: 'ResultTooLarge' });
-    expect((f?.value as { message: string }).message).toContain(String(MAX_RESULT_BYTES));
-    expect((f?.value as { message: string }).message).toMatch(/629\d{4} bytes/); // the size, about 6 MiB
+    expect((f!.value as { message: string }).message).toContain(String(MAX_RESULT_BYTES));
+    expect((f!.value as { message: string }).message).toMatch(/629\d{4} bytes/); // the size, about 6 MiB
     expect(a.status().attached).toBe(true);
     expect(existsSync(go)).toBe(false);
     writeFileSync(go, '');

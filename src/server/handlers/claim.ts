@@ -12,7 +12,7 @@ import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
-import { bidiStream, } from '../edge.js';
+import { bidiStream } from '../edge.js';
 
 type Next = { kind: 'message'; msg: ClaimRequest } | { kind: 'end' } | { kind: 'lost'; err: unknown };
 
