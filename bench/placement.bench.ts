@@ -2,8 +2,8 @@
  * The placement grid (issue 9 item 4; SPEC P7, P12): claim+release p50/p99 at 10, 100, 1k, 10k
  * machines × 0, 10, 100, 1,000 waiters, the time to queue the waiters, and the growth of p99 per
  * ×10 machines. Each point runs in 3 fresh processes (bench/lib/placement-point.ts), the grid
- * walked 3 times round; the table shows the median of each figure. Writes bench/results/placement.json (one row per point:
- * machines, waiters, ops, p50_us, p99_us, enqueue_ms).
+ * walked 3 times round; the table shows the median of each figure. Writes bench/results/placement.json (one row per
+ * point: machines, waiters, ops, p50_us, p99_us, enqueue_ms).
  * Run alone: `node bin/bench.js placement` or `make bench-placement`.
  * Env: BENCH_PLACEMENT_RUNS (default 3), BENCH_PLACEMENT_MACHINES / _WAITERS (comma lists) to run
  * part of the grid; BENCH_PLACEMENT_OPS and BENCH_PLACEMENT_BUDGET_MS pass to each point.

@@ -10,8 +10,9 @@
  * plus 1 GPU on GPU machines). Waiters in turn {16 cpu}, {1 cpu, 4 gpu}, {16 cpu, require gpu},
  * {8 cpu, 4 gpu, prefer gpu} — none fits anywhere, all can be held by some machine. Measured asks
  * in turn {2 cpu, 1 gpu}, {4 cpu}, {1 cpu, 2 gpu, prefer gpu}, {8 cpu}; each must be granted at once.
- * Env: BENCH_PLACEMENT_OPS (default 20000: p99 over at least 5,000 as issue 9 asks; more ops steady it), BENCH_PLACEMENT_BUDGET_MS (default 20000: a point
- * stops queueing or measuring past it and says so; used only to bound runs of slow code).
+ * Env: BENCH_PLACEMENT_OPS (default 20000: p99 over at least 5,000 as issue 9 asks; more ops steady it),
+ * BENCH_PLACEMENT_BUDGET_MS (default 20000: a point stops queueing or measuring past it and says so; used only to bound
+ * runs of slow code).
  */
 import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';

@@ -157,7 +157,8 @@ export type FlagTable = Record<string, readonly [flag: string, env: string]>;
 
 /**
  * Validates options taken from flags, then env vars (`table`), then a config file's values (named
- * by file and line), then the schema's defaults; an empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
+ * by file and line), then the schema's defaults; an empty env var counts as unset. @throws OptionsError naming the flag
+ * or env var and its value.
  */
 export function resolveOptions<S extends z.ZodType>(
   schema: S,

@@ -1,9 +1,10 @@
 /**
  * LocalRunner: runs jobs as subprocesses of this host (the embedded default, SPEC D8). Each job
  * runs in a new process group with `{devices}` replaced by the id range (`0-3`) and the device
- * variable set to the ids comma-separated (`0,1,2,3`: CUDA and Ascend parse lists, not ranges) (SPEC D4); stdout and stderr are read as bytes into the job's OutputCapture (SPEC D5).
- * Stopping sends SIGTERM to the group and SIGKILL after the grace (SPEC D6). When the job's main
- * process exits, whatever it left in its group is SIGKILLed so nothing outlives its job.
+ * variable set to the ids comma-separated (`0,1,2,3`: CUDA and Ascend parse lists, not ranges) (SPEC D4); stdout and
+ * stderr are read as bytes into the job's OutputCapture (SPEC D5). Stopping sends SIGTERM to the group and SIGKILL
+ * after the grace (SPEC D6). When the job's main process exits, whatever it left in its group is SIGKILLed so nothing
+ * outlives its job.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { statSync } from 'node:fs';

@@ -1,13 +1,12 @@
 /**
  * RemoteRunner: runs jobs through a berth server as `Run` calls (SPEC D8), so they can land on
  * any attached worker. Each job is one Run stream with an ask of `gpus: devices` (and one core for a
- * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the device ids (the reply's CallStarted names
- * them) and replaces `{devices}` itself. Log lines stream into the job's OutputCapture.
- * Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after
- * the grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant
- * with fewer devices than the job needs (berth clamps an ask to the best machine left, P5) and a
- * machine that goes away make the job an `error` whose message says which; only a missing program
- * (the worker's SpawnError) is a `spawn_error`.
+ * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the
+ * device ids (the reply's CallStarted names them) and replaces `{devices}` itself. Log lines stream into the job's
+ * OutputCapture. Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after the
+ * grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant with fewer devices
+ * than the job needs (berth clamps an ask to the best machine left, P5) and a machine that goes away make the job an
+ * `error` whose message says which; only a missing program (the worker's SpawnError) is a `spawn_error`.
  */
 import { credentials, Metadata, status as GrpcStatus, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
 import {
@@ -64,7 +63,8 @@ export class RemoteRunner implements Runner {
 
   /**
    * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
-   * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS; default plaintext).
+   * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS;
+   * default plaintext).
    */
   constructor(
     readonly address: string,

@@ -66,10 +66,10 @@ export function oversizeError(
 
 /**
  * Satisfiable's structured verdict for a validated ask (issue 13): runs_now when a machine can
- * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it but
- * is busy (or, for a required label, its machine left within the reconnect grace, P3),
- * waits_for_provisioner when only a provisioner covers it (SPEC P10), clamped when it would be cut
- * to the best machine (P5), impossible when it would be clamped but asks `on_oversize: fail`.
+ * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it
+ * but is busy (or, for a required label, its machine left within the reconnect grace, P3), waits_for_provisioner when
+ * only a provisioner covers it (SPEC P10), clamped when it would be cut to the best machine (P5), impossible when it
+ * would be clamped but asks `on_oversize: fail`.
  */
 export function askVerdict(
   machines: MachineSet,

@@ -23,7 +23,9 @@ const overlaps = (x: Amount, y: Amount) =>
 export class Reservations {
   readonly #held = new Map<MachineEntry, Held>();
 
-  /** `times` × `cls.amount` more (or, negative, less) held back on `cls.target`; lists the class there while it holds. */
+  /**
+   * `times` × `cls.amount` more (or, negative, less) held back on `cls.target`; lists the class there while it holds.
+   */
   add(cls: WaitClass, times: number): void {
     const m = cls.target;
     if (!m || times === 0) return;

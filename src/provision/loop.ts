@@ -32,7 +32,9 @@ export class ProvisioningLoop implements Provisioning {
     readonly timing: LoopTiming = {},
   ) {}
 
-  /** Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read. */
+  /**
+   * Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read.
+   */
   async start(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.init()));
     await this.#reconcile();

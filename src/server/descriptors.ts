@@ -32,7 +32,10 @@ export function loadDescriptors(dir = descriptorDir()): ReflectionRoot {
   return root;
 }
 
-/** The encoded FileDescriptorProtos of an encoded FileDescriptorSet. @throws Error on any other field or a truncated set. */
+/**
+ * The encoded FileDescriptorProtos of an encoded FileDescriptorSet. @throws Error on any other field or a truncated
+ * set.
+ */
 export function splitFileDescriptorSet(set: Buffer, what = 'descriptor set'): Buffer[] {
   const files: Buffer[] = [];
   let at = 0;

@@ -266,7 +266,9 @@ export class BerthServer {
     );
   }
 
-  /** SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit). */
+  /**
+   * SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit).
+   */
   killNow(): void {
     this.context.hub.killNow();
   }

@@ -68,7 +68,10 @@ export class CallRecord implements Flow {
     return this.#cursors.size;
   }
 
-  /** Flow: true while the call runs and its slowest follower (or, with none yet, the kept backlog) lags FLOW_HIGH events or more. */
+  /**
+   * Flow: true while the call runs and its slowest follower (or, with none yet, the kept backlog) lags FLOW_HIGH events
+   * or more.
+   */
   full(): boolean {
     return !this.#end && this.#lag() >= FLOW_HIGH;
   }
@@ -158,7 +161,10 @@ export class CallRecord implements Flow {
     return i <= this.#base ? this.#baseWeight : this.#cum[i - this.#base - 1];
   }
 
-  /** Drops events every follower has passed, keeping the last MAX_REPLAY by weight (in batches, so pushes stay O(1) amortised). */
+  /**
+   * Drops events every follower has passed, keeping the last MAX_REPLAY by weight (in batches, so pushes stay O(1)
+   * amortised).
+   */
   #trim(): void {
     const total = this.#base + this.#items.length;
     const keepFrom = this.#weightTo(total) - MAX_REPLAY;

@@ -129,7 +129,10 @@ export function fakeWorker(
   return { call, welcomed, frames, ended, close: () => call.end() };
 }
 
-/** Collects WatchEvents until cancelled (await `ready` before acting); `next(pred)` resolves with the first matching event. */
+/**
+ * Collects WatchEvents until cancelled (await `ready` before acting); `next(pred)` resolves with the first matching
+ * event.
+ */
 export function watch(client: PlacementServiceClient) {
   const call = client.watchEvents({});
   const seen: WatchEventsResponse[] = [];

@@ -131,7 +131,9 @@ export class Refereed {
     }
   }
 
-  /** A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8). */
+  /**
+   * A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8).
+   */
   #placed(id: string, ask: NormalizedAsk): void {
     const g = this.placer.get(id);
     if (!g) return this.#fail(`${id} placed but not held`);

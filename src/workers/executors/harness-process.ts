@@ -76,7 +76,8 @@ export class HarnessProcess {
 
   /**
    * Sends one request and resolves with its final answer; log and metric answers go to
-   * `onEvent` in order (output is read only while `flow` has room). If the process dies first, resolves with a `WorkerProcessDied` failure.
+   * `onEvent` in order (output is read only while `flow` has room). If the process dies first, resolves with a
+   * `WorkerProcessDied` failure.
    * @throws Error when a request is already running on this process.
    */
   request(req: Record<string, unknown>, onEvent: (e: ExecEvent) => void, flow?: Flow): Promise<FinalAnswer> {

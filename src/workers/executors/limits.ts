@@ -2,7 +2,8 @@
  * Size limits of what a task sends back, so one node can never produce a frame that gRPC refuses
  * (which would drop the worker's whole stream and fail every call on it): a result larger than
  * MAX_RESULT_BYTES becomes a `ResultTooLarge` failure; failure texts are cut to
- * MAX_FAILURE_TEXT_BYTES; a metric with an unacceptable name becomes a stderr line. Output lines are cut by the LineSplitter (MAX_LINE_BYTES, lines.ts).
+ * MAX_FAILURE_TEXT_BYTES; a metric with an unacceptable name becomes a stderr line. Output lines are cut by the
+ * LineSplitter (MAX_LINE_BYTES, lines.ts).
  */
 import { Result } from '../../../generated/ts/berth/v1/calls.js';
 import { clipText } from './lines.js';
