@@ -86,7 +86,9 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
     const key = Object.keys(j.env).find((k) => reserved.has(k));
     if (key !== undefined) {
       throw new BatchError(
-        `job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`,
+        `job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: ` +
+          `set by dispatch from the devices the job gets (SPEC R8); ` +
+          `a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`,
       );
     }
   }
@@ -126,7 +128,8 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
       checkFits(
         jobs,
         big.devices,
-        `the largest machine of berth at ${o.server} has ${big.devices === 0 ? 'no devices' : `${plural(big.devices, 'device')} (${big.name})`}`,
+        `the largest machine of berth at ${o.server} has ` +
+          `${big.devices === 0 ? 'no devices' : `${plural(big.devices, 'device')} (${big.name})`}`,
       );
     } catch (e) {
       runner.close();
@@ -136,7 +139,8 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
     const hint =
       o.devices === undefined && pool.size === 0
-        ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, e.g. --devices 0-3'
+        ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, ' +
+          'e.g. --devices 0-3'
         : '';
     checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
@@ -152,7 +156,8 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   const out = process.stdout;
   const where = pool === null ? `berth at ${o.server}` : `devices ${pool.size === 0 ? 'none' : formatRange(pool.all)}`;
   out.write(
-    `berth dispatch: ${plural(jobs.length, 'job')} on ${where}, -j ${maxInFlight}, ${o.overtakes > 0 ? `backfill (≤ ${o.overtakes} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`,
+    `berth dispatch: ${plural(jobs.length, 'job')} on ${where}, -j ${maxInFlight}, ` +
+      `${o.overtakes > 0 ? `backfill (≤ ${o.overtakes} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`,
   );
 
   const reporter = new ConsoleReporter(out, out.isTTY === true, jobs.length, o.tailLines);

@@ -30,7 +30,8 @@ export function renderProvisioners(provisioners: ProvisionerStatus[]): string[] 
     for (const m of p.machines) {
       const name = (m.name || '(requesting)').padEnd(16);
       out.push(
-        `  ${name} ${(STATE[m.state] ?? '?').padEnd(8)} ${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`,
+        `  ${name} ${(STATE[m.state] ?? '?').padEnd(8)} ` +
+          `${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`,
       );
     }
   }

@@ -58,7 +58,8 @@ export function renderStatus(raw: GetSnapshotResponse): string {
           String(w.reason?.position ?? ''),
           w.node || w.claimId,
           w.runId || '-',
-          `${w.reason?.detail ?? ''}${w.label ? ` with label ${w.label}` : ''}`, // a claim waiting for a label says so (issue 13)
+          // a claim waiting for a label says so (issue 13)
+          `${w.reason?.detail ?? ''}${w.label ? ` with label ${w.label}` : ''}`,
           w.reason?.bestMachine
             ? `${w.reason.bestMachine} (${w.reason.bestFree?.cpus ?? 0} cpu, ${w.reason.bestFree?.gpus ?? 0} gpu)`
             : '-',

@@ -24,7 +24,8 @@ export function serveCommand(): Command {
     .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')
     .option(
       '--reconnect-grace <s>',
-      'seconds a detached worker label (and, after the server starts, any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)',
+      'seconds a detached worker label (and, after the server starts, ' +
+        'any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)',
     )
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
@@ -32,15 +33,18 @@ export function serveCommand(): Command {
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
     .option(
       '--worker-tokens <file>',
-      "YAML map of worker name: token; a worker must attach under its token's name; re-read on SIGHUP [env BERTH_WORKER_TOKENS]",
+      "YAML map of worker name: token; a worker must attach under its token's name; " +
+        're-read on SIGHUP [env BERTH_WORKER_TOKENS]',
     )
     .option(
       '--client-tokens <file>',
-      'YAML map of client name: token; clients act only on their own claims and runs; re-read on SIGHUP [env BERTH_CLIENT_TOKENS]',
+      'YAML map of client name: token; clients act only on their own claims and runs; ' +
+        're-read on SIGHUP [env BERTH_CLIENT_TOKENS]',
     )
     .option(
       '--metrics-listen <host:port>',
-      'serve Prometheus /metrics and the live status page / on this HTTP address, e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)',
+      'serve Prometheus /metrics and the live status page / on this HTTP address, ' +
+        'e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)',
     )
     .option(
       '--log-level <level>',

@@ -34,7 +34,8 @@ export function workerCommand(): Command {
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option(
       '--state-dir <dir>',
-      'where this worker records the process groups it runs; on start it ends what a killed predecessor left there [env BERTH_STATE_DIR] (default ~/.local/state/berth/worker-<name>@<server>)',
+      'where this worker records the process groups it runs; on start it ends what a killed predecessor left ' +
+        'there [env BERTH_STATE_DIR] (default ~/.local/state/berth/worker-<name>@<server>)',
     )
     .option(
       '--log-level <level>',
@@ -42,7 +43,8 @@ export function workerCommand(): Command {
     )
     .addHelpText(
       'after',
-      '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4',
+      '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n' +
+        '  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4',
     )
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);

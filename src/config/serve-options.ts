@@ -108,7 +108,8 @@ export function resolveServeOptions(
   }
   if (opts.clientTokens && !opts.workerTokens && !opts.token && !opts.tlsCa) {
     throw new OptionsError(
-      "--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients' calls",
+      '--client-tokens needs --worker-tokens, --token or --tls-ca too: ' +
+        "otherwise anyone could attach a worker and receive the clients' calls",
     );
   }
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);

@@ -166,7 +166,8 @@ export function runBatch(
 
     const launch = (index: number, ids: number[]) => {
       const job = jobs[index];
-      const capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes); // the file comes with the first byte
+      // the file comes with the first byte
+      const capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes);
       const r: Running = {
         capture,
         info: { devices: ids },

@@ -113,7 +113,9 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
     const first = byLabel.get(j.label);
     if (first !== undefined) {
       throw new BatchError(
-        `${source}: job ${j.index + 1} (${JSON.stringify(j.label)}): label: ${JSON.stringify(j.label)} is already the label of job ${first + 1}; labels must be unique (log files and JUnit testcases are per label)`,
+        `${source}: job ${j.index + 1} (${JSON.stringify(j.label)}): label: ` +
+          `${JSON.stringify(j.label)} is already the label of job ${first + 1}; ` +
+          `labels must be unique (log files and JUnit testcases are per label)`,
       );
     }
     byLabel.set(j.label, j.index);

@@ -75,7 +75,8 @@ export function checkReportFile(file: string, flag = '--junit'): string {
   const parent = statOf(dirname(abs));
   if (parent === undefined || !parent.isDirectory()) {
     throw new OptionsError(
-      `${flag}: directory ${dirname(abs)} ${parent === undefined ? 'does not exist' : 'is not a directory'} (got ${JSON.stringify(file)})`,
+      `${flag}: directory ${dirname(abs)} ${parent === undefined ? 'does not exist' : 'is not a directory'} ` +
+        `(got ${JSON.stringify(file)})`,
     );
   }
   if (st !== undefined) {

@@ -44,7 +44,10 @@ export function describeCallError(
     return `berth at ${address} cannot run jobs (UNIMPLEMENTED: ${err.details})`;
   if (err.code === GrpcStatus.CANCELLED) return `cancelled while waiting in berth's queue (${err.details})`;
   if (err.code === GrpcStatus.UNAVAILABLE && /went away/.test(err.details)) {
-    return `${machine !== undefined ? `machine ${machine}` : 'the machine berth placed it on'} went away, the job's outcome is unknown (${err.details})`;
+    return (
+      `${machine !== undefined ? `machine ${machine}` : 'the machine berth placed it on'} went away, ` +
+      `the job's outcome is unknown (${err.details})`
+    );
   }
   if (err.code === GrpcStatus.UNAVAILABLE) return `berth at ${address} is unreachable (UNAVAILABLE: ${err.details})`;
   return `berth at ${address} refused the job (${name}: ${err.details})`;

@@ -93,7 +93,9 @@ export class RemoteRunner implements Runner {
           const devices = [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b);
           if (devices.length < job.devices) {
             // berth clamped the ask (a machine left since the batch was checked): do not run it short
-            refused = `berth granted ${devices.length} of the ${job.devices} devices it needs (on ${k.value.machine}: ${devices.length === 0 ? 'none' : devices.join(',')}); not run`;
+            refused =
+              `berth granted ${devices.length} of the ${job.devices} devices it needs (on ` +
+              `${k.value.machine}: ${devices.length === 0 ? 'none' : devices.join(',')}); not run`;
             this.#client.cancel({ runId }, this.metadata, () => {});
             call.cancel();
             return;
@@ -152,13 +154,15 @@ export class RemoteRunner implements Runner {
         if (err.code === GrpcStatus.UNAUTHENTICATED) {
           reject(
             new OptionsError(
-              `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ${err.details}); give its token with --token or BERTH_TOKEN`,
+              `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ` +
+                `${err.details}); give its token with --token or BERTH_TOKEN`,
             ),
           );
         } else
           reject(
             new Error(
-              `cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
+              `cannot reach berth at ${this.address}: ` +
+                `${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
             ),
           );
       });

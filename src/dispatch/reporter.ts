@@ -86,7 +86,9 @@ export class ConsoleReporter implements Reporter {
     const width = 24;
     const filled = this.total === 0 ? width : Math.round((this.#done / this.total) * width);
     const c = this.#counts;
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`;
+    const bar =
+      `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} ` +
+      `done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`;
     if (this.#barShown && bar === this.#lastBar) return;
     this.out.write(`\r\x1b[2K${bar}`);
     this.#lastBar = bar;
@@ -113,7 +115,9 @@ export class ConsoleReporter implements Reporter {
       this.#counts = { ...this.#counts, running: this.#counts.running - 1 };
     if (r.status === 'skipped' || (r.status === 'passed' && this.tty)) return this.#bar();
     if (r.status !== 'passed') this.#failed++;
-    let text = `${STATUS_WORD[r.status].padEnd(9)} ${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
+    let text =
+      `${STATUS_WORD[r.status].padEnd(9)} ` +
+      `${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
     if (this.#shownStuck.delete(r.index)) {
       text += `\n(output up to the stop shown above${r.logFile ? `; full log ${r.logFile}` : ''})`;
     } else if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
@@ -128,7 +132,8 @@ export class ConsoleReporter implements Reporter {
     this.#shownStuck.add(job.index);
     const shown = capture.lastLines(this.tailLines);
     this.#print(
-      `STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`,
+      `STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n` +
+        `${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`,
     );
   }
 

@@ -33,7 +33,8 @@ export function summaryText(results: readonly JobResult[], logDir: string, wallM
     lines.push('', 'failures:');
     for (const r of bad) {
       lines.push(
-        `  ${STATUS_WORD[r.status]} ${r.label} (${whereText(r.devices, r.machine)}): ${endText(r)}; log ${r.logFile ?? 'none'}`,
+        `  ${STATUS_WORD[r.status]} ${r.label} (${whereText(r.devices, r.machine)}): ${endText(r)}; ` +
+          `log ${r.logFile ?? 'none'}`,
       );
     }
   }

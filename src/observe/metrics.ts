@@ -60,7 +60,8 @@ export class BerthMetrics {
     const queued = counter('berth_claims_queued_total', 'Claims that had to wait (node_queued, SPEC P6).');
     const released = counter(
       'berth_claims_released_total',
-      'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, other (SPEC P8).',
+      'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, ' +
+        'other (SPEC P8).',
       ['outcome'],
     );
     const abandoned = counter(

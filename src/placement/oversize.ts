@@ -60,7 +60,8 @@ export function oversizeError(
     .map((k) => UNIT[k](has));
   return new BerthError(
     'failed_precondition',
-    `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
+    `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, ` +
+      `has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
   );
 }
 
@@ -87,7 +88,8 @@ export function askVerdict(
   }
   if (covers(ask)) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);
-  if (!t) return { verdict: 'waits', waitFor: '', limiting: '' }; // a required label's machine is coming back (P3 grace)
+  // a required label's machine is coming back (P3 grace)
+  if (!t) return { verdict: 'waits', waitFor: '', limiting: '' };
   const limiting = limitingDimension(amount, t.amount);
   return { verdict: ask.onOversize === 'fail' ? 'impossible' : 'clamped', waitFor: '', clampedTo: t.amount, limiting };
 }

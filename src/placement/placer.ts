@@ -102,7 +102,9 @@ export class Placer {
       label: m.labels.join(','),
       granted: { cpus: m.inventory.cpus, gpus: m.inventory.gpuIds.length, ramMb: m.inventory.ramMb },
       gpuIds: m.inventory.gpuIds,
-      detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
+      detail:
+        `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)` +
+        `${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
     });
     this.#touched.add(e);
     this.#refit();
@@ -187,7 +189,9 @@ export class Placer {
       const info = this.#queuedInfo(w, this.#queue.size);
       const until = this.#comingBackUntil(ask);
       if (until)
-        info.detail += `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ${Math.ceil((until - Date.now()) / 1000)} s left)`;
+        info.detail +=
+          `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ` +
+          `${Math.ceil((until - Date.now()) / 1000)} s left)`;
       this.#events.emit({
         kind: 'node_queued',
         claimId,
@@ -427,7 +431,10 @@ export class Placer {
       gpuIds: holding.gpuIds,
       fellBack,
       durationMs: since === undefined ? 0 : Date.now() - since,
-      detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}`,
+      detail:
+        `${describeAmount(amount)} on ${entry.spec.name}` +
+        `${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}` +
+        `${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}`,
     });
     return grant;
   }

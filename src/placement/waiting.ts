@@ -43,8 +43,10 @@ export interface WaitClass {
   size: number;
 }
 
+// fail asks wait apart (issue 13)
 const keyOf = (a: NormalizedAsk) =>
-  `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}${a.onOversize === 'fail' ? '/fail' : ''}`; // fail asks wait apart (issue 13)
+  `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
+  `${a.onOversize === 'fail' ? '/fail' : ''}`;
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {

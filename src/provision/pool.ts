@@ -249,7 +249,8 @@ export class Pool {
           m.state = 'starting';
           m.since = Date.now();
           this.#save();
-          const detail = `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ${describeShape(shape)}`;
+          const detail =
+            `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ` + `${describeShape(shape)}`;
           this.deps.log.info({ provisioner: this.cfg.name, machine: s.name, engineId: s.engineId }, detail);
           this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail });
           void this.reconcile().then(() => this.deps.changed());

@@ -95,7 +95,8 @@ export class Identities {
       if (this.o.workerTokens) {
         throw new BerthError(
           'permission_denied',
-          "this server binds worker names to tokens (--worker-tokens): attach with the worker's own token, not the shared one",
+          "this server binds worker names to tokens (--worker-tokens): attach with the worker's own token, " +
+            'not the shared one',
         );
       }
     }

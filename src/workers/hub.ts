@@ -87,7 +87,8 @@ export class WorkerHub {
     if (old && old.identity.key !== w.identity.key) {
       throw new BerthError(
         'permission_denied',
-        `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); this stream has ${w.identity.describe}`,
+        `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); ` +
+          `this stream has ${w.identity.describe}`,
       );
     }
     if (old) {

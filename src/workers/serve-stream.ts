@@ -77,7 +77,8 @@ export async function serveWorkerStream(
         w.lastSeen = Date.now();
       }
     }
-    if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason; // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
+    // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
+    if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason;
     // gRPC reports a torn-down stream (agent killed, network cut) as 'cancelled': nobody cancelled anything.
     if (signal.aborted)
       why =

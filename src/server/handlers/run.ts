@@ -53,7 +53,8 @@ export function runHandler(ctx: ServerContext) {
       const key = String(ids.error.issues[0].path[0]);
       throw new BerthError(
         'invalid_argument',
-        `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`,
+        `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ` +
+          `${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`,
       );
     }
     if (!(req.timeoutMs >= 0 && req.timeoutMs <= MAX_TIMEOUT_MS)) {

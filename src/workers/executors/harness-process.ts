@@ -20,7 +20,8 @@ const failureFields = { type: z.string(), message: z.string(), traceback: z.stri
 /** One answer line of the harness. */
 const answerSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('log'), stream: z.enum(['stdout', 'stderr']), line: z.string() }),
-  z.object({ t: z.literal('logs'), stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string()) }), // a batch (harness.py)
+  // a batch (harness.py)
+  z.object({ t: z.literal('logs'), stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string()) }),
   z.object({ t: z.literal('metric'), name: z.string(), value: z.number() }),
   z.object({ t: z.literal('result'), value: z.unknown() }),
   z.object({ t: z.literal('failure'), ...failureFields }),

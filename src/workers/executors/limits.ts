@@ -70,7 +70,9 @@ export function limitOutcome(o: Outcome, maxResult = MAX_RESULT_BYTES): Outcome 
     return {
       ok: false,
       type: 'ResultTooLarge',
-      message: `the result is ${size} bytes encoded, more than the limit of ${maxResult} bytes; return a smaller value (write big data to a file and return its path)`,
+      message:
+        `the result is ${size} bytes encoded, more than the limit of ${maxResult} bytes; ` +
+        `return a smaller value (write big data to a file and return its path)`,
       traceback: '',
     };
   }
