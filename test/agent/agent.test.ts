@@ -53,7 +53,8 @@ describe('berth worker agent against a test-double server', () => {
     const { conn } = await setup();
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 50 } });
     const source =
-      'import time\ndef process(x):\n    report("loss", 1.0)\n    time.sleep(0.3)\n    print("done")\n    return {"out": x + 1}\n';
+      'import time\ndef process(x):\n    report("loss", 1.0)\n    time.sleep(0.3)\n    print("done")\n' +
+      '    return {"out": x + 1}\n';
     conn.send({
       $case: 'call',
       value: {

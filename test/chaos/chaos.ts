@@ -213,7 +213,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
     if (err) report.samples[name] ??= `${kind}: ${err.details}`;
     if (code === status.FAILED_PRECONDITION) {
-      const why = `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`;
+      const why =
+        `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ` +
+        `${JSON.stringify(Object.fromEntries(seen))})`;
       log(`chaos: FAILED_PRECONDITION at ${why}`);
       if (report.failedPreconditions.length < 10) report.failedPreconditions.push(why);
     }
@@ -486,11 +488,16 @@ export function formatReport(r: ChaosReport): string {
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   return [
-    `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
-    `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
+    `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ` +
+      `${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
+    `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ` +
+      `${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
     `  answers by code: ${codes}`,
     ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
-    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
+    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, ` +
+      `invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, ` +
+      `waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, ` +
+      `machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
   ].join('\n');
 }

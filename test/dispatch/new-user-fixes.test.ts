@@ -77,7 +77,10 @@ describe('dispatch does what the README says', () => {
       const r = await runBerth(['dispatch', file, ...withLogDir(file, [])]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(
-        /job 1 \("train"\) needs 2 devices but the pool has no devices; no GPUs were detected on this host \(nvidia-smi -L\): pass --devices/,
+        new RegExp(
+          /job 1 \("train"\) needs 2 devices but the pool has no devices; /.source +
+            /no GPUs were detected on this host \(nvidia-smi -L\): pass --devices/.source,
+        ),
       );
     },
   );

@@ -40,7 +40,8 @@ describe('a batch that cannot run is refused before anything starts', () => {
     const r = await dispatch(file, '--devices', '0-3', '--device-env', 'ASCEND_RT_VISIBLE_DEVICES');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got "0,1,2,3")',
+      'job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC ' +
+        'R8); a job cannot set it (got "0,1,2,3")',
     );
     expect(started(s.dir, 'first')).toBe(false);
   });
@@ -78,22 +79,26 @@ describe('a batch that cannot run is refused before anything starts', () => {
     expect(started(s.dir, 'a')).toBe(false);
   });
 
-  it('--log-dir that is a file, that cannot be created (/proc/nope: no hang) or written: exit 2 naming it', async () => {
-    s = scratch();
-    const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
-    const plain = join(s.dir, 'plain');
-    writeFileSync(plain, 'x');
-    const asFile = await dispatch(file, '--devices', '0', '--log-dir', plain);
-    expect(asFile.code).toBe(2);
-    expect(asFile.stderr).toMatch(/--log-dir: \S+plain is not a directory/);
-    const proc = await dispatch(file, '--devices', '0', '--log-dir', '/proc/nope'); // recursive mkdir spun forever here
-    expect(proc.code).toBe(2);
-    expect(proc.stderr).toMatch(/--log-dir: cannot create \/proc\/nope \(got "\/proc\/nope"\): ENOENT/);
-    const readOnly = await dispatch(file, '--devices', '0', '--log-dir', '/sys'); // not writable, even for root
-    expect(readOnly.code).toBe(2);
-    expect(readOnly.stderr).toMatch(/--log-dir: cannot write in \/sys/);
-    expect(started(s.dir, 'a')).toBe(false);
-  });
+  it(
+    '--log-dir that is a file, that cannot be created ' + '(/proc/nope: no hang) or written: exit 2 naming it',
+    async () => {
+      s = scratch();
+      const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
+      const plain = join(s.dir, 'plain');
+      writeFileSync(plain, 'x');
+      const asFile = await dispatch(file, '--devices', '0', '--log-dir', plain);
+      expect(asFile.code).toBe(2);
+      expect(asFile.stderr).toMatch(/--log-dir: \S+plain is not a directory/);
+      // recursive mkdir spun forever here
+      const proc = await dispatch(file, '--devices', '0', '--log-dir', '/proc/nope');
+      expect(proc.code).toBe(2);
+      expect(proc.stderr).toMatch(/--log-dir: cannot create \/proc\/nope \(got "\/proc\/nope"\): ENOENT/);
+      const readOnly = await dispatch(file, '--devices', '0', '--log-dir', '/sys'); // not writable, even for root
+      expect(readOnly.code).toBe(2);
+      expect(readOnly.stderr).toMatch(/--log-dir: cannot write in \/sys/);
+      expect(started(s.dir, 'a')).toBe(false);
+    },
+  );
 
   it('a missing --log-dir is created with its parents; the header pluralises', async () => {
     s = scratch();

@@ -160,7 +160,8 @@ describe('dispatch --server results', () => {
     const workerDone = finished(worker);
     await attached;
     events.cancel();
-    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]); // bounded: the killed worker's child is orphaned
+    // bounded: the killed worker's child is orphaned
+    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]);
     const d = spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])]);
     const done = finished(d);
     await waitForLine(d, /^START\s+long\b/);

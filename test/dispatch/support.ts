@@ -44,7 +44,9 @@ export function recordingJob(
   return {
     label,
     devices,
-    shell: `echo "start $(date +%s.%N) {devices} $CUDA_VISIBLE_DEVICES" > '${rec}'; sleep ${seconds}; echo "end $(date +%s.%N)" >> '${rec}'`,
+    shell:
+      `echo "start $(date +%s.%N) {devices} $CUDA_VISIBLE_DEVICES" > '${rec}'; sleep ${seconds}; ` +
+      `echo "end $(date +%s.%N)" >> '${rec}'`,
     ...extra,
   };
 }

@@ -41,7 +41,10 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ dumps: 'timed_out' });
     expect(r.stdout).toMatch(
-      /----- recent output of dumps[^\n]*\nstarted\n\[berth dispatch\] timed out: sent SIGUSR1 for a stack dump\nSTACK DUMP\n-----/,
+      new RegExp(
+        /----- recent output of dumps[^\n]*\nstarted\n/.source +
+          /\[berth dispatch\] timed out: sent SIGUSR1 for a stack dump\nSTACK DUMP\n-----/.source,
+      ),
     );
   });
 

@@ -40,20 +40,23 @@ describe('a server that starts', () => {
     expect(t.server.state).toBe('serving');
   });
 
-  it('rejects a call without the token when BERTH_TOKEN is set (UNAUTHENTICATED), and accepts it with the token', async () => {
-    t = await startServer({ flags: { token: 's3cret' } });
-    const without = await new Promise<{ code: number; details: string }>((resolve) =>
-      t!.placement.getSnapshot({}, (err) => resolve(err as unknown as { code: number; details: string })),
-    );
-    expect(without.code).toBe(status.UNAUTHENTICATED);
-    expect(without.details).toMatch(/token/);
-    const wrong = await new Promise<{ code: number }>((resolve) =>
-      t!.placement.getSnapshot({}, bearer('nope'), (err) => resolve(err as unknown as { code: number })),
-    );
-    expect(wrong.code).toBe(status.UNAUTHENTICATED);
-    const right = await new Promise<{ code?: number } | null>((resolve) =>
-      t!.placement.getSnapshot({}, bearer('s3cret'), (err) => resolve(err)),
-    );
-    expect(right?.code).not.toBe(status.UNAUTHENTICATED);
-  });
+  it(
+    'rejects a call without the token when BERTH_TOKEN is set ' + '(UNAUTHENTICATED), and accepts it with the token',
+    async () => {
+      t = await startServer({ flags: { token: 's3cret' } });
+      const without = await new Promise<{ code: number; details: string }>((resolve) =>
+        t!.placement.getSnapshot({}, (err) => resolve(err as unknown as { code: number; details: string })),
+      );
+      expect(without.code).toBe(status.UNAUTHENTICATED);
+      expect(without.details).toMatch(/token/);
+      const wrong = await new Promise<{ code: number }>((resolve) =>
+        t!.placement.getSnapshot({}, bearer('nope'), (err) => resolve(err as unknown as { code: number })),
+      );
+      expect(wrong.code).toBe(status.UNAUTHENTICATED);
+      const right = await new Promise<{ code?: number } | null>((resolve) =>
+        t!.placement.getSnapshot({}, bearer('s3cret'), (err) => resolve(err)),
+      );
+      expect(right?.code).not.toBe(status.UNAUTHENTICATED);
+    },
+  );
 });

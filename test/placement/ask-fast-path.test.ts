@@ -65,25 +65,29 @@ function schemaAccepts(a: Ask): boolean {
 }
 
 describe('ask validation fast path (issue 9)', () => {
-  it('on every single-field change and 5,000 random asks, the fast check accepts only what zod accepts, and both give the same ask', () => {
-    const asks: Ask[] = [];
-    for (const [k, vs] of Object.entries(VALUES)) for (const v of vs) asks.push({ ...base, [k]: v } as Ask);
-    const r = rng(9);
-    for (let i = 0; i < 5000; i++) {
-      const a = { ...base } as Record<string, unknown>;
-      for (const [k, vs] of Object.entries(VALUES)) if (r() < 0.3) a[k] = vs[Math.floor(r() * vs.length)];
-      asks.push(a as unknown as Ask);
-    }
-    let fast = 0;
-    for (const a of asks) {
-      if (!isWellFormedAsk(a)) continue;
-      fast++;
-      expect(schemaAccepts(a), JSON.stringify(a)).toBe(true);
-      expect(normalizeAsk(a)).toEqual(parseAsk(a));
-    }
-    expect(fast).toBeGreaterThan(500); // the sample holds plenty of well-formed asks
-    expect(asks.filter((a) => !isWellFormedAsk(a) && !schemaAccepts(a)).length).toBeGreaterThan(500);
-  });
+  it(
+    'on every single-field change and 5,000 random asks, the fast check accepts only what zod accepts, ' +
+      'and both give the same ask',
+    () => {
+      const asks: Ask[] = [];
+      for (const [k, vs] of Object.entries(VALUES)) for (const v of vs) asks.push({ ...base, [k]: v } as Ask);
+      const r = rng(9);
+      for (let i = 0; i < 5000; i++) {
+        const a = { ...base } as Record<string, unknown>;
+        for (const [k, vs] of Object.entries(VALUES)) if (r() < 0.3) a[k] = vs[Math.floor(r() * vs.length)];
+        asks.push(a as unknown as Ask);
+      }
+      let fast = 0;
+      for (const a of asks) {
+        if (!isWellFormedAsk(a)) continue;
+        fast++;
+        expect(schemaAccepts(a), JSON.stringify(a)).toBe(true);
+        expect(normalizeAsk(a)).toEqual(parseAsk(a));
+      }
+      expect(fast).toBeGreaterThan(500); // the sample holds plenty of well-formed asks
+      expect(asks.filter((a) => !isWellFormedAsk(a) && !schemaAccepts(a)).length).toBeGreaterThan(500);
+    },
+  );
 
   it('a bad ask still gets the error naming the field and the value', () => {
     expect(() => normalizeAsk({ ...base, label: 'my gpu' })).toThrow(/ask\.label: .*\(got "my gpu"\)/);

@@ -48,7 +48,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     t = undefined;
   });
 
-  it('a claim only a pool shape holds starts a worker process, is granted on it, and the idle worker is stopped after release', async () => {
+  it('a claim only a pool shape holds starts a worker process, is granted on it, ' +
+    'and the idle worker is stopped after release', async () => {
     t = await serverWithPool();
     const events = watch(t.placement);
     await events.ready;
@@ -79,7 +80,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     events.cancel();
   }, 30_000);
 
-  it('a worker process killed outside berth before it attached is noticed: an event says so and a new one is started', async () => {
+  it('a worker process killed outside berth before it attached is noticed: ' +
+    'an event says so and a new one is started', async () => {
     t = await serverWithPool();
     const events = watch(t.placement);
     await events.ready;

@@ -38,7 +38,8 @@ const slurm = (
 provisioners:
   - name: ${name}
     kind: slurm
-${o.partition ? `    partition: ${o.partition}\n` : ''}    shapes: [{ cpus: ${o.cpus ?? 2}, gpus: 0, ram_mb: 500, labels: [hpc] }]
+${o.partition ? `    partition: ${o.partition}\n` : ''}    shapes: [{ cpus: ${o.cpus ?? 2}, gpus: 0, \
+ram_mb: 500, labels: [hpc] }]
     max_machines: ${o.max ?? 1}
     idle_timeout: ${o.idle ?? 2}
     start_timeout: ${o.start ?? 120}
@@ -61,7 +62,8 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     t = undefined;
   });
 
-  it('a 2-cpu hpc claim on a 1-cpu engine becomes a Slurm job whose worker it is granted on; after release the job leaves squeue', async () => {
+  it('a 2-cpu hpc claim on a 1-cpu engine becomes a Slurm job whose worker it is granted on; ' +
+    'after release the job leaves squeue', async () => {
     t = await serverWith(slurm('hpca'));
     const events = watch(t.placement);
     await events.ready;
@@ -126,19 +128,23 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     events.cancel();
   }, 120_000);
 
-  it('without configured shapes, the shapes are the nodes sinfo lists, labelled with the provisioner name', async () => {
-    t = await serverWith('provisioners: [{ name: hpcg, kind: slurm, partition: main }]\n');
-    const p = (await snapshot(t.placement)).provisioners[0];
-    const [cpus, mem] = execFileSync('sinfo', ['-h', '-p', 'main', '-o', '%c %m'], { encoding: 'utf8' })
-      .trim()
-      .split(/\s+/)
-      .map((x) => parseInt(x, 10));
-    expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem }]);
-    expect(p.shapeLabels).toEqual(['hpcg']);
-    expect(p.kind).toBe('slurm');
-  });
+  it(
+    'without configured shapes, the shapes are the nodes sinfo ' + 'lists, labelled with the provisioner name',
+    async () => {
+      t = await serverWith('provisioners: [{ name: hpcg, kind: slurm, partition: main }]\n');
+      const p = (await snapshot(t.placement)).provisioners[0];
+      const [cpus, mem] = execFileSync('sinfo', ['-h', '-p', 'main', '-o', '%c %m'], { encoding: 'utf8' })
+        .trim()
+        .split(/\s+/)
+        .map((x) => parseInt(x, 10));
+      expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem }]);
+      expect(p.shapeLabels).toEqual(['hpcg']);
+      expect(p.kind).toBe('slurm');
+    },
+  );
 
-  it("an sbatch failure (unknown partition) reaches the waiting claim's Queued reason and an event, with Slurm's message", async () => {
+  it("an sbatch failure (unknown partition) reaches the waiting claim's Queued reason and an event, " +
+    "with Slurm's message", async () => {
     t = await serverWith(slurm('hpcd', { partition: 'nosuchpart' }));
     const events = watch(t.placement);
     await events.ready;
@@ -167,7 +173,8 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     s.placement.close();
   }, 120_000);
 
-  it('a Slurm job a killed server left is adopted by the next server on the same state dir, and given back', async () => {
+  it('a Slurm job a killed server left is adopted by the next ' +
+    'server on the same state dir, and given back', async () => {
     const dir = tempDir();
     const s1 = await serveCli(configFile(dir, slurm('hpcf')), dir);
     const c = claim(s1.placement, hpc(2, 'big'));

@@ -150,7 +150,8 @@ export class Refereed {
     const got = { cpus: g.allocation.cpus, gpus: g.allocation.gpuIds.length, ramMb: g.allocation.ramMb };
     if (show(got) !== show(fit.amount) || g.clamped !== fit.clamped) {
       this.#fail(
-        `${id} asked ${show(ask)}: granted ${show(got)} clamped=${g.clamped}, rules say ${show(fit.amount)} clamped=${fit.clamped}`,
+        `${id} asked ${show(ask)}: granted ${show(got)} clamped=${g.clamped}, ` +
+          `rules say ${show(fit.amount)} clamped=${fit.clamped}`,
       );
     }
     for (const [other, h] of this.#held) {
@@ -173,7 +174,8 @@ export class Refereed {
       )
     ) {
       this.#fail(
-        `${id} (${show(got)}) took ${m.name} past what older waiters hold back there (${show(back)}; free now ${show(m.free)})`,
+        `${id} (${show(got)}) took ${m.name} past what older waiters hold back there (${show(back)}; ` +
+          `free now ${show(m.free)})`,
       );
     }
     const engine = s.machines.find((x) => !x.remote);
@@ -222,7 +224,8 @@ export class Refereed {
       const fit = referenceFit(s.machines, ask);
       if (show(w.reason.wanted) !== show(fit.amount) || w.clamped !== fit.clamped) {
         this.#fail(
-          `${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; rules say ${show(fit.amount)}`,
+          `${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; ` +
+            `rules say ${show(fit.amount)}`,
         );
       }
       const able = s.machines.filter((m) => eligible(m, ask) && everHolds(m, w.reason.wanted));
@@ -234,7 +237,8 @@ export class Refereed {
         if (!eligible(m, ask)) continue;
         if (fitsBehind(m.free, back.get(m.name) ?? { cpus: 0, gpus: 0, ramMb: 0 }, w.reason.wanted)) {
           this.#fail(
-            `${when}: ${w.claimId} (${show(w.reason.wanted)}) left waiting though ${m.name} (free ${show(m.free)}, held back ${show(back.get(m.name) ?? { cpus: 0, gpus: 0 })}) could hold it`,
+            `${when}: ${w.claimId} (${show(w.reason.wanted)}) left waiting though ${m.name} (free ` +
+              `${show(m.free)}, held back ${show(back.get(m.name) ?? { cpus: 0, gpus: 0 })}) could hold it`,
           );
         }
       }

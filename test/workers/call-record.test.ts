@@ -40,25 +40,29 @@ describe('a call record fans one call out to its followers', () => {
 });
 
 describe('a call record is the Flow of an engine-host process', () => {
-  it('is full while its slowest follower lags FLOW_HIGH events, has room again at FLOW_LOW, and always once the call ends', async () => {
-    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
-    const it = rec.follow(new AbortController().signal);
-    for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
-    expect(rec.full()).toBe(true);
-    let room = false;
-    void rec.room().then(() => (room = true));
-    for (let i = 0; i < FLOW_HIGH - FLOW_LOW - 1; i++) await it.next();
-    await Promise.resolve();
-    expect(room).toBe(false);
-    await it.next();
-    await Promise.resolve();
-    expect(room).toBe(true);
-    expect(rec.full()).toBe(false);
-    for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
-    const waiting = rec.room();
-    rec.fail(new BerthError('unavailable', 'worker m went away'));
-    await waiting; // an ended call never keeps a reader paused
-    expect(rec.full()).toBe(false);
-    await it.return(undefined);
-  });
+  it(
+    'is full while its slowest follower lags FLOW_HIGH events, has room again at FLOW_LOW, ' +
+      'and always once the call ends',
+    async () => {
+      const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
+      const it = rec.follow(new AbortController().signal);
+      for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
+      expect(rec.full()).toBe(true);
+      let room = false;
+      void rec.room().then(() => (room = true));
+      for (let i = 0; i < FLOW_HIGH - FLOW_LOW - 1; i++) await it.next();
+      await Promise.resolve();
+      expect(room).toBe(false);
+      await it.next();
+      await Promise.resolve();
+      expect(room).toBe(true);
+      expect(rec.full()).toBe(false);
+      for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
+      const waiting = rec.room();
+      rec.fail(new BerthError('unavailable', 'worker m went away'));
+      await waiting; // an ended call never keeps a reader paused
+      expect(rec.full()).toBe(false);
+      await it.return(undefined);
+    },
+  );
 });

@@ -65,7 +65,8 @@ function check(address: string): Promise<string> {
 }
 
 describe('drain (SPEC R3)', () => {
-  it('SIGTERM with --grace 10 while a 6 s call runs on a worker: health Check says NOT_SERVING, a new claim is refused, the call completes, then the server exits 0', async () => {
+  it('SIGTERM with --grace 10 while a 6 s call runs on a worker: health Check says NOT_SERVING, ' +
+    'a new claim is refused, the call completes, then the server exits 0', async () => {
     const { address, serve, served, client } = await serveWithWorker(10);
     const events = watch(client);
     open.push(() => events.cancel());
@@ -90,7 +91,8 @@ describe('drain (SPEC R3)', () => {
     expect(res.stderr).not.toMatch(/grace elapsed/);
   }, 60_000);
 
-  it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, are refused UNAVAILABLE and never started', async () => {
+  it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, ' +
+    'are refused UNAVAILABLE and never started', async () => {
     const { serve, served, client } = await serveWithWorker(10);
     const events = watch(client);
     open.push(() => events.cancel());

@@ -12,7 +12,8 @@ afterEach(async () => {
 });
 
 describe('engine-host backpressure', () => {
-  it('150 000 printed lines of a Python node on the engine host all arrive in order and the call succeeds', async () => {
+  it('150 000 printed lines of a Python node on the engine host ' +
+    'all arrive in order and the call succeeds', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
     const o = await run(

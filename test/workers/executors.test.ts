@@ -125,7 +125,8 @@ describe('python executor', () => {
       const events: ExecEvent[] = [];
       const p = local.run(
         source(
-          'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ndef process():\n    print("up")\n    time.sleep(60)\n',
+          'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ndef process():\n    print("up")\n' +
+            '    time.sleep(60)\n',
           {},
           { OMP_NUM_THREADS: '1' },
         ),

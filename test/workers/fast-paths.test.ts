@@ -76,7 +76,8 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 20
 }
 
 describe('warm pools sized by demand', () => {
-  it('8 concurrent callers: the engine keeps 8 interpreters, a second wave reuses them all, then idle ones are retired', async () => {
+  it('8 concurrent callers: the engine keeps 8 interpreters, a second wave reuses them all, ' +
+    'then idle ones are retired', async () => {
     const dir = mkdtempSync(join(os.tmpdir(), 'berth-pools-'));
     open.push(() => rmSync(dir, { recursive: true, force: true }));
     const c = await berth({ BERTH_POOL_IDLE_MS: '1500' });
@@ -170,7 +171,8 @@ describe('backpressure end to end', () => {
       const c = await berth({}, label !== '');
       const source =
         `def process():\n    for i in range(${N}):\n        print(i)\n        if i % 100 == 0:\n` +
-        `            with open(${JSON.stringify(progress)}, "w") as f:\n                f.write(str(i))\n    return "done"\n`;
+        `            with open(${JSON.stringify(progress)}, "w") as f:\n                f.write(str(i))\n` +
+        `    return "done"\n`;
       const call: ClientReadableStream<RunResponse> = c.run(runRequest({ label, source, runId: `bp${label}` }));
       let next = 0;
       let inOrder = true;

@@ -41,7 +41,8 @@ describe('outcome limits', () => {
   it('a result over MAX_RESULT_BYTES becomes ResultTooLarge giving its size and the limit; one under passes', () => {
     const o = limitOutcome({ ok: true, value: 'y'.repeat(MAX_RESULT_BYTES + 10) });
     expect(o).toMatchObject({ ok: false, type: 'ResultTooLarge' });
-    expect(!o.ok && o.message).toMatch(/the result is 40000\d\d bytes encoded/); // the value plus a few bytes of tags and lengths
+    // the value plus a few bytes of tags and lengths
+    expect(!o.ok && o.message).toMatch(/the result is 40000\d\d bytes encoded/);
     expect(!o.ok && o.message).toContain(`limit of ${MAX_RESULT_BYTES} bytes`);
     expect(limitOutcome({ ok: true, value: { a: [1, 2, 3] } })).toEqual({ ok: true, value: { a: [1, 2, 3] } });
   });

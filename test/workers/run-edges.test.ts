@@ -25,7 +25,8 @@ describe('Run placement and input', () => {
       s.placement,
       runRequest({
         source:
-          'import os\ndef process(x):\n    print("hi")\n    return {"x": x, "threads": os.environ["OMP_NUM_THREADS"]}\n',
+          'import os\ndef process(x):\n    print("hi")\n    return {"x": x, "threads": ' +
+          'os.environ["OMP_NUM_THREADS"]}\n',
         kwargs: { x: 3 },
       }),
     ).done;
@@ -49,20 +50,23 @@ describe('Run placement and input', () => {
     expect((await r.done).error).toBeNull();
   });
 
-  it('Cancel stops a command running on the engine host: the Run ends CANCELLED and the books are full again', async () => {
-    const s = await server();
-    const r = run(
-      s.placement,
-      runRequest({ runId: 'eng', cpus: 2, argv: ['sh', '-c', 'echo started; exec sleep 60'] }),
-    );
-    await until(() => r.responses.some((x) => x.kind?.$case === 'event'));
-    const counts = await new Promise<{ calls: number }>((resolve, reject) =>
-      s.placement.cancel({ runId: 'eng' }, (e, res) => (e ? reject(e) : resolve(res))),
-    );
-    expect(counts.calls).toBe(1);
-    expect((await r.done).error?.code).toBe(status.CANCELLED);
-    await until(() => s.server.context.placer.snapshot().machines[0].free.cpus === 2);
-  });
+  it(
+    'Cancel stops a command running on the engine host: ' + 'the Run ends CANCELLED and the books are full again',
+    async () => {
+      const s = await server();
+      const r = run(
+        s.placement,
+        runRequest({ runId: 'eng', cpus: 2, argv: ['sh', '-c', 'echo started; exec sleep 60'] }),
+      );
+      await until(() => r.responses.some((x) => x.kind?.$case === 'event'));
+      const counts = await new Promise<{ calls: number }>((resolve, reject) =>
+        s.placement.cancel({ runId: 'eng' }, (e, res) => (e ? reject(e) : resolve(res))),
+      );
+      expect(counts.calls).toBe(1);
+      expect((await r.done).error?.code).toBe(status.CANCELLED);
+      await until(() => s.server.context.placer.snapshot().machines[0].free.cpus === 2);
+    },
+  );
 
   it('a Run with neither a claim_id nor an ask is INVALID_ARGUMENT naming placement', async () => {
     const s = await server();

@@ -83,17 +83,20 @@ describe('WorkerStream lifecycle', () => {
 });
 
 describe('bad worker frames', () => {
-  it('an event without a call id ends the stream with INVALID_ARGUMENT naming the field, and the worker leaves', async () => {
-    const s = await startServer({ cpus: 1 });
-    open.push(() => s.close());
-    const w = await TestWorker.attach(s.address, { name: 'sloppy' });
-    open.push(() => w.close());
-    w.send({ $case: 'event', value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } } } });
-    const ended = (await w.waitEnded()) as ServiceError;
-    expect(ended.code).toBe(status.INVALID_ARGUMENT);
-    expect(ended.details).toContain('event.call_id');
-    expect(s.server.context.placer.snapshot().machines.map((m) => m.name)).not.toContain('sloppy');
-  });
+  it(
+    'an event without a call id ends the stream with ' + 'INVALID_ARGUMENT naming the field, and the worker leaves',
+    async () => {
+      const s = await startServer({ cpus: 1 });
+      open.push(() => s.close());
+      const w = await TestWorker.attach(s.address, { name: 'sloppy' });
+      open.push(() => w.close());
+      w.send({ $case: 'event', value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } } } });
+      const ended = (await w.waitEnded()) as ServiceError;
+      expect(ended.code).toBe(status.INVALID_ARGUMENT);
+      expect(ended.details).toContain('event.call_id');
+      expect(s.server.context.placer.snapshot().machines.map((m) => m.name)).not.toContain('sloppy');
+    },
+  );
 });
 
 describe('names', () => {

@@ -20,7 +20,8 @@ for who in server client; do
   # The worker's name must be its certificate's name (SPEC R7): the client certificate names 'secure'.
   if [ $who = server ]; then san=IP:127.0.0.1,DNS:localhost; else san=DNS:secure; fi
   printf 'subjectAltName=%s\\n' "$san" > $who.ext
-  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 -extfile $who.ext 2>/dev/null
+  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 \
+-extfile $who.ext 2>/dev/null
 done`;
   execFileSync('bash', ['-c', script], { cwd: dir });
 });
