@@ -71,7 +71,8 @@ const result = Object.fromEntries(
 );
 for (const v of variants) {
   console.log(
-    `${v.padEnd(8)} ${median(samples[v]).toFixed(2)} µs per claim+release  (×${(median(samples[v]) / median(samples.bare)).toFixed(2)} of bare)`,
+    `${v.padEnd(8)} ${median(samples[v]).toFixed(2)} µs per ` +
+      `claim+release  (×${(median(samples[v]) / median(samples.bare)).toFixed(2)} of bare)`,
   );
 }
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'observe.json');

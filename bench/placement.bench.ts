@@ -66,7 +66,8 @@ for (let r = 0; r < RUNS; r++) {
       floors.push(p.floor_p99_us);
       runs.set(`${m}/${w}`, done);
       process.stderr.write(
-        `  run ${r + 1}: ${m} machines × ${w} waiters: p99 ${fmtUs(p.p99_us)}${p.timed_out ? ' (time budget hit)' : ''}\n`,
+        `  run ${r + 1}: ${m} machines × ${w} waiters: ` +
+          `p99 ${fmtUs(p.p99_us)}${p.timed_out ? ' (time budget hit)' : ''}\n`,
       );
     }
   }
@@ -99,10 +100,12 @@ const fmtMs = (ms: number | null) =>
 const at = (m: number, w: number) => rows.find((r) => r.machines === m && r.waiters === w);
 
 console.log(
-  `claim+release, in process (${os.availableParallelism()} cores, node ${process.version}), median of ${RUNS} fresh processes`,
+  `claim+release, in process (${os.availableParallelism()} cores, node ${process.version}), ` +
+    `median of ${RUNS} fresh processes`,
 );
 console.log(
-  `load average ${load0.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end; the timed loop around an awaited no-op` +
+  `load average ${load0.toFixed(1)} at the start, ${os.loadavg()[0].toFixed(1)} at the end; ` +
+    `the timed loop around an awaited no-op` +
     ` (the machine's own jitter) has p99 ${fmtUs(median(floors))} (median over points)`,
 );
 console.log('p50 / p99 per claim+release; [n] = ops measured when a point hit its time budget');
@@ -144,10 +147,12 @@ const big = at(10_000, 1_000);
 if (big) {
   console.log('\ntargets at 10,000 machines with 1,000 waiting');
   console.log(
-    `  p99 claim+release ${fmtUs(big.p99_us)} (target < 100 µs${big.p99_us !== null ? `: ${(big.p99_us / 100).toFixed(2)}× of it` : ''})`,
+    `  p99 claim+release ${fmtUs(big.p99_us)} (target < 100 µs` +
+      `${big.p99_us !== null ? `: ${(big.p99_us / 100).toFixed(2)}× of it` : ''})`,
   );
   console.log(
-    `  queueing 1,000 waiters ${fmtMs(big.enqueue_ms)} (target < 1 s${big.enqueue_ms !== null ? `: ${(big.enqueue_ms / 1000).toFixed(2)}× of it` : ''})`,
+    `  queueing 1,000 waiters ${fmtMs(big.enqueue_ms)} (target < 1 s` +
+      `${big.enqueue_ms !== null ? `: ${(big.enqueue_ms / 1000).toFixed(2)}× of it` : ''})`,
   );
 }
 

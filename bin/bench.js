@@ -45,7 +45,8 @@ if (targets.length > 0) {
   console.log('\n== targets of this run');
   for (const t of targets) {
     console.log(
-      `  ${`${t.bench}: ${t.name}`.padEnd(70)} ${t.ratio.toFixed(2).padStart(6)}×  target ${t.target}: ${t.met ? 'met' : 'NOT met'}`,
+      `  ${`${t.bench}: ${t.name}`.padEnd(70)} ${t.ratio.toFixed(2).padStart(6)}×  target ${t.target}: ` +
+        `${t.met ? 'met' : 'NOT met'}`,
     );
   }
   mkdirSync(results, { recursive: true });

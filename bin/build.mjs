@@ -32,7 +32,9 @@ const result = await build({
   logLevel: 'warning',
   // CommonJS code inlined into an ES module needs a require of its own.
   banner: {
-    js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
+    js:
+      "import { createRequire as __berthRequire } from 'node:module'; " +
+      'const require = __berthRequire(import.meta.url);',
   },
 });
 // Chunks of earlier builds go (not the whole of dist/ first: a CLI already running keeps its files).

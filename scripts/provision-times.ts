@@ -21,7 +21,8 @@ const config = join(dir, 'berth.yaml');
 writeFileSync(
   config,
   `provisioners:
-  - { name: hpct, kind: slurm, shapes: [{ cpus: 2, gpus: 0, ram_mb: 500, labels: [hpc] }], max_machines: 1, idle_timeout: ${idle} }
+  - { name: hpct, kind: slurm, shapes: [{ cpus: 2, gpus: 0, ram_mb: 500, labels: [hpc] }], max_machines: 1, \
+idle_timeout: ${idle} }
 `,
 );
 const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config, stateDir: dir }, {}), {
