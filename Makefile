@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup build venv generate check-generated lint test test-python run bench bench-fast bench-placement bench-wire chaos clean
+.PHONY: setup build venv generate check-generated lint format test test-python run bench bench-fast bench-placement bench-wire chaos clean
 
 BUILD_STAMP := dist/.berth-build
 BUILD_INPUTS := $(shell find src generated/ts -name '*.ts' -o -name '*.py') bin/build.mjs package.json
@@ -51,13 +51,20 @@ check-generated: generate
 	@if [ -n "$$(git status --porcelain -- generated $(PY_VENDORED))" ]; then \
 	  echo "generated/ is stale: run 'make generate' and commit" >&2; git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
 
-## lint: buf lint (STANDARD), buf breaking against main, tsc --noEmit (strict), mypy --strict (Python client)
+## lint: biome ci (formatting + lint, fails on any difference; biome.json), buf lint (STANDARD), buf breaking against
+##   main, tsc --noEmit (strict), mypy --strict (Python client)
 lint: setup venv
+	$(NPX) biome ci .
 	$(NPX) buf lint
 	@if git rev-parse --verify -q main >/dev/null && git cat-file -e main:buf.yaml 2>/dev/null; then \
 	  $(NPX) buf breaking --against '.git#branch=main'; fi
 	$(NPX) tsc --noEmit -p .
 	cd clients/python && ../../$(PY) -m mypy src/berth_client
+
+## format: rewrite the sources the way `make lint` wants them (biome format, then biome's safe lint fixes)
+format: setup
+	$(NPX) biome format --write .
+	$(NPX) biome lint --write .
 
 ## test: every test (vitest, then the Python client's pytest suite against the real server); builds dist/ first
 test: setup build

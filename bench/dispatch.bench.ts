@@ -25,17 +25,27 @@ function untilLine(cmd: string, args: string[], last: RegExp): Promise<number> {
     let seen: number | undefined;
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
-      if (seen === undefined && buf.split('\n').some((l) => last.test(l))) seen = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (seen === undefined && buf.split('\n').some((l) => last.test(l)))
+        seen = Number(process.hrtime.bigint() - t0) / 1e6;
     });
     child.on('error', reject);
-    child.on('close', (code) => (seen !== undefined && code === 0 ? resolve(seen) : reject(new Error(`${cmd} exited ${code} (${last} seen: ${seen !== undefined})`))));
+    child.on('close', (code) =>
+      seen !== undefined && code === 0
+        ? resolve(seen)
+        : reject(new Error(`${cmd} exited ${code} (${last} seen: ${seen !== undefined})`)),
+    );
   });
 }
 
 const dir = mkdtempSync(join(os.tmpdir(), 'berth-bench-dispatch-'));
 try {
   const many = join(dir, 'many.json');
-  writeFileSync(many, JSON.stringify(Array.from({ length: JOBS }, (_, i) => ({ label: `t${i}`, devices: 1, argv: ['true', '{devices}'] }))));
+  writeFileSync(
+    many,
+    JSON.stringify(
+      Array.from({ length: JOBS }, (_, i) => ({ label: `t${i}`, devices: 1, argv: ['true', '{devices}'] })),
+    ),
+  );
   const lines = Array.from({ length: JOBS }, (_, i) => String(i % 8)).join('\n') + '\n';
   const mixed = join(dir, 'mixed.json');
   const quick = Array.from({ length: 50 }, (_, i) => ({ label: `q${i + 1}`, devices: 1, argv: ['true'] }));
@@ -47,18 +57,56 @@ try {
   for (let i = 0; i < ROUNDS; i++) {
     xargs.push(await timed('xargs', ['-P', '8', '-n', '1', 'true'], { input: lines }));
     loop.push(await timed(process.execPath, [join(ROOT, 'bench', 'spawn-loop.mjs'), String(JOBS), '8']));
-    cli.push(await timed(process.execPath, [bin, 'dispatch', many, '--devices', '0-7', '-j', '8', '--log-dir', join(dir, `logs${i}`)]));
+    cli.push(
+      await timed(process.execPath, [
+        bin,
+        'dispatch',
+        many,
+        '--devices',
+        '0-7',
+        '-j',
+        '8',
+        '--log-dir',
+        join(dir, `logs${i}`),
+      ]),
+    );
   }
-  const poll = await untilLine(process.execPath, [join(ROOT, 'bench', 'polling-dispatch.mjs'), mixed, '2'], /^DONE q50$/);
-  const berth = await untilLine(process.execPath, [bin, 'dispatch', mixed, '--devices', '0-1', '--log-dir', join(dir, 'logs-mixed')], /^PASS\s+q50\s/);
+  const poll = await untilLine(
+    process.execPath,
+    [join(ROOT, 'bench', 'polling-dispatch.mjs'), mixed, '2'],
+    /^DONE q50$/,
+  );
+  const berth = await untilLine(
+    process.execPath,
+    [bin, 'dispatch', mixed, '--devices', '0-1', '--log-dir', join(dir, 'logs-mixed')],
+    /^PASS\s+q50\s/,
+  );
   const [x, l, c] = [median(xargs), median(loop), median(cli)];
-  report('dispatch', `dispatch: ${JOBS} \`true\` jobs on 8 devices (median of ${ROUNDS}), and the mixed batch on 2 devices`, [
-    { name: 'bare Node spawn loop, 8 at a time (own process)', value: l, unit: 'ms', ratio: 1 },
-    { name: 'berth dispatch --devices 0-7 -j 8', value: c, unit: 'ms', ratio: c / l, target: '≤ 1.3×', met: c / l <= 1.3 },
-    { name: 'xargs -P 8 -n 1 true', value: x, unit: 'ms', ratio: x / l },
-    { name: 'mixed: 0.1 s polling scheduler, last quick job done', value: poll, unit: 'ms', ratio: 1 },
-    { name: 'mixed: berth dispatch, last quick job done', value: berth, unit: 'ms', ratio: berth / poll, target: '≤ 0.1× (10× sooner)', met: poll / berth >= 10 },
-  ]);
+  report(
+    'dispatch',
+    `dispatch: ${JOBS} \`true\` jobs on 8 devices (median of ${ROUNDS}), and the mixed batch on 2 devices`,
+    [
+      { name: 'bare Node spawn loop, 8 at a time (own process)', value: l, unit: 'ms', ratio: 1 },
+      {
+        name: 'berth dispatch --devices 0-7 -j 8',
+        value: c,
+        unit: 'ms',
+        ratio: c / l,
+        target: '≤ 1.3×',
+        met: c / l <= 1.3,
+      },
+      { name: 'xargs -P 8 -n 1 true', value: x, unit: 'ms', ratio: x / l },
+      { name: 'mixed: 0.1 s polling scheduler, last quick job done', value: poll, unit: 'ms', ratio: 1 },
+      {
+        name: 'mixed: berth dispatch, last quick job done',
+        value: berth,
+        unit: 'ms',
+        ratio: berth / poll,
+        target: '≤ 0.1× (10× sooner)',
+        met: poll / berth >= 10,
+      },
+    ],
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -19,16 +19,32 @@ import type { NormalizedAsk } from '../src/placement/types.js';
 
 const CYCLES = 20_000;
 const ROUNDS = 5;
-const ask: NormalizedAsk = { cpus: 1, gpus: 0, label: '', policy: 'prefer', node: 'bench.node', runId: 'bench', env: {} };
+const ask: NormalizedAsk = {
+  cpus: 1,
+  gpus: 0,
+  label: '',
+  policy: 'prefer',
+  node: 'bench.node',
+  runId: 'bench',
+  env: {},
+};
 type Variant = 'bare' | 'logs' | 'metrics';
 
 async function round(variant: Variant): Promise<number> {
   const events = new EventBus();
-  const placer = new Placer({ engine: { name: 'engine', labels: [], inventory: { cpus: 8, gpuIds: [] }, remote: false }, events });
+  const placer = new Placer({
+    engine: { name: 'engine', labels: [], inventory: { cpus: 8, gpuIds: [] }, remote: false },
+    events,
+  });
   const stops: (() => void)[] = [];
-  if (variant !== 'bare') stops.push(logDecisions(events, pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }))));
+  if (variant !== 'bare')
+    stops.push(logDecisions(events, pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }))));
   if (variant === 'metrics') {
-    const m = new BerthMetrics(events, { snapshot: () => placer.snapshot(), callsInFlight: () => 0, provisionerMachines: () => [] });
+    const m = new BerthMetrics(events, {
+      snapshot: () => placer.snapshot(),
+      callsInFlight: () => 0,
+      provisionerMachines: () => [],
+    });
     stops.push(() => m.close());
   }
   const signal = new AbortController().signal;
@@ -47,9 +63,17 @@ const samples: Record<Variant, number[]> = { bare: [], logs: [], metrics: [] };
 for (const v of variants) await round(v); // warm-up
 for (let r = 0; r < ROUNDS; r++) for (const v of variants) samples[v].push(await round(v));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const result = Object.fromEntries(variants.map((v) => [v, { usPerCycle: Number(median(samples[v]).toFixed(2)), samples: samples[v].map((x) => Number(x.toFixed(2))) }]));
+const result = Object.fromEntries(
+  variants.map((v) => [
+    v,
+    { usPerCycle: Number(median(samples[v]).toFixed(2)), samples: samples[v].map((x) => Number(x.toFixed(2))) },
+  ]),
+);
 for (const v of variants) {
-  console.log(`${v.padEnd(8)} ${median(samples[v]).toFixed(2)} µs per claim+release  (×${(median(samples[v]) / median(samples.bare)).toFixed(2)} of bare)`);
+  console.log(
+    `${v.padEnd(8)} ${median(samples[v]).toFixed(2)} µs per ` +
+      `claim+release  (×${(median(samples[v]) / median(samples.bare)).toFixed(2)} of bare)`,
+  );
 }
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'observe.json');
 mkdirSync(dirname(out), { recursive: true });

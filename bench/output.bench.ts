@@ -18,9 +18,23 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const call = client.run({
-      placement: { $case: 'ask', value: { cpus: 1, gpus: 0, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } },
+      placement: {
+        $case: 'ask',
+        value: {
+          cpus: 1,
+          gpus: 0,
+          label,
+          policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+          node: '',
+          runId: '',
+          env: {},
+        },
+      },
       payload: { $case: 'source', value: { source: SOURCE, kwargs: {} } },
-      flow: 'bench', node, runId: 'out', timeoutMs: 0,
+      flow: 'bench',
+      node,
+      runId: 'out',
+      timeoutMs: 0,
     });
     let next = 0;
     const line = (l: { stream: string; line: string }) => {
@@ -59,8 +73,22 @@ try {
   report('output', `a Python node printing ${LINES.toLocaleString('en')} lines, read by a Node caller through Run`, [
     { name: 'python loop into a pipe (| cat)', value: pipeMs, unit: 'ms', ratio: pipeMs / engine },
     { name: 'engine host', value: engine, unit: 'ms', ratio: 1 },
-    { name: 'remote worker (loopback)', value: remote, unit: 'ms', ratio: remote / engine, target: '≤ 2× engine', met: remote <= 2 * engine },
-    { name: 'engine host, lines per second', value: lps, unit: 'lines/s', ratio: lps / 100_000, target: '≥ 100,000/s', met: lps >= 100_000 },
+    {
+      name: 'remote worker (loopback)',
+      value: remote,
+      unit: 'ms',
+      ratio: remote / engine,
+      target: '≤ 2× engine',
+      met: remote <= 2 * engine,
+    },
+    {
+      name: 'engine host, lines per second',
+      value: lps,
+      unit: 'lines/s',
+      ratio: lps / 100_000,
+      target: '≥ 100,000/s',
+      met: lps >= 100_000,
+    },
   ]);
 } finally {
   client.close();

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const jobs = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-let free = Array.from({ length: Number(process.argv[3] ?? 2) }, (_, i) => i);
+const free = Array.from({ length: Number(process.argv[3] ?? 2) }, (_, i) => i);
 const running = [];
 let next = 0;
 const tick = () => {
@@ -19,7 +19,10 @@ const tick = () => {
     const ids = free.splice(0, job.devices);
     const [file, ...args] = job.argv.map((a) => a.replaceAll('{devices}', ids.join(',')));
     const r = { label: job.label, ids, code: undefined };
-    const c = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CUDA_VISIBLE_DEVICES: ids.join(',') } });
+    const c = spawn(file, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CUDA_VISIBLE_DEVICES: ids.join(',') },
+    });
     c.stdout.resume();
     c.stderr.resume();
     c.on('close', (code) => (r.code = code));

@@ -21,7 +21,20 @@ function holdClaim(client: PlacementServiceClient, label: string): Promise<{ id:
       if (r.kind?.$case === 'granted') resolve({ id: r.kind.value.claimId, release: () => call.end() });
     });
     call.on('error', (e: ServiceError) => reject(e));
-    call.write({ kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } } });
+    call.write({
+      kind: {
+        $case: 'ask',
+        value: {
+          cpus: 1,
+          gpus: 0,
+          label,
+          policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+          node: '',
+          runId: '',
+          env: {},
+        },
+      },
+    });
   });
 }
 
@@ -30,7 +43,10 @@ function runOnce(client: PlacementServiceClient, claimId: string, runId: string,
     const call = client.run({
       placement: { $case: 'claimId', value: claimId },
       payload: { $case: 'source', value: { source: SOURCE, kwargs: { x: i } } },
-      flow: 'bench', node: `n${i}`, runId, timeoutMs: 0,
+      flow: 'bench',
+      node: `n${i}`,
+      runId,
+      timeoutMs: 0,
     });
     let ok = false;
     call.on('data', (r: RunResponse) => {
@@ -44,18 +60,23 @@ function runOnce(client: PlacementServiceClient, claimId: string, runId: string,
 
 /** Total calls/s of `callers` concurrent callers, each in its own claim, for SECONDS. */
 async function rate(address: string, label: string, callers: number): Promise<number> {
-  const clients = Array.from({ length: callers }, () => new PlacementServiceClient(address, credentials.createInsecure()));
+  const clients = Array.from(
+    { length: callers },
+    () => new PlacementServiceClient(address, credentials.createInsecure()),
+  );
   const claims = await Promise.all(clients.map((c) => holdClaim(c, label)));
   await Promise.all(clients.map((c, k) => runOnce(c, claims[k].id, `warm${k}`, 0))); // warm the pool
   let count = 0;
   const t0 = performance.now();
   const until = t0 + SECONDS * 1000;
-  await Promise.all(clients.map(async (c, k) => {
-    for (let i = 1; performance.now() < until; i++) {
-      await runOnce(c, claims[k].id, `r${callers}c${k}`, i);
-      count++;
-    }
-  }));
+  await Promise.all(
+    clients.map(async (c, k) => {
+      for (let i = 1; performance.now() < until; i++) {
+        await runOnce(c, claims[k].id, `r${callers}c${k}`, i);
+        count++;
+      }
+    }),
+  );
   const perSecond = count / ((performance.now() - t0) / 1000);
   for (const cl of claims) cl.release();
   for (const c of clients) c.close();
@@ -70,13 +91,32 @@ try {
   for (const n of counts) {
     engine[n] = await rate(berth.address, '', n);
     const base = n === 1 ? 1000 : engine[1];
-    rows.push({ name: `engine host, ${n} caller(s)`, value: engine[n], unit: 'calls/s', ratio: engine[n] / base, target: n === 1 ? '≥ 1,000/s' : '≥ 1-caller rate', met: engine[n] >= base });
+    rows.push({
+      name: `engine host, ${n} caller(s)`,
+      value: engine[n],
+      unit: 'calls/s',
+      ratio: engine[n] / base,
+      target: n === 1 ? '≥ 1,000/s' : '≥ 1-caller rate',
+      met: engine[n] >= base,
+    });
   }
   for (const n of process.env.BENCH_ENGINE_ONLY ? [] : counts) {
     const r = await rate(berth.address, 'remote', n);
-    rows.push({ name: `remote worker (loopback), ${n} caller(s)`, value: r, unit: 'calls/s', ratio: r / engine[n], target: '≥ 0.7× engine', met: r >= 0.7 * engine[n] });
+    rows.push({
+      name: `remote worker (loopback), ${n} caller(s)`,
+      value: r,
+      unit: 'calls/s',
+      ratio: r / engine[n],
+      target: '≥ 0.7× engine',
+      met: r >= 0.7 * engine[n],
+    });
   }
-  report('run-rate', `tiny node via Run in a held 1-cpu claim, ${SECONDS} s per figure (ratios: engine 1 caller vs 1,000/s, others vs the engine's)`, rows);
+  report(
+    'run-rate',
+    `tiny node via Run in a held 1-cpu claim, ${SECONDS} s per figure (ratios: engine 1 caller vs 1,000/s, ` +
+      `others vs the engine's)`,
+    rows,
+  );
 } finally {
   await berth.stop();
 }

@@ -6,14 +6,12 @@ import { spawn } from 'node:child_process';
 const n = Number(process.argv[2] ?? 500);
 const p = Number(process.argv[3] ?? 8);
 let started = 0;
-let ended = 0;
 const one = () => {
   started++;
   const c = spawn('true', [String(started % p)], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   c.stdout.resume();
   c.stderr.resume();
   c.on('close', () => {
-    ended++;
     if (started < n) one();
   });
 };

@@ -20,7 +20,9 @@ try {
   for (let i = 0; i < ROUNDS; i++) {
     bare.push(await timed(process.execPath, ['-e', '0']));
     help.push(await timed(process.execPath, [bin, '--help']));
-    one.push(await timed(process.execPath, [bin, 'dispatch', batch, '--devices', '0', '--log-dir', join(dir, `logs${i}`)]));
+    one.push(
+      await timed(process.execPath, [bin, 'dispatch', batch, '--devices', '0', '--log-dir', join(dir, `logs${i}`)]),
+    );
   }
   const b = median(bare);
   const h = median(help);

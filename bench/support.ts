@@ -56,7 +56,14 @@ export function report(name: string, title: string, rows: BenchRow[]): void {
   }
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const record = { bench: name, title, at: new Date().toISOString(), cores: os.availableParallelism(), node: process.version, rows };
+  const record = {
+    bench: name,
+    title,
+    at: new Date().toISOString(),
+    cores: os.availableParallelism(),
+    node: process.version,
+    rows,
+  };
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(record, null, 2)}\n`);
 }
 
@@ -100,12 +107,34 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
   const env = { ...process.env, BERTH_LOG_LEVEL: 'info' };
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the server and worker processes, for profiling
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const server = spawn(process.execPath, [...nodeArgs, bin, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(
+    process.execPath,
+    [...nodeArgs, bin, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const line = await waitLine(server, /berth serving/);
   const address = (JSON.parse(line) as { address: string }).address;
   let agent: import('node:child_process').ChildProcess | undefined;
   if (worker !== undefined) {
-    agent = spawn(process.execPath, [...nodeArgs, bin, 'worker', '--server', address, '--name', 'remote', '--labels', 'remote', '--cpus', String(worker.cpus), '--gpus', ''], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    agent = spawn(
+      process.execPath,
+      [
+        ...nodeArgs,
+        bin,
+        'worker',
+        '--server',
+        address,
+        '--name',
+        'remote',
+        '--labels',
+        'remote',
+        '--cpus',
+        String(worker.cpus),
+        '--gpus',
+        '',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     await waitLine(agent, /attached|welcome/i);
   }
   return {

@@ -14,7 +14,17 @@ import { BerthServer } from '../src/server/server.js';
 const N = 100;
 const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}), { cpus: 1, gpuIds: [] });
 await server.start();
-const agent = new WorkerAgent({ server: server.address, name: 'bench', labels: ['bench'], inventory: { cpus: 4, gpuIds: [] }, maxParallel: 0, graceMs: 1000 }, silentLogger);
+const agent = new WorkerAgent(
+  {
+    server: server.address,
+    name: 'bench',
+    labels: ['bench'],
+    inventory: { cpus: 4, gpuIds: [] },
+    maxParallel: 0,
+    graceMs: 1000,
+  },
+  silentLogger,
+);
 const attached = agent.nextAttach();
 agent.start();
 await attached;
@@ -23,9 +33,15 @@ const client = new PlacementServiceClient(server.address, credentials.createInse
 function runOnce(i: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const call = client.run({
-      placement: { $case: 'ask', value: { gpus: 0, label: 'bench', policy: Policy.POLICY_REQUIRE, node: '', runId: '', env: {} } },
+      placement: {
+        $case: 'ask',
+        value: { gpus: 0, label: 'bench', policy: Policy.POLICY_REQUIRE, node: '', runId: '', env: {} },
+      },
       payload: { $case: 'source', value: { source: 'def process(i):\n    return i\n', kwargs: { i } } },
-      flow: 'bench', node: `n${i}`, runId: 'bench', timeoutMs: 0,
+      flow: 'bench',
+      node: `n${i}`,
+      runId: 'bench',
+      timeoutMs: 0,
     });
     call.on('data', (r: RunResponse) => {
       if (r.kind?.$case === 'failure') reject(new Error(r.kind.value.message));
@@ -45,7 +61,9 @@ t = performance.now();
 for (let i = 0; i < N; i++) spawnSync(python, ['-c', 'pass']);
 const cold = performance.now() - t;
 
-console.log(`${N} sequential tiny Python nodes via Run (warm pool): ${warm.toFixed(0)} ms (${(warm / N).toFixed(1)} ms/node)`);
+console.log(
+  `${N} sequential tiny Python nodes via Run (warm pool): ${warm.toFixed(0)} ms (${(warm / N).toFixed(1)} ms/node)`,
+);
 console.log(`${N} starts of ${python} -c pass: ${cold.toFixed(0)} ms (${(cold / N).toFixed(1)} ms/start)`);
 console.log(`ratio: warm pool is ${(cold / warm).toFixed(1)}x faster`);
 client.close();

@@ -94,14 +94,37 @@ for (const streams of STREAMS) {
 const where = pinned ? 'server on core 0, client on core 1' : 'not pinned';
 const load = `load average ${loadBefore.toFixed(1)} → ${loadavg()[0].toFixed(1)} on ${availableParallelism()} cores`;
 console.log(`claim cycle vs bare grpc-js echo (${where}; best of ${ROUNDS} × ${RUN_MS} ms; ${load})`);
-const HEAD = ['streams', 'echo cycles/s', 'claim cycles/s', 'rate ratio (≥0.6)', 'echo CPU µs/cycle', 'claim CPU µs/cycle', 'CPU ratio (≤2)'];
+const HEAD = [
+  'streams',
+  'echo cycles/s',
+  'claim cycles/s',
+  'rate ratio (≥0.6)',
+  'echo CPU µs/cycle',
+  'claim CPU µs/cycle',
+  'CPU ratio (≤2)',
+];
 console.log(HEAD.join(' | '));
 for (const r of rows) {
-  const cells = [r.streams, r.echo_rate, r.claim_rate, r.rate_ratio.toFixed(2), r.echo_cpu_us.toFixed(1), r.claim_cpu_us.toFixed(1), r.cpu_ratio.toFixed(2)];
+  const cells = [
+    r.streams,
+    r.echo_rate,
+    r.claim_rate,
+    r.rate_ratio.toFixed(2),
+    r.echo_cpu_us.toFixed(1),
+    r.claim_cpu_us.toFixed(1),
+    r.cpu_ratio.toFixed(2),
+  ];
   console.log(cells.map((c, i) => String(c).padStart(HEAD[i].length)).join(' | '));
 }
 const out = join(here, 'results', 'wire.json');
 mkdirSync(dirname(out), { recursive: true });
-const result = { pinned, rounds: ROUNDS, runMs: RUN_MS, node: process.version, loadavg: [loadBefore, loadavg()[0]], rows };
+const result = {
+  pinned,
+  rounds: ROUNDS,
+  runMs: RUN_MS,
+  node: process.version,
+  loadavg: [loadBefore, loadavg()[0]],
+  rows,
+};
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 console.log(`wrote ${out}`);

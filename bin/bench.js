@@ -9,11 +9,18 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 register();
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench');
-const wanted = process.argv.slice(2).flatMap((a) => a.split(/[\s,]+/)).filter(Boolean);
-const all = readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort();
+const wanted = process.argv
+  .slice(2)
+  .flatMap((a) => a.split(/[\s,]+/))
+  .filter(Boolean);
+const all = readdirSync(dir)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .sort();
 const unknown = wanted.filter((w) => !all.some((f) => f.includes(w)));
 if (unknown.length > 0) {
-  console.error(`bench: no bench/*.bench.ts matches ${unknown[0]} (have: ${all.map((f) => f.replace('.bench.ts', '')).join(', ')})`);
+  console.error(
+    `bench: no bench/*.bench.ts matches ${unknown[0]} (have: ${all.map((f) => f.replace('.bench.ts', '')).join(', ')})`,
+  );
   process.exit(2);
 }
 const files = wanted.length === 0 ? all : all.filter((f) => wanted.some((w) => f.includes(w)));
@@ -31,11 +38,16 @@ const records = files
   .filter((p) => existsSync(p))
   .map((p) => JSON.parse(readFileSync(p, 'utf8')))
   .filter((r) => r.at >= startedAt);
-const targets = records.flatMap((r) => r.rows.filter((row) => row.target !== undefined).map((row) => ({ bench: r.bench, ...row })));
+const targets = records.flatMap((r) =>
+  r.rows.filter((row) => row.target !== undefined).map((row) => ({ bench: r.bench, ...row })),
+);
 if (targets.length > 0) {
   console.log('\n== targets of this run');
   for (const t of targets) {
-    console.log(`  ${`${t.bench}: ${t.name}`.padEnd(70)} ${t.ratio.toFixed(2).padStart(6)}×  target ${t.target}: ${t.met ? 'met' : 'NOT met'}`);
+    console.log(
+      `  ${`${t.bench}: ${t.name}`.padEnd(70)} ${t.ratio.toFixed(2).padStart(6)}×  target ${t.target}: ` +
+        `${t.met ? 'met' : 'NOT met'}`,
+    );
   }
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'summary.json'), `${JSON.stringify({ at: startedAt, targets }, null, 2)}\n`);

@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const INLINED = new Set(['commander', 'yaml', 'zod']);
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const external = Object.keys(pkg.dependencies).filter((d) => !INLINED.has(d)).flatMap((d) => [d, `${d}/*`]);
+const external = Object.keys(pkg.dependencies)
+  .filter((d) => !INLINED.has(d))
+  .flatMap((d) => [d, `${d}/*`]);
 const out = join(root, 'dist');
 
 mkdirSync(out, { recursive: true });
@@ -30,7 +32,9 @@ const result = await build({
   logLevel: 'warning',
   // CommonJS code inlined into an ES module needs a require of its own.
   banner: {
-    js: "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);",
+    js:
+      "import { createRequire as __berthRequire } from 'node:module'; " +
+      'const require = __berthRequire(import.meta.url);',
   },
 });
 // Chunks of earlier builds go (not the whole of dist/ first: a CLI already running keeps its files).

@@ -27,6 +27,13 @@ console.log(formatReport(report));
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results', 'chaos');
 mkdirSync(dir, { recursive: true });
 const file = join(dir, `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ command: `make chaos SEED=${seed} DURATION=${durationS} CONCURRENCY=${concurrency}`, ...report }, null, 2) + '\n');
+writeFileSync(
+  file,
+  JSON.stringify(
+    { command: `make chaos SEED=${seed} DURATION=${durationS} CONCURRENCY=${concurrency}`, ...report },
+    null,
+    2,
+  ) + '\n',
+);
 console.log(`report: ${file}`);
 process.exit(report.leaks === 0 && report.unexpected.length === 0 ? 0 : 1);

@@ -15,9 +15,23 @@ def process(x):
     return {"out": x + 1, "threads": os.environ["OMP_NUM_THREADS"]}
 `;
 const call = client.run({
-  placement: { $case: 'ask', value: { cpus: 2, gpus: 0, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } },
+  placement: {
+    $case: 'ask',
+    value: {
+      cpus: 2,
+      gpus: 0,
+      label,
+      policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+      node: '',
+      runId: '',
+      env: {},
+    },
+  },
   payload: { $case: 'source', value: { source, kwargs: { x: 1 } } },
-  flow: 'demo', node: 'inc', runId: 'r1', timeoutMs: 30_000,
+  flow: 'demo',
+  node: 'inc',
+  runId: 'r1',
+  timeoutMs: 30_000,
 });
 call.on('data', (r: RunResponse) => console.log(JSON.stringify(r.kind)));
 call.on('error', (e) => {

@@ -18,13 +18,21 @@ const rounds = Number(process.argv[2] ?? 3);
 const idle = Number(process.argv[3] ?? 2);
 const dir = mkdtempSync(join(tmpdir(), 'berth-times-'));
 const config = join(dir, 'berth.yaml');
-writeFileSync(config, `provisioners:
-  - { name: hpct, kind: slurm, shapes: [{ cpus: 2, gpus: 0, ram_mb: 500, labels: [hpc] }], max_machines: 1, idle_timeout: ${idle} }
-`);
-const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config, stateDir: dir }, {}), { cpus: 1, gpuIds: [] });
+writeFileSync(
+  config,
+  `provisioners:
+  - { name: hpct, kind: slurm, shapes: [{ cpus: 2, gpus: 0, ram_mb: 500, labels: [hpc] }], max_machines: 1, \
+idle_timeout: ${idle} }
+`,
+);
+const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config, stateDir: dir }, {}), {
+  cpus: 1,
+  gpuIds: [],
+});
 await server.start();
 const client = new PlacementServiceClient(server.address, credentials.createInsecure());
-const inQueue = (id: string) => execFileSync('squeue', ['-h', '--name=berth-hpct', '-o', '%i'], { encoding: 'utf8' }).split('\n').includes(id);
+const inQueue = (id: string) =>
+  execFileSync('squeue', ['-h', '--name=berth-hpct', '-o', '%i'], { encoding: 'utf8' }).split('\n').includes(id);
 
 const results: { grantMs: number; givebackMs: number; job: string }[] = [];
 for (let i = 0; i < rounds; i++) {
@@ -33,7 +41,12 @@ for (let i = 0; i < rounds; i++) {
   const machine = await new Promise<string>((resolve, reject) => {
     call.on('data', (r: ClaimResponse) => r.kind?.$case === 'granted' && resolve(r.kind.value.machine));
     call.on('error', reject);
-    call.write({ kind: { $case: 'ask', value: { cpus: 2, gpus: 0, label: 'hpc', policy: Policy.POLICY_REQUIRE, node: `n${i}`, runId: '', env: {} } } });
+    call.write({
+      kind: {
+        $case: 'ask',
+        value: { cpus: 2, gpus: 0, label: 'hpc', policy: Policy.POLICY_REQUIRE, node: `n${i}`, runId: '', env: {} },
+      },
+    });
   });
   const grantMs = performance.now() - t0;
   const job = machine.replace('hpct-', '');

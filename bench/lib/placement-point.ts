@@ -10,8 +10,9 @@
  * plus 1 GPU on GPU machines). Waiters in turn {16 cpu}, {1 cpu, 4 gpu}, {16 cpu, require gpu},
  * {8 cpu, 4 gpu, prefer gpu} — none fits anywhere, all can be held by some machine. Measured asks
  * in turn {2 cpu, 1 gpu}, {4 cpu}, {1 cpu, 2 gpu, prefer gpu}, {8 cpu}; each must be granted at once.
- * Env: BENCH_PLACEMENT_OPS (default 20000: p99 over at least 5,000 as issue 9 asks; more ops steady it), BENCH_PLACEMENT_BUDGET_MS (default 20000: a point
- * stops queueing or measuring past it and says so; used only to bound runs of slow code).
+ * Env: BENCH_PLACEMENT_OPS (default 20000: p99 over at least 5,000 as issue 9 asks; more ops steady it),
+ * BENCH_PLACEMENT_BUDGET_MS (default 20000: a point stops queueing or measuring past it and says so; used only to bound
+ * runs of slow code).
  */
 import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
@@ -22,8 +23,15 @@ const OPS = Number(process.env.BENCH_PLACEMENT_OPS ?? 20_000);
 const BUDGET_MS = Number(process.env.BENCH_PLACEMENT_BUDGET_MS ?? 20_000);
 const WARMUP = 2000; // past the JIT tiering of the claim path
 
-const ask = (cpus: number, gpus: number, label = '', policy: LabelPolicy = 'prefer'): NormalizedAsk =>
-  ({ cpus, gpus, label, policy, node: 'bench', runId: 'bench', env: {} });
+const ask = (cpus: number, gpus: number, label = '', policy: LabelPolicy = 'prefer'): NormalizedAsk => ({
+  cpus,
+  gpus,
+  label,
+  policy,
+  node: 'bench',
+  runId: 'bench',
+  env: {},
+});
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 const placer = new Placer({
@@ -41,7 +49,9 @@ const blockers: string[] = [];
 for (let i = 0; i < machines; i++) {
   const gpus = i % 2 === 0 ? 4 : 0;
   placer.attach({
-    name: `w${i}`, labels: i % 10 === 0 ? ['gpu'] : [], remote: true,
+    name: `w${i}`,
+    labels: i % 10 === 0 ? ['gpu'] : [],
+    remote: true,
     inventory: { cpus: 16, gpuIds: gpus ? [0, 1, 2, 3] : [] },
   });
   if (i % 8 === 3 || i % 8 === 6) {
@@ -62,9 +72,9 @@ const signals = Array.from({ length: waiters }, () => new AbortController().sign
 const onQueued = () => queued++;
 const t0 = now();
 for (let i = 0; i < waiters; i++) {
-  void placer.claim(waiterAsks[i % 4], { signal: signals[i], onQueued }).then(
-    () => { throw new Error('bench workload broken: a waiter was granted'); },
-  );
+  void placer.claim(waiterAsks[i % 4], { signal: signals[i], onQueued }).then(() => {
+    throw new Error('bench workload broken: a waiter was granted');
+  });
   if (now() - t0 > BUDGET_MS) {
     timedOut = true;
     break;
@@ -101,10 +111,19 @@ if (!timedOut) {
 }
 if (!timedOut) samples.splice(0, WARMUP);
 samples.sort((a, b) => a - b);
-const pct = (p: number) => (samples.length ? samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] : null);
-console.log(JSON.stringify({
-  machines, waiters, ops: samples.length, p50_us: pct(0.5), p99_us: pct(0.99),
-  enqueue_ms: timedOut && queued < waiters ? null : enqueueMs, queued, timed_out: timedOut,
-  floor_p99_us: floor[Math.floor(0.99 * floor.length)],
-}));
+const pct = (p: number) =>
+  samples.length ? samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] : null;
+console.log(
+  JSON.stringify({
+    machines,
+    waiters,
+    ops: samples.length,
+    p50_us: pct(0.5),
+    p99_us: pct(0.99),
+    enqueue_ms: timedOut && queued < waiters ? null : enqueueMs,
+    queued,
+    timed_out: timedOut,
+    floor_p99_us: floor[Math.floor(0.99 * floor.length)],
+  }),
+);
 process.exit(0);

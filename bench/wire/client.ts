@@ -12,7 +12,18 @@ const [address, streamsArg, warmArg, runArg] = process.argv.slice(2);
 const streams = Number(streamsArg);
 const client = new PlacementServiceClient(address, credentials.createInsecure());
 const ASK: ClaimRequest = {
-  kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: 'bench.node', runId: 'bench', env: {} } },
+  kind: {
+    $case: 'ask',
+    value: {
+      cpus: 1,
+      gpus: 0,
+      label: '',
+      policy: Policy.POLICY_UNSPECIFIED,
+      node: 'bench.node',
+      runId: 'bench',
+      env: {},
+    },
+  },
 };
 const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
 

@@ -14,7 +14,12 @@ const GRANTED: ClaimResponse = {
   kind: {
     $case: 'granted',
     value: {
-      claimId: 'c1', machine: 'engine', remote: false, clamped: false, fellBack: false, asked: { cpus: 1, gpus: 0 },
+      claimId: 'c1',
+      machine: 'engine',
+      remote: false,
+      clamped: false,
+      fellBack: false,
+      asked: { cpus: 1, gpus: 0 },
       allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' } },
     },
   },
@@ -31,7 +36,8 @@ async function echo(): Promise<{ port: number; stop: () => void }> {
     },
   } as never);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return { port, stop: () => server.forceShutdown() };
 }
 

@@ -64,7 +64,10 @@ export class WorkerAgent {
 
   readonly #state?: StateDir;
 
-  constructor(readonly options: AgentOptions, readonly log: Logger) {
+  constructor(
+    readonly options: AgentOptions,
+    readonly log: Logger,
+  ) {
     this.#state = options.stateDir ? new StateDir(options.stateDir, log) : undefined;
     this.executors = new Executors({
       groups: new GroupSet(this.#state),
@@ -77,7 +80,12 @@ export class WorkerAgent {
 
   /** Current status: attached or not, calls running, Python pools, attaches so far. */
   status(): AgentStatus {
-    return { attached: this.#attached, running: this.#session?.running ?? 0, pools: this.executors.python.pools.count, attaches: this.#attaches };
+    return {
+      attached: this.#attached,
+      running: this.#session?.running ?? 0,
+      pools: this.executors.python.pools.count,
+      attaches: this.#attaches,
+    };
   }
 
   /** Why the agent gave up (see fatalEnd); undefined while it keeps (re)connecting. */
@@ -124,7 +132,11 @@ export class WorkerAgent {
   #credentials(): ChannelCredentials {
     const t = this.options.tls;
     if (!t) return credentials.createInsecure();
-    return credentials.createSsl(readFlagFile('--tls-ca', t.ca), t.key ? readFlagFile('--tls-key', t.key) : null, t.cert ? readFlagFile('--tls-cert', t.cert) : null);
+    return credentials.createSsl(
+      readFlagFile('--tls-ca', t.ca),
+      t.key ? readFlagFile('--tls-key', t.key) : null,
+      t.cert ? readFlagFile('--tls-cert', t.cert) : null,
+    );
   }
 
   async #run(): Promise<void> {
@@ -156,7 +168,14 @@ export class WorkerAgent {
       });
       const md = new Metadata();
       if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
-      const session = new Session(client.workerStream(md), this.#hello(), this.executors, this.log, () => this.#onAttached(), this.options.welcomeTimeoutMs);
+      const session = new Session(
+        client.workerStream(md),
+        this.#hello(),
+        this.executors,
+        this.log,
+        () => this.#onAttached(),
+        this.options.welcomeTimeoutMs,
+      );
       this.#session = session;
       const end = await session.run();
       this.#attached = false;
@@ -171,7 +190,10 @@ export class WorkerAgent {
       }
       if (end.welcomed) attempt = 0;
       const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
-      this.log.warn({ reason: end.reason, retryInMs: delay }, end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying');
+      this.log.warn(
+        { reason: end.reason, retryInMs: delay },
+        end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying',
+      );
       await sleep(delay, this.#stop.signal);
     }
     if (this.#session) await this.#session.stopAll(new BerthError('cancelled', 'worker stopping'));
@@ -197,6 +219,7 @@ export function fatalEnd(end: SessionEnd, name: string): string | undefined {
   if (end.code === status.UNAUTHENTICATED) return `the server refused the token: ${said}`;
   if (end.code === status.INVALID_ARGUMENT && !end.welcomed) return `the server refused this worker: ${said}`;
   if (end.code === status.PERMISSION_DENIED) return `the server refused this worker: ${said}`;
-  if (end.code === status.FAILED_PRECONDITION) return `name '${name}' was taken over by another worker; not reconnecting`;
+  if (end.code === status.FAILED_PRECONDITION)
+    return `name '${name}' was taken over by another worker; not reconnecting`;
   return undefined;
 }

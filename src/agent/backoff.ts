@@ -15,7 +15,11 @@ export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 250, capMs: 5000 };
  * Delay before reconnect attempt `attempt` (0-based): uniform in [ceiling/2, ceiling] where
  * ceiling = min(cap, base·2^attempt). `random` is injectable for tests.
  */
-export function backoffDelay(attempt: number, o: BackoffOptions = DEFAULT_BACKOFF, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  o: BackoffOptions = DEFAULT_BACKOFF,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(o.capMs, o.baseMs * 2 ** Math.min(attempt, 30));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }

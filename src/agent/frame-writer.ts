@@ -26,7 +26,9 @@ export const LOW = 32;
 
 /** A frame's weight: the lines of a `logs` event, else 1. */
 function weight(frame: Frame): number {
-  return frame?.$case === 'event' && frame.value.kind?.$case === 'logs' ? Math.max(1, frame.value.kind.value.lines.length) : 1;
+  return frame?.$case === 'event' && frame.value.kind?.$case === 'logs'
+    ? Math.max(1, frame.value.kind.value.lines.length)
+    : 1;
 }
 
 /** Ordered, backpressure-honouring writes on one stream. */

@@ -67,7 +67,10 @@ export class Session {
     let details: string | undefined;
     let noWelcome: NodeJS.Timeout | undefined;
     const ended = new Promise<string>((resolve) => {
-      noWelcome = setTimeout(() => resolve(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`), this.welcomeTimeoutMs);
+      noWelcome = setTimeout(
+        () => resolve(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`),
+        this.welcomeTimeoutMs,
+      );
       this.#onWelcome = () => clearTimeout(noWelcome);
       this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code = err.code;
@@ -105,7 +108,14 @@ export class Session {
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
         clearInterval(this.#alive);
-        this.#alive = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: '', warmPools: this.executors.python.pools.stats() } }), this.#heartbeatMs);
+        this.#alive = setInterval(
+          () =>
+            void this.#writer.send({
+              $case: 'heartbeat',
+              value: { callId: '', warmPools: this.executors.python.pools.stats() },
+            }),
+          this.#heartbeatMs,
+        );
         this.onAttached();
         return;
       case 'call':
@@ -127,7 +137,10 @@ export class Session {
     const id = call.callId;
     if (!id || this.#running.has(id)) return; // a duplicate call id runs once
     const abort = new AbortController();
-    const beat = setInterval(() => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }), this.#heartbeatMs);
+    const beat = setInterval(
+      () => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }),
+      this.#heartbeatMs,
+    );
     this.log.info({ call: id }, 'call started');
     const batch = new EventBatcher(id, (ev) => void this.#writer.send({ $case: 'event', value: ev }));
     const done = (async () => {
@@ -140,8 +153,12 @@ export class Session {
       } catch (err) {
         batch.close();
         const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));
-        const type = e.kind === 'cancelled' ? 'Cancelled' : e.kind === 'invalid_argument' ? 'InvalidCall' : 'WorkerError';
-        await this.#writer.send({ $case: 'failure', value: toFailure(id, { type, message: e.message, traceback: '' }) });
+        const type =
+          e.kind === 'cancelled' ? 'Cancelled' : e.kind === 'invalid_argument' ? 'InvalidCall' : 'WorkerError';
+        await this.#writer.send({
+          $case: 'failure',
+          value: toFailure(id, { type, message: e.message, traceback: '' }),
+        });
         this.log.info({ call: id, reason: e.message }, 'call stopped');
       } finally {
         clearInterval(beat);
@@ -152,7 +169,12 @@ export class Session {
   }
 
   async #compile(requestId: string, source: string, filename: string): Promise<void> {
-    const failure = await this.executors.compile(source, filename).catch((e: unknown) => ({ type: 'WorkerError', message: String(e), traceback: '' }));
-    await this.#writer.send({ $case: 'compileResult', value: { requestId, ok: !failure, failure: failure ? toFailure('', failure) : undefined } });
+    const failure = await this.executors
+      .compile(source, filename)
+      .catch((e: unknown) => ({ type: 'WorkerError', message: String(e), traceback: '' }));
+    await this.#writer.send({
+      $case: 'compileResult',
+      value: { requestId, ok: !failure, failure: failure ? toFailure('', failure) : undefined },
+    });
   }
 }

@@ -32,7 +32,10 @@ export class StateDir implements GroupRecorder {
   #own?: string;
 
   /** @param dir created when missing (mode 0700) */
-  constructor(readonly dir: string, readonly log: Logger) {}
+  constructor(
+    readonly dir: string,
+    readonly log: Logger,
+  ) {}
 
   /**
    * Ends what dead predecessors left: for each `agent-*` record whose agent no longer runs, every

@@ -58,8 +58,10 @@ export function resolveClientOptions(flags: ClientFlags, env: NodeJS.ProcessEnv 
     names[key] = flags[key as keyof ClientFlags] !== undefined ? flag : envName;
   }
   const o: ClientOptions = parseOptions(schema, raw, names);
-  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
-  if (o.tlsCert && !o.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
+  if ((o.tlsCert === undefined) !== (o.tlsKey === undefined))
+    throw new OptionsError('--tls-cert and --tls-key must be given together');
+  if (o.tlsCert && !o.tlsCa)
+    throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
   return o;
 }
 

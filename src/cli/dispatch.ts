@@ -65,7 +65,9 @@ function plural(n: number, word: string): string {
 export function checkFits(jobs: readonly Job[], most: number, where: string): void {
   const tooBig = jobs.filter((j) => j.devices > most);
   if (tooBig.length === 0) return;
-  const lines = tooBig.map((j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${plural(j.devices, 'device')} but ${where}`);
+  const lines = tooBig.map(
+    (j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${plural(j.devices, 'device')} but ${where}`,
+  );
   throw new BatchError(`${lines.join('\n')}\nnothing was started`);
 }
 
@@ -83,7 +85,11 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
   for (const j of jobs) {
     const key = Object.keys(j.env).find((k) => reserved.has(k));
     if (key !== undefined) {
-      throw new BatchError(`job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`);
+      throw new BatchError(
+        `job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: ` +
+          `set by dispatch from the devices the job gets (SPEC R8); ` +
+          `a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`,
+      );
     }
   }
 }
@@ -97,31 +103,45 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   let maxInFlight: number;
   const junit = o.junit !== undefined ? checkReportFile(o.junit) : undefined;
   if (o.server !== undefined) {
-    if (o.devices !== undefined) throw new OptionsError('--devices: not used with --server, where berth picks the devices');
+    if (o.devices !== undefined)
+      throw new OptionsError('--devices: not used with --server, where berth picks the devices');
     maxInFlight = o.jobs === 'auto' ? jobs.length : o.jobs;
     // Loaded only here: without --server, dispatch never loads gRPC (issue 11: a small, fast process).
-    const [{ authMetadata, channelCredentials, resolveClientOptions }, { RemoteRunner }, { largestMachine }] = await Promise.all([
-      import('./client.js'), import('../dispatch/remote-runner.js'), import('../dispatch/remote-outcome.js'),
-    ]);
+    const [{ authMetadata, channelCredentials, resolveClientOptions }, { RemoteRunner }, { largestMachine }] =
+      await Promise.all([
+        import('./client.js'),
+        import('../dispatch/remote-runner.js'),
+        import('../dispatch/remote-outcome.js'),
+      ]);
     const client = resolveClientOptions({
-      server: o.server, token: flags.token as string | undefined,
-      tlsCa: flags.tlsCa as string | undefined, tlsCert: flags.tlsCert as string | undefined, tlsKey: flags.tlsKey as string | undefined,
+      server: o.server,
+      token: flags.token as string | undefined,
+      tlsCa: flags.tlsCa as string | undefined,
+      tlsCert: flags.tlsCert as string | undefined,
+      tlsKey: flags.tlsKey as string | undefined,
     });
     const remote = new RemoteRunner(o.server, o.deviceEnv, authMetadata(client.token), channelCredentials(client));
     runner = remote;
     process.stderr.write(`berth dispatch: connecting to ${o.server}…\n`);
     try {
       const big = largestMachine(await remote.snapshot());
-      checkFits(jobs, big.devices, `the largest machine of berth at ${o.server} has ${big.devices === 0 ? 'no devices' : `${plural(big.devices, 'device')} (${big.name})`}`);
+      checkFits(
+        jobs,
+        big.devices,
+        `the largest machine of berth at ${o.server} has ` +
+          `${big.devices === 0 ? 'no devices' : `${plural(big.devices, 'device')} (${big.name})`}`,
+      );
     } catch (e) {
       runner.close();
       throw e;
     }
   } else {
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
-    const hint = o.devices === undefined && pool.size === 0
-      ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, e.g. --devices 0-3'
-      : '';
+    const hint =
+      o.devices === undefined && pool.size === 0
+        ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, ' +
+          'e.g. --devices 0-3'
+        : '';
     checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);
     maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
@@ -135,7 +155,10 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   }
   const out = process.stdout;
   const where = pool === null ? `berth at ${o.server}` : `devices ${pool.size === 0 ? 'none' : formatRange(pool.all)}`;
-  out.write(`berth dispatch: ${plural(jobs.length, 'job')} on ${where}, -j ${maxInFlight}, ${o.overtakes > 0 ? `backfill (≤ ${o.overtakes} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`);
+  out.write(
+    `berth dispatch: ${plural(jobs.length, 'job')} on ${where}, -j ${maxInFlight}, ` +
+      `${o.overtakes > 0 ? `backfill (≤ ${o.overtakes} overtakes)` : 'strict FIFO'}; logs in ${logDir}\n`,
+  );
 
   const reporter = new ConsoleReporter(out, out.isTTY === true, jobs.length, o.tailLines);
   const abort = new AbortController();
@@ -152,10 +175,21 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
   process.on('SIGTERM', onSignal);
   const t0 = Date.now();
   try {
-    const results = await runBatch(jobs, runner, {
-      pool, maxInFlight, backfill: o.overtakes, failFast: o.failFast, graceMs: o.grace * 1000,
-      batchTimeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000, logDir,
-    }, reporter, abort.signal);
+    const results = await runBatch(
+      jobs,
+      runner,
+      {
+        pool,
+        maxInFlight,
+        backfill: o.overtakes,
+        failFast: o.failFast,
+        graceMs: o.grace * 1000,
+        batchTimeoutMs: o.timeout === undefined ? undefined : o.timeout * 1000,
+        logDir,
+      },
+      reporter,
+      abort.signal,
+    );
     const wallMs = Date.now() - t0;
     reporter.end();
     out.write(summaryText(results, logDir, wallMs));
@@ -179,10 +213,17 @@ export function dispatchCommand(): Command {
     .description(COMMANDS.dispatch.description)
     .argument('<file>', 'batch file (YAML or JSON): { jobs: [...] } or a list of jobs')
     .option('--devices <ids>', 'device ids to hand out, e.g. 0-7 or 0,2,5 (default: GPUs detected on this host)')
-    .option('-j, --jobs <n|auto>', 'most jobs at once; auto = number of devices, min(cores, devices) for a *sim platform', 'auto')
+    .option(
+      '-j, --jobs <n|auto>',
+      'most jobs at once; auto = number of devices, min(cores, devices) for a *sim platform',
+      'auto',
+    )
     .option('--fail-fast', 'on the first failure skip the rest and stop running jobs')
     .option('--backfill', 'let a later job that fits the free devices start ahead of a blocked one')
-    .option('--max-overtakes <n>', 'with --backfill: most later jobs that may start ahead of one blocked job (default 10)')
+    .option(
+      '--max-overtakes <n>',
+      'with --backfill: most later jobs that may start ahead of one blocked job (default 10)',
+    )
     .option('--timeout <s>', 'whole-batch timeout in seconds; running jobs are stopped, the rest skipped')
     .option('--grace <s>', 'seconds between SIGTERM and SIGKILL when stopping a job', '5')
     .option('--device-env <name>', 'variable receiving the device ids, comma-separated', 'CUDA_VISIBLE_DEVICES')

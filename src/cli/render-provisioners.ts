@@ -29,7 +29,10 @@ export function renderProvisioners(provisioners: ProvisionerStatus[]): string[] 
     if (p.lastError) out.push(`  last error: ${p.lastError}`);
     for (const m of p.machines) {
       const name = (m.name || '(requesting)').padEnd(16);
-      out.push(`  ${name} ${(STATE[m.state] ?? '?').padEnd(8)} ${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`);
+      out.push(
+        `  ${name} ${(STATE[m.state] ?? '?').padEnd(8)} ` +
+          `${m.engineId || '-'}  ${m.detail}  ${(m.sinceMs / 1000).toFixed(1)}s`,
+      );
     }
   }
   return out;

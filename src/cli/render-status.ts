@@ -21,50 +21,82 @@ function secs(ms: number): string {
 export function renderStatus(raw: GetSnapshotResponse): string {
   const s = printableDeep(raw);
   const out: string[] = [];
-  out.push(headed(
-    ['MACHINE', 'KIND', 'LABELS', 'CPUS FREE/TOTAL', 'GPUS FREE/TOTAL', 'FREE GPU IDS', 'RAM MB FREE/TOTAL', 'CLAIMS', 'CALLS'],
-    s.machines.map((m) => [
-      m.name,
-      m.remote ? 'worker' : 'engine',
-      m.labels.join(',') || '-',
-      `${m.free?.cpus ?? 0}/${m.total?.cpus ?? 0}`,
-      `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,
-      formatRange(m.freeGpuIds) || '-',
-      m.total?.ramMb === undefined ? 'unlimited' : `${m.free?.ramMb ?? 0}/${m.total.ramMb}`,
-      String(m.claims),
-      m.maxParallel ? `${m.runningCalls}/${m.maxParallel}` : String(m.runningCalls),
-    ]),
-  ));
+  out.push(
+    headed(
+      [
+        'MACHINE',
+        'KIND',
+        'LABELS',
+        'CPUS FREE/TOTAL',
+        'GPUS FREE/TOTAL',
+        'FREE GPU IDS',
+        'RAM MB FREE/TOTAL',
+        'CLAIMS',
+        'CALLS',
+      ],
+      s.machines.map((m) => [
+        m.name,
+        m.remote ? 'worker' : 'engine',
+        m.labels.join(',') || '-',
+        `${m.free?.cpus ?? 0}/${m.total?.cpus ?? 0}`,
+        `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,
+        formatRange(m.freeGpuIds) || '-',
+        m.total?.ramMb === undefined ? 'unlimited' : `${m.free?.ramMb ?? 0}/${m.total.ramMb}`,
+        String(m.claims),
+        m.maxParallel ? `${m.runningCalls}/${m.maxParallel}` : String(m.runningCalls),
+      ]),
+    ),
+  );
   out.push('');
   if (s.waiting.length === 0) out.push('waiting: none');
   else {
     out.push(`waiting: ${s.waiting.length}`);
-    out.push(headed(
-      ['#', 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
-      s.waiting.map((w) => [
-        String(w.reason?.position ?? ''),
-        w.node || w.claimId,
-        w.runId || '-',
-        `${w.reason?.detail ?? ''}${w.label ? ` with label ${w.label}` : ''}`, // a claim waiting for a label says so (issue 13)
-        w.reason?.bestMachine ? `${w.reason.bestMachine} (${w.reason.bestFree?.cpus ?? 0} cpu, ${w.reason.bestFree?.gpus ?? 0} gpu)` : '-',
-        String(w.reason?.machinesAble ?? 0),
-        secs(w.waitedMs),
-      ]),
-    ));
+    out.push(
+      headed(
+        ['#', 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
+        s.waiting.map((w) => [
+          String(w.reason?.position ?? ''),
+          w.node || w.claimId,
+          w.runId || '-',
+          // a claim waiting for a label says so (issue 13)
+          `${w.reason?.detail ?? ''}${w.label ? ` with label ${w.label}` : ''}`,
+          w.reason?.bestMachine
+            ? `${w.reason.bestMachine} (${w.reason.bestFree?.cpus ?? 0} cpu, ${w.reason.bestFree?.gpus ?? 0} gpu)`
+            : '-',
+          String(w.reason?.machinesAble ?? 0),
+          secs(w.waitedMs),
+        ]),
+      ),
+    );
   }
   out.push('');
   if (s.held.length === 0) out.push('held: none');
   else {
     out.push(`held: ${s.held.length}`);
-    out.push(headed(['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'], s.held.map((h) => [
-      h.claimId, h.node || '-', h.machine, String(h.allocation?.cpus ?? 0), formatRange(h.allocation?.gpuIds ?? []) || '-', secs(h.heldMs),
-    ])));
+    out.push(
+      headed(
+        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'],
+        s.held.map((h) => [
+          h.claimId,
+          h.node || '-',
+          h.machine,
+          String(h.allocation?.cpus ?? 0),
+          formatRange(h.allocation?.gpuIds ?? []) || '-',
+          secs(h.heldMs),
+        ]),
+      ),
+    );
   }
   out.push('');
   if (s.calls.length === 0) out.push('calls in flight: none');
   else {
     out.push(`calls in flight: ${s.calls.length}`);
-    out.push(headed(['CALL', 'MACHINE', 'ELAPSED'], s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)])));
+    out.push(
+      headed(
+        ['CALL', 'MACHINE', 'ELAPSED'],
+        s.calls.map((c) => [c.callId, c.machine, secs(c.elapsedMs)]),
+      ),
+    );
   }
   out.push(...renderProvisioners(s.provisioners));
   return out.join('\n');

@@ -22,24 +22,55 @@ export function serveCommand(): Command {
     .option('--engine-name <name>', 'machine name of the engine host [env BERTH_ENGINE_NAME] (default engine)')
     .option('--engine-labels <a,b>', 'labels of the engine host [env BERTH_ENGINE_LABELS]')
     .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')
-    .option('--reconnect-grace <s>', 'seconds a detached worker label (and, after the server starts, any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)')
+    .option(
+      '--reconnect-grace <s>',
+      'seconds a detached worker label (and, after the server starts, ' +
+        'any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)',
+    )
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
     .option('--tls-ca <file>', 'require client certificates signed by this CA (mutual TLS) [env BERTH_TLS_CA]')
-    .option('--worker-tokens <file>', 'YAML map of worker name: token; a worker must attach under its token\'s name; re-read on SIGHUP [env BERTH_WORKER_TOKENS]')
-    .option('--client-tokens <file>', 'YAML map of client name: token; clients act only on their own claims and runs; re-read on SIGHUP [env BERTH_CLIENT_TOKENS]')
-    .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and the live status page / on this HTTP address, e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
-    .option('--config <file>', 'YAML file with serve options (snake_case) and provisioners; flags and env override it [env BERTH_CONFIG]')
-    .option('--state-dir <dir>', 'where started workers log [env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)')
-    .option('--advertise <host:port>', 'address started workers dial [env BERTH_ADVERTISE] (default the listen address)')
+    .option(
+      '--worker-tokens <file>',
+      "YAML map of worker name: token; a worker must attach under its token's name; " +
+        're-read on SIGHUP [env BERTH_WORKER_TOKENS]',
+    )
+    .option(
+      '--client-tokens <file>',
+      'YAML map of client name: token; clients act only on their own claims and runs; ' +
+        're-read on SIGHUP [env BERTH_CLIENT_TOKENS]',
+    )
+    .option(
+      '--metrics-listen <host:port>',
+      'serve Prometheus /metrics and the live status page / on this HTTP address, ' +
+        'e.g. 127.0.0.1:9464 [env BERTH_METRICS_LISTEN] (default off)',
+    )
+    .option(
+      '--log-level <level>',
+      'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)',
+    )
+    .option(
+      '--config <file>',
+      'YAML file with serve options (snake_case) and provisioners; flags and env override it [env BERTH_CONFIG]',
+    )
+    .option(
+      '--state-dir <dir>',
+      'where started workers log [env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)',
+    )
+    .option(
+      '--advertise <host:port>',
+      'address started workers dial [env BERTH_ADVERTISE] (default the listen address)',
+    )
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
       routeGrpcLogs(log);
       const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
-      log.info({ machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb }, 'engine inventory');
+      log.info(
+        { machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb },
+        'engine inventory',
+      );
       const server = new BerthServer(options, engine, { log });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {

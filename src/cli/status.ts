@@ -13,7 +13,10 @@ import { renderStatus } from './render-status.js';
 
 function fetchSnapshot(client: PlacementServiceClient, token: string | undefined): Promise<GetSnapshotResponse> {
   return new Promise((resolve, reject) =>
-    client.getSnapshot({}, authMetadata(token), { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res!))));
+    client.getSnapshot({}, authMetadata(token), { deadline: Date.now() + 10_000 }, (err, res) =>
+      err ? reject(err) : resolve(res!),
+    ),
+  );
 }
 
 /** The `status` command. Exits 1 when the server cannot be reached, naming the address. */
@@ -57,8 +60,11 @@ export function statusCommand(): Command {
       const tick = flags.json ? undefined : setInterval(redraw, 1000);
       let interrupted = false;
       await new Promise<void>((resolve, reject) => {
-        const gone = (why: string) => reject(new Error(`berth at ${opts.server} went away (${why}); the last status above is stale`));
-        stream.on('error', (e: { code?: number; details?: string }) => (interrupted ? resolve() : gone(e.details ?? 'stream error')));
+        const gone = (why: string) =>
+          reject(new Error(`berth at ${opts.server} went away (${why}); the last status above is stale`));
+        stream.on('error', (e: { code?: number; details?: string }) =>
+          interrupted ? resolve() : gone(e.details ?? 'stream error'),
+        );
         stream.on('end', () => (interrupted ? resolve() : gone('server ended the stream')));
         const stop = () => {
           interrupted = true;

@@ -16,26 +16,68 @@ export function workerCommand(): Command {
   return new Command('worker')
     .description(COMMANDS.worker.description)
     .option('--server <host:port>', 'berth server to attach to [env BERTH_SERVER] (default 127.0.0.1:50051)')
-    .option('--name <name>', 'machine name; re-attaching under a name replaces it [env BERTH_WORKER_NAME] (default: host name)')
+    .option(
+      '--name <name>',
+      'machine name; re-attaching under a name replaces it [env BERTH_WORKER_NAME] (default: host name)',
+    )
     .option('--labels <a,b>', 'labels this machine carries, e.g. gpu,a100 [env BERTH_WORKER_LABELS]')
     .option('--cpus <n>', 'cores to offer, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "GPU ids to offer as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
     .option('--ram-mb <mb>', 'memory to offer in MB [env BERTH_RAM_MB]')
     .option('--max-parallel <k>', 'most calls at once, 0 = unlimited [env BERTH_MAX_PARALLEL] (default 0)')
-    .option('--grace <s>', 'seconds between SIGTERM and SIGKILL when a call is cancelled [env BERTH_GRACE] (default 10)')
+    .option(
+      '--grace <s>',
+      'seconds between SIGTERM and SIGKILL when a call is cancelled [env BERTH_GRACE] (default 10)',
+    )
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
-    .option('--state-dir <dir>', 'where this worker records the process groups it runs; on start it ends what a killed predecessor left there [env BERTH_STATE_DIR] (default ~/.local/state/berth/worker-<name>@<server>)')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)')
-    .addHelpText('after', '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4')
+    .option(
+      '--state-dir <dir>',
+      'where this worker records the process groups it runs; on start it ends what a killed predecessor left ' +
+        'there [env BERTH_STATE_DIR] (default ~/.local/state/berth/worker-<name>@<server>)',
+    )
+    .option(
+      '--log-level <level>',
+      'fatal|error|warn|info|debug|trace|silent, any case [env BERTH_LOG_LEVEL] (default info)',
+    )
+    .addHelpText(
+      'after',
+      '\nThe token, when the server requires one, is read from BERTH_TOKEN.\n\nExample:\n' +
+        '  berth worker --server 10.0.0.5:50051 --name gpu1 --labels gpu --gpus 0-3 --max-parallel 4',
+    )
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
-      log.info({ name: o.name, server: o.server, labels: o.labels, cpus: inventory.cpus, gpus: formatRange(inventory.gpuIds), ramMb: inventory.ramMb, maxParallel: o.maxParallel, version: AGENT_VERSION }, 'berth worker starting');
-      const agent = new WorkerAgent({ server: o.server, name: o.name, labels: o.labels, inventory, maxParallel: o.maxParallel, graceMs: o.grace * 1000, token: o.token, tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined, stateDir: o.stateDir }, log);
+      log.info(
+        {
+          name: o.name,
+          server: o.server,
+          labels: o.labels,
+          cpus: inventory.cpus,
+          gpus: formatRange(inventory.gpuIds),
+          ramMb: inventory.ramMb,
+          maxParallel: o.maxParallel,
+          version: AGENT_VERSION,
+        },
+        'berth worker starting',
+      );
+      const agent = new WorkerAgent(
+        {
+          server: o.server,
+          name: o.name,
+          labels: o.labels,
+          inventory,
+          maxParallel: o.maxParallel,
+          graceMs: o.grace * 1000,
+          token: o.token,
+          tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined,
+          stateDir: o.stateDir,
+        },
+        log,
+      );
       agent.start();
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { type z } from 'zod';
+import type { z } from 'zod';
 import { cannotRead, OptionsError } from './fields.js';
 import { provisionersSchema, type ProvisionerConfig } from './provisioner-options.js';
 
@@ -74,7 +74,8 @@ function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) 
   const issue = r.error.issues[0] as z.core.$ZodIssue & { keys?: string[] };
   const path = ['provisioners', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
   // ['provisioners', 0, 'shapes'] → provisioners[0].shapes
-  const label = (p: (string | number)[]) => p.map((x, i) => (typeof x === 'number' ? `[${x}]` : i ? `.${x}` : x)).join('');
+  const label = (p: (string | number)[]) =>
+    p.map((x, i) => (typeof x === 'number' ? `[${x}]` : i ? `.${x}` : x)).join('');
   if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
     const key = issue.keys[0];
     const node = doc.getIn(path, true);

@@ -58,7 +58,10 @@ const schema = z.object({
   maxOvertakes: numberFlag({ whole: true, min: 1, max: 1_000_000 }).optional(),
   timeout: numberFlag({ min: 0, above: true, max: MAX_SECONDS }).optional(),
   grace: numberFlag({ min: 0, max: MAX_SECONDS }).default(5),
-  deviceEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a variable name such as CUDA_VISIBLE_DEVICES').default(DEFAULT_DEVICE_ENV),
+  deviceEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected a variable name such as CUDA_VISIBLE_DEVICES')
+    .default(DEFAULT_DEVICE_ENV),
   platform: z.string().trim().min(1, 'must not be empty').optional(),
   junit: z.string().min(1, 'must not be empty').optional(),
   server: address.optional(),
@@ -73,8 +76,19 @@ const schema = z.object({
 export type DispatchOptions = Omit<z.output<typeof schema>, 'maxOvertakes'> & { overtakes: number };
 
 const FLAGS: Record<string, string> = {
-  devices: '--devices', jobs: '-j/--jobs', failFast: '--fail-fast', backfill: '--backfill', maxOvertakes: '--max-overtakes', timeout: '--timeout', grace: '--grace',
-  deviceEnv: '--device-env', platform: '--platform', junit: '--junit', server: '--server', logDir: '--log-dir', tailLines: '--tail-lines',
+  devices: '--devices',
+  jobs: '-j/--jobs',
+  failFast: '--fail-fast',
+  backfill: '--backfill',
+  maxOvertakes: '--max-overtakes',
+  timeout: '--timeout',
+  grace: '--grace',
+  deviceEnv: '--device-env',
+  platform: '--platform',
+  junit: '--junit',
+  server: '--server',
+  logDir: '--log-dir',
+  tailLines: '--tail-lines',
 };
 
 /**
@@ -84,7 +98,8 @@ const FLAGS: Record<string, string> = {
 export function resolveDispatchOptions(flags: Record<string, unknown>): DispatchOptions {
   const raw = Object.fromEntries(Object.entries(flags).filter(([k, v]) => k in FLAGS && v !== undefined));
   const { maxOvertakes, ...o } = parseOptions(schema, raw, FLAGS);
-  if (maxOvertakes !== undefined && !o.backfill) throw new OptionsError(`--max-overtakes: only used with --backfill (got ${maxOvertakes})`);
+  if (maxOvertakes !== undefined && !o.backfill)
+    throw new OptionsError(`--max-overtakes: only used with --backfill (got ${maxOvertakes})`);
   return { ...o, overtakes: o.backfill ? (maxOvertakes ?? DEFAULT_MAX_OVERTAKES) : 0 };
 }
 
@@ -94,6 +109,6 @@ export function resolveDispatchOptions(flags: Record<string, unknown>): Dispatch
  */
 export function jobsLimit(jobs: number | 'auto', devices: number, cores: number, platform?: string): number {
   if (jobs !== 'auto') return jobs;
-  const n = platform !== undefined && platform.endsWith('sim') ? Math.min(cores, devices) : devices;
+  const n = platform?.endsWith('sim') ? Math.min(cores, devices) : devices;
   return Math.max(1, n);
 }

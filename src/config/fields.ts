@@ -8,22 +8,34 @@ import { LOG_LEVELS } from '../log/levels.js';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
-export const address = z.string().trim().refine((s) => {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*):(\d{1,5})$/.exec(s);
-  return m !== null && Number(m[2]) <= 65535;
-}, 'expected host:port, e.g. 127.0.0.1:50051');
+export const address = z
+  .string()
+  .trim()
+  .refine((s) => {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})$/.exec(s);
+    return m !== null && Number(m[2]) <= 65535;
+  }, 'expected host:port, e.g. 127.0.0.1:50051');
 
 /** Turns a numeric flag/env string into a number; anything else is left for the schema to refuse. */
 const numeric = (v: unknown) => (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
 
 /** A whole number from a flag or env string; `min` and `max` inclusive. */
 export function wholeNumber(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return z.preprocess(numeric, z.number({ error: 'expected a whole number' })
-    .int('expected a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+  return z.preprocess(
+    numeric,
+    z
+      .number({ error: 'expected a whole number' })
+      .int('expected a whole number')
+      .min(min, `must be at least ${min}`)
+      .max(max, `must be at most ${max}`),
+  );
 }
 
 /** A non-negative number of seconds (decimals allowed). */
-export const seconds = z.preprocess(numeric, z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'));
+export const seconds = z.preprocess(
+  numeric,
+  z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'),
+);
 
 /**
  * A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4), for every command's
@@ -44,7 +56,10 @@ export const deviceRange = z.string().transform((s, ctx) => {
     return z.NEVER;
   }
   if (ids.length > MAX_DEVICES) {
-    ctx.addIssue({ code: 'custom', message: `${ids.length} device ids; at most ${MAX_DEVICES} (ids 0-${MAX_DEVICE_ID})` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `${ids.length} device ids; at most ${MAX_DEVICES} (ids 0-${MAX_DEVICE_ID})`,
+    });
     return z.NEVER;
   }
   return ids;
@@ -79,14 +94,17 @@ export function readFlagFile(flag: string, path: string): Buffer {
 }
 
 /** A file that exists and can be read now (a PEM file, a batch file). */
-export const readableFile = z.string().min(1, 'must not be empty').superRefine((path, ctx) => {
-  try {
-    if (statSync(path).isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
-    accessSync(path, constants.R_OK);
-  } catch (e) {
-    ctx.addIssue({ code: 'custom', message: cannotRead(path, e) });
-  }
-});
+export const readableFile = z
+  .string()
+  .min(1, 'must not be empty')
+  .superRefine((path, ctx) => {
+    try {
+      if (statSync(path).isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+      accessSync(path, constants.R_OK);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: cannotRead(path, e) });
+    }
+  });
 
 /** A log level, any case (`INFO` = `info`): fatal, error, warn, info, debug, trace or silent. */
 export const logLevel = z.preprocess(
@@ -95,8 +113,15 @@ export const logLevel = z.preprocess(
 );
 
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */
-export const labelList = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
-  .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'labels are letters, digits, _ . -')));
+export const labelList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'labels are letters, digits, _ . -')));
 
 /**
  * Thrown when options do not validate; `message` names the flag and the value, e.g.
@@ -113,7 +138,11 @@ export class OptionsError extends Error {
  * Validates raw options against `schema`; on failure throws OptionsError naming the first bad
  * flag (`flags` maps option keys to flag names such as `--cpus` or env names) and its value.
  */
-export function parseOptions<S extends z.ZodType>(schema: S, raw: Record<string, unknown>, flags: Record<string, string>): z.output<S> {
+export function parseOptions<S extends z.ZodType>(
+  schema: S,
+  raw: Record<string, unknown>,
+  flags: Record<string, string>,
+): z.output<S> {
   const r = schema.safeParse(raw);
   if (r.success) return r.data;
   const issue = r.error.issues[0];
@@ -128,10 +157,14 @@ export type FlagTable = Record<string, readonly [flag: string, env: string]>;
 
 /**
  * Validates options taken from flags, then env vars (`table`), then a config file's values (named
- * by file and line), then the schema's defaults; an empty env var counts as unset. @throws OptionsError naming the flag or env var and its value.
+ * by file and line), then the schema's defaults; an empty env var counts as unset. @throws OptionsError naming the flag
+ * or env var and its value.
  */
 export function resolveOptions<S extends z.ZodType>(
-  schema: S, table: FlagTable, flags: Record<string, unknown>, env: NodeJS.ProcessEnv,
+  schema: S,
+  table: FlagTable,
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
   file?: { values: Record<string, unknown>; names: Record<string, string> },
 ): z.output<S> {
   const raw: Record<string, unknown> = {};

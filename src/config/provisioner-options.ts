@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { seconds, wholeNumber } from './fields.js';
 
-const name = z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'names are letters, digits, _ . -');
+const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -');
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
 export const shapeSchema = z.strictObject({
@@ -15,21 +15,23 @@ export const shapeSchema = z.strictObject({
   labels: z.array(name).default([]),
 });
 
-const provisionerSchema = z.strictObject({
-  name,
-  kind: z.enum(['slurm', 'local'], { error: 'expected slurm or local' }),
-  partition: name.optional(),
-  shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
-  max_machines: wholeNumber(1, 10_000).default(1),
-  idle_timeout: seconds.default(60),
-  start_timeout: seconds.default(300),
-  sbatch_args: z.array(z.string()).default([]),
-}).superRefine((p, ctx) => {
-  const refuse = (key: string, message: string) => ctx.addIssue({ code: 'custom', path: [key], message });
-  if (p.kind === 'local' && !p.shapes) refuse('shapes', 'a local provisioner needs shapes');
-  if (p.kind !== 'slurm' && p.partition !== undefined) refuse('partition', 'only for kind slurm');
-  if (p.kind !== 'slurm' && p.sbatch_args.length) refuse('sbatch_args', 'only for kind slurm');
-});
+const provisionerSchema = z
+  .strictObject({
+    name,
+    kind: z.enum(['slurm', 'local'], { error: 'expected slurm or local' }),
+    partition: name.optional(),
+    shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
+    max_machines: wholeNumber(1, 10_000).default(1),
+    idle_timeout: seconds.default(60),
+    start_timeout: seconds.default(300),
+    sbatch_args: z.array(z.string()).default([]),
+  })
+  .superRefine((p, ctx) => {
+    const refuse = (key: string, message: string) => ctx.addIssue({ code: 'custom', path: [key], message });
+    if (p.kind === 'local' && !p.shapes) refuse('shapes', 'a local provisioner needs shapes');
+    if (p.kind !== 'slurm' && p.partition !== undefined) refuse('partition', 'only for kind slurm');
+    if (p.kind !== 'slurm' && p.sbatch_args.length) refuse('sbatch_args', 'only for kind slurm');
+  });
 
 /** The whole list; names must be unique. */
 export const provisionersSchema = z.array(provisionerSchema).superRefine((list, ctx) => {

@@ -9,7 +9,18 @@ import { z } from 'zod';
 import { readTokenFile } from './token-file.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
-import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
+import {
+  address,
+  deviceRange,
+  type FlagTable,
+  labelList,
+  logLevel,
+  OptionsError,
+  readableFile,
+  resolveOptions,
+  seconds,
+  wholeNumber,
+} from './fields.js';
 
 /** Default listen address: loopback only. */
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -19,7 +30,10 @@ const schema = z.object({
   cpus: wholeNumber(0, 65536).optional(),
   gpus: deviceRange.optional(),
   ramMb: wholeNumber(0, 1 << 30).optional(),
-  engineName: z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'names are letters, digits, _ . -').default('engine'),
+  engineName: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -')
+    .default('engine'),
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),
@@ -43,7 +57,11 @@ const schema = z.object({
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `provisioners`: from the config file (SPEC V1), [] without one.
  */
-export type ServeOptions = z.output<typeof schema> & { stateDir: string; provisioners: ProvisionerConfig[]; config?: string };
+export type ServeOptions = z.output<typeof schema> & {
+  stateDir: string;
+  provisioners: ProvisionerConfig[];
+  config?: string;
+};
 
 const FLAGS: FlagTable = {
   listen: ['--listen', 'BERTH_LISTEN'],
@@ -68,7 +86,9 @@ const FLAGS: FlagTable = {
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(env.HOME || homedir(), '.local', 'state');
+  const base = env.XDG_STATE_HOME?.startsWith('/')
+    ? env.XDG_STATE_HOME
+    : join(env.HOME || homedir(), '.local', 'state');
   return join(base, 'berth');
 }
 
@@ -76,7 +96,10 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
  * Merges flags, env and the config file (`flags.config` or BERTH_CONFIG) into validated options.
  * @throws OptionsError naming the flag, env var or file line, and the bad value.
  */
-export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): ServeOptions {
+export function resolveServeOptions(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+): ServeOptions {
   const configPath = typeof flags.config === 'string' ? flags.config : env.BERTH_CONFIG || undefined;
   const file = configPath === undefined ? undefined : readConfigFile(configPath, Object.keys(FLAGS));
   const opts = resolveOptions(schema, FLAGS, flags, env, file);
@@ -84,9 +107,17 @@ export function resolveServeOptions(flags: Record<string, unknown>, env: NodeJS.
     throw new OptionsError('--tls-cert and --tls-key must be given together');
   }
   if (opts.clientTokens && !opts.workerTokens && !opts.token && !opts.tlsCa) {
-    throw new OptionsError('--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients\' calls');
+    throw new OptionsError(
+      '--client-tokens needs --worker-tokens, --token or --tls-ca too: ' +
+        "otherwise anyone could attach a worker and receive the clients' calls",
+    );
   }
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
-  return { ...opts, stateDir: opts.stateDir ?? defaultStateDir(env), provisioners: file?.provisioners ?? [], config: configPath };
+  return {
+    ...opts,
+    stateDir: opts.stateDir ?? defaultStateDir(env),
+    provisioners: file?.provisioners ?? [],
+    config: configPath,
+  };
 }

@@ -11,8 +11,13 @@ import { OptionsError } from './fields.js';
 export const MIN_TOKEN_LENGTH = 16;
 
 const schema = z.record(
-  z.string().min(1).max(63).regex(/^[A-Za-z0-9_.\-]+$/, 'a name holds only letters, digits and _ . -'),
-  z.string()
+  z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[A-Za-z0-9_.-]+$/, 'a name holds only letters, digits and _ . -'),
+  z
+    .string()
     .min(MIN_TOKEN_LENGTH, `a token has at least ${MIN_TOKEN_LENGTH} characters`)
     .max(4096)
     .regex(/^[\x21-\x7e]+$/, 'a token holds printable ASCII only, no spaces'),
@@ -52,7 +57,9 @@ export function readTokenFile(flag: string, file: string): TokenMap {
   for (const [name, token] of Object.entries(r.data)) {
     const other = byToken.get(token);
     if (other !== undefined) {
-      throw new OptionsError(`${flag} ${file}: names ${JSON.stringify(other)} and ${JSON.stringify(name)} share one token`);
+      throw new OptionsError(
+        `${flag} ${file}: names ${JSON.stringify(other)} and ${JSON.stringify(name)} share one token`,
+      );
     }
     byToken.set(token, name);
   }

@@ -5,11 +5,25 @@
 import os from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { address, deviceRange, type FlagTable, labelList, logLevel, OptionsError, readableFile, resolveOptions, seconds, wholeNumber } from './fields.js';
+import {
+  address,
+  deviceRange,
+  type FlagTable,
+  labelList,
+  logLevel,
+  OptionsError,
+  readableFile,
+  resolveOptions,
+  seconds,
+  wholeNumber,
+} from './fields.js';
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
-  name: z.string().regex(/^[A-Za-z0-9_.\-]+$/, 'names are letters, digits, _ . -').default(os.hostname().split('.')[0] || 'worker'),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -')
+    .default(os.hostname().split('.')[0] || 'worker'),
   labels: labelList.default([]),
   cpus: wholeNumber(0, 65536).optional(),
   gpus: deviceRange.optional(),
@@ -52,10 +66,15 @@ const FLAGS: FlagTable = {
  * Merges flags and env into validated options.
  * @throws OptionsError naming the flag (or env var) and the bad value.
  */
-export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): WorkerOptions {
+export function resolveWorkerOptions(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+): WorkerOptions {
   const opts = resolveOptions(schema, FLAGS, flags, env);
-  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined)) throw new OptionsError('--tls-cert and --tls-key must be given together');
-  if (opts.tlsCert && !opts.tlsCa) throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
+  if ((opts.tlsCert === undefined) !== (opts.tlsKey === undefined))
+    throw new OptionsError('--tls-cert and --tls-key must be given together');
+  if (opts.tlsCert && !opts.tlsCa)
+    throw new OptionsError('--tls-cert needs --tls-ca (the CA that signed the server certificate)');
   return { ...opts, stateDir: opts.stateDir ?? defaultStateDir(opts.name, opts.server, env) };
 }
 
@@ -65,5 +84,5 @@ export function resolveWorkerOptions(flags: Record<string, unknown>, env: NodeJS
  */
 export function defaultStateDir(name: string, server: string, env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_STATE_HOME || join(os.homedir(), '.local', 'state');
-  return join(base, 'berth', `worker-${name}@${server.replace(/[^A-Za-z0-9_.\-]/g, '_')}`);
+  return join(base, 'berth', `worker-${name}@${server.replace(/[^A-Za-z0-9_.-]/g, '_')}`);
 }

@@ -63,8 +63,18 @@ function statusOf(end: RunEnd, r: Running): JobStatus {
  * SIGTERM) stops the batch like fail-fast, with running jobs reported `cancelled`.
  * Resolves once every job has ended; never rejects for a job's sake.
  */
-export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConfig, reporter: Reporter, signal?: AbortSignal): Promise<JobResult[]> {
-  const scheduler = new Scheduler(jobs.map((j) => j.devices), config.pool, { maxInFlight: config.maxInFlight, backfill: config.backfill });
+export function runBatch(
+  jobs: readonly Job[],
+  runner: Runner,
+  config: BatchConfig,
+  reporter: Reporter,
+  signal?: AbortSignal,
+): Promise<JobResult[]> {
+  const scheduler = new Scheduler(
+    jobs.map((j) => j.devices),
+    config.pool,
+    { maxInFlight: config.maxInFlight, backfill: config.backfill },
+  );
   const results: (JobResult | undefined)[] = jobs.map(() => undefined);
   const running = new Map<number, Running>();
   let stopping = false;
@@ -90,7 +100,16 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       reporter.notice(note);
       for (const index of scheduler.dropQueued()) {
         const job = jobs[index];
-        settle({ index, label: job.label, status: 'skipped', exitCode: null, signal: null, devices: [], durationMs: 0, tail: '' });
+        settle({
+          index,
+          label: job.label,
+          status: 'skipped',
+          exitCode: null,
+          signal: null,
+          devices: [],
+          durationMs: 0,
+          tail: '',
+        });
       }
       for (const [index, r] of running) stopOne(index, r, why);
     };
@@ -109,7 +128,10 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       r.expired = true;
       if (job.stackDumpSignal && r.run.dumpStack()) {
         r.capture.note('timed out: sent SIGUSR1 for a stack dump');
-        r.timer = setTimeout(() => stopOne(index, r, 'timed_out'), config.stackDumpWaitMs ?? Math.min(2000, config.graceMs));
+        r.timer = setTimeout(
+          () => stopOne(index, r, 'timed_out'),
+          config.stackDumpWaitMs ?? Math.min(2000, config.graceMs),
+        );
       } else stopOne(index, r, 'timed_out');
     };
 
@@ -124,26 +146,43 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
       const status = statusOf(end, r);
       const logFile = r.capture.logged ? r.capture.logFile : undefined; // no output, no log file
       settle({
-        index, label: job.label, status, exitCode: end.exitCode, signal: end.signal, devices: r.info.devices,
-        machine: r.info.machine, pid: r.info.pid, durationMs: Date.now() - r.startedMs, logFile,
-        error: end.spawnError ?? end.error, tail: status === 'passed' ? r.capture.tail().slice(-PASSED_TAIL_CHARS) : r.capture.tail(),
+        index,
+        label: job.label,
+        status,
+        exitCode: end.exitCode,
+        signal: end.signal,
+        devices: r.info.devices,
+        machine: r.info.machine,
+        pid: r.info.pid,
+        durationMs: Date.now() - r.startedMs,
+        logFile,
+        error: end.spawnError ?? end.error,
+        tail: status === 'passed' ? r.capture.tail().slice(-PASSED_TAIL_CHARS) : r.capture.tail(),
       });
-      if (status !== 'passed' && config.failFast) stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);
+      if (status !== 'passed' && config.failFast)
+        stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);
       pump();
     };
 
     const launch = (index: number, ids: number[]) => {
       const job = jobs[index];
-      const capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes); // the file comes with the first byte
-      const r: Running = { capture, info: { devices: ids }, startedMs: Date.now(), run: undefined as unknown as JobRun };
+      // the file comes with the first byte
+      const capture = new OutputCapture(join(config.logDir, fileName(job)), config.ringBytes);
+      const r: Running = {
+        capture,
+        info: { devices: ids },
+        startedMs: Date.now(),
+        run: undefined as unknown as JobRun,
+      };
       running.set(index, r);
       r.run = runner.start(job, ids, capture, (info) => {
-          // time and timeout count from the start (a --server job may first wait in berth's queue)
-          r.info = info;
-          r.startedMs = Date.now();
-          if (job.timeoutMs !== undefined && r.stopped === undefined) r.timer = setTimeout(() => onTimeout(index, r), job.timeoutMs);
-          reporter.started(job, info);
-        });
+        // time and timeout count from the start (a --server job may first wait in berth's queue)
+        r.info = info;
+        r.startedMs = Date.now();
+        if (job.timeoutMs !== undefined && r.stopped === undefined)
+          r.timer = setTimeout(() => onTimeout(index, r), job.timeoutMs);
+        reporter.started(job, info);
+      });
       void r.run.done.then((end) => finish(index, end));
     };
 
@@ -157,7 +196,10 @@ export function runBatch(jobs: readonly Job[], runner: Runner, config: BatchConf
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     if (config.batchTimeoutMs !== undefined) {
-      batchTimer = setTimeout(() => stopAll('timed_out', `batch timeout of ${config.batchTimeoutMs! / 1000} s reached; stopping the batch`), config.batchTimeoutMs);
+      batchTimer = setTimeout(
+        () => stopAll('timed_out', `batch timeout of ${config.batchTimeoutMs! / 1000} s reached; stopping the batch`),
+        config.batchTimeoutMs,
+      );
     }
     pump();
   });

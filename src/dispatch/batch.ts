@@ -27,20 +27,36 @@ export const MAX_JOB_DEVICES = 65536;
 export const MAX_TIMEOUT_S = 2_147_483;
 
 const jobSchema = z.strictObject({
-  label: z.string().trim().min(1, 'must not be empty')
-    .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not hold control characters (newline, tab, escape…)').optional(),
-  devices: z.number().max(MAX_JOB_DEVICES, `must be at most ${MAX_JOB_DEVICES}`).int('expected a whole number').min(0, 'must be at least 0').default(0),
+  label: z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .regex(/^[^\u0000-\u001f\u007f-\u009f]*$/, 'must not hold control characters (newline, tab, escape…)')
+    .optional(),
+  devices: z
+    .number()
+    .max(MAX_JOB_DEVICES, `must be at most ${MAX_JOB_DEVICES}`)
+    .int('expected a whole number')
+    .min(0, 'must be at least 0')
+    .default(0),
   argv: z.array(z.string()).min(1, 'must hold at least the program').optional(),
   shell: z.string().min(1, 'must not be empty').optional(),
   cwd: z.string().min(1, 'must not be empty').optional(),
   env: z.record(z.string().regex(/^[^=\0]+$/, 'names hold no = or NUL'), envValue).default({}),
-  timeout: z.number().positive('must be more than 0 seconds').max(MAX_TIMEOUT_S, `must be at most ${MAX_TIMEOUT_S} seconds`).optional(),
+  timeout: z
+    .number()
+    .positive('must be more than 0 seconds')
+    .max(MAX_TIMEOUT_S, `must be at most ${MAX_TIMEOUT_S} seconds`)
+    .optional(),
   stack_dump_signal: z.boolean().default(false),
 });
 
 function jobName(i: number, raw: unknown): string {
-  const label = raw !== null && typeof raw === 'object' && 'label' in raw ? (raw as { label: unknown }).label : undefined;
-  return typeof label === 'string' && label.trim() !== '' ? `job ${i + 1} (${JSON.stringify(label.trim())})` : `job ${i + 1}`;
+  const label =
+    raw !== null && typeof raw === 'object' && 'label' in raw ? (raw as { label: unknown }).label : undefined;
+  return typeof label === 'string' && label.trim() !== ''
+    ? `job ${i + 1} (${JSON.stringify(label.trim())})`
+    : `job ${i + 1}`;
 }
 
 function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
@@ -58,9 +74,11 @@ function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
 export function parseBatch(data: unknown, source = 'batch', baseDir = process.cwd()): Job[] {
   let list: unknown;
   if (Array.isArray(data)) list = data;
-  else if (data !== null && typeof data === 'object' && Object.keys(data).length === 1 && 'jobs' in data) list = data.jobs;
+  else if (data !== null && typeof data === 'object' && Object.keys(data).length === 1 && 'jobs' in data)
+    list = data.jobs;
   else throw new BatchError(`${source}: expected a list of jobs or { jobs: [...] } with no other keys`);
-  if (!Array.isArray(list)) throw new BatchError(`${source}: jobs: expected a list of jobs (got ${JSON.stringify(list)})`);
+  if (!Array.isArray(list))
+    throw new BatchError(`${source}: jobs: expected a list of jobs (got ${JSON.stringify(list)})`);
   if (list.length === 0) throw new BatchError(`${source}: the batch holds no jobs`);
   const jobs = list.map((raw: unknown, i): Job => {
     const r = jobSchema.safeParse(raw);
@@ -68,11 +86,15 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
       const issue = r.error.issues[0];
       const field = issue.path.length > 0 ? issue.path.join('.') : '(job)';
       const got = issue.path.length > 0 ? valueAt(raw, issue.path) : raw;
-      throw new BatchError(`${source}: ${jobName(i, raw)}: ${field}: ${issue.message} (got ${JSON.stringify(got) ?? 'nothing'})`);
+      throw new BatchError(
+        `${source}: ${jobName(i, raw)}: ${field}: ${issue.message} (got ${JSON.stringify(got) ?? 'nothing'})`,
+      );
     }
     const j = r.data;
     if ((j.argv === undefined) === (j.shell === undefined)) {
-      throw new BatchError(`${source}: ${jobName(i, raw)}: argv/shell: give exactly one of argv (a list) or shell (a string)`);
+      throw new BatchError(
+        `${source}: ${jobName(i, raw)}: argv/shell: give exactly one of argv (a list) or shell (a string)`,
+      );
     }
     return {
       index: i,
@@ -90,7 +112,11 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
   for (const j of jobs) {
     const first = byLabel.get(j.label);
     if (first !== undefined) {
-      throw new BatchError(`${source}: job ${j.index + 1} (${JSON.stringify(j.label)}): label: ${JSON.stringify(j.label)} is already the label of job ${first + 1}; labels must be unique (log files and JUnit testcases are per label)`);
+      throw new BatchError(
+        `${source}: job ${j.index + 1} (${JSON.stringify(j.label)}): label: ` +
+          `${JSON.stringify(j.label)} is already the label of job ${first + 1}; ` +
+          `labels must be unique (log files and JUnit testcases are per label)`,
+      );
     }
     byLabel.set(j.label, j.index);
   }

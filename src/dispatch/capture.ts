@@ -28,7 +28,10 @@ export class OutputCapture {
    * @param logFile path of the log file to create (truncated) at the first byte, or undefined for memory only.
    * @param ringBytes bytes of recent output kept in memory (≥ 1).
    */
-  constructor(readonly logFile: string | undefined, ringBytes = DEFAULT_RING_BYTES) {
+  constructor(
+    readonly logFile: string | undefined,
+    ringBytes = DEFAULT_RING_BYTES,
+  ) {
     this.#ringBytes = Math.max(1, ringBytes);
   }
 

@@ -32,7 +32,15 @@ export interface Job {
 export type JobStatus = 'passed' | 'failed' | 'timed_out' | 'cancelled' | 'skipped' | 'spawn_error' | 'error';
 
 /** Every status, in the order summaries list them. */
-export const JOB_STATUSES: readonly JobStatus[] = ['passed', 'failed', 'timed_out', 'cancelled', 'skipped', 'spawn_error', 'error'];
+export const JOB_STATUSES: readonly JobStatus[] = [
+  'passed',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'skipped',
+  'spawn_error',
+  'error',
+];
 
 /** The one result of one job. `durationMs` is 0 for jobs that never started. */
 export interface JobResult {

@@ -27,7 +27,8 @@ export function junitXml(results: readonly JobResult[], wallMs: number, suite = 
     const message = `${r.status}: ${endText(r)}`;
     if (r.status === 'failed') tc.ele('failure', { message, type: 'failed' }).txt(message);
     else if (r.status === 'timed_out') tc.ele('failure', { message, type: 'timed_out' }).txt(message);
-    else if (r.status === 'spawn_error' || r.status === 'error' || r.status === 'cancelled') tc.ele('error', { message, type: r.status }).txt(message);
+    else if (r.status === 'spawn_error' || r.status === 'error' || r.status === 'cancelled')
+      tc.ele('error', { message, type: r.status }).txt(message);
     else if (r.status === 'skipped') tc.ele('skipped', { message: 'not started: the batch was stopped' });
     if (r.tail !== '') tc.ele('system-out').txt(r.tail);
   }

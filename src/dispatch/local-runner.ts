@@ -1,12 +1,14 @@
 /**
  * LocalRunner: runs jobs as subprocesses of this host (the embedded default, SPEC D8). Each job
  * runs in a new process group with `{devices}` replaced by the id range (`0-3`) and the device
- * variable set to the ids comma-separated (`0,1,2,3`: CUDA and Ascend parse lists, not ranges) (SPEC D4); stdout and stderr are read as bytes into the job's OutputCapture (SPEC D5).
- * Stopping sends SIGTERM to the group and SIGKILL after the grace (SPEC D6). When the job's main
- * process exits, whatever it left in its group is SIGKILLed so nothing outlives its job.
+ * variable set to the ids comma-separated (`0,1,2,3`: CUDA and Ascend parse lists, not ranges) (SPEC D4); stdout and
+ * stderr are read as bytes into the job's OutputCapture (SPEC D5). Stopping sends SIGTERM to the group and SIGKILL
+ * after the grace (SPEC D6). When the job's main process exits, whatever it left in its group is SIGKILLed so nothing
+ * outlives its job.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { formatRange } from '../resources/ranges.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -21,7 +23,12 @@ export const DEVICES_PLACEHOLDER = '{devices}';
  * becomes the range string (`0-3`), `deviceEnv` the comma list (`0,1,2,3`, as berth sets it for
  * `--server` jobs too); the job's own env wins.
  */
-export function commandFor(job: Job, ids: readonly number[], deviceEnv: string, base: NodeJS.ProcessEnv = process.env): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
+export function commandFor(
+  job: Job,
+  ids: readonly number[],
+  deviceEnv: string,
+  base: NodeJS.ProcessEnv = process.env,
+): { file: string; args: string[]; env: NodeJS.ProcessEnv } {
   const range = formatRange(ids);
   const argv = job.argv !== undefined ? job.argv : ['sh', '-c', job.shell ?? ''];
   const [file, ...args] = argv.map((a) => a.replaceAll(DEVICES_PLACEHOLDER, range));
@@ -48,10 +55,14 @@ export class LocalRunner implements Runner {
   /** See Runner.start. */
   start(job: Job, ids: number[], capture: OutputCapture, onStarted: (info: StartInfo) => void): JobRun {
     const { file, args, env } = commandFor(job, ids, this.deviceEnv, this.#env);
-    const failed = (spawnError: string): JobRun => ({ done: Promise.resolve({ exitCode: null, signal: null, spawnError }), stop: () => {}, dumpStack: () => false });
+    const failed = (spawnError: string): JobRun => ({
+      done: Promise.resolve({ exitCode: null, signal: null, spawnError }),
+      stop: () => {},
+      dumpStack: () => false,
+    });
     const bad = cwdProblem(job.cwd);
     if (bad !== undefined) return failed(bad);
-    let child;
+    let child: ChildProcessByStdio<null, Readable, Readable>;
     try {
       child = spawn(file, args, { cwd: job.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
@@ -64,7 +75,12 @@ export class LocalRunner implements Runner {
       child.stdout.on('data', (b: Buffer) => capture.take('stdout', b));
       child.stderr.on('data', (b: Buffer) => capture.take('stderr', b));
       child.once('error', (err: NodeJS.ErrnoException) => {
-        if (pid === undefined) resolve({ exitCode: null, signal: null, spawnError: `cannot start ${file}: ${err.code === 'ENOENT' ? 'no such program' : err.message}` });
+        if (pid === undefined)
+          resolve({
+            exitCode: null,
+            signal: null,
+            spawnError: `cannot start ${file}: ${err.code === 'ENOENT' ? 'no such program' : err.message}`,
+          });
       });
       child.once('exit', () => {
         exited = true;

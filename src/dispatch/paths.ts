@@ -48,7 +48,9 @@ export function prepareLogDir(dir: string, flag = '--log-dir'): string {
     st = statOf(at);
   }
   if (st === undefined || !st.isDirectory()) {
-    throw new OptionsError(`${flag}: ${at} is ${st === undefined ? 'missing' : 'not a directory'} (got ${JSON.stringify(dir)})`);
+    throw new OptionsError(
+      `${flag}: ${at} is ${st === undefined ? 'missing' : 'not a directory'} (got ${JSON.stringify(dir)})`,
+    );
   }
   for (const d of missing) {
     try {
@@ -72,7 +74,10 @@ export function checkReportFile(file: string, flag = '--junit'): string {
   if (st?.isDirectory()) throw new OptionsError(`${flag}: ${abs} is a directory (got ${JSON.stringify(file)})`);
   const parent = statOf(dirname(abs));
   if (parent === undefined || !parent.isDirectory()) {
-    throw new OptionsError(`${flag}: directory ${dirname(abs)} ${parent === undefined ? 'does not exist' : 'is not a directory'} (got ${JSON.stringify(file)})`);
+    throw new OptionsError(
+      `${flag}: directory ${dirname(abs)} ${parent === undefined ? 'does not exist' : 'is not a directory'} ` +
+        `(got ${JSON.stringify(file)})`,
+    );
   }
   if (st !== undefined) {
     try {

@@ -14,7 +14,8 @@ import type { RunEnd } from './job.js';
 export function endOf(msg: RunResponse['kind']): RunEnd {
   if (msg?.$case === 'result') {
     const v: unknown = msg.value.value;
-    const code = v !== null && typeof v === 'object' && 'exit_code' in v ? Number((v as { exit_code: unknown }).exit_code) : 0;
+    const code =
+      v !== null && typeof v === 'object' && 'exit_code' in v ? Number((v as { exit_code: unknown }).exit_code) : 0;
     return { exitCode: Number.isFinite(code) ? code : 0, signal: null };
   }
   if (msg?.$case === 'failure') {
@@ -33,12 +34,20 @@ export function endOf(msg: RunResponse['kind']): RunEnd {
  * What went wrong with a job's call, for the user: the machine when it went away (`machine`: where
  * the job ran, if it started), the server when it cannot be reached or refuses the job.
  */
-export function describeCallError(address: string, err: Pick<ServiceError, 'code' | 'details'>, machine?: string): string {
+export function describeCallError(
+  address: string,
+  err: Pick<ServiceError, 'code' | 'details'>,
+  machine?: string,
+): string {
   const name = GrpcStatus[err.code] ?? String(err.code);
-  if (err.code === GrpcStatus.UNIMPLEMENTED) return `berth at ${address} cannot run jobs (UNIMPLEMENTED: ${err.details})`;
+  if (err.code === GrpcStatus.UNIMPLEMENTED)
+    return `berth at ${address} cannot run jobs (UNIMPLEMENTED: ${err.details})`;
   if (err.code === GrpcStatus.CANCELLED) return `cancelled while waiting in berth's queue (${err.details})`;
   if (err.code === GrpcStatus.UNAVAILABLE && /went away/.test(err.details)) {
-    return `${machine !== undefined ? `machine ${machine}` : 'the machine berth placed it on'} went away, the job's outcome is unknown (${err.details})`;
+    return (
+      `${machine !== undefined ? `machine ${machine}` : 'the machine berth placed it on'} went away, ` +
+      `the job's outcome is unknown (${err.details})`
+    );
   }
   if (err.code === GrpcStatus.UNAVAILABLE) return `berth at ${address} is unreachable (UNAVAILABLE: ${err.details})`;
   return `berth at ${address} refused the job (${name}: ${err.details})`;

@@ -1,16 +1,20 @@
 /**
  * RemoteRunner: runs jobs through a berth server as `Run` calls (SPEC D8), so they can land on
  * any attached worker. Each job is one Run stream with an ask of `gpus: devices` (and one core for a
- * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the device ids (the reply's CallStarted names
- * them) and replaces `{devices}` itself. Log lines stream into the job's OutputCapture.
- * Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after
- * the grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant
- * with fewer devices than the job needs (berth clamps an ask to the best machine left, P5) and a
- * machine that goes away make the job an `error` whose message says which; only a missing program
- * (the worker's SpawnError) is a `spawn_error`.
+ * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the
+ * device ids (the reply's CallStarted names them) and replaces `{devices}` itself. Log lines stream into the job's
+ * OutputCapture. Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after the
+ * grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant with fewer devices
+ * than the job needs (berth clamps an ask to the best machine left, P5) and a machine that goes away make the job an
+ * `error` whose message says which; only a missing program (the worker's SpawnError) is a `spawn_error`.
  */
 import { credentials, Metadata, status as GrpcStatus, type ChannelCredentials, type ServiceError } from '@grpc/grpc-js';
-import { PlacementServiceClient, type GetSnapshotResponse, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import {
+  PlacementServiceClient,
+  type GetSnapshotResponse,
+  type RunRequest,
+  type RunResponse,
+} from '../../generated/ts/berth/v1/placement.js';
 import { OptionsError } from '../config/fields.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -27,9 +31,22 @@ export function nodeName(job: Job): string {
  */
 export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRequest {
   let argv = job.argv ?? ['sh', '-c', job.shell ?? ''];
-  if (deviceEnv !== 'CUDA_VISIBLE_DEVICES') argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
+  if (deviceEnv !== 'CUDA_VISIBLE_DEVICES')
+    argv = ['sh', '-c', `export ${deviceEnv}="$CUDA_VISIBLE_DEVICES"; exec "$@"`, 'sh', ...argv];
   return {
-    placement: { $case: 'ask', value: { cpus: job.devices > 0 ? 0 : 1, gpus: job.devices, ramMb: undefined, label: '', policy: 0, node: `dispatch.${nodeName(job)}`, runId, env: {} } },
+    placement: {
+      $case: 'ask',
+      value: {
+        cpus: job.devices > 0 ? 0 : 1,
+        gpus: job.devices,
+        ramMb: undefined,
+        label: '',
+        policy: 0,
+        node: `dispatch.${nodeName(job)}`,
+        runId,
+        env: {},
+      },
+    },
     // no cwd: dispatch's own, as for a local job (relative ones are already resolved against the batch file)
     payload: { $case: 'command', value: { argv, env: job.env, cwd: job.cwd ?? process.cwd() } },
     flow: 'dispatch',
@@ -46,9 +63,15 @@ export class RemoteRunner implements Runner {
 
   /**
    * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
-   * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS; default plaintext).
+   * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS;
+   * default plaintext).
    */
-  constructor(readonly address: string, readonly deviceEnv: string, readonly metadata: Metadata = new Metadata(), creds: ChannelCredentials = credentials.createInsecure()) {
+  constructor(
+    readonly address: string,
+    readonly deviceEnv: string,
+    readonly metadata: Metadata = new Metadata(),
+    creds: ChannelCredentials = credentials.createInsecure(),
+  ) {
     this.#client = new PlacementServiceClient(address, creds);
   }
 
@@ -70,14 +93,17 @@ export class RemoteRunner implements Runner {
           const devices = [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b);
           if (devices.length < job.devices) {
             // berth clamped the ask (a machine left since the batch was checked): do not run it short
-            refused = `berth granted ${devices.length} of the ${job.devices} devices it needs (on ${k.value.machine}: ${devices.length === 0 ? 'none' : devices.join(',')}); not run`;
+            refused =
+              `berth granted ${devices.length} of the ${job.devices} devices it needs (on ` +
+              `${k.value.machine}: ${devices.length === 0 ? 'none' : devices.join(',')}); not run`;
             this.#client.cancel({ runId }, this.metadata, () => {});
             call.cancel();
             return;
           }
           machine = k.value.machine;
           onStarted({ machine, devices });
-        } else if (k?.$case === 'event' && k.value.kind?.$case === 'log') capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
+        } else if (k?.$case === 'event' && k.value.kind?.$case === 'log')
+          capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
         else if (k?.$case === 'result' || k?.$case === 'failure') {
           last = k;
           if (k.$case === 'failure' && k.value.traceback !== '') capture.write(Buffer.from(k.value.traceback));
@@ -87,14 +113,20 @@ export class RemoteRunner implements Runner {
         ended = true;
         clearTimeout(dropTimer);
         if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
-        else if (machine !== undefined && err.code === GrpcStatus.CANCELLED) resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
+        else if (machine !== undefined && err.code === GrpcStatus.CANCELLED)
+          resolve({ exitCode: null, signal: null, error: `cancelled through berth (${err.details})` });
         else resolve({ exitCode: null, signal: null, error: describeCallError(this.address, err, machine) });
       });
       call.on('end', () => {
         ended = true;
         clearTimeout(dropTimer);
         if (refused !== undefined) resolve({ exitCode: null, signal: null, error: refused });
-        else resolve(last !== undefined ? endOf(last) : { exitCode: null, signal: null, error: `berth at ${this.address} ended the call without a result` });
+        else
+          resolve(
+            last !== undefined
+              ? endOf(last)
+              : { exitCode: null, signal: null, error: `berth at ${this.address} ended the call without a result` },
+          );
       });
     });
     return {
@@ -120,8 +152,19 @@ export class RemoteRunner implements Runner {
       this.#client.getSnapshot({}, this.metadata, { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (!err) return resolve(res!);
         if (err.code === GrpcStatus.UNAUTHENTICATED) {
-          reject(new OptionsError(`--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ${err.details}); give its token with --token or BERTH_TOKEN`));
-        } else reject(new Error(`cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`));
+          reject(
+            new OptionsError(
+              `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ` +
+                `${err.details}); give its token with --token or BERTH_TOKEN`,
+            ),
+          );
+        } else
+          reject(
+            new Error(
+              `cannot reach berth at ${this.address}: ` +
+                `${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
+            ),
+          );
       });
     });
   }

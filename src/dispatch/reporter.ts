@@ -27,7 +27,13 @@ export interface Reporter {
 
 /** The word that starts a job's end line, per status. */
 export const STATUS_WORD: Record<JobStatus, string> = {
-  passed: 'PASS', failed: 'FAIL', timed_out: 'TIMEOUT', cancelled: 'CANCELLED', skipped: 'SKIPPED', spawn_error: 'ERROR', error: 'ERROR',
+  passed: 'PASS',
+  failed: 'FAIL',
+  timed_out: 'TIMEOUT',
+  cancelled: 'CANCELLED',
+  skipped: 'SKIPPED',
+  spawn_error: 'ERROR',
+  error: 'ERROR',
 };
 
 /** `devices 0-3`, `devices none`, plus the machine when a server placed the job. */
@@ -59,7 +65,12 @@ export class ConsoleReporter implements Reporter {
   #lastBar = '';
 
   /** @param total jobs in the batch; @param tailLines lines of output shown per failed or stuck job. */
-  constructor(readonly out: NodeJS.WritableStream, readonly tty: boolean, readonly total: number, readonly tailLines = 50) {
+  constructor(
+    readonly out: NodeJS.WritableStream,
+    readonly tty: boolean,
+    readonly total: number,
+    readonly tailLines = 50,
+  ) {
     this.#counts = { queued: total, running: 0 };
   }
 
@@ -75,7 +86,9 @@ export class ConsoleReporter implements Reporter {
     const width = 24;
     const filled = this.total === 0 ? width : Math.round((this.#done / this.total) * width);
     const c = this.#counts;
-    const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`;
+    const bar =
+      `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${this.#done}/${this.total} ` +
+      `done  ${c.running} running  ${c.queued} queued  ${this.#failed} failed`;
     if (this.#barShown && bar === this.#lastBar) return;
     this.out.write(`\r\x1b[2K${bar}`);
     this.#lastBar = bar;
@@ -83,7 +96,10 @@ export class ConsoleReporter implements Reporter {
   }
 
   #output(title: string, shown: { text: string; truncated: boolean }, logFile?: string): string {
-    const notes = [shown.truncated ? `last ${this.tailLines} lines at most` : '', logFile ? `full log ${logFile}` : ''].filter(Boolean);
+    const notes = [
+      shown.truncated ? `last ${this.tailLines} lines at most` : '',
+      logFile ? `full log ${logFile}` : '',
+    ].filter(Boolean);
     const head = `----- ${title}${notes.length > 0 ? ` (${notes.join('; ')})` : ''} -----`;
     return `${head}\n${shown.text === '' ? '(no output)' : shown.text}\n-----`;
   }
@@ -95,10 +111,13 @@ export class ConsoleReporter implements Reporter {
 
   finished(r: JobResult, _job: Job): void {
     this.#done++;
-    if (r.status !== 'skipped' && this.#counts.running > 0) this.#counts = { ...this.#counts, running: this.#counts.running - 1 };
+    if (r.status !== 'skipped' && this.#counts.running > 0)
+      this.#counts = { ...this.#counts, running: this.#counts.running - 1 };
     if (r.status === 'skipped' || (r.status === 'passed' && this.tty)) return this.#bar();
     if (r.status !== 'passed') this.#failed++;
-    let text = `${STATUS_WORD[r.status].padEnd(9)} ${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
+    let text =
+      `${STATUS_WORD[r.status].padEnd(9)} ` +
+      `${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
     if (this.#shownStuck.delete(r.index)) {
       text += `\n(output up to the stop shown above${r.logFile ? `; full log ${r.logFile}` : ''})`;
     } else if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
@@ -112,7 +131,10 @@ export class ConsoleReporter implements Reporter {
   stuck(job: Job, info: StartInfo, capture: OutputCapture): void {
     this.#shownStuck.add(job.index);
     const shown = capture.lastLines(this.tailLines);
-    this.#print(`STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`);
+    this.#print(
+      `STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n` +
+        `${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`,
+    );
   }
 
   notice(text: string): void {

@@ -8,6 +8,14 @@
 export function table(rows: readonly (readonly string[])[]): string {
   if (rows.length === 0) return '';
   const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  const cell = (r: readonly string[], c: number) => (c === widths.length - 1 ? (r[c] ?? '') : (r[c] ?? '').padEnd(widths[c]));
-  return rows.map((r) => widths.map((_, c) => cell(r, c)).join('  ').trimEnd()).join('\n');
+  const cell = (r: readonly string[], c: number) =>
+    c === widths.length - 1 ? (r[c] ?? '') : (r[c] ?? '').padEnd(widths[c]);
+  return rows
+    .map((r) =>
+      widths
+        .map((_, c) => cell(r, c))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

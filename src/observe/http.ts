@@ -36,15 +36,21 @@ export class ObserveServer {
   readonly #streams = new Set<ServerResponse>();
   #port = 0;
 
-  constructor(readonly listen: string, readonly deps: ObserveDeps) {
+  constructor(
+    readonly listen: string,
+    readonly deps: ObserveDeps,
+  ) {
     this.#unsubscribe = deps.events.subscribe((e) => {
       this.#recent.push(e);
       if (this.#recent.length > RECENT) this.#recent.shift();
     });
-    this.#http = createServer((req, res) => void this.#route(req, res).catch((err: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`error: ${err.message}\n`);
-    }));
+    this.#http = createServer(
+      (req, res) =>
+        void this.#route(req, res).catch((err: Error) => {
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(`error: ${err.message}\n`);
+        }),
+    );
   }
 
   /** Bound port (useful with port 0); 0 before start. */
@@ -92,22 +98,34 @@ export class ObserveServer {
       return;
     }
     if (url.pathname === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).end(PAGE_HTML);
+      res
+        .writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        })
+        .end(PAGE_HTML);
       return;
     }
     if (!['/metrics', '/api/snapshot', '/api/events'].includes(url.pathname)) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /, /metrics, /api/snapshot, /api/events\n');
+      res
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end('not found: try /, /metrics, /api/snapshot, /api/events\n');
       return;
     }
     if (!this.#authorized(req, url)) {
-      res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="berth"' }).end('missing or wrong token\n');
+      res
+        .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="berth"' })
+        .end('missing or wrong token\n');
       return;
     }
     if (url.pathname === '/metrics') {
       const body = await this.deps.metrics.scrape();
       res.writeHead(200, { 'content-type': this.deps.metrics.registry.contentType }).end(body);
     } else if (url.pathname === '/api/snapshot') {
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(this.deps.snapshot()));
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify(this.deps.snapshot()));
     } else {
       this.#events(req, res);
     }
@@ -117,7 +135,7 @@ export class ObserveServer {
     const token = this.deps.token;
     if (!token) return true;
     const auth = req.headers.authorization ?? '';
-    const given = auth.startsWith('Bearer ') ? auth.slice(7) : url.searchParams.get('token') ?? '';
+    const given = auth.startsWith('Bearer ') ? auth.slice(7) : (url.searchParams.get('token') ?? '');
     const a = Buffer.from(given);
     const b = Buffer.from(token);
     return a.length === b.length && timingSafeEqual(a, b);

@@ -19,11 +19,22 @@ const MB = 1024 * 1024;
 const bytes = (mb: number | undefined) => (mb === undefined ? undefined : mb * MB);
 
 /** Claim release reasons (Placer.release `why`) as label values; anything else is "other". */
-const RELEASE_OUTCOMES = new Set(['released', 'stream_ended', 'run_ended', 'abandoned', 'lost', 'half_closed', 'cancelled']);
+const RELEASE_OUTCOMES = new Set([
+  'released',
+  'stream_ended',
+  'run_ended',
+  'abandoned',
+  'lost',
+  'half_closed',
+  'cancelled',
+]);
 
 /** Turns a release reason into a bounded label value (e.g. "stream ended" → "stream_ended"). */
 export function outcomeLabel(why: string | undefined): string {
-  const v = (why ?? '').trim().toLowerCase().replace(/[^a-z0-9]+/g, '_');
+  const v = (why ?? '')
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_');
   return RELEASE_OUTCOMES.has(v) ? v : 'other';
 }
 
@@ -37,48 +48,88 @@ export class BerthMetrics {
   constructor(events: EventBus, source: MetricsSource) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
-    const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [r] });
-    const histogram = (name: string, help: string, buckets: number[]) => new Histogram({ name, help, buckets, registers: [r] });
-    const granted = counter('berth_claims_granted_total', 'Claims granted, by machine, clamped and fell_back (SPEC P4, P5).', [
-      'machine', 'clamped', 'fell_back',
-    ]);
+    const counter = (name: string, help: string, labelNames: string[] = []) =>
+      new Counter({ name, help, labelNames, registers: [r] });
+    const histogram = (name: string, help: string, buckets: number[]) =>
+      new Histogram({ name, help, buckets, registers: [r] });
+    const granted = counter(
+      'berth_claims_granted_total',
+      'Claims granted, by machine, clamped and fell_back (SPEC P4, P5).',
+      ['machine', 'clamped', 'fell_back'],
+    );
     const queued = counter('berth_claims_queued_total', 'Claims that had to wait (node_queued, SPEC P6).');
     const released = counter(
       'berth_claims_released_total',
-      'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, other (SPEC P8).',
+      'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, ' +
+        'other (SPEC P8).',
       ['outcome'],
     );
-    const abandoned = counter('berth_claims_abandoned_total', 'Waiting claims abandoned before a grant (cancel, disconnect, on_oversize fail).');
-    const clamped = counter('berth_claims_clamped_total', 'Asks cut down to the best real machine, by the first dimension cut (SPEC P5).', ['limiting']);
-    const wait = histogram('berth_claim_wait_seconds', 'Time from ask to grant, in seconds (0 for an immediate grant).', [
-      0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120, 600, 3600,
-    ]);
-    this.#decision = histogram('berth_placement_decision_seconds', 'Time the placer takes to decide an ask (grant now or queue), in seconds.', [
-      0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05,
-    ]);
-    const calls = counter('berth_calls_total', 'Calls ended, by outcome (result, failure, cancelled, error) and failure type.', ['outcome', 'failure_type']);
+    const abandoned = counter(
+      'berth_claims_abandoned_total',
+      'Waiting claims abandoned before a grant (cancel, disconnect, on_oversize fail).',
+    );
+    const clamped = counter(
+      'berth_claims_clamped_total',
+      'Asks cut down to the best real machine, by the first dimension cut (SPEC P5).',
+      ['limiting'],
+    );
+    const wait = histogram(
+      'berth_claim_wait_seconds',
+      'Time from ask to grant, in seconds (0 for an immediate grant).',
+      [0.001, 0.01, 0.1, 0.5, 1, 5, 30, 120, 600, 3600],
+    );
+    this.#decision = histogram(
+      'berth_placement_decision_seconds',
+      'Time the placer takes to decide an ask (grant now or queue), in seconds.',
+      [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05],
+    );
+    const calls = counter(
+      'berth_calls_total',
+      'Calls ended, by outcome (result, failure, cancelled, error) and failure type.',
+      ['outcome', 'failure_type'],
+    );
     const attaches = counter('berth_worker_attaches_total', 'Worker attaches (SPEC W1).');
     const detaches = counter('berth_worker_detaches_total', 'Worker detaches (SPEC W3).');
     this.#unsubscribe = events.subscribe((e: BerthEvent) => {
       switch (e.kind) {
         case 'node_placed':
           granted.inc({
-            machine: e.machine ?? '', clamped: String(Boolean(e.clamped)), fell_back: String(Boolean(e.fellBack)),
+            machine: e.machine ?? '',
+            clamped: String(Boolean(e.clamped)),
+            fell_back: String(Boolean(e.fellBack)),
           });
           wait.observe((e.durationMs ?? 0) / 1000);
           break;
-        case 'node_queued': queued.inc(); break;
-        case 'node_clamped': clamped.inc({ limiting: e.limiting || 'none' }); break;
-        case 'node_abandoned': abandoned.inc(); break;
-        case 'claim_released': released.inc({ outcome: outcomeLabel(e.outcome) }); break;
-        case 'claim_lost': released.inc({ outcome: 'lost' }); break;
+        case 'node_queued':
+          queued.inc();
+          break;
+        case 'node_clamped':
+          clamped.inc({ limiting: e.limiting || 'none' });
+          break;
+        case 'node_abandoned':
+          abandoned.inc();
+          break;
+        case 'claim_released':
+          released.inc({ outcome: outcomeLabel(e.outcome) });
+          break;
+        case 'claim_lost':
+          released.inc({ outcome: 'lost' });
+          break;
         case 'call_finished':
         case 'call_cancelled':
-          calls.inc({ outcome: e.outcome ?? (e.kind === 'call_cancelled' ? 'cancelled' : 'result'), failure_type: e.failureType ?? '' });
+          calls.inc({
+            outcome: e.outcome ?? (e.kind === 'call_cancelled' ? 'cancelled' : 'result'),
+            failure_type: e.failureType ?? '',
+          });
           break;
-        case 'worker_attached': attaches.inc(); break;
-        case 'worker_detached': detaches.inc(); break;
-        default: break;
+        case 'worker_attached':
+          attaches.inc();
+          break;
+        case 'worker_detached':
+          detaches.inc();
+          break;
+        default:
+          break;
       }
     });
     this.#gauges(source);
@@ -101,43 +152,91 @@ export class BerthMetrics {
 
   #gauges(source: MetricsSource): void {
     const r = this.registry;
-    const perMachine = (name: string, help: string, pick: (m: PlacerSnapshot['machines'][number]) => number | undefined) =>
-      ({ name, help, labelNames: ['machine'], registers: [r], pick });
+    const perMachine = (
+      name: string,
+      help: string,
+      pick: (m: PlacerSnapshot['machines'][number]) => number | undefined,
+    ) => ({ name, help, labelNames: ['machine'], registers: [r], pick });
     const specs = [
       perMachine('berth_machine_cpus', 'Cores a machine has.', (m) => m.total.cpus),
       perMachine('berth_machine_cpus_free', 'Cores free on a machine now.', (m) => m.free.cpus),
       perMachine('berth_machine_gpus', 'GPUs a machine has.', (m) => m.total.gpuIds.length),
       perMachine('berth_machine_gpus_free', 'GPUs free on a machine now.', (m) => m.free.gpus),
-      perMachine('berth_machine_ram_bytes', 'Memory a machine has, in bytes (absent when not limited).', (m) => bytes(m.total.ramMb)),
-      perMachine('berth_machine_ram_free_bytes', 'Memory free on a machine now, in bytes (absent when not limited).', (m) => bytes(m.free.ramMb)),
+      perMachine('berth_machine_ram_bytes', 'Memory a machine has, in bytes (absent when not limited).', (m) =>
+        bytes(m.total.ramMb),
+      ),
+      perMachine(
+        'berth_machine_ram_free_bytes',
+        'Memory free on a machine now, in bytes (absent when not limited).',
+        (m) => bytes(m.free.ramMb),
+      ),
       perMachine('berth_machine_claims', 'Claims held on a machine now.', (m) => m.claims),
     ];
     let snap: PlacerSnapshot | undefined;
     const current = () => (snap ??= source.snapshot());
     // prom-client collects each metric in registration order: the first gauge takes the snapshot, the last drops it.
-    new Gauge({ name: 'berth_machines', help: 'Machines attached, by kind (engine, worker).', labelNames: ['kind'], registers: [r], collect() {
-      snap = undefined;
-      const ms = current().machines;
-      this.reset();
-      this.set({ kind: 'engine' }, ms.filter((m) => !m.remote).length);
-      this.set({ kind: 'worker' }, ms.filter((m) => m.remote).length);
-    } });
-    for (const s of specs) {
-      new Gauge({ name: s.name, help: s.help, labelNames: s.labelNames, registers: s.registers, collect() {
+    new Gauge({
+      name: 'berth_machines',
+      help: 'Machines attached, by kind (engine, worker).',
+      labelNames: ['kind'],
+      registers: [r],
+      collect() {
+        snap = undefined;
+        const ms = current().machines;
         this.reset();
-        for (const m of current().machines) {
-          const v = s.pick(m);
-          if (v !== undefined) this.set({ machine: m.name }, v);
-        }
-      } });
+        this.set({ kind: 'engine' }, ms.filter((m) => !m.remote).length);
+        this.set({ kind: 'worker' }, ms.filter((m) => m.remote).length);
+      },
+    });
+    for (const s of specs) {
+      new Gauge({
+        name: s.name,
+        help: s.help,
+        labelNames: s.labelNames,
+        registers: s.registers,
+        collect() {
+          this.reset();
+          for (const m of current().machines) {
+            const v = s.pick(m);
+            if (v !== undefined) this.set({ machine: m.name }, v);
+          }
+        },
+      });
     }
-    new Gauge({ name: 'berth_claims_waiting', help: 'Claims waiting now (SPEC P6).', registers: [r], collect() { this.set(current().waiting.length); } });
-    new Gauge({ name: 'berth_claims_held', help: 'Claims held now.', registers: [r], collect() { this.set(current().held.length); } });
-    new Gauge({ name: 'berth_calls_in_flight', help: 'Calls running now.', registers: [r], collect() { this.set(source.callsInFlight()); } });
-    new Gauge({ name: 'berth_provisioner_machines', help: 'Machines a provisioner started, by state (SPEC V2, V3).', labelNames: ['provisioner', 'state'], registers: [r], collect() {
-      this.reset();
-      for (const p of source.provisionerMachines()) this.set({ provisioner: p.provisioner, state: p.state }, p.count);
-      snap = undefined;
-    } });
+    new Gauge({
+      name: 'berth_claims_waiting',
+      help: 'Claims waiting now (SPEC P6).',
+      registers: [r],
+      collect() {
+        this.set(current().waiting.length);
+      },
+    });
+    new Gauge({
+      name: 'berth_claims_held',
+      help: 'Claims held now.',
+      registers: [r],
+      collect() {
+        this.set(current().held.length);
+      },
+    });
+    new Gauge({
+      name: 'berth_calls_in_flight',
+      help: 'Calls running now.',
+      registers: [r],
+      collect() {
+        this.set(source.callsInFlight());
+      },
+    });
+    new Gauge({
+      name: 'berth_provisioner_machines',
+      help: 'Machines a provisioner started, by state (SPEC V2, V3).',
+      labelNames: ['provisioner', 'state'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const p of source.provisionerMachines()) this.set({ provisioner: p.provisioner, state: p.state }, p.count);
+        snap = undefined;
+      },
+    });
   }
 }

@@ -25,8 +25,8 @@ export const MAX_ENV_KEYS = 128;
 export const MAX_ENV_KEY = 256;
 export const MAX_ENV_BYTES = 64 * 1024;
 
-const NAME = /^[A-Za-z0-9_.:\-]*$/;
-const LABEL = /^[A-Za-z0-9_.\-]*$/;
+const NAME = /^[A-Za-z0-9_.:-]*$/;
+const LABEL = /^[A-Za-z0-9_.-]*$/;
 const MAX_LABEL = 63;
 const MAX_NODE = 256;
 const MAX_RUN_ID = 128;
@@ -43,18 +43,29 @@ const schema = z.object({
     .string()
     .max(MAX_LABEL, `at most ${MAX_LABEL} characters`)
     .regex(LABEL, 'a label holds only letters, digits and _ . - (no spaces)'),
-  policy: z.union([z.literal(Policy.POLICY_UNSPECIFIED), z.literal(Policy.POLICY_PREFER), z.literal(Policy.POLICY_REQUIRE)], {
-    error: 'unknown policy: use POLICY_PREFER (1) or POLICY_REQUIRE (2)',
-  }),
+  policy: z.union(
+    [z.literal(Policy.POLICY_UNSPECIFIED), z.literal(Policy.POLICY_PREFER), z.literal(Policy.POLICY_REQUIRE)],
+    {
+      error: 'unknown policy: use POLICY_PREFER (1) or POLICY_REQUIRE (2)',
+    },
+  ),
   node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`),
   runId: name('a run id', MAX_RUN_ID),
-  env: z.record(
-    z.string().max(MAX_ENV_KEY, `at most ${MAX_ENV_KEY} characters`).superRefine((k, ctx) => {
-      const why = reservedEnvKey(k);
-      if (why) ctx.addIssue({ code: 'custom', message: why });
-    }),
-    z.string().max(MAX_ENV_VALUE).refine((v) => !v.includes('\0'), 'an env value may not contain NUL'),
-  ).refine((e) => Object.keys(e).length <= MAX_ENV_KEYS, `at most ${MAX_ENV_KEYS} variables`)
+  env: z
+    .record(
+      z
+        .string()
+        .max(MAX_ENV_KEY, `at most ${MAX_ENV_KEY} characters`)
+        .superRefine((k, ctx) => {
+          const why = reservedEnvKey(k);
+          if (why) ctx.addIssue({ code: 'custom', message: why });
+        }),
+      z
+        .string()
+        .max(MAX_ENV_VALUE)
+        .refine((v) => !v.includes('\0'), 'an env value may not contain NUL'),
+    )
+    .refine((e) => Object.keys(e).length <= MAX_ENV_KEYS, `at most ${MAX_ENV_KEYS} variables`)
     .refine((e) => envBytes(e) <= MAX_ENV_BYTES, `at most ${MAX_ENV_BYTES} bytes of names and values in all`),
 });
 
@@ -121,7 +132,11 @@ export function normalizeAsk(ask: Ask | undefined, field = 'ask'): NormalizedAsk
  */
 export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
   for (const key of Object.keys(ask.env ?? {})) {
-    if (!ENV_KEY.test(key)) throw new BerthError('invalid_argument', `${field}.env: key ${JSON.stringify(key)} is not a variable name like XLA_FLAGS (no =, no spaces)`);
+    if (!ENV_KEY.test(key))
+      throw new BerthError(
+        'invalid_argument',
+        `${field}.env: key ${JSON.stringify(key)} is not a variable name like XLA_FLAGS (no =, no spaces)`,
+      );
   }
   const r = schema.safeParse(ask);
   if (!r.success) {
@@ -134,13 +149,19 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
       value = `${Object.keys(ask.env).length} variables, ${envBytes(ask.env)} bytes`;
     }
     const fieldName = [field, SNAKE[key] ?? key, ...path.slice(1)].join('.');
-    const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+    const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
     const shown = JSON.stringify(value) ?? 'nothing';
-    throw new BerthError('invalid_argument', `${fieldName}: ${message} (got ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown})`);
+    throw new BerthError(
+      'invalid_argument',
+      `${fieldName}: ${message} (got ${shown.length > 120 ? `${shown.slice(0, 120)}…` : shown})`,
+    );
   }
   const over = ask.onOversize ?? OnOversize.ON_OVERSIZE_UNSPECIFIED;
   if (!OVERSIZE.includes(over)) {
-    throw new BerthError('invalid_argument', `${field}.on_oversize: unknown value ${over}: use ON_OVERSIZE_CLAMP (1) or ON_OVERSIZE_FAIL (2)`);
+    throw new BerthError(
+      'invalid_argument',
+      `${field}.on_oversize: unknown value ${over}: use ON_OVERSIZE_CLAMP (1) or ON_OVERSIZE_FAIL (2)`,
+    );
   }
   return normalized({ ...r.data, onOversize: over });
 }

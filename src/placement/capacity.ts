@@ -39,7 +39,11 @@ export class MachineClass {
   readonly #ram = new Map<number, number>();
   size = 0;
 
-  constructor(readonly cpus: number, readonly gpus: number, readonly labels: readonly string[]) {}
+  constructor(
+    readonly cpus: number,
+    readonly gpus: number,
+    readonly labels: readonly string[],
+  ) {}
 
   /** Adds `e` (indexed by its current free capacity). */
   add(e: MachineEntry): void {
@@ -133,7 +137,10 @@ export class MachineClass {
       const g = Math.floor(k / width);
       const c = k % width;
       const d: Distance = [
-        Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus),
+        Math.max(0, a.gpus - g),
+        Math.max(0, a.cpus - c),
+        Math.max(0, g - a.gpus),
+        Math.max(0, c - a.cpus),
       ];
       if (best && !closer(d, best.distance)) continue;
       for (const m of this.#buckets.get(k)!) {

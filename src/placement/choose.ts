@@ -35,7 +35,8 @@ function bestAmong(
     const m = cls.bestFit(a, ok, skip);
     if (!m) continue;
     const g = m.books.freeGpus;
-    if (!best || g < best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus)) best = m;
+    if (!best || g < best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus))
+      best = m;
   }
   return best;
 }
@@ -97,7 +98,10 @@ export function reservationTarget(
  * then CPUs, then RAM, per machine — and the amount cut to it. Undefined with no eligible machine.
  * Walks classes (one machine per class is enough: a class shares cores and GPUs).
  */
-export function clampTarget(machines: MachineSet, ask: NormalizedAsk): { machine: MachineEntry; amount: Amount } | undefined {
+export function clampTarget(
+  machines: MachineSet,
+  ask: NormalizedAsk,
+): { machine: MachineEntry; amount: Amount } | undefined {
   let best: { machine: MachineEntry; amount: Amount } | undefined;
   // More GPUs, then more cores, then more memory is better.
   const better = (x: Amount, y: Amount) =>

@@ -6,7 +6,9 @@ export const ALLOCATION_ENV_KEYS: readonly string[] = ['OMP_NUM_THREADS', 'CUDA_
 
 /** Why `key` may not be set by an ask or a command, or undefined when it may (SPEC R8). */
 export function reservedEnvKey(key: string): string | undefined {
-  return ALLOCATION_ENV_KEYS.includes(key) ? `${key} is set by berth from the allocation (SPEC R8): an ask cannot set it` : undefined;
+  return ALLOCATION_ENV_KEYS.includes(key)
+    ? `${key} is set by berth from the allocation (SPEC R8): an ask cannot set it`
+    : undefined;
 }
 
 /**

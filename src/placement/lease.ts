@@ -33,7 +33,9 @@ export class Lease implements Grant {
     return this.#lost.signal;
   }
 
-  /** The machine left or the claim was released: `lost` aborts with `reason` (now, or when first read). First call wins. */
+  /**
+   * The machine left or the claim was released: `lost` aborts with `reason` (now, or when first read). First call wins.
+   */
   lose(reason: unknown): void {
     if (this.#gone) return;
     this.#gone = true;

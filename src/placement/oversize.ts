@@ -43,24 +43,34 @@ const UNIT: Record<string, (a: Amount) => string> = {
  * the dimension, what was asked and the largest machine, e.g. "ask.gpus: asked 4 gpu(s) but the
  * largest machine, engine, has 0 gpu(s) (2 cpu(s)); on_oversize is fail".
  */
-export function oversizeError(asked: Amount, target: { machine: MachineEntry; amount: Amount } | undefined): BerthError {
-  if (!target) return new BerthError('failed_precondition', `ask: no machine can hold ${describeAmount(asked)}; on_oversize is fail`);
+export function oversizeError(
+  asked: Amount,
+  target: { machine: MachineEntry; amount: Amount } | undefined,
+): BerthError {
+  if (!target)
+    return new BerthError(
+      'failed_precondition',
+      `ask: no machine can hold ${describeAmount(asked)}; on_oversize is fail`,
+    );
   const dim = limitingDimension(asked, target.amount) || 'cpus';
   const t = target.machine.books.total;
   const has: Amount = { cpus: t.cpus, gpus: t.gpuIds.length, ramMb: t.ramMb };
-  const rest = Object.keys(UNIT).filter((k) => k !== dim && (k !== 'ram_mb' || has.ramMb !== undefined)).map((k) => UNIT[k](has));
+  const rest = Object.keys(UNIT)
+    .filter((k) => k !== dim && (k !== 'ram_mb' || has.ramMb !== undefined))
+    .map((k) => UNIT[k](has));
   return new BerthError(
     'failed_precondition',
-    `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
+    `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, ` +
+      `has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
   );
 }
 
 /**
  * Satisfiable's structured verdict for a validated ask (issue 13): runs_now when a machine can
- * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it but
- * is busy (or, for a required label, its machine left within the reconnect grace, P3),
- * waits_for_provisioner when only a provisioner covers it (SPEC P10), clamped when it would be cut
- * to the best machine (P5), impossible when it would be clamped but asks `on_oversize: fail`.
+ * grant it now (`fitsNow`: free capacity behind the waiters' reservations), waits when an attached machine can hold it
+ * but is busy (or, for a required label, its machine left within the reconnect grace, P3), waits_for_provisioner when
+ * only a provisioner covers it (SPEC P10), clamped when it would be cut to the best machine (P5), impossible when it
+ * would be clamped but asks `on_oversize: fail`.
  */
 export function askVerdict(
   machines: MachineSet,
@@ -70,11 +80,16 @@ export function askVerdict(
 ): AskVerdict {
   const amount: Amount = { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb };
   if (anyCanEverHold(machines, ask, amount)) {
-    return { verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits', waitFor: '', limiting: '' };
+    return {
+      verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits',
+      waitFor: '',
+      limiting: '',
+    };
   }
   if (covers(ask)) return { verdict: 'waits_for_provisioner', waitFor: describeAmount(amount), limiting: '' };
   const t = clampTarget(machines, ask);
-  if (!t) return { verdict: 'waits', waitFor: '', limiting: '' }; // a required label's machine is coming back (P3 grace)
+  // a required label's machine is coming back (P3 grace)
+  if (!t) return { verdict: 'waits', waitFor: '', limiting: '' };
   const limiting = limitingDimension(amount, t.amount);
   return { verdict: ask.onOversize === 'fail' ? 'impossible' : 'clamped', waitFor: '', clampedTo: t.amount, limiting };
 }

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
@@ -96,7 +96,16 @@ export class Placer {
   attach(m: MachineSpec): void {
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
-    this.#events.emit({ kind: 'worker_attached', machine: m.name, label: m.labels.join(','), granted: { cpus: m.inventory.cpus, gpus: m.inventory.gpuIds.length, ramMb: m.inventory.ramMb }, gpuIds: m.inventory.gpuIds, detail: `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}` });
+    this.#events.emit({
+      kind: 'worker_attached',
+      machine: m.name,
+      label: m.labels.join(','),
+      granted: { cpus: m.inventory.cpus, gpus: m.inventory.gpuIds.length, ramMb: m.inventory.ramMb },
+      gpuIds: m.inventory.gpuIds,
+      detail:
+        `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)` +
+        `${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
+    });
     this.#touched.add(e);
     this.#refit();
     this.#settle();
@@ -109,7 +118,7 @@ export class Placer {
    */
   detach(name: string, reason = `worker ${name} went away`): void {
     const entry = this.machines.get(name);
-    if (!entry || !entry.spec.remote) return;
+    if (!entry?.spec.remote) return;
     this.machines.remove(name);
     for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
@@ -120,7 +129,16 @@ export class Placer {
     for (const h of lost) {
       const g = h.grant;
       g.lose(new BerthError('unavailable', `${reason}: claim ${g.claimId} on ${name} lost`));
-      this.#events.emit({ kind: 'claim_lost', claimId: g.claimId, machine: name, node: g.ask.node, runId: g.ask.runId, detail: reason, ...heldFacts(h), outcome: 'lost' });
+      this.#events.emit({
+        kind: 'claim_lost',
+        claimId: g.claimId,
+        machine: name,
+        node: g.ask.node,
+        runId: g.ask.runId,
+        detail: reason,
+        ...heldFacts(h),
+        outcome: 'lost',
+      });
     }
     this.#events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     if (entry.spec.labels.length) setTimeout(() => this.#expireLabels(), this.#graceMs + 1).unref();
@@ -154,7 +172,15 @@ export class Placer {
       const { signal } = opts;
       const onAbort = () => this.#abandon(w, signal.reason);
       const w = this.#queue.add(
-        { claimId, ask, since: Date.now(), resolve, reject, detach: () => signal.removeEventListener('abort', onAbort), notify: opts.onQueued },
+        {
+          claimId,
+          ask,
+          since: Date.now(),
+          resolve,
+          reject,
+          detach: () => signal.removeEventListener('abort', onAbort),
+          notify: opts.onQueued,
+        },
         amount,
         clamped,
         () => reservationTarget(this.machines, ask, amount),
@@ -162,8 +188,20 @@ export class Placer {
       signal.addEventListener('abort', onAbort, { once: true });
       const info = this.#queuedInfo(w, this.#queue.size);
       const until = this.#comingBackUntil(ask);
-      if (until) info.detail += `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ${Math.ceil((until - Date.now()) / 1000)} s left)`;
-      this.#events.emit({ kind: 'node_queued', claimId, node: ask.node, runId: ask.runId, machine: info.bestMachine, detail: info.detail, ...askFacts(ask, w.cls.amount, w.cls.clamped), queued: info });
+      if (until)
+        info.detail +=
+          `: waiting for workers labelled '${ask.label}' to come back (reconnect grace, ` +
+          `${Math.ceil((until - Date.now()) / 1000)} s left)`;
+      this.#events.emit({
+        kind: 'node_queued',
+        claimId,
+        node: ask.node,
+        runId: ask.runId,
+        machine: info.bestMachine,
+        detail: info.detail,
+        ...askFacts(ask, w.cls.amount, w.cls.clamped),
+        queued: info,
+      });
       opts.onQueued?.(info);
       this.#plan();
     });
@@ -179,7 +217,10 @@ export class Placer {
   release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
     const h = this.#held.get(claimId);
     if (!h || h.releasing) return false;
-    const reason = new BerthError('cancelled', why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`);
+    const reason = new BerthError(
+      'cancelled',
+      why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`,
+    );
     const gate = this.releaseGate?.(claimId, opts.keepRuns ? undefined : reason);
     if (!opts.keepRuns) h.grant.lose(reason);
     if (!gate) return this.#give(claimId, h, why);
@@ -194,7 +235,16 @@ export class Placer {
     this.machines.give(h.entry, claimId);
     this.#changed.add(h.entry);
     this.#touched.add(h.entry);
-    this.#events.emit({ kind: 'claim_released', claimId, machine: h.grant.machine, node: h.grant.ask.node, runId: h.grant.ask.runId, detail: why, ...heldFacts(h), outcome: why.toLowerCase().replace(/[^a-z0-9]+/g, '_') });
+    this.#events.emit({
+      kind: 'claim_released',
+      claimId,
+      machine: h.grant.machine,
+      node: h.grant.ask.node,
+      runId: h.grant.ask.runId,
+      detail: why,
+      ...heldFacts(h),
+      outcome: why.toLowerCase().replace(/[^a-z0-9]+/g, '_'),
+    });
     this.#settle();
     return true;
   }
@@ -231,12 +281,23 @@ export class Placer {
    */
   verdict(ask: NormalizedAsk): AskVerdict {
     this.#checkLabel(ask);
-    return askVerdict(this.machines, (a) => this.#prov?.covers(a) ?? false, ask, (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
+    return askVerdict(
+      this.machines,
+      (a) => this.#prov?.covers(a) ?? false,
+      ask,
+      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)),
+    );
   }
 
   /** The books, waiting claims (with where each holds back resources) and held claims. */
   snapshot(): PlacerSnapshot {
-    return placerSnapshot(this.machines, [...this.#queue.waiters()], [...this.#held.values()], (id) => this.#prov?.reason(id), this.#prov?.statuses() ?? []);
+    return placerSnapshot(
+      this.machines,
+      [...this.#queue.waiters()],
+      [...this.#held.values()],
+      (id) => this.#prov?.reason(id),
+      this.#prov?.statuses() ?? [],
+    );
   }
 
   /**
@@ -250,7 +311,8 @@ export class Placer {
       claims += m.books.claims;
     }
     if (claims !== this.#held.size) throw new Error(`books hold ${claims} claims, placer ${this.#held.size}`);
-    for (const w of this.#queue.waiters()) if (this.#held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
+    for (const w of this.#queue.waiters())
+      if (this.#held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
     this.#queue.check((m) => this.machines.has(m));
   }
 
@@ -258,7 +320,10 @@ export class Placer {
     if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
     if (this.#prov?.covers(ask)) return;
     if (this.#comingBackUntil(ask) >= Date.now()) return;
-    throw new BerthError('failed_precondition', `no machine carries label '${ask.label}' and no provisioner can start one`);
+    throw new BerthError(
+      'failed_precondition',
+      `no machine carries label '${ask.label}' and no provisioner can start one`,
+    );
   }
 
   /**
@@ -291,8 +356,15 @@ export class Placer {
   #clampedEvent(ask: NormalizedAsk, to: Amount, m: MachineEntry): void {
     const asked = amountOf(ask);
     this.#events.emit({
-      kind: 'node_clamped', node: ask.node, runId: ask.runId, machine: m.spec.name, label: ask.label || undefined,
-      asked, granted: to, clamped: true, limiting: limitingDimension(asked, to),
+      kind: 'node_clamped',
+      node: ask.node,
+      runId: ask.runId,
+      machine: m.spec.name,
+      label: ask.label || undefined,
+      asked,
+      granted: to,
+      clamped: true,
+      limiting: limitingDimension(asked, to),
       detail: `${describeAmount(asked)} → ${describeAmount(to)} (best machine: ${m.spec.name})`,
     });
   }
@@ -333,16 +405,37 @@ export class Placer {
     if (old) this.#touched.add(old);
   }
 
-  #grant(claimId: string, ask: NormalizedAsk, amount: Amount, clamped: boolean, entry: MachineEntry, fellBack: boolean, since?: number): Grant {
+  #grant(
+    claimId: string,
+    ask: NormalizedAsk,
+    amount: Amount,
+    clamped: boolean,
+    entry: MachineEntry,
+    fellBack: boolean,
+    since?: number,
+  ): Grant {
     const holding = this.machines.take(entry, claimId, amount);
     this.#changed.add(entry);
     const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
     const allocation = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
     const grant = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
     this.#held.set(claimId, { grant, entry, since: Date.now() });
-    this.#events.emit({ kind: 'node_placed', claimId, node: ask.node, runId: ask.runId, machine: entry.spec.name, ...askFacts(ask, amount, clamped),
-      granted: { cpus: holding.cpus, gpus: holding.gpuIds.length, ramMb: holding.ramMb }, gpuIds: holding.gpuIds, fellBack,
-      durationMs: since === undefined ? 0 : Date.now() - since, detail: `${describeAmount(amount)} on ${entry.spec.name}${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}` });
+    this.#events.emit({
+      kind: 'node_placed',
+      claimId,
+      node: ask.node,
+      runId: ask.runId,
+      machine: entry.spec.name,
+      ...askFacts(ask, amount, clamped),
+      granted: { cpus: holding.cpus, gpus: holding.gpuIds.length, ramMb: holding.ramMb },
+      gpuIds: holding.gpuIds,
+      fellBack,
+      durationMs: since === undefined ? 0 : Date.now() - since,
+      detail:
+        `${describeAmount(amount)} on ${entry.spec.name}` +
+        `${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}` +
+        `${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}`,
+    });
     return grant;
   }
 
@@ -357,7 +450,14 @@ export class Placer {
 
   #abandon(w: Waiter, reason: unknown): void {
     if (!this.#unwait(w)) return;
-    this.#events.emit({ kind: 'node_abandoned', claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, detail: reason instanceof Error ? reason.message : 'abandoned', durationMs: Date.now() - w.since });
+    this.#events.emit({
+      kind: 'node_abandoned',
+      claimId: w.claimId,
+      node: w.ask.node,
+      runId: w.ask.runId,
+      detail: reason instanceof Error ? reason.message : 'abandoned',
+      durationMs: Date.now() - w.since,
+    });
     w.reject(reason);
     this.#settle();
   }
@@ -418,13 +518,17 @@ export class Placer {
       else for (let w = cls.head; w; w = w.next) unmet.push({ claimId: w.claimId, ask: w.ask, amount: cls.amount });
     }
     const machines: DemandView['machines'] = [];
-    for (const m of this.machines.all()) if (m.spec.remote) machines.push({ name: m.spec.name, claims: m.books.claims });
+    for (const m of this.machines.all())
+      if (m.spec.remote) machines.push({ name: m.spec.name, claims: m.books.claims });
     this.#prov.plan({ unmet, waiting, machines });
   }
 
   /** Why `w` waits (P6), with the provisioner's reason when it waits for a machine being started (P10). */
   #queuedInfo(w: Waiter, position: number): QueuedInfo {
-    return withReason(queuedInfo(this.machines, w.claimId, w.ask, w.cls.amount, position), this.#prov?.reason(w.claimId));
+    return withReason(
+      queuedInfo(this.machines, w.claimId, w.ask, w.cls.amount, position),
+      this.#prov?.reason(w.claimId),
+    );
   }
 
   /** Provisioning gives an idle machine back: it leaves the books now, unless it holds a claim (SPEC V3). */
@@ -470,11 +574,21 @@ export class Placer {
 /** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */
 function askFacts(ask: NormalizedAsk, amount: Amount, clamped: boolean) {
   const asked = amountOf(ask);
-  return { asked, label: ask.label || undefined, clamped, limiting: clamped ? limitingDimension(asked, amount) : undefined };
+  return {
+    asked,
+    label: ask.label || undefined,
+    clamped,
+    limiting: clamped ? limitingDimension(asked, amount) : undefined,
+  };
 }
 
 /** Typed event facts of a held claim given back or lost: the amount, its device ids and how long it was held (ms). */
 function heldFacts(h: Held) {
   const a = h.grant.allocation;
-  return { granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, durationMs: Date.now() - h.since, label: h.grant.ask.label || undefined };
+  return {
+    granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
+    gpuIds: a.gpuIds,
+    durationMs: Date.now() - h.since,
+    label: h.grant.ask.label || undefined,
+  };
 }

@@ -23,7 +23,8 @@ export function queuedInfo(
     const m = cls.mostFree(amount.ramMb);
     if (!m) continue;
     const g = m.books.freeGpus;
-    if (!best || g > best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus > best.books.freeCpus)) best = m;
+    if (!best || g > best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus > best.books.freeCpus))
+      best = m;
   }
   const bf = best?.books;
   return {

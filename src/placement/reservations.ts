@@ -23,7 +23,9 @@ const overlaps = (x: Amount, y: Amount) =>
 export class Reservations {
   readonly #held = new Map<MachineEntry, Held>();
 
-  /** `times` × `cls.amount` more (or, negative, less) held back on `cls.target`; lists the class there while it holds. */
+  /**
+   * `times` × `cls.amount` more (or, negative, less) held back on `cls.target`; lists the class there while it holds.
+   */
   add(cls: WaitClass, times: number): void {
     const m = cls.target;
     if (!m || times === 0) return;
@@ -81,11 +83,16 @@ export class Reservations {
       const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
       const k = cls.size;
       const a = cls.amount;
-      want.set(cls.target, { cpus: cur.cpus + k * a.cpus, gpus: cur.gpus + k * a.gpus, ramMb: cur.ramMb + k * (a.ramMb ?? 0) });
+      want.set(cls.target, {
+        cpus: cur.cpus + k * a.cpus,
+        gpus: cur.gpus + k * a.gpus,
+        ramMb: cur.ramMb + k * (a.ramMb ?? 0),
+      });
     }
     for (const [m, h] of this.#held) {
       const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb) throw new Error(`reservations on ${m.spec.name} out of step`);
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb)
+        throw new Error(`reservations on ${m.spec.name} out of step`);
       want.delete(m);
     }
     if (want.size) throw new Error(`reservations missing on ${[...want.keys()].map((m) => m.spec.name).join(', ')}`);

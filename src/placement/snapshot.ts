@@ -27,14 +27,27 @@ export interface PlacerSnapshot {
   machines: MachineView[];
   /** `owner`: the ask's owner (SPEC R7), so the server can hide others' claim ids. */
   waiting: {
-    claimId: string; node: string; runId: string; label: string; reason: QueuedInfo; waitedMs: number;
+    claimId: string;
+    node: string;
+    runId: string;
+    label: string;
+    reason: QueuedInfo;
+    waitedMs: number;
     /** The machine it holds back resources on (SPEC P7); '' when none could ever hold it. */
     reservedOn: string;
     /** The ask was cut down to the best real machine (SPEC P5, P11). */
     clamped: boolean;
     owner?: string;
   }[];
-  held: { claimId: string; node: string; runId: string; machine: string; allocation: AllocationGrant; heldMs: number; owner?: string }[];
+  held: {
+    claimId: string;
+    node: string;
+    runId: string;
+    machine: string;
+    allocation: AllocationGrant;
+    heldMs: number;
+    owner?: string;
+  }[];
   provisioners: ProvisionerView[];
 }
 
@@ -53,8 +66,13 @@ export function placerSnapshot(
     let q = why.get(w.cls);
     if (!q) why.set(w.cls, (q = queuedInfo(machines, w.claimId, w.ask, w.cls.amount, position)));
     return {
-      claimId: w.claimId, detail: q.detail, wanted: q.wanted, bestMachine: q.bestMachine, bestFree: q.bestFree,
-      machinesAble: q.machinesAble, position,
+      claimId: w.claimId,
+      detail: q.detail,
+      wanted: q.wanted,
+      bestMachine: q.bestMachine,
+      bestFree: q.bestFree,
+      machinesAble: q.machinesAble,
+      position,
     };
   };
   return {
@@ -70,13 +88,24 @@ export function placerSnapshot(
       version: m.spec.version ?? '',
     })),
     waiting: waiters.map((w, i) => ({
-      claimId: w.claimId, node: w.ask.node, runId: w.ask.runId, label: w.ask.label,
-      reason: withReason(reason(w, i + 1), provisioning(w.claimId)), waitedMs: now - w.since,
-      reservedOn: w.cls.target?.spec.name ?? '', clamped: w.cls.clamped, owner: w.ask.owner,
+      claimId: w.claimId,
+      node: w.ask.node,
+      runId: w.ask.runId,
+      label: w.ask.label,
+      reason: withReason(reason(w, i + 1), provisioning(w.claimId)),
+      waitedMs: now - w.since,
+      reservedOn: w.cls.target?.spec.name ?? '',
+      clamped: w.cls.clamped,
+      owner: w.ask.owner,
     })),
     held: held.map((h) => ({
-      claimId: h.grant.claimId, node: h.grant.ask.node, runId: h.grant.ask.runId, machine: h.grant.machine,
-      allocation: h.grant.allocation, heldMs: now - h.since, owner: h.grant.ask.owner,
+      claimId: h.grant.claimId,
+      node: h.grant.ask.node,
+      runId: h.grant.ask.runId,
+      machine: h.grant.machine,
+      allocation: h.grant.allocation,
+      heldMs: now - h.since,
+      owner: h.grant.ask.owner,
     })),
     provisioners,
   };

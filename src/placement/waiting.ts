@@ -43,8 +43,10 @@ export interface WaitClass {
   size: number;
 }
 
+// fail asks wait apart (issue 13)
 const keyOf = (a: NormalizedAsk) =>
-  `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}${a.onOversize === 'fail' ? '/fail' : ''}`; // fail asks wait apart (issue 13)
+  `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
+  `${a.onOversize === 'fail' ? '/fail' : ''}`;
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {
@@ -179,7 +181,8 @@ export class WaitQueue {
       if (count !== cls.size || cls.size === 0) {
         throw new Error(`wait class ${cls.key}: ${count} linked, size ${cls.size}`);
       }
-      if (cls.target && !attached(cls.target)) throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
+      if (cls.target && !attached(cls.target))
+        throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
     let filed = 0;

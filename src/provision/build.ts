@@ -24,11 +24,17 @@ export function buildProvisioning(
 ): ProvisioningLoop {
   let loop: ProvisioningLoop | undefined;
   const pools = configs.map((c) => {
-    const shapes: Shape[] | undefined = c.shapes?.map((s) => ({ cpus: s.cpus, gpus: s.gpus, ramMb: s.ram_mb, labels: s.labels }));
+    const shapes: Shape[] | undefined = c.shapes?.map((s) => ({
+      cpus: s.cpus,
+      gpus: s.gpus,
+      ramMb: s.ram_mb,
+      labels: s.labels,
+    }));
     const t = lazyTarget(target);
-    const backend: Backend = c.kind === 'slurm'
-      ? new SlurmBackend({ name: c.name, partition: c.partition, shapes, sbatchArgs: c.sbatch_args }, t)
-      : new LocalBackend(c.name, shapes ?? [], t);
+    const backend: Backend =
+      c.kind === 'slurm'
+        ? new SlurmBackend({ name: c.name, partition: c.partition, shapes, sbatchArgs: c.sbatch_args }, t)
+        : new LocalBackend(c.name, shapes ?? [], t);
     return new Pool(
       {
         name: c.name,

@@ -22,7 +22,8 @@ export class Ledger {
     if (!this.path) return [];
     try {
       const list = JSON.parse(readFileSync(this.path, 'utf8')) as unknown;
-      const ok = (e: LedgerEntry) => typeof e?.engineId === 'string' && typeof e?.name === 'string' && typeof e?.shape?.cpus === 'number';
+      const ok = (e: LedgerEntry) =>
+        typeof e?.engineId === 'string' && typeof e?.name === 'string' && typeof e?.shape?.cpus === 'number';
       return Array.isArray(list) ? list.filter(ok) : [];
     } catch {
       return [];

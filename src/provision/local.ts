@@ -22,7 +22,11 @@ export class LocalBackend implements Backend {
   readonly #adopted = new Set<string>();
   #seq = 0;
 
-  constructor(readonly name: string, readonly configured: Shape[], readonly target: WorkerTarget) {}
+  constructor(
+    readonly name: string,
+    readonly configured: Shape[],
+    readonly target: WorkerTarget,
+  ) {}
 
   async shapes(): Promise<Shape[]> {
     return this.configured;
@@ -97,10 +101,12 @@ export class LocalBackend implements Backend {
   async close(ids: string[]): Promise<void> {
     const all = new Set([...ids, ...this.#children.keys()]);
     for (const id of all) signalGroup(Number(id), 'SIGTERM');
-    await Promise.all([...all].map(async (id) => {
-      if (await groupGone(Number(id), STOP_GRACE_MS)) return;
-      signalGroup(Number(id), 'SIGKILL');
-      await groupGone(Number(id), 2000);
-    }));
+    await Promise.all(
+      [...all].map(async (id) => {
+        if (await groupGone(Number(id), STOP_GRACE_MS)) return;
+        signalGroup(Number(id), 'SIGKILL');
+        await groupGone(Number(id), 2000);
+      }),
+    );
   }
 }

@@ -26,9 +26,15 @@ export class ProvisioningLoop implements Provisioning {
   #dirty = false;
   #reconciling = false;
 
-  constructor(readonly pools: Pool[], readonly log: Logger, readonly timing: LoopTiming = {}) {}
+  constructor(
+    readonly pools: Pool[],
+    readonly log: Logger,
+    readonly timing: LoopTiming = {},
+  ) {}
 
-  /** Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read. */
+  /**
+   * Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read.
+   */
   async start(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.init()));
     await this.#reconcile();
@@ -78,10 +84,15 @@ export class ProvisioningLoop implements Provisioning {
     this.#closed = true;
     for (const t of this.#timers) clearInterval(t);
     await Promise.all(this.pools.flatMap((p) => [...p.submitting]));
-    await Promise.all(this.pools.map((p) => p.backend.close(p.engineIds()).then(
-      () => p.clearLedger(),
-      (e: unknown) => this.log.warn({ provisioner: p.cfg.name, err: (e as Error).message }, 'stopping machines failed'),
-    )));
+    await Promise.all(
+      this.pools.map((p) =>
+        p.backend.close(p.engineIds()).then(
+          () => p.clearLedger(),
+          (e: unknown) =>
+            this.log.warn({ provisioner: p.cfg.name, err: (e as Error).message }, 'stopping machines failed'),
+        ),
+      ),
+    );
   }
 
   /** Re-plans from the last view; deferred while a timer callback is running (no re-entry). */

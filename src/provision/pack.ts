@@ -59,18 +59,24 @@ export function pack(
   const planned: Shape[] = [];
   const assigned = new Map<string, number>();
   const order = [...unmet].sort((a, b) => cmp(size(b.amount), size(a.amount)));
-  order.forEach((u, i) => {
+  for (const [i, u] of order.entries()) {
     const at = rooms.findIndex((r) => take(r, u));
-    if (at >= 0) return void assigned.set(u.claimId, at);
-    if (planned.length >= maxNew) return;
-    const best = bestShape(order.slice(i), shapes.filter((s) => shapeHolds(s, u)));
-    if (!best) return;
+    if (at >= 0) {
+      assigned.set(u.claimId, at);
+      continue;
+    }
+    if (planned.length >= maxNew) continue;
+    const best = bestShape(
+      order.slice(i),
+      shapes.filter((s) => shapeHolds(s, u)),
+    );
+    if (!best) continue;
     const r = roomOf(best);
     take(r, u);
     rooms.push(r);
     planned.push(best);
     assigned.set(u.claimId, rooms.length - 1);
-  });
+  }
   return { assigned, planned };
 }
 

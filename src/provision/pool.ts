@@ -69,7 +69,10 @@ export class Pool {
       if (!this.backend.owns(e.engineId, e.name)) continue;
       const { shape, engineId, name } = e;
       this.#machines.push({ shape, engineId, name, state: 'starting', since: now, adopted: true });
-      this.deps.log.info({ provisioner: this.cfg.name, machine: name, engineId }, 'adopting a machine a previous server left');
+      this.deps.log.info(
+        { provisioner: this.cfg.name, machine: name, engineId },
+        'adopting a machine a previous server left',
+      );
     }
   }
 
@@ -93,7 +96,12 @@ export class Pool {
     this.#follow(attached, now);
     const starting = this.#machines.filter((m) => m.state === 'submitting' || m.state === 'starting');
     const room = now < this.#retryAt ? 0 : this.cfg.maxMachines - this.#machines.length;
-    const { assigned, planned } = pack(unmet, starting.map((m) => m.shape), this.shapes, Math.max(0, room));
+    const { assigned, planned } = pack(
+      unmet,
+      starting.map((m) => m.shape),
+      this.shapes,
+      Math.max(0, room),
+    );
     const targets = [...starting, ...planned.map((shape) => this.#start(shape, now))];
     const packed = new Set([...assigned.values()].map((i) => targets[i]));
     for (const m of starting) {
@@ -232,23 +240,30 @@ export class Pool {
     const m: Machine = { shape, engineId: '', name: '', state: 'submitting', since: now };
     this.#machines.push(m);
     // after the placer's decision returns: no process or file work inside a change of the books
-    const p = Promise.resolve().then(() => this.backend.provision(shape)).then((s) => {
-      m.engineId = s.engineId;
-      m.name = s.name;
-      m.state = 'starting';
-      m.since = Date.now();
-      this.#save();
-      const detail = `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ${describeShape(shape)}`;
-      this.deps.log.info({ provisioner: this.cfg.name, machine: s.name, engineId: s.engineId }, detail);
-      this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail });
-      void this.reconcile().then(() => this.deps.changed());
-    }, (e: unknown) => {
-      this.#machines.splice(this.#machines.indexOf(m), 1);
-      this.#fail((e as Error).message, Date.now());
-    }).finally(() => {
-      this.submitting.delete(p);
-      this.deps.changed();
-    });
+    const p = Promise.resolve()
+      .then(() => this.backend.provision(shape))
+      .then(
+        (s) => {
+          m.engineId = s.engineId;
+          m.name = s.name;
+          m.state = 'starting';
+          m.since = Date.now();
+          this.#save();
+          const detail =
+            `${this.cfg.name}: ${this.backend.describe(s.engineId, undefined)} for ` + `${describeShape(shape)}`;
+          this.deps.log.info({ provisioner: this.cfg.name, machine: s.name, engineId: s.engineId }, detail);
+          this.deps.events.emit({ kind: 'machine_started', machine: s.name, detail });
+          void this.reconcile().then(() => this.deps.changed());
+        },
+        (e: unknown) => {
+          this.#machines.splice(this.#machines.indexOf(m), 1);
+          this.#fail((e as Error).message, Date.now());
+        },
+      )
+      .finally(() => {
+        this.submitting.delete(p);
+        this.deps.changed();
+      });
     this.submitting.add(p);
     return m;
   }

@@ -29,7 +29,10 @@ export class SlurmBackend implements Backend {
   readonly kind = 'slurm';
   readonly #jobName: string;
 
-  constructor(readonly s: SlurmSettings, readonly target: WorkerTarget) {
+  constructor(
+    readonly s: SlurmSettings,
+    readonly target: WorkerTarget,
+  ) {
     this.#jobName = `berth-${s.name}`;
   }
 
@@ -41,7 +44,8 @@ export class SlurmBackend implements Backend {
     if (this.s.shapes) return this.s.shapes;
     const where = this.s.partition ? ['-p', this.s.partition] : [];
     const r = await runCommand('sinfo', ['-h', '-o', '%c|%m|%G', ...where]);
-    if (r.code !== 0) throw new Error(`provisioner ${this.s.name}: sinfo failed: ${oneLine(r.stderr) || `exit ${r.code}`}`);
+    if (r.code !== 0)
+      throw new Error(`provisioner ${this.s.name}: sinfo failed: ${oneLine(r.stderr) || `exit ${r.code}`}`);
     const seen = new Map<string, Shape>();
     for (const line of r.stdout.split('\n').filter(Boolean)) {
       const [c, m, g] = line.split('|');
@@ -65,7 +69,9 @@ export class SlurmBackend implements Backend {
     } catch (e) {
       throw new StartError(`cannot create the state directory ${this.target.stateDir}: ${(e as Error).message}`);
     }
-    const argv = workerArgv(this.target, `${this.s.name}-JOBID`, shape, false).map(quote).join(' ')
+    const argv = workerArgv(this.target, `${this.s.name}-JOBID`, shape, false)
+      .map(quote)
+      .join(' ')
       .replace(`-JOBID'`, `-'"$SLURM_JOB_ID"`); // the job id is known only inside the job
     const log = join(this.target.stateDir, `${this.s.name}-%j.log`);
     const args = ['--parsable', `--job-name=${this.#jobName}`, `--cpus-per-task=${shape.cpus}`, `--output=${log}`];
@@ -129,6 +135,9 @@ export class SlurmBackend implements Backend {
   async #queue(): Promise<string[][]> {
     const r = await runCommand('squeue', ['-h', `--name=${this.#jobName}`, '-o', '%i|%T|%r']);
     if (r.code !== 0) throw new Error(`squeue failed: ${oneLine(r.stderr) || `exit ${r.code}`}`);
-    return r.stdout.split('\n').filter(Boolean).map((l) => l.trim().split('|'));
+    return r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.trim().split('|'));
   }
 }

@@ -44,13 +44,18 @@ export interface CommandResult {
  * Runs `cmd args` (at most `timeoutMs`, default 30 s). Never rejects: a missing command or a
  * timeout is code null with the reason in stderr.
  */
-export function runCommand(cmd: string, args: string[], env?: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<CommandResult> {
+export function runCommand(
+  cmd: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+  timeoutMs = 30_000,
+): Promise<CommandResult> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env, timeout: timeoutMs, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
       const e = err as { code?: number | string; killed?: boolean; message: string } | null;
       const fail = (why: string) => resolve({ code: null, stdout, stderr: why });
       if (e && typeof e.code === 'string') return fail(e.code === 'ENOENT' ? `${cmd}: command not found` : e.message);
-      if (e && e.killed) return fail(`${cmd}: no answer within ${timeoutMs / 1000} s`);
+      if (e?.killed) return fail(`${cmd}: no answer within ${timeoutMs / 1000} s`);
       resolve({ code: e ? (typeof e.code === 'number' ? e.code : 1) : 0, stdout, stderr });
     });
   });
@@ -58,5 +63,9 @@ export function runCommand(cmd: string, args: string[], env?: NodeJS.ProcessEnv,
 
 /** A command's error output as one line: "sbatch: error: invalid partition specified: nope; …". */
 export function oneLine(text: string): string {
-  return text.split('\n').map((l) => l.trim()).filter(Boolean).join('; ');
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join('; ');
 }

@@ -84,9 +84,11 @@ export class ResourceAccountant {
     // A dimension the ask does not use is never held back by a reservation (issue 3, acceptance 13).
     const rc = reserved?.cpus ?? 0;
     const rg = reserved?.gpus ?? 0;
-    return (a.cpus === 0 || a.cpus <= this.#freeCpus - rc)
-      && (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg)
-      && (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0));
+    return (
+      (a.cpus === 0 || a.cpus <= this.#freeCpus - rc) &&
+      (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg) &&
+      (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0))
+    );
   }
 
   /**
@@ -133,13 +135,21 @@ export class ResourceAccountant {
         ids.add(g);
       }
     }
-    if (this.#freeCpus < 0 || this.#freeCpus > this.total.cpus) throw new BooksError(`${name}: free cpus ${this.#freeCpus} outside [0, ${this.total.cpus}]`);
-    if (cpus + this.#freeCpus !== this.total.cpus) throw new BooksError(`${name}: held cpus ${cpus} + free ${this.#freeCpus} ≠ ${this.total.cpus}`);
-    if (ids.size + this.#devices.freeCount !== this.total.gpuIds.length) throw new BooksError(`${name}: held devices ${ids.size} + free ${this.#devices.freeCount} ≠ ${this.total.gpuIds.length}`);
-    for (const g of ids) if (this.#devices.freeIds().includes(g)) throw new BooksError(`${name}: device ${g} both held and free`);
+    if (this.#freeCpus < 0 || this.#freeCpus > this.total.cpus)
+      throw new BooksError(`${name}: free cpus ${this.#freeCpus} outside [0, ${this.total.cpus}]`);
+    if (cpus + this.#freeCpus !== this.total.cpus)
+      throw new BooksError(`${name}: held cpus ${cpus} + free ${this.#freeCpus} ≠ ${this.total.cpus}`);
+    if (ids.size + this.#devices.freeCount !== this.total.gpuIds.length)
+      throw new BooksError(
+        `${name}: held devices ${ids.size} + free ${this.#devices.freeCount} ≠ ${this.total.gpuIds.length}`,
+      );
+    for (const g of ids)
+      if (this.#devices.freeIds().includes(g)) throw new BooksError(`${name}: device ${g} both held and free`);
     if (this.total.ramMb !== undefined && this.#freeRam !== undefined) {
-      if (this.#freeRam < 0 || this.#freeRam > this.total.ramMb) throw new BooksError(`${name}: free ram ${this.#freeRam} outside [0, ${this.total.ramMb}]`);
-      if (ram + this.#freeRam !== this.total.ramMb) throw new BooksError(`${name}: held ram ${ram} + free ${this.#freeRam} ≠ ${this.total.ramMb}`);
+      if (this.#freeRam < 0 || this.#freeRam > this.total.ramMb)
+        throw new BooksError(`${name}: free ram ${this.#freeRam} outside [0, ${this.total.ramMb}]`);
+      if (ram + this.#freeRam !== this.total.ramMb)
+        throw new BooksError(`${name}: held ram ${ram} + free ${this.#freeRam} ≠ ${this.total.ramMb}`);
     }
   }
 }

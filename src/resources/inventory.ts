@@ -86,13 +86,21 @@ export function constrainedInventory(env: NodeJS.ProcessEnv = process.env): Inve
  * from nvidia-smi — within what `constrainedInventory` allows (a Slurm job's share, the cgroup,
  * CUDA_VISIBLE_DEVICES), then applies the overrides. Detection is skipped for overridden fields.
  */
-export async function detectInventory(overrides: InventoryOverrides = {}, env: NodeJS.ProcessEnv = process.env): Promise<HostInventory> {
+export async function detectInventory(
+  overrides: InventoryOverrides = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<HostInventory> {
   const limit = constrainedInventory(env);
   const cpus = overrides.cpus ?? limit.cpus ?? os.availableParallelism();
   let gpuIds = overrides.gpuIds;
   if (gpuIds === undefined) {
     const found = await detectNvidiaGpus();
-    gpuIds = limit.gpuIds === undefined ? found : found.length ? limit.gpuIds.filter((id) => found.includes(id)) : limit.gpuIds;
+    gpuIds =
+      limit.gpuIds === undefined
+        ? found
+        : found.length
+          ? limit.gpuIds.filter((id) => found.includes(id))
+          : limit.gpuIds;
   }
   const ramMb = overrides.ramMb ?? limit.ramMb ?? Math.floor(os.totalmem() / MB);
   return { cpus, gpuIds: [...gpuIds].sort((a, b) => a - b), ramMb };

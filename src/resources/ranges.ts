@@ -5,7 +5,10 @@
 
 /** Raised for a malformed range spec; the message names the spec and the bad part. */
 export class RangeSpecError extends Error {
-  constructor(readonly spec: string, detail: string) {
+  constructor(
+    readonly spec: string,
+    detail: string,
+  ) {
     super(`invalid device range '${spec}': ${detail}`);
     this.name = 'RangeSpecError';
   }

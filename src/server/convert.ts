@@ -1,7 +1,13 @@
 /**
  * Domain shapes → berth.v1 messages. Only the edge knows the wire types' field names.
  */
-import { ProvisionedState, type GetSnapshotResponse, type Granted, type Queued, type WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
+import {
+  ProvisionedState,
+  type GetSnapshotResponse,
+  type Granted,
+  type Queued,
+  type WatchEventsResponse,
+} from '../../generated/ts/berth/v1/placement.js';
 import type { Resources } from '../../generated/ts/berth/v1/resources.js';
 import type { BerthEvent, QueuedFacts } from '../events.js';
 import type { Amount } from '../resources/books.js';
@@ -36,7 +42,12 @@ export function toGranted(g: Grant): Granted {
     claimId: g.claimId,
     machine: g.machine,
     remote: g.remote,
-    allocation: { cpus: g.allocation.cpus, gpuIds: g.allocation.gpuIds, ramMb: g.allocation.ramMb, env: g.allocation.env },
+    allocation: {
+      cpus: g.allocation.cpus,
+      gpuIds: g.allocation.gpuIds,
+      ramMb: g.allocation.ramMb,
+      env: g.allocation.env,
+    },
     clamped: g.clamped,
     fellBack: g.fellBack,
     asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
@@ -44,28 +55,66 @@ export function toGranted(g: Grant): Granted {
 }
 
 /** PlacerSnapshot (+ calls in flight) → berth.v1.GetSnapshotResponse. */
-export function toSnapshot(s: PlacerSnapshot, calls: GetSnapshotResponse['calls'] = [], running: Map<string, number> = new Map()): GetSnapshotResponse {
+export function toSnapshot(
+  s: PlacerSnapshot,
+  calls: GetSnapshotResponse['calls'] = [],
+  running: Map<string, number> = new Map(),
+): GetSnapshotResponse {
   return {
     machines: s.machines.map((m) => ({
-      name: m.name, labels: m.labels, remote: m.remote,
+      name: m.name,
+      labels: m.labels,
+      remote: m.remote,
       total: { cpus: m.total.cpus, gpuIds: m.total.gpuIds, ramMb: m.total.ramMb },
       free: { cpus: m.free.cpus, gpus: m.free.gpus, ramMb: m.free.ramMb },
-      freeGpuIds: m.freeGpuIds, claims: m.claims, runningCalls: running.get(m.name) ?? 0, maxParallel: m.maxParallel, version: m.version,
+      freeGpuIds: m.freeGpuIds,
+      claims: m.claims,
+      runningCalls: running.get(m.name) ?? 0,
+      maxParallel: m.maxParallel,
+      version: m.version,
       warmPools: undefined, // filled in by GetSnapshot from the hub
     })),
     waiting: s.waiting.map((w) => ({
-      claimId: w.claimId, node: w.node, runId: w.runId, label: w.label, reason: toQueued(w.reason), waitedMs: clampU32(w.waitedMs),
+      claimId: w.claimId,
+      node: w.node,
+      runId: w.runId,
+      label: w.label,
+      reason: toQueued(w.reason),
+      waitedMs: clampU32(w.waitedMs),
     })),
     calls,
     provisioners: s.provisioners.map((p) => ({
-      name: p.name, status: p.status, kind: p.kind, maxMachines: p.maxMachines, lastError: p.lastError,
-      shapes: p.shapes.map((x) => ({ cpus: x.cpus, gpuIds: Array.from({ length: x.gpus }, (_, i) => i), ramMb: x.ramMb })),
+      name: p.name,
+      status: p.status,
+      kind: p.kind,
+      maxMachines: p.maxMachines,
+      lastError: p.lastError,
+      shapes: p.shapes.map((x) => ({
+        cpus: x.cpus,
+        gpuIds: Array.from({ length: x.gpus }, (_, i) => i),
+        ramMb: x.ramMb,
+      })),
       shapeLabels: p.shapes.map((x) => x.labels.join(',')),
-      machines: p.machines.map((m) => ({ name: m.name, engineId: m.engineId, state: PROVISIONED_STATE[m.state], detail: m.detail, sinceMs: clampU32(m.sinceMs) })),
+      machines: p.machines.map((m) => ({
+        name: m.name,
+        engineId: m.engineId,
+        state: PROVISIONED_STATE[m.state],
+        detail: m.detail,
+        sinceMs: clampU32(m.sinceMs),
+      })),
     })),
     held: s.held.map((h) => ({
-      claimId: h.claimId, node: h.node, runId: h.runId, machine: h.machine, heldMs: clampU32(h.heldMs),
-      allocation: { cpus: h.allocation.cpus, gpuIds: h.allocation.gpuIds, ramMb: h.allocation.ramMb, env: h.allocation.env },
+      claimId: h.claimId,
+      node: h.node,
+      runId: h.runId,
+      machine: h.machine,
+      heldMs: clampU32(h.heldMs),
+      allocation: {
+        cpus: h.allocation.cpus,
+        gpuIds: h.allocation.gpuIds,
+        ramMb: h.allocation.ramMb,
+        env: h.allocation.env,
+      },
     })),
   };
 }
@@ -73,11 +122,26 @@ export function toSnapshot(s: PlacerSnapshot, calls: GetSnapshotResponse['calls'
 /** BerthEvent → berth.v1.WatchEventsResponse. */
 export function toWatchEvent(e: BerthEvent): WatchEventsResponse {
   return {
-    kind: e.kind, detail: e.detail, machine: e.machine ?? '', node: e.node ?? '', claimId: e.claimId ?? '',
-    runId: e.runId ?? '', callId: e.callId ?? '', timeMs: String(e.timeMs), seq: String(e.seq),
-    asked: e.asked && toResources(e.asked), granted: e.granted && toResources(e.granted), gpuIds: e.gpuIds ?? [],
-    fellBack: e.fellBack ?? false, clamped: e.clamped ?? false, queued: e.queued && toQueued(e.queued), label: e.label ?? '',
-    outcome: e.outcome ?? '', failureType: e.failureType ?? '', durationMs: clampU32(e.durationMs ?? 0), limiting: e.limiting ?? '',
+    kind: e.kind,
+    detail: e.detail,
+    machine: e.machine ?? '',
+    node: e.node ?? '',
+    claimId: e.claimId ?? '',
+    runId: e.runId ?? '',
+    callId: e.callId ?? '',
+    timeMs: String(e.timeMs),
+    seq: String(e.seq),
+    asked: e.asked && toResources(e.asked),
+    granted: e.granted && toResources(e.granted),
+    gpuIds: e.gpuIds ?? [],
+    fellBack: e.fellBack ?? false,
+    clamped: e.clamped ?? false,
+    queued: e.queued && toQueued(e.queued),
+    label: e.label ?? '',
+    outcome: e.outcome ?? '',
+    failureType: e.failureType ?? '',
+    durationMs: clampU32(e.durationMs ?? 0),
+    limiting: e.limiting ?? '',
   };
 }
 

@@ -27,11 +27,15 @@ export function descriptorDir(): string {
  */
 export function loadDescriptors(dir = descriptorDir()): ReflectionRoot {
   const root: ReflectionRoot = {};
-  for (const name of DESCRIPTOR_FILES) root[name] = { fileDescriptorProtos: splitFileDescriptorSet(readFileSync(join(dir, name)), name) };
+  for (const name of DESCRIPTOR_FILES)
+    root[name] = { fileDescriptorProtos: splitFileDescriptorSet(readFileSync(join(dir, name)), name) };
   return root;
 }
 
-/** The encoded FileDescriptorProtos of an encoded FileDescriptorSet. @throws Error on any other field or a truncated set. */
+/**
+ * The encoded FileDescriptorProtos of an encoded FileDescriptorSet. @throws Error on any other field or a truncated
+ * set.
+ */
 export function splitFileDescriptorSet(set: Buffer, what = 'descriptor set'): Buffer[] {
   const files: Buffer[] = [];
   let at = 0;

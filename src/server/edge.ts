@@ -51,7 +51,8 @@ export function authenticate(ctx: EdgeContext, call: CallCredentials): Caller {
 
 /** Throws INVALID_ARGUMENT for a request body the decoder could not read (see decode.ts). */
 function decoded<T>(request: T): T {
-  if (isUndecodable(request)) throw new BerthError('invalid_argument', `request: undecodable message body (${request.why})`);
+  if (isUndecodable(request))
+    throw new BerthError('invalid_argument', `request: undecodable message body (${request.why})`);
   return request;
 }
 
@@ -113,9 +114,19 @@ export function makeSink<T>(call: ServerWritableStream<unknown, T> | ServerDuple
         }
         const ok = call.write(message);
         if (ok) return resolve();
-        const onDrain = () => { cleanup(); resolve(); };
-        const onGone = () => { cleanup(); reject(new BerthError('cancelled', 'call ended')); };
-        const cleanup = () => { call.off('drain', onDrain); call.off('cancelled', onGone); call.off('close', onGone); };
+        const onDrain = () => {
+          cleanup();
+          resolve();
+        };
+        const onGone = () => {
+          cleanup();
+          reject(new BerthError('cancelled', 'call ended'));
+        };
+        const cleanup = () => {
+          call.off('drain', onDrain);
+          call.off('cancelled', onGone);
+          call.off('close', onGone);
+        };
         call.once('drain', onDrain);
         call.once('cancelled', onGone);
         call.once('close', onGone);
@@ -179,7 +190,13 @@ export function serverStream<Req, Res>(
 export function bidiStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, signal: AbortSignal, scope: CallScope, caller: Caller) => Promise<void>,
+  fn: (
+    messages: AsyncIterable<Req>,
+    sink: Sink<Res>,
+    signal: AbortSignal,
+    scope: CallScope,
+    caller: Caller,
+  ) => Promise<void>,
 ): handleBidiStreamingCall<Req, Res> {
   return (call: ServerDuplexStream<Req, Res>) => {
     void (async () => {

@@ -95,7 +95,8 @@ export class Identities {
       if (this.o.workerTokens) {
         throw new BerthError(
           'permission_denied',
-          "this server binds worker names to tokens (--worker-tokens): attach with the worker's own token, not the shared one",
+          "this server binds worker names to tokens (--worker-tokens): attach with the worker's own token, " +
+            'not the shared one',
         );
       }
     }
@@ -123,7 +124,7 @@ export function certNames(cert: PeerCertificate): string[] {
 
 function describeCert(cert: PeerCertificate): string {
   const cn = cert.subject?.CN;
-  return `CN=${Array.isArray(cn) ? cn[0] : cn ?? ''}${cert.subjectaltname ? ` (${cert.subjectaltname})` : ''}`;
+  return `CN=${Array.isArray(cn) ? cn[0] : (cn ?? '')}${cert.subjectaltname ? ` (${cert.subjectaltname})` : ''}`;
 }
 
 function peerCertificate(call: CallCredentials): PeerCertificate | undefined {

@@ -28,7 +28,10 @@ export class CallScope {
   /** Not ended by the drain, not waited for (see DrainMode). */
   readonly lingers: boolean;
 
-  constructor(readonly live: LiveCalls | undefined, mode: DrainMode = 'follows') {
+  constructor(
+    readonly live: LiveCalls | undefined,
+    mode: DrainMode = 'follows',
+  ) {
     this.#kept = mode === 'kept';
     this.lingers = mode === 'lingers';
   }

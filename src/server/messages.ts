@@ -14,8 +14,8 @@ type Readable = EventEmitter & { pause(): unknown; resume(): unknown };
 
 /**
  * Client messages until half-close, or until `signal` aborts (then it just stops: the caller
- * reads `signal.reason`). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the call, so a
- * status can still be sent; `return()` stops listening. One `next()` at a time.
+ * reads `signal.reason`). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the
+ * call, so a status can still be sent; `return()` stops listening. One `next()` at a time.
  */
 export function readMessages<T>(
   call: Readable,

@@ -38,7 +38,6 @@ const CLOSE_MS = 1000;
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
 
-
 /**
  * Server keepalive (SPEC R6, issue 10): an HTTP/2 ping every `timeMs` on every connection, calls
  * or not; a peer that does not answer within `timeoutMs` is dropped, which ends its calls
@@ -107,9 +106,23 @@ export class BerthServer {
       restartGraceMs: options.reconnectGrace * 1000, // workers reconnecting after a restart (issue 10 item 10)
       provisioning: this.#provisioning,
     });
-    const hub = new WorkerHub({ placer, events, log, engineName: options.engineName, serverVersion: SERVER_VERSION_TEXT, heartbeatMs: deps.heartbeatMs ?? 5000, graceMs: options.grace * 1000, engineCpus: engine.cpus });
+    const hub = new WorkerHub({
+      placer,
+      events,
+      log,
+      engineName: options.engineName,
+      serverVersion: SERVER_VERSION_TEXT,
+      heartbeatMs: deps.heartbeatMs ?? 5000,
+      graceMs: options.grace * 1000,
+      engineCpus: engine.cpus,
+    });
     const { drain, live } = this.lifecycle;
-    const identities = new Identities({ token: options.token, workerTokens: options.workerTokens, clientTokens: options.clientTokens, mtls: Boolean(options.tlsCa && options.tlsCert) });
+    const identities = new Identities({
+      token: options.token,
+      workerTokens: options.workerTokens,
+      clientTokens: options.clientTokens,
+      mtls: Boolean(options.tlsCa && options.tlsCert),
+    });
     this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
@@ -119,7 +132,10 @@ export class BerthServer {
       });
       this.context.metrics = metrics;
       this.#observe = new ObserveServer(options.metricsListen, {
-        events, metrics, token: options.token, toJson: toWatchEvent,
+        events,
+        metrics,
+        token: options.token,
+        toJson: toWatchEvent,
         snapshot: () => toSnapshot(placer.snapshot(), hub.callsInFlight(), hub.runningByMachine()),
       });
     }
@@ -127,7 +143,9 @@ export class BerthServer {
     this.#grpc.addService(tolerantDecoding(WorkerServiceService), workerService(this.context));
     this.#health.addToServer(this.#grpc);
     // Real descriptors (buf-built), not proto-loader's: the cast is to the fields @grpc/reflection reads.
-    new ReflectionService(loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0]).addToServer(this.#grpc);
+    new ReflectionService(
+      loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0],
+    ).addToServer(this.#grpc);
   }
 
   /** Current lifecycle state. */
@@ -168,7 +186,9 @@ export class BerthServer {
   async start(): Promise<number> {
     const creds = this.#credentials();
     this.#port = await new Promise<number>((resolve, reject) => {
-      this.#grpc.bindAsync(this.options.listen, creds, (err, port) => (err ? reject(new ListenError(this.options.listen, err)) : resolve(port)));
+      this.#grpc.bindAsync(this.options.listen, creds, (err, port) =>
+        err ? reject(new ListenError(this.options.listen, err)) : resolve(port),
+      );
     });
     if (this.#observe) {
       try {
@@ -240,10 +260,15 @@ export class BerthServer {
    */
   reloadIdentities(): void {
     this.context.identities?.reload();
-    this.#log.info({ workerTokens: this.options.workerTokens, clientTokens: this.options.clientTokens }, 'token files re-read');
+    this.#log.info(
+      { workerTokens: this.options.workerTokens, clientTokens: this.options.clientTokens },
+      'token files re-read',
+    );
   }
 
-  /** SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit). */
+  /**
+   * SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit).
+   */
   killNow(): void {
     this.context.hub.killNow();
   }
@@ -252,7 +277,11 @@ export class BerthServer {
     const { tlsCert, tlsKey, tlsCa } = this.options;
     if (!tlsCert || !tlsKey) return ServerCredentials.createInsecure();
     const ca = tlsCa ? readFlagFile('--tls-ca', tlsCa) : null;
-    return ServerCredentials.createSsl(ca, [{ cert_chain: readFlagFile('--tls-cert', tlsCert), private_key: readFlagFile('--tls-key', tlsKey) }], Boolean(ca));
+    return ServerCredentials.createSsl(
+      ca,
+      [{ cert_chain: readFlagFile('--tls-cert', tlsCert), private_key: readFlagFile('--tls-key', tlsKey) }],
+      Boolean(ca),
+    );
   }
 }
 
@@ -266,13 +295,15 @@ const BIND_ERRORS: Array<[RegExp, string]> = [
 
 /** `listen` cannot be bound; the message is `--listen <address>: <why>`, e.g. `address already in use`. */
 export class ListenError extends Error {
-  constructor(readonly address: string, cause: Error) {
+  constructor(
+    readonly address: string,
+    cause: Error,
+  ) {
     const why = BIND_ERRORS.find(([re]) => re.test(cause.message))?.[1] ?? `cannot listen: ${cause.message}`;
     super(`--listen ${address}: ${why}`);
     this.name = 'ListenError';
   }
 }
-
 
 /** Provisioner machines by state (issue 13 metrics), from the snapshot's provisioner views (issue 12). */
 function provisionerMachines(ps: readonly ProvisionerView[]): { provisioner: string; state: string; count: number }[] {

@@ -40,5 +40,7 @@ export const MAX_DETAILS = 2000;
 
 /** Cuts `message` to MAX_DETAILS characters, saying how much was cut. */
 function cap(message: string): string {
-  return message.length <= MAX_DETAILS ? message : `${message.slice(0, MAX_DETAILS)}… (${message.length - MAX_DETAILS} more characters)`;
+  return message.length <= MAX_DETAILS
+    ? message
+    : `${message.slice(0, MAX_DETAILS)}… (${message.length - MAX_DETAILS} more characters)`;
 }

@@ -47,7 +47,11 @@ export class AttachedWorker {
    * @param identity who attached it (SPEC R7): a stream with another `key` may not replace it;
    *   default: the shared identity (any stream of the same name replaces it, SPEC W1).
    */
-  constructor(readonly spec: MachineSpec, readonly sink: FrameSink, readonly identity: { key: string; describe: string } = { key: 'shared', describe: 'no credential' }) {
+  constructor(
+    readonly spec: MachineSpec,
+    readonly sink: FrameSink,
+    readonly identity: { key: string; describe: string } = { key: 'shared', describe: 'no credential' },
+  ) {
     this.slots = new Slots(spec.maxParallel ?? 0);
   }
 
@@ -135,7 +139,9 @@ export class AttachedWorker {
       case 'result':
       case 'failure': {
         const rec = this.calls.get(frame.value.callId);
-        rec?.finish(frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value });
+        rec?.finish(
+          frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value },
+        );
         rec?.markSettled();
         return;
       }

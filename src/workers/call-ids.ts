@@ -35,7 +35,12 @@ export class CallIds {
    * id or ask was bad, its label missing), this Run places the call itself.
    * @throws what `place` throws, the other placement's error, or `signal.reason`.
    */
-  async once<T extends { rec: CallRecord }>(callId: string, calls: ReadonlyMap<string, CallRecord>, signal: AbortSignal, place: () => Promise<T>): Promise<Once<T>> {
+  async once<T extends { rec: CallRecord }>(
+    callId: string,
+    calls: ReadonlyMap<string, CallRecord>,
+    signal: AbortSignal,
+    place: () => Promise<T>,
+  ): Promise<Once<T>> {
     for (;;) {
       signal.throwIfAborted();
       const live = calls.get(callId);

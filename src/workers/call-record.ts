@@ -68,7 +68,10 @@ export class CallRecord implements Flow {
     return this.#cursors.size;
   }
 
-  /** Flow: true while the call runs and its slowest follower (or, with none yet, the kept backlog) lags FLOW_HIGH events or more. */
+  /**
+   * Flow: true while the call runs and its slowest follower (or, with none yet, the kept backlog) lags FLOW_HIGH events
+   * or more.
+   */
   full(): boolean {
     return !this.#end && this.#lag() >= FLOW_HIGH;
   }
@@ -119,7 +122,10 @@ export class CallRecord implements Flow {
       for (;;) {
         while (cur.i < this.#base + this.#items.length) {
           if (this.#weightTo(this.#base + this.#items.length) - this.#weightTo(cur.i) > MAX_BEHIND) {
-            throw new BerthError('resource_exhausted', `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`);
+            throw new BerthError(
+              'resource_exhausted',
+              `caller too slow: more than ${MAX_BEHIND} events of ${this.callId} behind`,
+            );
           }
           const item = this.#items[cur.i - this.#base];
           cur.i++;
@@ -155,7 +161,10 @@ export class CallRecord implements Flow {
     return i <= this.#base ? this.#baseWeight : this.#cum[i - this.#base - 1];
   }
 
-  /** Drops events every follower has passed, keeping the last MAX_REPLAY by weight (in batches, so pushes stay O(1) amortised). */
+  /**
+   * Drops events every follower has passed, keeping the last MAX_REPLAY by weight (in batches, so pushes stay O(1)
+   * amortised).
+   */
   #trim(): void {
     const total = this.#base + this.#items.length;
     const keepFrom = this.#weightTo(total) - MAX_REPLAY;

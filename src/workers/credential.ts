@@ -26,11 +26,13 @@ export interface WorkerCredential {
 export function checkWorkerName(name: string, cred: WorkerCredential): void {
   if (cred.certNames && !cred.certNames.includes(name)) {
     const names = cred.certNames.map((n) => `'${n}'`).join(', ') || 'nothing';
-    throw new BerthError('permission_denied', `hello.name '${name}' does not match this worker's certificate (it names ${names})`);
+    throw new BerthError(
+      'permission_denied',
+      `hello.name '${name}' does not match this worker's certificate (it names ${names})`,
+    );
   }
   if (cred.tokenName !== undefined && cred.tokenName !== name) {
     const why = `hello.name '${name}' does not match its token's name '${cred.tokenName}'`;
     throw new BerthError('permission_denied', why);
   }
 }
-

@@ -22,11 +22,26 @@ export class EngineRunner {
   #closing = false;
 
   /** @param cpus the engine's cores: the cap of its warm Python processes (poolCap). */
-  constructor(readonly machine: string, readonly graceMs: number, readonly cpus = 64) {}
+  constructor(
+    readonly machine: string,
+    readonly graceMs: number,
+    readonly cpus = 64,
+  ) {}
 
   /** The engine's warm Python pools (zeros before the first Python call). */
   warmPools(): WarmPools {
-    return this.#executors?.python.pools.stats() ?? { pools: 0, idle: 0, busy: 0, hits: 0, misses: 0, prestarted: 0, retired: 0, cap: poolCap(this.cpus) };
+    return (
+      this.#executors?.python.pools.stats() ?? {
+        pools: 0,
+        idle: 0,
+        busy: 0,
+        hits: 0,
+        misses: 0,
+        prestarted: 0,
+        retired: 0,
+        cap: poolCap(this.cpus),
+      }
+    );
   }
 
   /**
@@ -35,7 +50,8 @@ export class EngineRunner {
    */
   start(spec: CallSpec, allocation: Allocation): CallRecord {
     const task = toTask(spec.callId, allocation, spec.payload);
-    if (this.#closing) throw new BerthError('unavailable', `server is stopping: ${spec.callId} not started on ${this.machine}`);
+    if (this.#closing)
+      throw new BerthError('unavailable', `server is stopping: ${spec.callId} not started on ${this.machine}`);
     this.#executors ??= new Executors({ graceMs: this.graceMs, pool: { cap: poolCap(this.cpus) } });
     const ac = new AbortController();
     const rec = new CallRecord(spec.callId, spec.runId, this.machine, allocation, (reason) => ac.abort(reason));
@@ -50,7 +66,9 @@ export class EngineRunner {
         },
         (err: unknown) => {
           batch.close();
-          rec.fail(err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`));
+          rec.fail(
+            err instanceof BerthError ? err : new BerthError('unavailable', `engine executor failed: ${String(err)}`),
+          );
         },
       )
       .finally(() => {

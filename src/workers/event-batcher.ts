@@ -25,7 +25,10 @@ export class EventBatcher {
   #timer?: NodeJS.Timeout;
 
   /** @param emit receives each wire Event, in order. */
-  constructor(readonly callId: string, readonly emit: (e: Event) => void) {}
+  constructor(
+    readonly callId: string,
+    readonly emit: (e: Event) => void,
+  ) {}
 
   /** Takes one executor event: a line joins the batch, a metric goes out after the lines before it. */
   push(e: ExecEvent): void {
@@ -50,9 +53,11 @@ export class EventBatcher {
     const lines = this.#lines;
     this.#lines = [];
     this.#size = 0;
-    this.emit(lines.length === 1
-      ? toEvent(this.callId, { kind: 'log', stream: this.#stream, line: lines[0] })
-      : { callId: this.callId, kind: { $case: 'logs', value: { stream: this.#stream, lines } } });
+    this.emit(
+      lines.length === 1
+        ? toEvent(this.callId, { kind: 'log', stream: this.#stream, line: lines[0] })
+        : { callId: this.callId, kind: { $case: 'logs', value: { stream: this.#stream, lines } } },
+    );
   }
 
   /** Sends the waiting lines; call before the call's terminal. */

@@ -10,13 +10,31 @@ import type { MachineSpec } from '../placement/types.js';
 import { MAX_DEVICE_ID, MAX_DEVICES } from '../resources/ranges.js';
 
 const schema = z.object({
-  name: z.string().min(1, 'required').max(63, 'at most 63 characters').regex(/^[A-Za-z0-9_.\-]+$/, 'a name holds only letters, digits and _ . -'),
-  labels: z.array(z.string().min(1).max(63).regex(/^[A-Za-z0-9_.\-]+$/, 'a label holds only letters, digits and _ . -')).max(64),
-  inventory: z.object({
-    cpus: z.number().int().min(0).max(MAX_CPUS),
-    gpuIds: z.array(z.number().int().min(0).max(MAX_DEVICE_ID)).max(MAX_DEVICES, `at most ${MAX_DEVICES} device ids`).refine((ids) => new Set(ids).size === ids.length, 'device ids must be unique'),
-    ramMb: z.number().int().min(0).max(MAX_RAM_MB).optional(),
-  }, { error: 'required' }),
+  name: z
+    .string()
+    .min(1, 'required')
+    .max(63, 'at most 63 characters')
+    .regex(/^[A-Za-z0-9_.-]+$/, 'a name holds only letters, digits and _ . -'),
+  labels: z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(63)
+        .regex(/^[A-Za-z0-9_.-]+$/, 'a label holds only letters, digits and _ . -'),
+    )
+    .max(64),
+  inventory: z.object(
+    {
+      cpus: z.number().int().min(0).max(MAX_CPUS),
+      gpuIds: z
+        .array(z.number().int().min(0).max(MAX_DEVICE_ID))
+        .max(MAX_DEVICES, `at most ${MAX_DEVICES} device ids`)
+        .refine((ids) => new Set(ids).size === ids.length, 'device ids must be unique'),
+      ramMb: z.number().int().min(0).max(MAX_RAM_MB).optional(),
+    },
+    { error: 'required' },
+  ),
   maxParallel: z.number().int().min(0).max(65_536),
   version: z.string().max(64),
 });
@@ -24,7 +42,9 @@ const schema = z.object({
 /** A value for an error message: JSON, cut to 80 characters (a status must stay small). */
 function shown(value: unknown): string {
   const json = JSON.stringify(value) ?? String(value);
-  return json.length > 80 ? `${json.slice(0, 80)}… (${Array.isArray(value) ? `${value.length} items` : `${json.length} characters`})` : json;
+  return json.length > 80
+    ? `${json.slice(0, 80)}… (${Array.isArray(value) ? `${value.length} items` : `${json.length} characters`})`
+    : json;
 }
 
 /**
@@ -37,13 +57,20 @@ export function machineFromHello(h: Hello): MachineSpec {
     const issue = r.error.issues[0];
     let value: unknown = h;
     for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
-    throw new BerthError('invalid_argument', `${fieldPath(['hello', ...issue.path])}: ${issue.message} (got ${shown(value)})`);
+    throw new BerthError(
+      'invalid_argument',
+      `${fieldPath(['hello', ...issue.path])}: ${issue.message} (got ${shown(value)})`,
+    );
   }
   const v = r.data;
   return {
     name: v.name,
     labels: v.labels,
-    inventory: { cpus: v.inventory.cpus, gpuIds: [...v.inventory.gpuIds].sort((a, b) => a - b), ramMb: v.inventory.ramMb },
+    inventory: {
+      cpus: v.inventory.cpus,
+      gpuIds: [...v.inventory.gpuIds].sort((a, b) => a - b),
+      ramMb: v.inventory.ramMb,
+    },
     remote: true,
     maxParallel: v.maxParallel,
     version: v.version,

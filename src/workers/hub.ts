@@ -85,19 +85,33 @@ export class WorkerHub {
   attach(w: AttachedWorker): void {
     const old = this.workers.get(w.name);
     if (old && old.identity.key !== w.identity.key) {
-      throw new BerthError('permission_denied', `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); this stream has ${w.identity.describe}`);
+      throw new BerthError(
+        'permission_denied',
+        `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); ` +
+          `this stream has ${w.identity.describe}`,
+      );
     }
     if (old) {
       this.#forget(old);
       old.leave(
         new BerthError('unavailable', `worker ${w.name} went away: ${REPLACED_MESSAGE}`),
-        new BerthError('failed_precondition', `worker ${w.name}: ${REPLACED_MESSAGE} (another worker holds the name now)`),
+        new BerthError(
+          'failed_precondition',
+          `worker ${w.name}: ${REPLACED_MESSAGE} (another worker holds the name now)`,
+        ),
       );
-      this.o.events.emit({ kind: 'worker_replaced', machine: w.name, detail: `worker ${w.name} re-attached; the old stream was ended` });
+      this.o.events.emit({
+        kind: 'worker_replaced',
+        machine: w.name,
+        detail: `worker ${w.name} re-attached; the old stream was ended`,
+      });
     }
     this.workers.set(w.name, w);
     this.o.placer.attach(w.spec);
-    this.o.log.info({ worker: w.name, labels: w.spec.labels, cpus: w.spec.inventory.cpus, gpus: w.spec.inventory.gpuIds.length }, 'worker attached');
+    this.o.log.info(
+      { worker: w.name, labels: w.spec.labels, cpus: w.spec.inventory.cpus, gpus: w.spec.inventory.gpuIds.length },
+      'worker attached',
+    );
   }
 
   /** `w`'s stream is over (end, error, silence): its calls fail, its books leave (SPEC W3). Idempotent. */
@@ -164,7 +178,8 @@ export class WorkerHub {
    */
   cancelRun(runId: string, owner?: string): number {
     const reason = new BerthError('cancelled', `run ${runId} cancelled`);
-    const ours = (x: { runId: string; owner?: string }) => x.runId === runId && (owner === undefined || x.owner === owner);
+    const ours = (x: { runId: string; owner?: string }) =>
+      x.runId === runId && (owner === undefined || x.owner === owner);
     const mine = [...this.calls.values()].filter((c) => ours(c) && !c.ended);
     for (const c of mine) {
       c.stop(reason);
@@ -179,7 +194,13 @@ export class WorkerHub {
    * Asks a worker carrying `label` to compile `source` (SPEC W5). Undefined when none is attached.
    * @throws BerthError unavailable when the worker goes away before answering.
    */
-  async compile(label: string, flow: string, node: string, source: string, signal: AbortSignal): Promise<{ worker: string; failure?: Failure } | undefined> {
+  async compile(
+    label: string,
+    flow: string,
+    node: string,
+    source: string,
+    signal: AbortSignal,
+  ): Promise<{ worker: string; failure?: Failure } | undefined> {
     const w = [...this.workers.values()].find((x) => x.spec.labels.includes(label));
     if (!w) return undefined;
     return { worker: w.name, failure: await w.compile(flow, node, source, signal) };
@@ -188,7 +209,12 @@ export class WorkerHub {
   /** Calls in flight (for snapshots); elapsed in ms. */
   callsInFlight(): Array<{ callId: string; runId: string; machine: string; elapsedMs: number }> {
     const now = Date.now();
-    return [...this.calls.values()].map((c) => ({ callId: c.callId, runId: c.runId, machine: c.machine, elapsedMs: Math.min(now - c.startedAt, 0xffffffff) }));
+    return [...this.calls.values()].map((c) => ({
+      callId: c.callId,
+      runId: c.runId,
+      machine: c.machine,
+      elapsedMs: Math.min(now - c.startedAt, 0xffffffff),
+    }));
   }
 
   /** Calls running per machine (for snapshots). */

@@ -34,19 +34,28 @@ export async function serveWorkerStream(
   const it = messages[Symbol.asyncIterator]();
   const first = await it.next();
   if (first.done) return;
-  if (first.value.frame?.$case !== 'hello') throw new BerthError('invalid_argument', `frame: the first frame must be hello (got ${first.value.frame?.$case ?? 'nothing'})`);
+  if (first.value.frame?.$case !== 'hello')
+    throw new BerthError(
+      'invalid_argument',
+      `frame: the first frame must be hello (got ${first.value.frame?.$case ?? 'nothing'})`,
+    );
   const spec = machineFromHello(first.value.frame.value);
-  if (drain.signal.aborted) throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
-  if (spec.name === hub.o.engineName) throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
+  if (drain.signal.aborted)
+    throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
+  if (spec.name === hub.o.engineName)
+    throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
   if (credential) checkWorkerName(spec.name, credential);
   const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe });
   hub.attach(w);
   await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
   let held = false; // reading paused for a slow caller: the worker is not silent, berth is not listening
-  const silence = setInterval(() => {
-    if (held) w.lastSeen = Date.now();
-    else if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
-  }, Math.min(1000, hub.o.heartbeatMs));
+  const silence = setInterval(
+    () => {
+      if (held) w.lastSeen = Date.now();
+      else if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
+    },
+    Math.min(1000, hub.o.heartbeatMs),
+  );
   const onDrain = () => void w.send({ $case: 'drain', value: { graceMs: drain.graceMs } });
   if (drain.signal.aborted) onDrain();
   else drain.signal.addEventListener('abort', onDrain, { once: true });
@@ -68,9 +77,14 @@ export async function serveWorkerStream(
         w.lastSeen = Date.now();
       }
     }
-    if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason; // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
+    // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
+    if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason;
     // gRPC reports a torn-down stream (agent killed, network cut) as 'cancelled': nobody cancelled anything.
-    if (signal.aborted) why = signal.reason instanceof BerthError && signal.reason.kind === 'cancelled' ? STREAM_CUT : ((signal.reason as Error)?.message ?? STREAM_CUT);
+    if (signal.aborted)
+      why =
+        signal.reason instanceof BerthError && signal.reason.kind === 'cancelled'
+          ? STREAM_CUT
+          : ((signal.reason as Error)?.message ?? STREAM_CUT);
     else if (drain.signal.aborted) why = 'server drained';
   } catch (err) {
     why = err instanceof Error ? err.message : String(err);

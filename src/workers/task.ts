@@ -18,12 +18,23 @@ export const MAX_COMMAND_ENV_KEYS = 1024;
 export const MAX_COMMAND_ENV_BYTES = 1 << 20;
 const commandSchema = z.object({
   argv: z.array(noNul('an argument')).min(1, 'must name a program').max(65_536, 'at most 65536 arguments'),
-  env: z.record(
-    noNul('a variable name').refine((k) => k.length > 0 && !k.includes('='), 'a variable name may not be empty or contain =')
-      .refine((k) => !ALLOCATION_ENV_KEYS.includes(k), 'is set by berth from the allocation (SPEC R8): a command cannot set it'),
-    noNul('a value'),
-  ).refine((e) => Object.keys(e).length <= MAX_COMMAND_ENV_KEYS, `at most ${MAX_COMMAND_ENV_KEYS} variables`)
-    .refine((e) => Object.entries(e).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0) <= MAX_COMMAND_ENV_BYTES, `at most ${MAX_COMMAND_ENV_BYTES} bytes of names and values in all`),
+  env: z
+    .record(
+      noNul('a variable name')
+        .refine((k) => k.length > 0 && !k.includes('='), 'a variable name may not be empty or contain =')
+        .refine(
+          (k) => !ALLOCATION_ENV_KEYS.includes(k),
+          'is set by berth from the allocation (SPEC R8): a command cannot set it',
+        ),
+      noNul('a value'),
+    )
+    .refine((e) => Object.keys(e).length <= MAX_COMMAND_ENV_KEYS, `at most ${MAX_COMMAND_ENV_KEYS} variables`)
+    .refine(
+      (e) =>
+        Object.entries(e).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0) <=
+        MAX_COMMAND_ENV_BYTES,
+      `at most ${MAX_COMMAND_ENV_BYTES} bytes of names and values in all`,
+    ),
   cwd: noNul('cwd').refine((v) => v.length <= 4096, 'at most 4096 characters'),
 });
 const sourceSchema = z.object({
@@ -35,18 +46,26 @@ const sourceSchema = z.object({
  * Builds the Task of call `callId` with `allocation`'s device ids and env.
  * @throws BerthError invalid_argument naming `field` (e.g. `command.argv`) when the payload is missing or bad.
  */
-export function toTask(callId: string, allocation: Allocation | undefined, payload: WirePayload, field = 'payload'): Task {
+export function toTask(
+  callId: string,
+  allocation: Allocation | undefined,
+  payload: WirePayload,
+  field = 'payload',
+): Task {
   const base = { callId, gpuIds: allocation?.gpuIds ?? [], env: allocation?.env ?? {} };
   if (!payload) throw new BerthError('invalid_argument', `${field}: a command or a source is required`);
   const schema = payload.$case === 'command' ? commandSchema : sourceSchema;
   const r = schema.safeParse(payload.value);
   if (!r.success) {
     const issue = r.error.issues[0];
-    const message = issue.code === 'invalid_key' ? issue.issues[0]?.message ?? issue.message : issue.message;
+    const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
     let value: unknown = payload.value;
     for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
     if (issue.code === 'invalid_key') value = issue.path[issue.path.length - 1];
-    const shown = issue.path.length === 1 && issue.path[0] === 'env' ? '' : ` (got ${(JSON.stringify(value) ?? 'nothing').slice(0, 120)})`;
+    const shown =
+      issue.path.length === 1 && issue.path[0] === 'env'
+        ? ''
+        : ` (got ${(JSON.stringify(value) ?? 'nothing').slice(0, 120)})`;
     throw new BerthError('invalid_argument', `${payload.$case}.${issue.path.join('.')}: ${message}${shown}`);
   }
   if (payload.$case === 'command') {
@@ -64,7 +83,10 @@ export function toEvent(callId: string, e: ExecEvent): Event {
 }
 
 /** The terminal frame of an outcome: a Result, or a Failure keeping class, message and traceback. */
-export function toTerminal(callId: string, o: Outcome): { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure } {
+export function toTerminal(
+  callId: string,
+  o: Outcome,
+): { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure } {
   if (o.ok) return { $case: 'result', value: { callId, value: o.value } };
   return { $case: 'failure', value: toFailure(callId, o) };
 }

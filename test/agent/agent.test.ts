@@ -14,7 +14,16 @@ async function setup(extra: { token?: string } = {}) {
   const address = await hub.start();
   opened.push({ close: () => hub.stop() });
   const agent = new WorkerAgent(
-    { server: address, name: 'gpu1', labels: ['gpu'], inventory: { cpus: 4, gpuIds: [0, 1], ramMb: 1024 }, maxParallel: 2, graceMs: 300, backoff: { baseMs: 50, capMs: 200 }, ...extra },
+    {
+      server: address,
+      name: 'gpu1',
+      labels: ['gpu'],
+      inventory: { cpus: 4, gpuIds: [0, 1], ramMb: 1024 },
+      maxParallel: 2,
+      graceMs: 300,
+      backoff: { baseMs: 50, capMs: 200 },
+      ...extra,
+    },
     silentLogger,
   );
   agent.start();
@@ -30,7 +39,12 @@ describe('berth worker agent against a test-double server', () => {
   it('attaches with Hello naming its labels, inventory, max_parallel, version and the token', async () => {
     const { hub, conn } = await setup({ token: 's3cret' });
     const hello = await conn.waitFor('hello');
-    expect(hello).toMatchObject({ name: 'gpu1', labels: ['gpu'], inventory: { cpus: 4, gpuIds: [0, 1], ramMb: 1024 }, maxParallel: 2 });
+    expect(hello).toMatchObject({
+      name: 'gpu1',
+      labels: ['gpu'],
+      inventory: { cpus: 4, gpuIds: [0, 1], ramMb: 1024 },
+      maxParallel: 2,
+    });
     expect(hello.version).not.toBe('');
     expect(hub.metadata[0].authorization).toBe('Bearer s3cret');
   });
@@ -38,8 +52,21 @@ describe('berth worker agent against a test-double server', () => {
   it('runs a Python call: events in order, heartbeats at the Welcome interval, then the result', async () => {
     const { conn } = await setup();
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 50 } });
-    const source = 'import time\ndef process(x):\n    report("loss", 1.0)\n    time.sleep(0.3)\n    print("done")\n    return {"out": x + 1}\n';
-    conn.send({ $case: 'call', value: { callId: 'r1:flow.node', runId: 'r1', flow: 'flow', node: 'node', allocation: alloc(), payload: { $case: 'source', value: { source, kwargs: { x: 1 } } }, timeoutMs: 0 } });
+    const source =
+      'import time\ndef process(x):\n    report("loss", 1.0)\n    time.sleep(0.3)\n    print("done")\n' +
+      '    return {"out": x + 1}\n';
+    conn.send({
+      $case: 'call',
+      value: {
+        callId: 'r1:flow.node',
+        runId: 'r1',
+        flow: 'flow',
+        node: 'node',
+        allocation: alloc(),
+        payload: { $case: 'source', value: { source, kwargs: { x: 1 } } },
+        timeoutMs: 0,
+      },
+    });
     const result = await conn.waitFor('result', (r) => r.callId === 'r1:flow.node');
     expect(result.value).toEqual({ out: 2 });
     const kinds = conn.of('r1:flow.node').map((f) => f.$case);
@@ -50,7 +77,18 @@ describe('berth worker agent against a test-double server', () => {
   it('a CancelCall stops a running command and answers Failure Cancelled', async () => {
     const { conn } = await setup();
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
-    conn.send({ $case: 'call', value: { callId: 'r1:f.sleep', runId: 'r1', flow: 'f', node: 'sleep', allocation: alloc(), payload: { $case: 'command', value: { argv: ['sh', '-c', 'echo $$; sleep 60'], env: {}, cwd: '' } }, timeoutMs: 0 } });
+    conn.send({
+      $case: 'call',
+      value: {
+        callId: 'r1:f.sleep',
+        runId: 'r1',
+        flow: 'f',
+        node: 'sleep',
+        allocation: alloc(),
+        payload: { $case: 'command', value: { argv: ['sh', '-c', 'echo $$; sleep 60'], env: {}, cwd: '' } },
+        timeoutMs: 0,
+      },
+    });
     const ev = await conn.waitFor('event', (e) => e.callId === 'r1:f.sleep');
     conn.send({ $case: 'cancel', value: { callId: 'r1:f.sleep', reason: 'cancelled by test' } });
     const failure = await conn.waitFor('failure', (f) => f.callId === 'r1:f.sleep');
@@ -61,15 +99,35 @@ describe('berth worker agent against a test-double server', () => {
   it('a CompileCall answers a SyntaxError without running anything', async () => {
     const { conn } = await setup();
     conn.send({ $case: 'compile', value: { requestId: 'c1', flow: 'f', node: 'n', source: 'def process(:\n' } });
-    conn.send({ $case: 'compile', value: { requestId: 'c2', flow: 'f', node: 'n', source: 'def process():\n    return 1\n' } });
-    expect(await conn.waitFor('compileResult', (c) => c.requestId === 'c1')).toMatchObject({ ok: false, failure: { type: 'SyntaxError' } });
+    conn.send({
+      $case: 'compile',
+      value: { requestId: 'c2', flow: 'f', node: 'n', source: 'def process():\n    return 1\n' },
+    });
+    expect(await conn.waitFor('compileResult', (c) => c.requestId === 'c1')).toMatchObject({
+      ok: false,
+      failure: { type: 'SyntaxError' },
+    });
     expect(await conn.waitFor('compileResult', (c) => c.requestId === 'c2')).toMatchObject({ ok: true });
   });
 
   it('when the stream drops it stops its calls, then reconnects and re-sends Hello', async () => {
     const { hub, agent, conn } = await setup();
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
-    conn.send({ $case: 'call', value: { callId: 'r1:f.sleep', runId: 'r1', flow: 'f', node: 'sleep', allocation: alloc(), payload: { $case: 'command', value: { argv: ['sh', '-c', "trap '' TERM; echo $$; sleep 60"], env: {}, cwd: '' } }, timeoutMs: 0 } });
+    conn.send({
+      $case: 'call',
+      value: {
+        callId: 'r1:f.sleep',
+        runId: 'r1',
+        flow: 'f',
+        node: 'sleep',
+        allocation: alloc(),
+        payload: {
+          $case: 'command',
+          value: { argv: ['sh', '-c', "trap '' TERM; echo $$; sleep 60"], env: {}, cwd: '' },
+        },
+        timeoutMs: 0,
+      },
+    });
     const ev = await conn.waitFor('event');
     const pid = ev.kind?.$case === 'log' ? Number(ev.kind.value.line) : -1;
     conn.call.end();
@@ -86,7 +144,18 @@ describe('berth worker agent against a test-double server', () => {
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
     const source = 'def process():\n    return 1\n';
     const call = (id: string, env: Record<string, string>) =>
-      conn.send({ $case: 'call', value: { callId: id, runId: 'r', flow: 'f', node: id, allocation: alloc(env), payload: { $case: 'source', value: { source, kwargs: {} } }, timeoutMs: 0 } });
+      conn.send({
+        $case: 'call',
+        value: {
+          callId: id,
+          runId: 'r',
+          flow: 'f',
+          node: id,
+          allocation: alloc(env),
+          payload: { $case: 'source', value: { source, kwargs: {} } },
+          timeoutMs: 0,
+        },
+      });
     call('r:f.a', { OMP_NUM_THREADS: '1' });
     await conn.waitFor('result', (r) => r.callId === 'r:f.a');
     call('r:f.b', { OMP_NUM_THREADS: '1' });

@@ -60,7 +60,18 @@ describe('two live workers with one name', () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
     const make = () => {
-      const a = new WorkerAgent({ server: s.address, name: 'wa', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 500, backoff: { baseMs: 20, capMs: 50 } }, silentLogger);
+      const a = new WorkerAgent(
+        {
+          server: s.address,
+          name: 'wa',
+          labels: [],
+          inventory: { cpus: 1, gpuIds: [] },
+          maxParallel: 0,
+          graceMs: 500,
+          backoff: { baseMs: 20, capMs: 50 },
+        },
+        silentLogger,
+      );
       open.push(() => a.stop());
       return a;
     };

@@ -49,7 +49,21 @@ async function allGone(list: number[], ms: number): Promise<boolean> {
 }
 
 function worker(s: TestServer, stateDir: string): ChildProcess {
-  const child = spawnBerth(['worker', '--server', s.address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '', '--state-dir', stateDir]);
+  const child = spawnBerth([
+    'worker',
+    '--server',
+    s.address,
+    '--name',
+    'w1',
+    '--labels',
+    'w',
+    '--cpus',
+    '2',
+    '--gpus',
+    '',
+    '--state-dir',
+    stateDir,
+  ]);
   open.push(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -63,7 +77,10 @@ function runAndPid(s: TestServer, node: string, payload: { argv?: string[]; sour
   open.push(() => call.cancel());
   return new Promise((resolve) => {
     call.on('data', (r: RunResponse) => {
-      const m = r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? /^pid (\d+)/.exec(r.kind.value.kind.value.line) : null;
+      const m =
+        r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log'
+          ? /^pid (\d+)/.exec(r.kind.value.kind.value.line)
+          : null;
       if (m) {
         pids.push(Number(m[1]));
         resolve(Number(m[1]));
@@ -82,7 +99,10 @@ async function setup() {
   open.push(() => rmSync(stateDir, { recursive: true, force: true }));
   const w = worker(s, stateDir);
   await waitForLine(w, /attached to server/);
-  const [command, python] = await Promise.all([runAndPid(s, 'cmd', { argv: COMMAND }), runAndPid(s, 'py', { source: PYTHON })]);
+  const [command, python] = await Promise.all([
+    runAndPid(s, 'cmd', { argv: COMMAND }),
+    runAndPid(s, 'py', { source: PYTHON }),
+  ]);
   return { s, stateDir, w, command, python };
 }
 
@@ -99,7 +119,8 @@ describe('processes die with their worker', () => {
   it('a restarted worker ends what a killed predecessor left (watchdogs killed too) before it attaches', async () => {
     const { s, stateDir, w, command, python } = await setup();
     // Kill each group's watchdog first: only the state directory can end these processes now.
-    for (const leader of [command, python]) for (const pid of liveMembers(leader)) if (pid !== leader) process.kill(pid, 'SIGKILL');
+    for (const leader of [command, python])
+      for (const pid of liveMembers(leader)) if (pid !== leader) process.kill(pid, 'SIGKILL');
     const exited = finished(w);
     w.kill('SIGKILL');
     await exited;

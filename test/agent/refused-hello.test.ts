@@ -15,19 +15,32 @@ afterEach(async () => {
 });
 
 describe('a refused worker', () => {
-  it('berth worker whose Hello the server refuses (INVALID_ARGUMENT) exits 1 with the server\'s message', async () => {
+  it("berth worker whose Hello the server refuses (INVALID_ARGUMENT) exits 1 with the server's message", async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
     const r = await runBerth(['worker', '--server', s.address, '--name', 'engine', '--cpus', '1', '--gpus', '']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("berth worker: the server refused this worker: hello.name: 'engine' is the engine's name");
+    expect(r.stderr).toContain(
+      "berth worker: the server refused this worker: hello.name: 'engine' is the engine's name",
+    );
   });
 
   it('an agent offering 4097 device ids gets a short refusal naming hello.inventory.gpu_ids and stops', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
     const gpuIds = Array.from({ length: 4097 }, (_, i) => i);
-    const a = new WorkerAgent({ server: s.address, name: 'big', labels: [], inventory: { cpus: 1, gpuIds }, maxParallel: 0, graceMs: 100, backoff: { baseMs: 20, capMs: 50 } }, silentLogger);
+    const a = new WorkerAgent(
+      {
+        server: s.address,
+        name: 'big',
+        labels: [],
+        inventory: { cpus: 1, gpuIds },
+        maxParallel: 0,
+        graceMs: 100,
+        backoff: { baseMs: 20, capMs: 50 },
+      },
+      silentLogger,
+    );
     open.push(() => a.stop());
     a.start();
     await a.finished;
@@ -40,7 +53,19 @@ describe('a refused worker', () => {
     const hub = new FakeHub();
     const address = await hub.start();
     open.push(() => hub.stop());
-    const a = new WorkerAgent({ server: address, name: 'w', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 100, backoff: { baseMs: 20, capMs: 50 }, welcomeTimeoutMs: 200 }, silentLogger);
+    const a = new WorkerAgent(
+      {
+        server: address,
+        name: 'w',
+        labels: [],
+        inventory: { cpus: 1, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 100,
+        backoff: { baseMs: 20, capMs: 50 },
+        welcomeTimeoutMs: 200,
+      },
+      silentLogger,
+    );
     open.push(() => a.stop());
     a.start();
     await (await hub.connection(0)).waitFor('hello'); // never answered

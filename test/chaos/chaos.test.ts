@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { formatReport, runChaos } from './chaos.js';
 
 describe('chaos', () => {
-  it('seed 7, 20 s: kills, cancels, releases with runs in flight and a restart leave no leak, no double grant, no process', async () => {
+  it('seed 7, 20 s: kills, cancels, releases with runs in flight and a restart leave no leak, no double grant, ' +
+    'no process', async () => {
     const r = await runChaos({ seed: 7, durationMs: 20_000, concurrency: 5 });
     console.log(formatReport(r));
     expect(r.leftover.invariantErrors).toEqual([]);

@@ -15,7 +15,7 @@ import { PlacementServiceClient, type RunRequest } from '../../generated/ts/bert
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim } from '../support/claims.js';
 import { ROOT, spawnBerth, waitForLine } from '../support/cli.js';
-import { run, type RunOutcome } from '../support/run-client.js';
+import type { RunOutcome } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -52,7 +52,14 @@ export interface ChaosReport {
   runsOutlivingRelease: number;
   /** Operations still unanswered at their 60 s client deadline. */
   stuck: number;
-  leftover: { invariantErrors: string[]; held: number; waiting: number; calls: number; notFull: string[]; processes: number[] };
+  leftover: {
+    invariantErrors: string[];
+    held: number;
+    waiting: number;
+    calls: number;
+    notFull: string[];
+    processes: number[];
+  };
   leaks: number;
 }
 
@@ -61,7 +68,14 @@ const WORKERS = [
   { name: 'cw2', args: ['--labels', 'cpu', '--cpus', '2', '--gpus', ''] },
 ];
 const OP_DEADLINE_MS = 60_000;
-const EXPECTED = new Set([status.OK, status.CANCELLED, status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
+const EXPECTED = new Set([
+  status.OK,
+  status.CANCELLED,
+  status.UNAVAILABLE,
+  status.DEADLINE_EXCEEDED,
+  status.NOT_FOUND,
+  status.FAILED_PRECONDITION,
+]);
 
 /** mulberry32: a small seeded PRNG, uniform in [0, 1). */
 export function prng(seed: number): () => number {
@@ -124,9 +138,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   let begun = started;
   const report: ChaosReport = {
-    seed: o.seed, durationMs: o.durationMs, wallMs: 0, operations: 0, byKind: {}, kills: { workers: 0, clients: 0 }, serverRestarts: 0,
-    releasesWithRunsInFlight: 0, cancels: 0, errorsByCode: {}, samples: {}, unexpected: [], failedPreconditions: [], runsOutlivingRelease: 0, stuck: 0,
-    leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] }, leaks: 0,
+    seed: o.seed,
+    durationMs: o.durationMs,
+    wallMs: 0,
+    operations: 0,
+    byKind: {},
+    kills: { workers: 0, clients: 0 },
+    serverRestarts: 0,
+    releasesWithRunsInFlight: 0,
+    cancels: 0,
+    errorsByCode: {},
+    samples: {},
+    unexpected: [],
+    failedPreconditions: [],
+    runsOutlivingRelease: 0,
+    stuck: 0,
+    leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] },
+    leaks: 0,
   };
   const flags = { reconnectGrace: 30, grace: 1 };
   let server: TestServer = await startServer({ cpus: 2, gpuIds: [0], flags });
@@ -135,31 +163,45 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const invariantErrors: string[] = [];
   // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
   const seen = new Map<string, { attached?: number; detached?: number }>();
-  const follow = (t: TestServer) => t.server.context.events.subscribe((e) => {
-    if (!e.machine || (e.kind !== 'worker_attached' && e.kind !== 'worker_detached')) return;
-    const m = seen.get(e.machine) ?? {};
-    m[e.kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
-    seen.set(e.machine, m);
-  });
+  const follow = (t: TestServer) =>
+    t.server.context.events.subscribe((e) => {
+      if (!e.machine || (e.kind !== 'worker_attached' && e.kind !== 'worker_detached')) return;
+      const m = seen.get(e.machine) ?? {};
+      m[e.kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
+      seen.set(e.machine, m);
+    });
   follow(server);
   // One client for the whole run, across the restart: reconnects fast.
   const client = new PlacementServiceClient(address, credentials.createInsecure(), {
-    'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000,
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
   });
 
   // Workers: real agents, SIGKILLed and started again under the same name.
   const agents = new Map<string, ChildProcess>();
   const startAgent = (w: (typeof WORKERS)[number]) => {
-    const child = spawnBerth(['worker', '--server', address, '--name', w.name, ...w.args, '--grace', '2', '--log-level', 'info']);
+    const child = spawnBerth([
+      'worker',
+      '--server',
+      address,
+      '--name',
+      w.name,
+      ...w.args,
+      '--grace',
+      '2',
+      '--log-level',
+      'info',
+    ]);
     child.stdout?.resume();
     child.stderr?.resume();
     agents.set(w.name, child);
     return child;
   };
-  const attached = (names: string[]) => until(async () => {
-    const s = await snapshot(client);
-    return names.every((n) => s.machines.some((m) => m.name === n));
-  }, 30_000);
+  const attached = (names: string[]) =>
+    until(async () => {
+      const s = await snapshot(client);
+      return names.every((n) => s.machines.some((m) => m.name === n));
+    }, 30_000);
   for (const w of WORKERS) void waitForLine(startAgent(w), /attached to server/).catch(() => undefined);
   await attached(WORKERS.map((w) => w.name));
   log(`chaos seed ${o.seed}: server on ${address}, ${WORKERS.length} workers attached`);
@@ -171,20 +213,50 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
     if (err) report.samples[name] ??= `${kind}: ${err.details}`;
     if (code === status.FAILED_PRECONDITION) {
-      const why = `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ${JSON.stringify(Object.fromEntries(seen))})`;
+      const why =
+        `+${Date.now() - begun} ms: ${kind}: ${err?.details} (workers last seen: ` +
+        `${JSON.stringify(Object.fromEntries(seen))})`;
       log(`chaos: FAILED_PRECONDITION at ${why}`);
       if (report.failedPreconditions.length < 10) report.failedPreconditions.push(why);
     }
     if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
-    else if (!EXPECTED.has(code) && report.unexpected.length < 20) report.unexpected.push(`${kind}: ${name} ${err?.details}`);
+    else if (!EXPECTED.has(code) && report.unexpected.length < 20)
+      report.unexpected.push(`${kind}: ${name} ${err?.details}`);
   };
   const deadline = () => ({ deadline: Date.now() + OP_DEADLINE_MS });
-  const command = (sleepS: number, runId: string, node: string, a: { gpus?: number; label?: string; require?: boolean } = {}, claimId?: string): RunRequest => ({
+  const command = (
+    sleepS: number,
+    runId: string,
+    node: string,
+    a: { gpus?: number; label?: string; require?: boolean } = {},
+    claimId?: string,
+  ): RunRequest => ({
     placement: claimId
       ? { $case: 'claimId', value: claimId }
-      : { $case: 'ask', value: { cpus: 1, gpus: a.gpus ?? 0, label: a.label ?? '', policy: a.require ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} } },
-    payload: { $case: 'command', value: { argv: ['sh', '-c', `echo $CUDA_VISIBLE_DEVICES; sleep ${sleepS.toFixed(2)}`], env: { BERTH_CHAOS: tag }, cwd: '' } },
-    runId, flow: 'chaos', node, timeoutMs: 0,
+      : {
+          $case: 'ask',
+          value: {
+            cpus: 1,
+            gpus: a.gpus ?? 0,
+            label: a.label ?? '',
+            policy: a.require ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+            node: '',
+            runId: '',
+            env: {},
+          },
+        },
+    payload: {
+      $case: 'command',
+      value: {
+        argv: ['sh', '-c', `echo $CUDA_VISIBLE_DEVICES; sleep ${sleepS.toFixed(2)}`],
+        env: { BERTH_CHAOS: tag },
+        cwd: '',
+      },
+    },
+    runId,
+    flow: 'chaos',
+    node,
+    timeoutMs: 0,
   });
   const runWithDeadline = (req: RunRequest) => {
     const call = client.run(req, deadline());
@@ -205,7 +277,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const t0 = Date.now();
     if (r < 0.3) {
       count('run');
-      const a = pick([{}, { gpus: 1 }, { label: 'gpu', gpus: 1, require: true }, { label: 'cpu', require: true }, { label: 'cpu' }]);
+      const a = pick([
+        {},
+        { gpus: 1 },
+        { label: 'gpu', gpus: 1, require: true },
+        { label: 'cpu', require: true },
+        { label: 'cpu' },
+      ]);
       const o1 = await runWithDeadline(command(between(0.05, 0.6), `r${n}`, 'n', a)).done;
       outcome('run', o1.error, t0);
     } else if (r < 0.36) {
@@ -247,10 +325,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const h = runWithDeadline(command(2, `k${n}`, 'n'));
       await sleep(between(20, 600));
       report.cancels++;
-      await new Promise<void>((resolve) => client.cancel({ runId: `k${n}` }, new Metadata(), deadline(), (err) => {
-        outcome('cancel-rpc', err, t0);
-        resolve();
-      }));
+      await new Promise<void>((resolve) =>
+        client.cancel({ runId: `k${n}` }, new Metadata(), deadline(), (err) => {
+          outcome('cancel-rpc', err, t0);
+          resolve();
+        }),
+      );
       outcome('cancel-run', (await h.done).error, t0);
     } else if (r < 0.87) {
       count('same-call-id');
@@ -271,10 +351,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   // Client processes, SIGKILLed while they hold a claim with a Run inside it.
   const clientProcs = new Set<ChildProcess>();
   const clientKill = async (): Promise<void> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     clientProcs.add(child);
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    const running = new Promise<void>((r) => child.stdout?.on('data', (d: Buffer) => d.toString().includes('running') && r()));
+    const running = new Promise<void>((r) =>
+      child.stdout?.on('data', (d: Buffer) => d.toString().includes('running') && r()),
+    );
     await Promise.race([running, exited, sleep(between(1500, 4000))]);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
@@ -311,15 +397,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   begun = Date.now();
   const end = begun + o.durationMs;
   const chaos: Promise<void>[] = [];
-  const schedule = (at: number, f: () => Promise<void>) => chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
+  const schedule = (at: number, f: () => Promise<void>) =>
+    chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
   schedule(begun + o.durationMs * between(0.4, 0.6), restart);
-  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++) schedule(begun + between(0.05, 0.95) * o.durationMs, workerKill);
-  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++) schedule(begun + between(0.05, 0.9) * o.durationMs, clientKill);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++)
+    schedule(begun + between(0.05, 0.95) * o.durationMs, workerKill);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++)
+    schedule(begun + between(0.05, 0.9) * o.durationMs, clientKill);
   const lanes = Array.from({ length: o.concurrency ?? 6 }, async () => {
     while (Date.now() < end) {
       const t0 = Date.now();
       report.operations++;
-      await operation().catch((err: unknown) => report.unexpected.length < 20 && report.unexpected.push(`driver: ${String(err)}`));
+      await operation().catch(
+        (err: unknown) => report.unexpected.length < 20 && report.unexpected.push(`driver: ${String(err)}`),
+      );
       if (Date.now() - t0 < 50) await sleep(100); // a server restarting answers at once: do not spin
     }
   });
@@ -335,14 +426,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   await attached(WORKERS.map((w) => w.name));
   const settled = await until(async () => {
     const s = await snapshot(client);
-    return s.held.length === 0 && s.waiting.length === 0 && s.calls.length === 0
-      && s.machines.every((m) => m.free!.cpus === m.total!.cpus && m.free!.gpus === m.total!.gpuIds.length);
+    return (
+      s.held.length === 0 &&
+      s.waiting.length === 0 &&
+      s.calls.length === 0 &&
+      s.machines.every((m) => m.free!.cpus === m.total!.cpus && m.free!.gpus === m.total!.gpuIds.length)
+    );
   }, 20_000);
   const s = await snapshot(client);
   report.leftover.held = s.held.length;
   report.leftover.waiting = s.waiting.length;
   report.leftover.calls = s.calls.length;
-  report.leftover.notFull = s.machines.filter((m) => m.free!.cpus !== m.total!.cpus || m.free!.gpus !== m.total!.gpuIds.length).map((m) => `${m.name}: ${m.free!.cpus}/${m.total!.cpus} cpus, ${m.free!.gpus}/${m.total!.gpuIds.length} gpus free`);
+  report.leftover.notFull = s.machines
+    .filter((m) => m.free!.cpus !== m.total!.cpus || m.free!.gpus !== m.total!.gpuIds.length)
+    .map(
+      (m) => `${m.name}: ${m.free!.cpus}/${m.total!.cpus} cpus, ${m.free!.gpus}/${m.total!.gpuIds.length} gpus free`,
+    );
   if (!settled) log('chaos: the books did not come back within 20 s');
   await until(() => taggedProcesses(tag).length === 0, 10_000);
   report.leftover.processes = taggedProcesses(tag);
@@ -350,32 +449,55 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   report.leftover.invariantErrors = invariantErrors.slice(0, 20);
 
   // Teardown: agents stop (SIGTERM), the client closes, the server stops.
-  await Promise.all([...agents.values()].map((c) => new Promise<void>((r) => {
-    if (c.exitCode !== null || c.signalCode !== null) return r();
-    c.once('exit', () => r());
-    c.kill('SIGTERM');
-  })));
+  await Promise.all(
+    [...agents.values()].map(
+      (c) =>
+        new Promise<void>((r) => {
+          if (c.exitCode !== null || c.signalCode !== null) return r();
+          c.once('exit', () => r());
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
   client.close();
   server.placement.close();
   server.worker.close();
   await server.server.stop(1000);
   for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL'); // never leave a process behind, even on failure
   const l = report.leftover;
-  report.leaks = report.runsOutlivingRelease + invariantErrors.length + l.held + l.waiting + l.calls + l.notFull.length + l.processes.length + report.stuck;
+  report.leaks =
+    report.runsOutlivingRelease +
+    invariantErrors.length +
+    l.held +
+    l.waiting +
+    l.calls +
+    l.notFull.length +
+    l.processes.length +
+    report.stuck;
   report.wallMs = Date.now() - started;
   return report;
 }
 
 /** The report as a few lines for humans. */
 export function formatReport(r: ChaosReport): string {
-  const kinds = Object.entries(r.byKind).map(([k, v]) => `${k} ${v}`).join(', ');
-  const codes = Object.entries(r.errorsByCode).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+  const kinds = Object.entries(r.byKind)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  const codes = Object.entries(r.errorsByCode)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
   return [
-    `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
-    `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
+    `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ` +
+      `${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
+    `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ` +
+      `${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
     `  answers by code: ${codes}`,
     ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
-    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
+    `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, ` +
+      `invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, ` +
+      `waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, ` +
+      `machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
   ].join('\n');
 }

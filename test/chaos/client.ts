@@ -17,8 +17,14 @@ claim.on('data', (r: ClaimResponse) => {
   process.stdout.write(`granted ${claimId}\n`);
   const run = client.run({
     placement: { $case: 'claimId', value: claimId },
-    payload: { $case: 'command', value: { argv: ['sh', '-c', 'echo $$; sleep 5'], env: { BERTH_CHAOS: tag }, cwd: '' } },
-    runId: `client-${process.pid}`, flow: 'chaos', node: 'client', timeoutMs: 0,
+    payload: {
+      $case: 'command',
+      value: { argv: ['sh', '-c', 'echo $$; sleep 5'], env: { BERTH_CHAOS: tag }, cwd: '' },
+    },
+    runId: `client-${process.pid}`,
+    flow: 'chaos',
+    node: 'client',
+    timeoutMs: 0,
   });
   let said = false;
   run.on('data', (x: RunResponse) => {

@@ -17,8 +17,16 @@ describe('batch files and dispatch flags', () => {
   it('a YAML bare list and a JSON { jobs } load to the same jobs, in file order', () => {
     s = scratch();
     const yaml = join(s.dir, 'b.yaml');
-    writeFileSync(yaml, '- label: a\n  devices: 2\n  argv: [echo, "{devices}"]\n  timeout: 1.5\n- shell: echo hi\n  env: { SEED: 7 }\n');
-    const json = s.batch({ jobs: [{ label: 'a', devices: 2, argv: ['echo', '{devices}'], timeout: 1.5 }, { shell: 'echo hi', env: { SEED: 7 } }] });
+    writeFileSync(
+      yaml,
+      '- label: a\n  devices: 2\n  argv: [echo, "{devices}"]\n  timeout: 1.5\n- shell: echo hi\n  env: { SEED: 7 }\n',
+    );
+    const json = s.batch({
+      jobs: [
+        { label: 'a', devices: 2, argv: ['echo', '{devices}'], timeout: 1.5 },
+        { shell: 'echo hi', env: { SEED: 7 } },
+      ],
+    });
     const fromYaml = loadBatch(yaml);
     expect(fromYaml).toEqual(loadBatch(json));
     expect(fromYaml[0]).toMatchObject({ index: 0, label: 'a', devices: 2, timeoutMs: 1500 });
@@ -27,9 +35,17 @@ describe('batch files and dispatch flags', () => {
 
   it('errors name the file, the job number and label, the field and the value', () => {
     s = scratch();
-    expect(() => loadBatch(s.batch([{ label: 'ok', argv: ['true'] }, { label: 'bad', devices: 1.5, argv: ['true'] }])))
-      .toThrow(/job 2 \("bad"\): devices: expected a whole number \(got 1\.5\)/);
-    expect(() => loadBatch(s.batch([{ label: 'e', argv: [] }]))).toThrow(/job 1 \("e"\): argv: must hold at least the program/);
+    expect(() =>
+      loadBatch(
+        s.batch([
+          { label: 'ok', argv: ['true'] },
+          { label: 'bad', devices: 1.5, argv: ['true'] },
+        ]),
+      ),
+    ).toThrow(/job 2 \("bad"\): devices: expected a whole number \(got 1\.5\)/);
+    expect(() => loadBatch(s.batch([{ label: 'e', argv: [] }]))).toThrow(
+      /job 1 \("e"\): argv: must hold at least the program/,
+    );
     expect(() => loadBatch(s.batch({ jobs: [] }))).toThrow(/holds no jobs/);
     expect(() => loadBatch(join(s.dir, 'missing.yaml'))).toThrow(/missing\.yaml: cannot read/);
   });
@@ -40,23 +56,46 @@ describe('batch files and dispatch flags', () => {
     expect(jobsLimit('auto', 0, 2)).toBe(1);
     expect(jobsLimit(3, 8, 2)).toBe(3);
     expect(() => resolveDispatchOptions({ jobs: '0' })).toThrow(/-j\/--jobs: must be at least 1/);
-    expect(resolveDispatchOptions({ jobs: 'auto', backfill: true, devices: '0,2-3' })).toMatchObject({ jobs: 'auto', overtakes: 10, devices: [0, 2, 3] });
+    expect(resolveDispatchOptions({ jobs: 'auto', backfill: true, devices: '0,2-3' })).toMatchObject({
+      jobs: 'auto',
+      overtakes: 10,
+      devices: [0, 2, 3],
+    });
     expect(resolveDispatchOptions({})).toMatchObject({ overtakes: 0 }); // strict FIFO
     expect(resolveDispatchOptions({ backfill: true, maxOvertakes: '3' })).toMatchObject({ overtakes: 3 });
     expect(() => resolveDispatchOptions({ maxOvertakes: '3' })).toThrow(/--max-overtakes: only used with --backfill/);
-    expect(() => resolveDispatchOptions({ backfill: true, maxOvertakes: '0' })).toThrow(/--max-overtakes: must be at least 1 \(got "0"\)/);
+    expect(() => resolveDispatchOptions({ backfill: true, maxOvertakes: '0' })).toThrow(
+      /--max-overtakes: must be at least 1 \(got "0"\)/,
+    );
     expect(() => resolveDispatchOptions({ devices: '1,0-2' })).toThrow(/--devices: device 1 is listed twice/);
     expect(() => resolveDispatchOptions({ deviceEnv: 'bad-name' })).toThrow(/--device-env/);
   });
 
   it('labels: control characters and duplicates are refused, naming the job and the field', () => {
     s = scratch();
-    expect(() => loadBatch(s!.batch([{ label: 'ok', argv: ['true'] }, { label: 'x\nPASS      fake', argv: ['true'] }])))
-      .toThrow(/job 2 \("x\\nPASS      fake"\): label: must not hold control characters/);
-    expect(() => loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).toThrow(/job 1 .*label: must not hold control characters/);
-    expect(() => loadBatch(s!.batch([{ label: 'same', argv: ['true'] }, { label: 'other', argv: ['true'] }, { label: 'same', argv: ['true'] }])))
-      .toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
-    expect(() => loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).toThrow(/job 2 \("job1"\): label: "job1" is already the label of job 1/);
+    expect(() =>
+      loadBatch(
+        s!.batch([
+          { label: 'ok', argv: ['true'] },
+          { label: 'x\nPASS      fake', argv: ['true'] },
+        ]),
+      ),
+    ).toThrow(/job 2 \("x\\nPASS {6}fake"\): label: must not hold control characters/);
+    expect(() => loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).toThrow(
+      /job 1 .*label: must not hold control characters/,
+    );
+    expect(() =>
+      loadBatch(
+        s!.batch([
+          { label: 'same', argv: ['true'] },
+          { label: 'other', argv: ['true'] },
+          { label: 'same', argv: ['true'] },
+        ]),
+      ),
+    ).toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
+    expect(() => loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).toThrow(
+      /job 2 \("job1"\): label: "job1" is already the label of job 1/,
+    );
   });
 
   it('a huge device count or timeout says the bound, not "expected a whole number"', () => {
@@ -64,13 +103,22 @@ describe('batch files and dispatch flags', () => {
     const huge = join(s.dir, 'huge.yaml');
     writeFileSync(huge, '- label: h\n  devices: 99999999999999999999\n  argv: [true]\n');
     expect(() => loadBatch(huge)).toThrow(/job 1 \("h"\): devices: must be at most 65536/);
-    expect(() => loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).toThrow(/timeout: must be at most 2147483 seconds/);
+    expect(() => loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).toThrow(
+      /timeout: must be at most 2147483 seconds/,
+    );
     expect(() => resolveDispatchOptions({ timeout: '9999999999' })).toThrow(/--timeout: must be at most 2147483/);
   });
 
-  it('a relative cwd is taken from the batch file\'s directory, not from where dispatch runs', () => {
+  it("a relative cwd is taken from the batch file's directory, not from where dispatch runs", () => {
     s = scratch();
-    const file = s.batch([{ label: 'c', cwd: 'sub', argv: ['true'] }, { label: 'd', cwd: '/abs', argv: ['true'] }, { label: 'e', argv: ['true'] }], 'b.json');
+    const file = s.batch(
+      [
+        { label: 'c', cwd: 'sub', argv: ['true'] },
+        { label: 'd', cwd: '/abs', argv: ['true'] },
+        { label: 'e', argv: ['true'] },
+      ],
+      'b.json',
+    );
     const [c, d, e] = loadBatch(file);
     expect(c.cwd).toBe(join(s.dir, 'sub'));
     expect(d.cwd).toBe('/abs');
@@ -81,8 +129,12 @@ describe('batch files and dispatch flags', () => {
     const help = await runBerth(['dispatch', '--help']);
     expect(help.code).toBe(0);
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Batch dispatch'), readme.indexOf('\n## ', readme.indexOf('## Batch dispatch') + 1));
-    const exitText = (t: string) => /Exit code: ([^]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
+    const section = readme.slice(
+      readme.indexOf('## Batch dispatch'),
+      readme.indexOf('\n## ', readme.indexOf('## Batch dispatch') + 1),
+    );
+    const exitText = (t: string) =>
+      /Exit code: ([\s\S]*?SIGTERM\.)/.exec(t)?.[1].replace(/`/g, '').replace(/\s+/g, ' ').replace(/ \/ /g, '/').trim();
     expect(exitText(section)).toBeDefined();
     expect(exitText(section)).toBe(exitText(help.stdout));
     for (const flag of help.stdout.matchAll(/^\s+(?:-\w, )?(--[a-z-]+)/gm)) {

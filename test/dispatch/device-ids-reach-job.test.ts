@@ -16,7 +16,11 @@ describe('device ids reach the job', () => {
     s = scratch();
     const out = join(s.dir, 'seen');
     const file = s.batch([
-      { label: 'four', devices: 4, shell: `echo "argv={devices} cuda=$CUDA_VISIBLE_DEVICES ascend=$ASCEND_RT_VISIBLE_DEVICES" > '${out}'` },
+      {
+        label: 'four',
+        devices: 4,
+        shell: `echo "argv={devices} cuda=$CUDA_VISIBLE_DEVICES ascend=$ASCEND_RT_VISIBLE_DEVICES" > '${out}'`,
+      },
     ]);
     const cuda = await dispatch(file, '--devices', '0-3');
     expect(cuda.code, cuda.stdout + cuda.stderr).toBe(0);
@@ -26,7 +30,7 @@ describe('device ids reach the job', () => {
     expect(readFileSync(out, 'utf8')).toMatch(/^argv=0-3 cuda=\S* ascend=0,1,2,3\n$/);
   });
 
-  it('a relative cwd runs the job in the batch file\'s directory, wherever dispatch is started', async () => {
+  it("a relative cwd runs the job in the batch file's directory, wherever dispatch is started", async () => {
     s = scratch();
     mkdirSync(join(s.dir, 'work'));
     const file = s.batch([{ label: 'where', cwd: 'work', shell: 'pwd > here' }]);

@@ -23,13 +23,15 @@ afterEach(async () => {
 describe('embedded and --server give the same results', () => {
   it('passed / failed / spawn_error per job alike, and device ids reach the job on the worker', async () => {
     s = scratch();
-    const file = s.batch({ jobs: [
-      { label: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
-      { label: 'two', devices: 3, argv: ['sh', '-c', 'echo two on {devices} sees $CUDA_VISIBLE_DEVICES'] },
-      { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
-      { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
-      { label: 'cpu', devices: 0, argv: ['true'] },
-    ] });
+    const file = s.batch({
+      jobs: [
+        { label: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
+        { label: 'two', devices: 3, argv: ['sh', '-c', 'echo two on {devices} sees $CUDA_VISIBLE_DEVICES'] },
+        { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
+        { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
+        { label: 'cpu', devices: 0, argv: ['true'] },
+      ],
+    });
     const embedded = await dispatch(file, '--devices', '0-3');
     const logOf = (r: { stdout: string }, label: string) => {
       const dir = /^logs: (\S+)$/m.exec(r.stdout)![1];
@@ -42,13 +44,31 @@ describe('embedded and --server give the same results', () => {
     const events = watch(t.placement);
     await events.ready;
     const attached = events.next((e) => e.kind === 'worker_attached' && e.machine === 'w1');
-    const worker = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--cpus', '4', '--gpus', '0-3', '--log-level', 'warn']);
+    const worker = spawnBerth([
+      'worker',
+      '--server',
+      t.address,
+      '--name',
+      'w1',
+      '--cpus',
+      '4',
+      '--gpus',
+      '0-3',
+      '--log-level',
+      'warn',
+    ]);
     const workerDone = finished(worker);
     await attached;
     const remote = await dispatch(file, '--server', t.address, '-j', '4');
     events.cancel();
 
-    expect(statuses(embedded.stdout)).toEqual({ one: 'passed', two: 'passed', fails: 'failed', ghost: 'spawn_error', cpu: 'passed' });
+    expect(statuses(embedded.stdout)).toEqual({
+      one: 'passed',
+      two: 'passed',
+      fails: 'failed',
+      ghost: 'spawn_error',
+      cpu: 'passed',
+    });
     expect(statuses(remote.stdout)).toEqual(statuses(embedded.stdout));
     expect(remote.code).toBe(embedded.code);
     expect(remote.code).toBe(1);

@@ -12,40 +12,64 @@ let s: Scratch;
 afterEach(() => s?.cleanup());
 
 describe('fail-fast really stops, and a failure alone stops nothing', () => {
-  it('--fail-fast: job 2 of 6 fails; 1 and 3 (trapping SIGTERM) cancelled within grace + 1 s, 4–6 skipped, nothing left', async () => {
-    s = scratch();
-    const file = s.batch([
-      { label: 'sleeper', devices: 1, argv: ['sleep', '30'] },
-      { label: 'failer', devices: 1, shell: 'sleep 0.5; echo failing; exit 1' },
-      { label: 'stubborn', devices: 1, shell: "trap 'echo ignoring TERM' TERM; while true; do sleep 30 & wait $!; done" },
-      { label: 'four', devices: 1, argv: ['true'] },
-      { label: 'five', devices: 1, argv: ['true'] },
-      { label: 'six', devices: 1, argv: ['true'] },
-    ]);
-    const child = spawnBerth(['dispatch', file, ...withLogDir(file, ['--devices', '0-2', '--fail-fast', '--grace', '1'])]);
-    let failedAt = 0;
-    child.stdout!.on('data', (d: Buffer) => {
-      if (failedAt === 0 && /^FAIL\s+failer/m.test(d.toString())) failedAt = Date.now();
-    });
-    const r = await finished(child);
-    const elapsed = Date.now() - failedAt;
-    expect(failedAt).toBeGreaterThan(0);
-    expect(elapsed).toBeLessThan(5000); // grace 1 s + 1 s, with slack for a busy machine
-    expect(r.code).toBe(1);
-    expect(statuses(r.stdout)).toEqual({ sleeper: 'cancelled', failer: 'failed', stubborn: 'cancelled', four: 'skipped', five: 'skipped', six: 'skipped' });
-    expect(r.stdout).toMatch(/CANCELLED\s+stubborn\s+signal SIGKILL/);
-    expect(r.stdout).toContain('ignoring TERM');
-    const started = pids(r.stdout);
-    expect(Object.keys(started).sort()).toEqual(['failer', 'sleeper', 'stubborn']);
-    for (const pid of Object.values(started)) expect(liveMembers(pid)).toEqual([]);
-  });
+  it(
+    '--fail-fast: job 2 of 6 fails; 1 and 3 (trapping SIGTERM) cancelled within grace + 1 s, 4–6 skipped, ' +
+      'nothing left',
+    async () => {
+      s = scratch();
+      const file = s.batch([
+        { label: 'sleeper', devices: 1, argv: ['sleep', '30'] },
+        { label: 'failer', devices: 1, shell: 'sleep 0.5; echo failing; exit 1' },
+        {
+          label: 'stubborn',
+          devices: 1,
+          shell: "trap 'echo ignoring TERM' TERM; while true; do sleep 30 & wait $!; done",
+        },
+        { label: 'four', devices: 1, argv: ['true'] },
+        { label: 'five', devices: 1, argv: ['true'] },
+        { label: 'six', devices: 1, argv: ['true'] },
+      ]);
+      const child = spawnBerth([
+        'dispatch',
+        file,
+        ...withLogDir(file, ['--devices', '0-2', '--fail-fast', '--grace', '1']),
+      ]);
+      let failedAt = 0;
+      child.stdout!.on('data', (d: Buffer) => {
+        if (failedAt === 0 && /^FAIL\s+failer/m.test(d.toString())) failedAt = Date.now();
+      });
+      const r = await finished(child);
+      const elapsed = Date.now() - failedAt;
+      expect(failedAt).toBeGreaterThan(0);
+      expect(elapsed).toBeLessThan(5000); // grace 1 s + 1 s, with slack for a busy machine
+      expect(r.code).toBe(1);
+      expect(statuses(r.stdout)).toEqual({
+        sleeper: 'cancelled',
+        failer: 'failed',
+        stubborn: 'cancelled',
+        four: 'skipped',
+        five: 'skipped',
+        six: 'skipped',
+      });
+      expect(r.stdout).toMatch(/CANCELLED\s+stubborn\s+signal SIGKILL/);
+      expect(r.stdout).toContain('ignoring TERM');
+      const started = pids(r.stdout);
+      expect(Object.keys(started).sort()).toEqual(['failer', 'sleeper', 'stubborn']);
+      for (const pid of Object.values(started)) expect(liveMembers(pid)).toEqual([]);
+    },
+  );
 
   it('SIGTERM to dispatch stops the batch the same way and leaves no process', async () => {
     s = scratch();
-    const file = s.batch([{ label: 'long', devices: 1, argv: ['sleep', '30'] }, { label: 'later', devices: 1, argv: ['true'] }]);
+    const file = s.batch([
+      { label: 'long', devices: 1, argv: ['sleep', '30'] },
+      { label: 'later', devices: 1, argv: ['true'] },
+    ]);
     const child = spawnBerth(['dispatch', file, ...withLogDir(file, ['--devices', '0', '--grace', '1'])]);
     const done = finished(child);
-    await new Promise<void>((resolve) => child.stdout!.on('data', (d: Buffer) => /^START\s+long/m.test(d.toString()) && resolve()));
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => /^START\s+long/m.test(d.toString()) && resolve()),
+    );
     child.kill('SIGTERM');
     const r = await done;
     expect(r.code).toBe(143);

@@ -29,7 +29,7 @@ function hasGpus(): boolean {
 }
 
 describe('dispatch does what the README says', () => {
-  it('--server: a job without cwd runs in the directory dispatch was started in, not the server\'s', async () => {
+  it("--server: a job without cwd runs in the directory dispatch was started in, not the server's", async () => {
     s = scratch();
     t = await startServer({ cpus: 2 }); // the engine host runs commands; its own cwd is the test's
     const here = join(s.dir, 'started-here');
@@ -47,27 +47,41 @@ describe('dispatch does what the README says', () => {
       { label: 'pair', devices: 2, argv: ['true'] }, // 0-1, ends at once
       { label: 'holder', devices: 1, shell: `until [ -e '${d}/wide.rec' ]; do sleep 0.02; done` }, // 2, until wide ran
       { label: 'single', devices: 1, argv: ['true'] }, // 3, ends at once
-      { label: 'wide', devices: 3, shell: `echo "{devices} $CUDA_VISIBLE_DEVICES" > '${d}/wide.tmp'; mv '${d}/wide.tmp' '${d}/wide.rec'` },
+      {
+        label: 'wide',
+        devices: 3,
+        shell: `echo "{devices} $CUDA_VISIBLE_DEVICES" > '${d}/wide.tmp'; mv '${d}/wide.tmp' '${d}/wide.rec'`,
+      },
     ]);
     const r = await dispatch(file, '--devices', '0-3', '--backfill');
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(readFileSync(join(d, 'wide.rec'), 'utf8')).toBe('0,1,3 0,1,3\n');
   });
 
-  it('a timed-out job\'s output is shown once, when it is stopped, not again at its end', async () => {
+  it("a timed-out job's output is shown once, when it is stopped, not again at its end", async () => {
     s = scratch();
     const file = s.batch([{ label: 'stuck', devices: 0, timeout: 0.5, shell: 'echo only-once-please; sleep 30' }]);
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ stuck: 'timed_out' });
     expect(r.stdout.split('only-once-please').length - 1).toBe(1);
-    expect(r.stdout).toMatch(/TIMEOUT\s+stuck\s+signal SIGTERM[^\n]*\n\(output up to the stop shown above; full log \S+001-stuck\.log\)/);
+    expect(r.stdout).toMatch(
+      /TIMEOUT\s+stuck\s+signal SIGTERM[^\n]*\n\(output up to the stop shown above; full log \S+001-stuck\.log\)/,
+    );
   });
 
-  it.skipIf(hasGpus())('no --devices on a host without GPUs: a job needing devices is refused, saying to pass --devices', async () => {
-    s = scratch();
-    const file = s.batch([{ label: 'train', devices: 2, argv: ['true'] }]);
-    const r = await runBerth(['dispatch', file, ...withLogDir(file, [])]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/job 1 \("train"\) needs 2 devices but the pool has no devices; no GPUs were detected on this host \(nvidia-smi -L\): pass --devices/);
-  });
+  it.skipIf(hasGpus())(
+    'no --devices on a host without GPUs: a job needing devices is refused, saying to pass --devices',
+    async () => {
+      s = scratch();
+      const file = s.batch([{ label: 'train', devices: 2, argv: ['true'] }]);
+      const r = await runBerth(['dispatch', file, ...withLogDir(file, [])]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          /job 1 \("train"\) needs 2 devices but the pool has no devices; /.source +
+            /no GPUs were detected on this host \(nvidia-smi -L\): pass --devices/.source,
+        ),
+      );
+    },
+  );
 });

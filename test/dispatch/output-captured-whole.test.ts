@@ -32,7 +32,12 @@ describe('output is captured whole, in order, whatever the bytes', () => {
     const logs = join(s.dir, 'logs');
     const file = s.batch([
       { label: 'noisy', devices: 1, argv: [process.execPath, '-e', noisy] },
-      { label: 'binary', devices: 1, shell: "printf 'bad \\377\\376 bytes\\n'; head -c 200000 /dev/zero | tr '\\000' y; printf '\\nend \\377\\n'; exit 1" },
+      {
+        label: 'binary',
+        devices: 1,
+        shell:
+          "printf 'bad \\377\\376 bytes\\n'; head -c 200000 /dev/zero | tr '\\000' y; printf '\\nend \\377\\n'; exit 1",
+      },
     ]);
     const r = await dispatch(file, '--devices', '0-1', '--log-dir', logs, '--junit', join(s.dir, 'j.xml'));
     expect(statuses(r.stdout)).toEqual({ noisy: 'passed', binary: 'failed' });
@@ -42,11 +47,13 @@ describe('output is captured whole, in order, whatever the bytes', () => {
     const errs = noisyLog.filter((l) => l.startsWith('err '));
     expect(outs).toHaveLength(LINES);
     expect(errs).toHaveLength(LINES);
-    outs.forEach((l, i) => expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0')));
-    errs.forEach((l, i) => expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0')));
+    for (const [i, l] of outs.entries()) expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0'));
+    for (const [i, l] of errs.entries()) expect(l.slice(4, 12)).toBe(String(i).padStart(8, '0'));
 
     const binary = readFileSync(join(logs, names.find((n) => n.includes('binary'))!));
-    expect(binary.subarray(0, 13)).toEqual(Buffer.from([...Buffer.from('bad '), 0xff, 0xfe, ...Buffer.from(' bytes\n')]));
+    expect(binary.subarray(0, 13)).toEqual(
+      Buffer.from([...Buffer.from('bad '), 0xff, 0xfe, ...Buffer.from(' bytes\n')]),
+    );
     expect(binary.includes(Buffer.from('y'.repeat(200_000)))).toBe(true);
     // the failed job's recent output is shown with invalid bytes replaced, in the console and the JUnit file
     expect(r.stdout).toContain('end \uFFFD');

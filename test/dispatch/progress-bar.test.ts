@@ -27,14 +27,24 @@ describe('progress on a terminal', () => {
       { label: 'p3', devices: 1, argv: ['true'] },
     ]);
     const reporter = new ConsoleReporter(out, true, jobs.length);
-    const results = await runBatch(jobs, new LocalRunner('CUDA_VISIBLE_DEVICES'), {
-      pool: new DevicePool([0, 1]), maxInFlight: 2, backfill: 0, failFast: false, graceMs: 1000, logDir: s.dir,
-    }, reporter);
+    const results = await runBatch(
+      jobs,
+      new LocalRunner('CUDA_VISIBLE_DEVICES'),
+      {
+        pool: new DevicePool([0, 1]),
+        maxInFlight: 2,
+        backfill: 0,
+        failFast: false,
+        graceMs: 1000,
+        logDir: s.dir,
+      },
+      reporter,
+    );
     reporter.end();
     expect(results.map((r) => r.status)).toEqual(['passed', 'failed', 'passed', 'passed']);
     expect(text).not.toMatch(/START|PASS/);
-    expect(text).toMatch(/\x1b\[2K\[\.+\] 0\/4 done  0 running  4 queued  0 failed/);
-    expect(text).toMatch(/\x1b\[2K\[#+\] 4\/4 done  0 running  0 queued  1 failed\n$/);
+    expect(text).toMatch(/\x1b\[2K\[\.+\] 0\/4 done {2}0 running {2}4 queued {2}0 failed/);
+    expect(text).toMatch(/\x1b\[2K\[#+\] 4\/4 done {2}0 running {2}0 queued {2}1 failed\n$/);
     expect(text).toMatch(/FAIL\s+boom\s+exit 4\s+devices \d[^\n]*\n----- output of boom[^\n]*\nkaboom\n-----/);
   });
 });

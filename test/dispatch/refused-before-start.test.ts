@@ -22,7 +22,10 @@ describe('a batch that cannot run is refused before anything starts', () => {
 
   it('an invalid job names the job, its label and the field', async () => {
     s = scratch();
-    const file = s.batch([{ label: 'ok', argv: ['true'] }, { label: 'neg', devices: -1, argv: ['true'] }]);
+    const file = s.batch([
+      { label: 'ok', argv: ['true'] },
+      { label: 'neg', devices: -1, argv: ['true'] },
+    ]);
     const r = await dispatch(file, '--devices', '0-3');
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/job 2 \("neg"\): devices: must be at least 0 \(got -1\)/);
@@ -30,10 +33,16 @@ describe('a batch that cannot run is refused before anything starts', () => {
 
   it('a job env setting the device env is refused (SPEC R8): the devices are what dispatch grants', async () => {
     s = scratch();
-    const file = s.batch([recordingJob(s.dir, 'first', 1, 0), { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } }]);
+    const file = s.batch([
+      recordingJob(s.dir, 'first', 1, 0),
+      { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } },
+    ]);
     const r = await dispatch(file, '--devices', '0-3', '--device-env', 'ASCEND_RT_VISIBLE_DEVICES');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC R8); a job cannot set it (got "0,1,2,3")');
+    expect(r.stderr).toContain(
+      'job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC ' +
+        'R8); a job cannot set it (got "0,1,2,3")',
+    );
     expect(started(s.dir, 'first')).toBe(false);
   });
 
@@ -64,26 +73,32 @@ describe('a batch that cannot run is refused before anything starts', () => {
     const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
     const r = await dispatch(file, '--devices', '0', '--junit', '/nonexistent/dir/x.xml');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--junit: directory \/nonexistent\/dir does not exist \(got "\/nonexistent\/dir\/x\.xml"\)/);
+    expect(r.stderr).toMatch(
+      /--junit: directory \/nonexistent\/dir does not exist \(got "\/nonexistent\/dir\/x\.xml"\)/,
+    );
     expect(started(s.dir, 'a')).toBe(false);
   });
 
-  it('--log-dir that is a file, that cannot be created (/proc/nope: no hang) or written: exit 2 naming it', async () => {
-    s = scratch();
-    const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
-    const plain = join(s.dir, 'plain');
-    writeFileSync(plain, 'x');
-    const asFile = await dispatch(file, '--devices', '0', '--log-dir', plain);
-    expect(asFile.code).toBe(2);
-    expect(asFile.stderr).toMatch(/--log-dir: \S+plain is not a directory/);
-    const proc = await dispatch(file, '--devices', '0', '--log-dir', '/proc/nope'); // recursive mkdir spun forever here
-    expect(proc.code).toBe(2);
-    expect(proc.stderr).toMatch(/--log-dir: cannot create \/proc\/nope \(got "\/proc\/nope"\): ENOENT/);
-    const readOnly = await dispatch(file, '--devices', '0', '--log-dir', '/sys'); // not writable, even for root
-    expect(readOnly.code).toBe(2);
-    expect(readOnly.stderr).toMatch(/--log-dir: cannot write in \/sys/);
-    expect(started(s.dir, 'a')).toBe(false);
-  });
+  it(
+    '--log-dir that is a file, that cannot be created ' + '(/proc/nope: no hang) or written: exit 2 naming it',
+    async () => {
+      s = scratch();
+      const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
+      const plain = join(s.dir, 'plain');
+      writeFileSync(plain, 'x');
+      const asFile = await dispatch(file, '--devices', '0', '--log-dir', plain);
+      expect(asFile.code).toBe(2);
+      expect(asFile.stderr).toMatch(/--log-dir: \S+plain is not a directory/);
+      // recursive mkdir spun forever here
+      const proc = await dispatch(file, '--devices', '0', '--log-dir', '/proc/nope');
+      expect(proc.code).toBe(2);
+      expect(proc.stderr).toMatch(/--log-dir: cannot create \/proc\/nope \(got "\/proc\/nope"\): ENOENT/);
+      const readOnly = await dispatch(file, '--devices', '0', '--log-dir', '/sys'); // not writable, even for root
+      expect(readOnly.code).toBe(2);
+      expect(readOnly.stderr).toMatch(/--log-dir: cannot write in \/sys/);
+      expect(started(s.dir, 'a')).toBe(false);
+    },
+  );
 
   it('a missing --log-dir is created with its parents; the header pluralises', async () => {
     s = scratch();

@@ -57,7 +57,9 @@ describe('dispatch --server checks before it starts anything', () => {
     expect(r.code, r.stdout + r.stderr).toBe(2);
     expect(r.stderr).toMatch(/--token\/BERTH_TOKEN: berth at \S+ refused the token \(UNAUTHENTICATED/);
     expect(started(s.dir, 'a')).toBe(false);
-    const ok = await runBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])], { BERTH_TOKEN: 's3cret' });
+    const ok = await runBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])], {
+      BERTH_TOKEN: 's3cret',
+    });
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);
   });
 
@@ -88,13 +90,24 @@ describe('dispatch --server results', () => {
   it('a grant with fewer devices than the job needs (berth clamped it) is an error, never a short run', async () => {
     s = scratch();
     t = await startServer({ cpus: 2, gpuIds: [] }); // berth clamps a 5-GPU ask to the engine's 0 (SPEC P5)
-    const jobs = parseBatch([{ label: 'big', devices: 5, shell: 'sleep 5' }, { label: 'cpu', devices: 0, argv: ['true'] }]);
+    const jobs = parseBatch([
+      { label: 'big', devices: 5, shell: 'sleep 5' },
+      { label: 'cpu', devices: 0, argv: ['true'] },
+    ]);
     const runner = new RemoteRunner(t.address, 'CUDA_VISIBLE_DEVICES');
     const out = new PassThrough();
     out.resume();
-    const results = await runBatch(jobs, runner, { pool: null, maxInFlight: 2, backfill: 0, failFast: false, graceMs: 1000, logDir: s.dir }, new ConsoleReporter(out, false, 2));
+    const results = await runBatch(
+      jobs,
+      runner,
+      { pool: null, maxInFlight: 2, backfill: 0, failFast: false, graceMs: 1000, logDir: s.dir },
+      new ConsoleReporter(out, false, 2),
+    );
     runner.close();
-    expect(results.map((r) => [r.label, r.status])).toEqual([['big', 'error'], ['cpu', 'passed']]);
+    expect(results.map((r) => [r.label, r.status])).toEqual([
+      ['big', 'error'],
+      ['cpu', 'passed'],
+    ]);
     expect(results[0].error).toMatch(/berth granted 0 of the 5 devices it needs .*not run/);
     await expect.poll(async () => (await snapshot(t!.placement)).held).toEqual([]); // the short grant was given back
   });
@@ -102,13 +115,26 @@ describe('dispatch --server results', () => {
   it('jobs berth refuses are `error`s (not spawn_error), one result per job in file order', async () => {
     s = scratch();
     t = await startServer({ flags: { token: 's3cret' } }); // e.g. the token changed after the up-front check
-    const jobs = parseBatch([{ label: 'a', argv: ['true'] }, { label: 'b', argv: ['true'] }, { label: 'c', argv: ['true'] }]);
+    const jobs = parseBatch([
+      { label: 'a', argv: ['true'] },
+      { label: 'b', argv: ['true'] },
+      { label: 'c', argv: ['true'] },
+    ]);
     const runner = new RemoteRunner(t.address, 'CUDA_VISIBLE_DEVICES');
     const out = new PassThrough();
     out.resume();
-    const results = await runBatch(jobs, runner, { pool: null, maxInFlight: 2, backfill: 0, failFast: false, graceMs: 1000, logDir: s.dir }, new ConsoleReporter(out, false, 3));
+    const results = await runBatch(
+      jobs,
+      runner,
+      { pool: null, maxInFlight: 2, backfill: 0, failFast: false, graceMs: 1000, logDir: s.dir },
+      new ConsoleReporter(out, false, 3),
+    );
     runner.close();
-    expect(results.map((r) => [r.index, r.label, r.status])).toEqual([[0, 'a', 'error'], [1, 'b', 'error'], [2, 'c', 'error']]);
+    expect(results.map((r) => [r.index, r.label, r.status])).toEqual([
+      [0, 'a', 'error'],
+      [1, 'b', 'error'],
+      [2, 'c', 'error'],
+    ]);
     expect(results[0].error).toMatch(/refused the job \(UNAUTHENTICATED/);
   });
 
@@ -118,11 +144,24 @@ describe('dispatch --server results', () => {
     const events = watch(t.placement);
     await events.ready;
     const attached = events.next((e) => e.kind === 'worker_attached' && e.machine === 'w1');
-    const worker = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--cpus', '2', '--gpus', '0-1', '--log-level', 'warn']);
+    const worker = spawnBerth([
+      'worker',
+      '--server',
+      t.address,
+      '--name',
+      'w1',
+      '--cpus',
+      '2',
+      '--gpus',
+      '0-1',
+      '--log-level',
+      'warn',
+    ]);
     const workerDone = finished(worker);
     await attached;
     events.cancel();
-    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]); // bounded: the killed worker's child is orphaned
+    // bounded: the killed worker's child is orphaned
+    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]);
     const d = spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])]);
     const done = finished(d);
     await waitForLine(d, /^START\s+long\b/);
@@ -137,8 +176,12 @@ describe('dispatch --server results', () => {
 
   it('a worker that went away blames the machine, not the server', () => {
     const err = { code: GrpcStatus.UNAVAILABLE, details: 'worker wa went away: stream ended' };
-    expect(describeCallError('127.0.0.1:50051', err, 'wa')).toMatch(/^machine wa went away, the job's outcome is unknown \(worker wa went away: stream ended\)$/);
+    expect(describeCallError('127.0.0.1:50051', err, 'wa')).toMatch(
+      /^machine wa went away, the job's outcome is unknown \(worker wa went away: stream ended\)$/,
+    );
     expect(describeCallError('127.0.0.1:50051', err)).not.toMatch(/unreachable/);
-    expect(describeCallError('127.0.0.1:50051', { code: GrpcStatus.UNAVAILABLE, details: 'connect ECONNREFUSED' })).toMatch(/berth at 127\.0\.0\.1:50051 is unreachable/);
+    expect(
+      describeCallError('127.0.0.1:50051', { code: GrpcStatus.UNAVAILABLE, details: 'connect ECONNREFUSED' }),
+    ).toMatch(/berth at 127\.0\.0\.1:50051 is unreachable/);
   });
 });

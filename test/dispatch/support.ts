@@ -33,12 +33,20 @@ export function scratch(): Scratch {
  * A shell line that records `<label> start <epoch s> <{devices}> <$CUDA_VISIBLE_DEVICES>`, sleeps
  * `seconds`, then records `<label> end <epoch s>`, into `<dir>/<label>.rec`.
  */
-export function recordingJob(dir: string, label: string, devices: number, seconds: number, extra: Record<string, unknown> = {}) {
+export function recordingJob(
+  dir: string,
+  label: string,
+  devices: number,
+  seconds: number,
+  extra: Record<string, unknown> = {},
+) {
   const rec = join(dir, `${label}.rec`);
   return {
     label,
     devices,
-    shell: `echo "start $(date +%s.%N) {devices} $CUDA_VISIBLE_DEVICES" > '${rec}'; sleep ${seconds}; echo "end $(date +%s.%N)" >> '${rec}'`,
+    shell:
+      `echo "start $(date +%s.%N) {devices} $CUDA_VISIBLE_DEVICES" > '${rec}'; sleep ${seconds}; ` +
+      `echo "end $(date +%s.%N)" >> '${rec}'`,
     ...extra,
   };
 }
@@ -70,7 +78,8 @@ export function started(dir: string, label: string): boolean {
 export function statuses(stdout: string): Record<string, string> {
   const out: Record<string, string> = {};
   const table = stdout.slice(stdout.indexOf('\nsummary\n'));
-  for (const m of table.matchAll(/^\d+\s+(\S+)\s+(passed|failed|timed_out|cancelled|skipped|spawn_error|error)\b/gm)) out[m[1]] = m[2];
+  for (const m of table.matchAll(/^\d+\s+(\S+)\s+(passed|failed|timed_out|cancelled|skipped|spawn_error|error)\b/gm))
+    out[m[1]] = m[2];
   return out;
 }
 

@@ -20,7 +20,9 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
     const r = await dispatch(file, '--devices', '0-1', '--grace', '1');
     expect(r.code).toBe(1);
     expect(statuses(r.stdout)).toEqual({ stuck: 'timed_out', fine: 'passed', quick: 'passed' });
-    expect(r.stdout).toMatch(/STUCK\s+stuck\s+past its timeout[^\n]*\n----- recent output of stuck[^\n]*\nstep-one-done\n/);
+    expect(r.stdout).toMatch(
+      /STUCK\s+stuck\s+past its timeout[^\n]*\n----- recent output of stuck[^\n]*\nstep-one-done\n/,
+    );
     expect(r.stdout).toMatch(/TIMEOUT\s+stuck\s+signal SIGTERM/);
     expect(liveMembers(pids(r.stdout).stuck)).toEqual([]);
   });
@@ -28,16 +30,29 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
   it('a job that opts in gets SIGUSR1 before it is stopped, for a stack dump', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'dumps', devices: 0, timeout: 0.5, stack_dump_signal: true, shell: "trap 'echo STACK DUMP' USR1; echo started; while true; do sleep 30 & wait $!; done" },
+      {
+        label: 'dumps',
+        devices: 0,
+        timeout: 0.5,
+        stack_dump_signal: true,
+        shell: "trap 'echo STACK DUMP' USR1; echo started; while true; do sleep 30 & wait $!; done",
+      },
     ]);
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ dumps: 'timed_out' });
-    expect(r.stdout).toMatch(/----- recent output of dumps[^\n]*\nstarted\n\[berth dispatch\] timed out: sent SIGUSR1 for a stack dump\nSTACK DUMP\n-----/);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        /----- recent output of dumps[^\n]*\nstarted\n/.source +
+          /\[berth dispatch\] timed out: sent SIGUSR1 for a stack dump\nSTACK DUMP\n-----/.source,
+      ),
+    );
   });
 
   it('a job that dies of the stack-dump signal itself is still timed_out', async () => {
     s = scratch();
-    const file = s.batch([{ label: 'fragile', devices: 0, timeout: 0.3, stack_dump_signal: true, argv: ['sleep', '30'] }]);
+    const file = s.batch([
+      { label: 'fragile', devices: 0, timeout: 0.3, stack_dump_signal: true, argv: ['sleep', '30'] },
+    ]);
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ fragile: 'timed_out' });
     expect(r.stdout).toMatch(/TIMEOUT\s+fragile\s+signal SIGUSR1/);

@@ -6,7 +6,8 @@ describe('berth CLI', () => {
   it('--help lists serve, worker, dispatch and status', async () => {
     const r = await runBerth(['--help']);
     expect(r.code).toBe(0);
-    for (const cmd of ['serve', 'worker', 'dispatch', 'status']) expect(r.stdout).toMatch(new RegExp(`^\\s+${cmd}\\b`, 'm'));
+    for (const cmd of ['serve', 'worker', 'dispatch', 'status'])
+      expect(r.stdout).toMatch(new RegExp(`^\\s+${cmd}\\b`, 'm'));
   });
 
   it.each([
@@ -32,16 +33,22 @@ describe('berth CLI', () => {
     [['serve', '--gpus', '65536'], '--gpus', '65536', 'above 65535'],
     [['serve', '--gpus', '0,0'], '--gpus', '0,0', 'device 0 is listed twice'],
     [['worker', '--gpus', '0-3,2'], '--gpus', '0-3,2', 'device 2 is listed twice'],
-  ])('berth %j: one device limit for every command (at most 4096 ids, each ≤ 65535, none twice) → exit 2', async (args, flag, value, why) => {
-    const r = await runBerth([...args, '--log-level', 'silent']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`berth: ${flag}:`);
-    expect(r.stderr).toContain(value);
-    expect(r.stderr).toContain(why);
-  });
+  ])(
+    'berth %j: one device limit for every command (at most 4096 ids, each ≤ 65535, none twice) → exit 2',
+    async (args, flag, value, why) => {
+      const r = await runBerth([...args, '--log-level', 'silent']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`berth: ${flag}:`);
+      expect(r.stderr).toContain(value);
+      expect(r.stderr).toContain(why);
+    },
+  );
 
   it.each([
-    [['serve', '--tls-cert', '/nonexistent', '--tls-key', '/nonexistent'], "berth: --tls-cert: cannot read '/nonexistent': no such file"],
+    [
+      ['serve', '--tls-cert', '/nonexistent', '--tls-key', '/nonexistent'],
+      "berth: --tls-cert: cannot read '/nonexistent': no such file",
+    ],
     [['worker', '--tls-ca', '/nonexistent'], "berth: --tls-ca: cannot read '/nonexistent': no such file"],
     [['serve', '--tls-cert', '/', '--tls-key', '/'], "berth: --tls-cert: cannot read '/': is a directory"],
   ])('berth %j: an unreadable file exits 2 naming the flag, the file and why', async (args, said) => {
@@ -53,7 +60,9 @@ describe('berth CLI', () => {
 
   it('berth serve on a port already taken exits 1 with one line naming --listen, the address and why', async () => {
     const holder = createServer();
-    const port = await new Promise<number>((resolve) => holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)));
+    const port = await new Promise<number>((resolve) =>
+      holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)),
+    );
     try {
       const r = await runBerth(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'warn']);
       expect(r.code).toBe(1);

@@ -26,11 +26,15 @@ describe('log levels', () => {
 
   it('an unknown level is refused naming the variable and the levels', () => {
     expect(() => resolveServeOptions({}, { BERTH_LOG_LEVEL: 'loud' })).toThrow(OptionsError);
-    expect(() => resolveServeOptions({}, { BERTH_LOG_LEVEL: 'loud' })).toThrow(/BERTH_LOG_LEVEL: expected one of fatal, error, warn, info.*"loud"/);
+    expect(() => resolveServeOptions({}, { BERTH_LOG_LEVEL: 'loud' })).toThrow(
+      /BERTH_LOG_LEVEL: expected one of fatal, error, warn, info.*"loud"/,
+    );
   });
 
   it('berth serve with BERTH_LOG_LEVEL=INFO serves, and exits 0 on SIGTERM', async () => {
-    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', ''], { BERTH_LOG_LEVEL: 'INFO' });
+    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', ''], {
+      BERTH_LOG_LEVEL: 'INFO',
+    });
     const done = finished(child);
     await waitForLine(child, /berth serving/);
     child.kill('SIGTERM');

@@ -18,21 +18,26 @@ describe('many open streams', () => {
     t = undefined;
   });
 
-  it('1,000 open Claim streams emit no MaxListenersExceededWarning, and the drain ends them all UNAVAILABLE', async () => {
-    process.on('warning', onWarning);
-    t = await startServer({ cpus: 500 });
-    const handles: ClaimHandle[] = [];
-    for (let i = 0; i < 1000; i++) handles.push(claim(t.placement, { cpus: 1, node: `n${i}` }));
-    await Promise.all(handles.slice(0, 500).map((h) => h.granted));
-    await Promise.all(handles.slice(500).map((h) => h.queued));
-    expect(t.server.context.placer.snapshot().waiting).toHaveLength(500);
-    await t.close(500);
-    const ends = await Promise.all(handles.map((h) => h.ended));
-    await new Promise((r) => setImmediate(r)); // warnings are emitted on a later tick
-    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
-    expect(ends.filter((e) => e?.code === status.UNAVAILABLE && e.details.includes('server is draining'))).toHaveLength(1000);
-    t = undefined;
-  });
+  it(
+    '1,000 open Claim streams emit no ' + 'MaxListenersExceededWarning, and the drain ends them all UNAVAILABLE',
+    async () => {
+      process.on('warning', onWarning);
+      t = await startServer({ cpus: 500 });
+      const handles: ClaimHandle[] = [];
+      for (let i = 0; i < 1000; i++) handles.push(claim(t.placement, { cpus: 1, node: `n${i}` }));
+      await Promise.all(handles.slice(0, 500).map((h) => h.granted));
+      await Promise.all(handles.slice(500).map((h) => h.queued));
+      expect(t.server.context.placer.snapshot().waiting).toHaveLength(500);
+      await t.close(500);
+      const ends = await Promise.all(handles.map((h) => h.ended));
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on a later tick
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
+      expect(
+        ends.filter((e) => e?.code === status.UNAVAILABLE && e.details.includes('server is draining')),
+      ).toHaveLength(1000);
+      t = undefined;
+    },
+  );
 
   it('20 attached workers emit no MaxListenersExceededWarning, and each is sent Drain', async () => {
     process.on('warning', onWarning);

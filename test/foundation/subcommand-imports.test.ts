@@ -17,9 +17,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function imports(name: string, args: string[]) {
   const log = join(dir, `${name}.log`);
   writeFileSync(log, '');
-  const child = spawn(process.execPath, ['--import', join(ROOT, 'test', 'support', 'record-imports.mjs'), BERTH_BIN, ...args], {
-    env: { ...process.env, BERTH_IMPORT_LOG: log, BERTH_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'], cwd: dir,
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', join(ROOT, 'test', 'support', 'record-imports.mjs'), BERTH_BIN, ...args],
+    {
+      env: { ...process.env, BERTH_IMPORT_LOG: log, BERTH_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: dir,
+    },
+  );
   const r = await finished(child);
   return { ...r, urls: readFileSync(log, 'utf8').split('\n').filter(Boolean) };
 }
@@ -27,14 +33,18 @@ async function imports(name: string, args: string[]) {
 const SERVER_SIDE = /@grpc\/reflection|grpc-health-check|@grpc\/proto-loader|prom-client/;
 
 describe('berth subcommands load only what they use', () => {
-  it('`berth dispatch` of a local batch loads no gRPC at all: no server, reflection, health or client code', async () => {
-    writeFileSync(join(dir, 'one.yaml'), 'jobs:\n  - argv: ["true"]\n');
-    const r = await imports('dispatch', ['dispatch', 'one.yaml', '--devices', '0', '--log-dir', join(dir, 'logs')]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^PASS\s+job1\b/m);
-    expect(r.urls.some((u) => u.includes('/dist/chunks/dispatch-'))).toBe(true); // the recorder sees the CLI's modules
-    expect(r.urls.filter((u) => SERVER_SIDE.test(u) || u.includes('@grpc/grpc-js'))).toEqual([]);
-  });
+  it(
+    '`berth dispatch` of a local batch loads no gRPC at all: ' + 'no server, reflection, health or client code',
+    async () => {
+      writeFileSync(join(dir, 'one.yaml'), 'jobs:\n  - argv: ["true"]\n');
+      const r = await imports('dispatch', ['dispatch', 'one.yaml', '--devices', '0', '--log-dir', join(dir, 'logs')]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^PASS\s+job1\b/m);
+      // the recorder sees the CLI's modules
+      expect(r.urls.some((u) => u.includes('/dist/chunks/dispatch-'))).toBe(true);
+      expect(r.urls.filter((u) => SERVER_SIDE.test(u) || u.includes('@grpc/grpc-js'))).toEqual([]);
+    },
+  );
 
   it('`berth --help` lists every command without loading any of them', async () => {
     const r = await imports('help', ['--help']);

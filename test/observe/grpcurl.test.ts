@@ -29,8 +29,12 @@ describe.skipIf(!GRPCURL)('grpcurl through server reflection, without proto file
   it('describes PlacementService and a message with a google.protobuf.Struct field and a map field', async () => {
     t = await startServer();
     const service = await grpcurl(t.address, [], 'describe', 'berth.v1.PlacementService');
-    expect(service).toContain('rpc Satisfiable ( .berth.v1.SatisfiableRequest ) returns ( .berth.v1.SatisfiableResponse );');
-    expect(service).toContain('rpc WatchEvents ( .berth.v1.WatchEventsRequest ) returns ( stream .berth.v1.WatchEventsResponse );');
+    expect(service).toContain(
+      'rpc Satisfiable ( .berth.v1.SatisfiableRequest ) returns ( .berth.v1.SatisfiableResponse );',
+    );
+    expect(service).toContain(
+      'rpc WatchEvents ( .berth.v1.WatchEventsRequest ) returns ( stream .berth.v1.WatchEventsResponse );',
+    );
     const source = await grpcurl(t.address, [], 'describe', 'berth.v1.PythonSource');
     expect(source).toMatch(/\.google\.protobuf\.Struct kwargs = \d+;/);
     const ask = await grpcurl(t.address, [], 'describe', 'berth.v1.Ask');
@@ -42,25 +46,40 @@ describe.skipIf(!GRPCURL)('grpcurl through server reflection, without proto file
 
   it('calls Satisfiable with a JSON ask and reads the structured verdict, also for a clamped ask', async () => {
     t = await startServer({ cpus: 4 });
-    const fits = JSON.parse(await grpcurl(t.address, ['-d', '{"ask":{"cpus":2}}'], 'berth.v1.PlacementService/Satisfiable'));
+    const fits = JSON.parse(
+      await grpcurl(t.address, ['-d', '{"ask":{"cpus":2}}'], 'berth.v1.PlacementService/Satisfiable'),
+    );
     expect(fits).toEqual({ verdict: 'VERDICT_RUNS_NOW' });
-    const big = JSON.parse(await grpcurl(t.address, ['-d', '{"ask":{"cpus":64,"gpus":2}}'], 'berth.v1.PlacementService/Satisfiable'));
+    const big = JSON.parse(
+      await grpcurl(t.address, ['-d', '{"ask":{"cpus":64,"gpus":2}}'], 'berth.v1.PlacementService/Satisfiable'),
+    );
     expect(big).toEqual({ verdict: 'VERDICT_CLAMPED', clampedTo: { cpus: 4 }, limiting: 'gpus' });
   });
 
   it('streams WatchEvents with -max-time and sees a claim placed and released with typed fields', async () => {
     t = await startServer({ cpus: 4 });
-    const child = spawn(GRPCURL!, ['-plaintext', '-max-time', '20', '-d', '{}', t.address, 'berth.v1.PlacementService/WatchEvents']);
+    const child = spawn(GRPCURL!, [
+      '-plaintext',
+      '-max-time',
+      '20',
+      '-d',
+      '{}',
+      t.address,
+      'berth.v1.PlacementService/WatchEvents',
+    ]);
     let out = '';
-    const seen = (s: string) => new Promise<void>((resolve, reject) => {
-      const check = () => out.includes(s) && resolve();
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
+    const seen = (s: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => out.includes(s) && resolve();
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          check();
+        });
+        child.on('exit', () =>
+          out.includes(s) ? resolve() : reject(new Error(`grpcurl exited before ${s}:\n${out}`)),
+        );
         check();
       });
-      child.on('exit', () => (out.includes(s) ? resolve() : reject(new Error(`grpcurl exited before ${s}:\n${out}`))));
-      check();
-    });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
       await seen('"watch_started"');
@@ -75,13 +94,23 @@ describe.skipIf(!GRPCURL)('grpcurl through server reflection, without proto file
     const events = out.split(/\n(?=\{)/).map((chunk) => JSON.parse(chunk) as Record<string, unknown>);
     const placed = events.find((e) => e.kind === 'node_placed');
     expect(placed).toMatchObject({ node: 'flow.grpcurl', machine: 'engine', asked: { cpus: 2 }, granted: { cpus: 2 } });
-    expect(events.find((e) => e.kind === 'claim_released')).toMatchObject({ node: 'flow.grpcurl', outcome: 'released', granted: { cpus: 2 } });
+    expect(events.find((e) => e.kind === 'claim_released')).toMatchObject({
+      node: 'flow.grpcurl',
+      outcome: 'released',
+      granted: { cpus: 2 },
+    });
   });
 
   it('a -max-time watch ends by itself with DeadlineExceeded after printing watch_started', async () => {
     t = await startServer();
-    const err = await run(GRPCURL!, ['-plaintext', '-max-time', '1', '-d', '{}', t.address, 'berth.v1.PlacementService/WatchEvents'], { timeout: 20_000 })
-      .then(() => undefined, (e: { stdout: string; stderr: string }) => e);
+    const err = await run(
+      GRPCURL!,
+      ['-plaintext', '-max-time', '1', '-d', '{}', t.address, 'berth.v1.PlacementService/WatchEvents'],
+      { timeout: 20_000 },
+    ).then(
+      () => undefined,
+      (e: { stdout: string; stderr: string }) => e,
+    );
     expect(err?.stdout).toContain('"kind": "watch_started"');
     expect(err?.stderr).toMatch(/DeadlineExceeded/);
   });
@@ -89,7 +118,11 @@ describe.skipIf(!GRPCURL)('grpcurl through server reflection, without proto file
   it('answers the health check for the server and for PlacementService', async () => {
     t = await startServer();
     expect(JSON.parse(await grpcurl(t.address, [], 'grpc.health.v1.Health/Check'))).toEqual({ status: 'SERVING' });
-    const one = await grpcurl(t.address, ['-d', '{"service":"berth.v1.PlacementService"}'], 'grpc.health.v1.Health/Check');
+    const one = await grpcurl(
+      t.address,
+      ['-d', '{"service":"berth.v1.PlacementService"}'],
+      'grpc.health.v1.Health/Check',
+    );
     expect(JSON.parse(one)).toEqual({ status: 'SERVING' });
   });
 });

@@ -32,74 +32,83 @@ describe('metrics on --metrics-listen', () => {
     t = undefined;
   });
 
-  it('follows a scripted sequence: grants, a wait, releases by outcome, a clamp, a worker, calls by outcome', async () => {
-    t = await startServer({ cpus: 4, gpuIds: [0, 1], ramMb: 1000, flags: { metricsListen: '127.0.0.1:0' } });
-    const w = watch(t.placement);
-    await w.ready;
-    let m = await scrape(t);
-    expect(m.get('berth_machines{kind="engine"}')).toBe(1);
-    expect(m.get('berth_machines{kind="worker"}')).toBe(0);
-    expect(m.get('berth_machine_cpus{machine="engine"}')).toBe(4);
-    expect(m.get('berth_machine_gpus{machine="engine"}')).toBe(2);
-    expect(m.get('berth_machine_ram_bytes{machine="engine"}')).toBe(1000 * 1024 * 1024);
-    expect(m.get('berth_claims_granted_total')).toBeUndefined(); // no label set observed yet
+  it(
+    'follows a scripted sequence: grants, a wait, ' + 'releases by outcome, a clamp, a worker, calls by outcome',
+    async () => {
+      t = await startServer({ cpus: 4, gpuIds: [0, 1], ramMb: 1000, flags: { metricsListen: '127.0.0.1:0' } });
+      const w = watch(t.placement);
+      await w.ready;
+      let m = await scrape(t);
+      expect(m.get('berth_machines{kind="engine"}')).toBe(1);
+      expect(m.get('berth_machines{kind="worker"}')).toBe(0);
+      expect(m.get('berth_machine_cpus{machine="engine"}')).toBe(4);
+      expect(m.get('berth_machine_gpus{machine="engine"}')).toBe(2);
+      expect(m.get('berth_machine_ram_bytes{machine="engine"}')).toBe(1000 * 1024 * 1024);
+      expect(m.get('berth_claims_granted_total')).toBeUndefined(); // no label set observed yet
 
-    const a = claim(t.placement, { cpus: 3, gpus: 1, ramMb: 400, node: 'f.a' });
-    await a.granted;
-    const b = claim(t.placement, { cpus: 2, node: 'f.b' });
-    await b.queued;
-    m = await scrape(t);
-    expect(m.get('berth_claims_granted_total{machine="engine",clamped="false",fell_back="false"}')).toBe(1);
-    expect(m.get('berth_claims_queued_total')).toBe(1);
-    expect(m.get('berth_claims_waiting')).toBe(1);
-    expect(m.get('berth_claims_held')).toBe(1);
-    expect(m.get('berth_machine_cpus_free{machine="engine"}')).toBe(1);
-    expect(m.get('berth_machine_gpus_free{machine="engine"}')).toBe(1);
-    expect(m.get('berth_machine_ram_free_bytes{machine="engine"}')).toBe(600 * 1024 * 1024);
-    expect(m.get('berth_machine_claims{machine="engine"}')).toBe(1);
+      const a = claim(t.placement, { cpus: 3, gpus: 1, ramMb: 400, node: 'f.a' });
+      await a.granted;
+      const b = claim(t.placement, { cpus: 2, node: 'f.b' });
+      await b.queued;
+      m = await scrape(t);
+      expect(m.get('berth_claims_granted_total{machine="engine",clamped="false",fell_back="false"}')).toBe(1);
+      expect(m.get('berth_claims_queued_total')).toBe(1);
+      expect(m.get('berth_claims_waiting')).toBe(1);
+      expect(m.get('berth_claims_held')).toBe(1);
+      expect(m.get('berth_machine_cpus_free{machine="engine"}')).toBe(1);
+      expect(m.get('berth_machine_gpus_free{machine="engine"}')).toBe(1);
+      expect(m.get('berth_machine_ram_free_bytes{machine="engine"}')).toBe(600 * 1024 * 1024);
+      expect(m.get('berth_machine_claims{machine="engine"}')).toBe(1);
 
-    await a.release();
-    await b.granted;
-    b.call.end(); // half-close ends the lease
-    await w.next((e) => e.kind === 'claim_released' && e.node === 'f.b');
-    const big = claim(t.placement, { cpus: 2, gpus: 8, node: 'f.big' });
-    expect((await big.granted).clamped).toBe(true);
-    await big.release();
-    m = await scrape(t);
-    expect(m.get('berth_claims_granted_total{machine="engine",clamped="false",fell_back="false"}')).toBe(2);
-    expect(m.get('berth_claims_granted_total{machine="engine",clamped="true",fell_back="false"}')).toBe(1);
-    expect(m.get('berth_claims_released_total{outcome="released"}')).toBe(2);
-    expect(m.get('berth_claims_released_total{outcome="half_closed"}')).toBe(1);
-    expect(m.get('berth_claims_clamped_total{limiting="gpus"}')).toBe(1);
-    expect(m.get('berth_claims_waiting')).toBe(0);
-    expect(m.get('berth_claims_held')).toBe(0);
-    expect(m.get('berth_machine_cpus_free{machine="engine"}')).toBe(4);
-    expect(m.get('berth_claim_wait_seconds_count')).toBe(3);
-    expect(m.get('berth_claim_wait_seconds_bucket{le="+Inf"}')).toBe(3);
-    expect(m.get('berth_placement_decision_seconds_count')).toBe(3);
+      await a.release();
+      await b.granted;
+      b.call.end(); // half-close ends the lease
+      await w.next((e) => e.kind === 'claim_released' && e.node === 'f.b');
+      const big = claim(t.placement, { cpus: 2, gpus: 8, node: 'f.big' });
+      expect((await big.granted).clamped).toBe(true);
+      await big.release();
+      m = await scrape(t);
+      expect(m.get('berth_claims_granted_total{machine="engine",clamped="false",fell_back="false"}')).toBe(2);
+      expect(m.get('berth_claims_granted_total{machine="engine",clamped="true",fell_back="false"}')).toBe(1);
+      expect(m.get('berth_claims_released_total{outcome="released"}')).toBe(2);
+      expect(m.get('berth_claims_released_total{outcome="half_closed"}')).toBe(1);
+      expect(m.get('berth_claims_clamped_total{limiting="gpus"}')).toBe(1);
+      expect(m.get('berth_claims_waiting')).toBe(0);
+      expect(m.get('berth_claims_held')).toBe(0);
+      expect(m.get('berth_machine_cpus_free{machine="engine"}')).toBe(4);
+      expect(m.get('berth_claim_wait_seconds_count')).toBe(3);
+      expect(m.get('berth_claim_wait_seconds_bucket{le="+Inf"}')).toBe(3);
+      expect(m.get('berth_placement_decision_seconds_count')).toBe(3);
 
-    const worker = fakeWorker(t.worker, 'w1', { cpus: 8, gpuIds: [0, 1, 2, 3] }, ['gpu']);
-    await worker.welcomed;
-    m = await scrape(t);
-    expect(m.get('berth_machines{kind="worker"}')).toBe(1);
-    expect(m.get('berth_machine_gpus{machine="w1"}')).toBe(4);
-    expect(m.has('berth_machine_ram_bytes{machine="w1"}')).toBe(false); // not limited
-    expect(m.get('berth_worker_attaches_total')).toBe(1);
-    worker.close();
-    await w.next((e) => e.kind === 'worker_detached');
+      const worker = fakeWorker(t.worker, 'w1', { cpus: 8, gpuIds: [0, 1, 2, 3] }, ['gpu']);
+      await worker.welcomed;
+      m = await scrape(t);
+      expect(m.get('berth_machines{kind="worker"}')).toBe(1);
+      expect(m.get('berth_machine_gpus{machine="w1"}')).toBe(4);
+      expect(m.has('berth_machine_ram_bytes{machine="w1"}')).toBe(false); // not limited
+      expect(m.get('berth_worker_attaches_total')).toBe(1);
+      worker.close();
+      await w.next((e) => e.kind === 'worker_detached');
 
-    expect((await run(t.placement, runRequest({ argv: ['true'], runId: 'r1', node: 'ok', cpus: 1 })).done).error).toBeNull();
-    expect((await run(t.placement, runRequest({ argv: ['false'], runId: 'r1', node: 'bad', cpus: 1 })).done).error).toBeNull();
-    m = await scrape(t);
-    expect(m.get('berth_worker_detaches_total')).toBe(1);
-    expect(m.get('berth_machines{kind="worker"}')).toBe(0);
-    expect(m.get('berth_calls_total{outcome="result",failure_type=""}')).toBe(1);
-    expect([...m.keys()].filter((k) => k.startsWith('berth_calls_total{outcome="failure"')).map((k) => m.get(k))).toEqual([1]);
-    expect(m.get('berth_calls_in_flight')).toBe(0);
-    expect(m.get('process_cpu_user_seconds_total')).toBeGreaterThan(0);
-    expect(m.has('nodejs_eventloop_lag_seconds')).toBe(true);
-    w.cancel();
-  });
+      expect(
+        (await run(t.placement, runRequest({ argv: ['true'], runId: 'r1', node: 'ok', cpus: 1 })).done).error,
+      ).toBeNull();
+      expect(
+        (await run(t.placement, runRequest({ argv: ['false'], runId: 'r1', node: 'bad', cpus: 1 })).done).error,
+      ).toBeNull();
+      m = await scrape(t);
+      expect(m.get('berth_worker_detaches_total')).toBe(1);
+      expect(m.get('berth_machines{kind="worker"}')).toBe(0);
+      expect(m.get('berth_calls_total{outcome="result",failure_type=""}')).toBe(1);
+      expect(
+        [...m.keys()].filter((k) => k.startsWith('berth_calls_total{outcome="failure"')).map((k) => m.get(k)),
+      ).toEqual([1]);
+      expect(m.get('berth_calls_in_flight')).toBe(0);
+      expect(m.get('process_cpu_user_seconds_total')).toBeGreaterThan(0);
+      expect(m.has('nodejs_eventloop_lag_seconds')).toBe(true);
+      w.cancel();
+    },
+  );
 
   it('is off unless --metrics-listen is given, and with a token requires it on /metrics', async () => {
     t = await startServer();

@@ -23,7 +23,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -su
 for who in server client; do
   openssl req -newkey rsa:2048 -nodes -keyout $who.key -out $who.csr -subj /CN=$who 2>/dev/null
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > $who.ext
-  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 -extfile $who.ext 2>/dev/null
+  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 \
+-extfile $who.ext 2>/dev/null
 done`;
   execFileSync('bash', ['-c', script], { cwd: dir });
 });
@@ -41,23 +42,44 @@ describe('status and dispatch over mutual TLS', () => {
 
   const mtls = () => ['--tls-ca', f('ca.pem'), '--tls-cert', f('client.pem'), '--tls-key', f('client.key')];
 
-  it('berth status reads the books of a mutual-TLS server with --tls-ca/--tls-cert/--tls-key; plaintext cannot', async () => {
-    t = await startServer({ cpus: 3, flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') } });
-    const ok = await runBerth(['status', '--server', t.address, ...mtls()]);
-    expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stdout.split('\n').find((l) => l.startsWith('engine'))).toMatch(/engine\s+engine\s+-\s+3\/3/);
-    const env = await runBerth(['status', '--server', t.address], { BERTH_TLS_CA: f('ca.pem'), BERTH_TLS_CERT: f('client.pem'), BERTH_TLS_KEY: f('client.key') });
-    expect(env.code, env.stderr).toBe(0);
-    const plain = await runBerth(['status', '--server', t.address]);
-    expect(plain.code).toBe(1);
-    expect(plain.stderr).toContain(`cannot get status from ${t.address}`);
-    const half = await runBerth(['status', '--server', t.address, '--tls-ca', f('ca.pem'), '--tls-cert', f('client.pem')]);
-    expect(half.code).toBe(2);
-    expect(half.stderr).toMatch(/--tls-cert and --tls-key must be given together/);
-  });
+  it(
+    'berth status reads the books of a mutual-TLS server with ' + '--tls-ca/--tls-cert/--tls-key; plaintext cannot',
+    async () => {
+      t = await startServer({
+        cpus: 3,
+        flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') },
+      });
+      const ok = await runBerth(['status', '--server', t.address, ...mtls()]);
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout.split('\n').find((l) => l.startsWith('engine'))).toMatch(/engine\s+engine\s+-\s+3\/3/);
+      const env = await runBerth(['status', '--server', t.address], {
+        BERTH_TLS_CA: f('ca.pem'),
+        BERTH_TLS_CERT: f('client.pem'),
+        BERTH_TLS_KEY: f('client.key'),
+      });
+      expect(env.code, env.stderr).toBe(0);
+      const plain = await runBerth(['status', '--server', t.address]);
+      expect(plain.code).toBe(1);
+      expect(plain.stderr).toContain(`cannot get status from ${t.address}`);
+      const half = await runBerth([
+        'status',
+        '--server',
+        t.address,
+        '--tls-ca',
+        f('ca.pem'),
+        '--tls-cert',
+        f('client.pem'),
+      ]);
+      expect(half.code).toBe(2);
+      expect(half.stderr).toMatch(/--tls-cert and --tls-key must be given together/);
+    },
+  );
 
   it('dispatch --server runs a job through a mutual-TLS server', async () => {
-    t = await startServer({ cpus: 2, flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') } });
+    t = await startServer({
+      cpus: 2,
+      flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') },
+    });
     s = scratch();
     const file = s.batch([recordingJob(s.dir, 'secure', 0, 0)]);
     const r = await runBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address, ...mtls()])]);
@@ -84,7 +106,10 @@ describe('berth status --watch', () => {
     const child = spawnBerth(['status', '--server', t.address, '--watch']);
     const done = finished(child);
     let out = '';
-    const clocks = () => [...out.matchAll(/^berth at \S+ · (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC · every 1 s, Ctrl-C stops$/gm)].map((m) => m[1]);
+    const clocks = () =>
+      [...out.matchAll(/^berth at \S+ · (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC · every 1 s, Ctrl-C stops$/gm)].map(
+        (m) => m[1],
+      );
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (d: Buffer) => {
         out += d.toString();

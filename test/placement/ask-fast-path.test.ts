@@ -7,7 +7,16 @@ import { Policy, type Ask } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../../src/errors.js';
 import { isWellFormedAsk, normalizeAsk, parseAsk } from '../../src/placement/ask.js';
 
-const base: Ask = { cpus: 2, gpus: 1, ramMb: 512, label: 'gpu', policy: Policy.POLICY_PREFER, node: 'flow.node', runId: 'run-1', env: { XLA_FLAGS: '--x' } };
+const base: Ask = {
+  cpus: 2,
+  gpus: 1,
+  ramMb: 512,
+  label: 'gpu',
+  policy: Policy.POLICY_PREFER,
+  node: 'flow.node',
+  runId: 'run-1',
+  env: { XLA_FLAGS: '--x' },
+};
 
 /** Values for each field: valid ones and every kind of bad one (bounds, types, characters). */
 const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
@@ -18,7 +27,21 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   policy: [0, 1, 2, 3, -1, 7, undefined, '1'],
   node: ['', 'a.b', 'n'.repeat(256), 'n'.repeat(257), 'sp ace', undefined],
   runId: ['', 'r:1.x-y_z', 'r'.repeat(128), 'r'.repeat(129), 'r 1', 'r/1', undefined],
-  env: [{}, { A: '' }, { _a1: 'v' }, { 'A=B': 'x' }, { '1A': 'x' }, { A: 'x\0y' }, { A: 'v'.repeat(65_536) }, { A: 'v'.repeat(65_537) }, { A: 5 }, [], null, undefined, Object.create(null)],
+  env: [
+    {},
+    { A: '' },
+    { _a1: 'v' },
+    { 'A=B': 'x' },
+    { '1A': 'x' },
+    { A: 'x\0y' },
+    { A: 'v'.repeat(65_536) },
+    { A: 'v'.repeat(65_537) },
+    { A: 5 },
+    [],
+    null,
+    undefined,
+    Object.create(null),
+  ],
 };
 
 /** A deterministic pseudo-random generator (mulberry32), so the sample is the same every run. */
@@ -42,30 +65,38 @@ function schemaAccepts(a: Ask): boolean {
 }
 
 describe('ask validation fast path (issue 9)', () => {
-  it('on every single-field change and 5,000 random asks, the fast check accepts only what zod accepts, and both give the same ask', () => {
-    const asks: Ask[] = [];
-    for (const [k, vs] of Object.entries(VALUES)) for (const v of vs) asks.push({ ...base, [k]: v } as Ask);
-    const r = rng(9);
-    for (let i = 0; i < 5000; i++) {
-      const a = { ...base } as Record<string, unknown>;
-      for (const [k, vs] of Object.entries(VALUES)) if (r() < 0.3) a[k] = vs[Math.floor(r() * vs.length)];
-      asks.push(a as unknown as Ask);
-    }
-    let fast = 0;
-    for (const a of asks) {
-      if (!isWellFormedAsk(a)) continue;
-      fast++;
-      expect(schemaAccepts(a), JSON.stringify(a)).toBe(true);
-      expect(normalizeAsk(a)).toEqual(parseAsk(a));
-    }
-    expect(fast).toBeGreaterThan(500); // the sample holds plenty of well-formed asks
-    expect(asks.filter((a) => !isWellFormedAsk(a) && !schemaAccepts(a)).length).toBeGreaterThan(500);
-  });
+  it(
+    'on every single-field change and 5,000 random asks, the fast check accepts only what zod accepts, ' +
+      'and both give the same ask',
+    () => {
+      const asks: Ask[] = [];
+      for (const [k, vs] of Object.entries(VALUES)) for (const v of vs) asks.push({ ...base, [k]: v } as Ask);
+      const r = rng(9);
+      for (let i = 0; i < 5000; i++) {
+        const a = { ...base } as Record<string, unknown>;
+        for (const [k, vs] of Object.entries(VALUES)) if (r() < 0.3) a[k] = vs[Math.floor(r() * vs.length)];
+        asks.push(a as unknown as Ask);
+      }
+      let fast = 0;
+      for (const a of asks) {
+        if (!isWellFormedAsk(a)) continue;
+        fast++;
+        expect(schemaAccepts(a), JSON.stringify(a)).toBe(true);
+        expect(normalizeAsk(a)).toEqual(parseAsk(a));
+      }
+      expect(fast).toBeGreaterThan(500); // the sample holds plenty of well-formed asks
+      expect(asks.filter((a) => !isWellFormedAsk(a) && !schemaAccepts(a)).length).toBeGreaterThan(500);
+    },
+  );
 
   it('a bad ask still gets the error naming the field and the value', () => {
     expect(() => normalizeAsk({ ...base, label: 'my gpu' })).toThrow(/ask\.label: .*\(got "my gpu"\)/);
-    expect(() => normalizeAsk({ ...base, cpus: 65_537 }, 'placement.ask')).toThrow(/placement\.ask\.cpus: at most 65536 cores \(got 65537\)/);
-    expect(() => normalizeAsk({ ...base, env: { A: 'x\0y' } })).toThrow(/ask\.env\.A: an env value may not contain NUL/);
+    expect(() => normalizeAsk({ ...base, cpus: 65_537 }, 'placement.ask')).toThrow(
+      /placement\.ask\.cpus: at most 65536 cores \(got 65537\)/,
+    );
+    expect(() => normalizeAsk({ ...base, env: { A: 'x\0y' } })).toThrow(
+      /ask\.env\.A: an env value may not contain NUL/,
+    );
     expect(() => normalizeAsk({ ...base, env: { 'A=B': 'x' } })).toThrow(/ask\.env: key "A=B" is not a variable name/);
   });
 });

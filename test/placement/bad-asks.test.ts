@@ -29,17 +29,21 @@ describe('bad asks are refused naming the field, and change nothing (SPEC R1)', 
     expect(await snapshot(t.placement)).toEqual(before);
   });
 
-  it('a second ask on one stream, or anything but release after the grant, is INVALID_ARGUMENT and gives the claim back', async () => {
-    t = await startServer({ cpus: 4 });
-    const before = await snapshot(t.placement);
-    const c = claim(t.placement, { cpus: 2 });
-    await c.granted;
-    c.call.write({ kind: { $case: 'ask', value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} } } });
-    const err = await c.ended;
-    expect(err?.code).toBe(status.INVALID_ARGUMENT);
-    expect(err?.details).toContain('second ask');
-    expect(await snapshot(t.placement)).toEqual(before);
-  });
+  it(
+    'a second ask on one stream, or anything but release after the grant, ' +
+      'is INVALID_ARGUMENT and gives the claim back',
+    async () => {
+      t = await startServer({ cpus: 4 });
+      const before = await snapshot(t.placement);
+      const c = claim(t.placement, { cpus: 2 });
+      await c.granted;
+      c.call.write({ kind: { $case: 'ask', value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} } } });
+      const err = await c.ended;
+      expect(err?.code).toBe(status.INVALID_ARGUMENT);
+      expect(err?.details).toContain('second ask');
+      expect(await snapshot(t.placement)).toEqual(before);
+    },
+  );
 
   it('a first message that is not an ask is INVALID_ARGUMENT', async () => {
     t = await startServer({ cpus: 4 });

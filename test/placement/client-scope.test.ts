@@ -57,7 +57,10 @@ function cancel(c: PlacementServiceClient, runId: string): Promise<{ calls: numb
 }
 
 async function scopedServer(): Promise<TestServer> {
-  const s = await startServer({ cpus: 4, flags: { clientTokens: f('clients.yaml'), token: 'shared-token-0123456789' } });
+  const s = await startServer({
+    cpus: 4,
+    flags: { clientTokens: f('clients.yaml'), token: 'shared-token-0123456789' },
+  });
   open.push(() => s.close());
   return s;
 }
@@ -89,7 +92,9 @@ describe('with --client-tokens', () => {
     expect(stolen.error?.details).toContain(`no held claim "${claimId}"`);
 
     const mine = run(alice, runRequest({ claimId, runId: 'ra', argv: ['sh', f('wait.sh')] }));
-    await new Promise<void>((resolve) => s.server.context.events.subscribe((e) => e.kind === 'call_started' && resolve()));
+    await new Promise<void>((resolve) =>
+      s.server.context.events.subscribe((e) => e.kind === 'call_started' && resolve()),
+    );
     expect(await cancel(bob, 'ra')).toEqual({ calls: 0, claims: 0 });
     writeFileSync(f('release'), '');
     const out = await mine.done;
@@ -97,7 +102,9 @@ describe('with --client-tokens', () => {
     expect(terminal(out)?.$case).toBe('result');
 
     const again = run(alice, runRequest({ claimId, runId: 'ra', node: 'second', argv: ['sh', '-c', 'sleep 30'] }));
-    await new Promise<void>((resolve) => s.server.context.events.subscribe((e) => e.kind === 'call_started' && resolve()));
+    await new Promise<void>((resolve) =>
+      s.server.context.events.subscribe((e) => e.kind === 'call_started' && resolve()),
+    );
     expect(await cancel(alice, 'ra')).toEqual({ calls: 1, claims: 0 });
     expect((await again.done).error?.code).toBe(status.CANCELLED);
     await held.release();
@@ -132,62 +139,108 @@ describe('with --client-tokens', () => {
     await held.release();
   });
 
-  it('berth serve refuses --client-tokens with an unguarded WorkerStream, and a token file with a short token', async () => {
-    const alone = await runBerth(['serve', '--listen', '127.0.0.1:0', '--client-tokens', f('clients.yaml')]);
-    expect(alone.code).toBe(2);
-    expect(alone.stderr).toContain("--client-tokens needs --worker-tokens, --token or --tls-ca too: otherwise anyone could attach a worker and receive the clients' calls");
-    writeFileSync(f('short.yaml'), 'carol: zq9-short\n');
-    const short = await runBerth(['serve', '--listen', '127.0.0.1:0', '--token', 'shared-token-0123456789', '--client-tokens', f('short.yaml')]);
-    expect(short.code).toBe(2);
-    expect(short.stderr).toContain(`--client-tokens ${f('short.yaml')}: a token has at least 16 characters (name "carol")`);
-    expect(short.stderr).not.toContain('zq9-short');
-  });
+  it(
+    'berth serve refuses --client-tokens with an unguarded ' + 'WorkerStream, and a token file with a short token',
+    async () => {
+      const alone = await runBerth(['serve', '--listen', '127.0.0.1:0', '--client-tokens', f('clients.yaml')]);
+      expect(alone.code).toBe(2);
+      expect(alone.stderr).toContain(
+        '--client-tokens needs --worker-tokens, --token or --tls-ca too: ' +
+          "otherwise anyone could attach a worker and receive the clients' calls",
+      );
+      writeFileSync(f('short.yaml'), 'carol: zq9-short\n');
+      const short = await runBerth([
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--token',
+        'shared-token-0123456789',
+        '--client-tokens',
+        f('short.yaml'),
+      ]);
+      expect(short.code).toBe(2);
+      expect(short.stderr).toContain(
+        `--client-tokens ${f('short.yaml')}: a token has at least 16 characters (name "carol")`,
+      );
+      expect(short.stderr).not.toContain('zq9-short');
+    },
+  );
 
   it('a client without a token, or with a wrong one, is UNAUTHENTICATED', async () => {
     const s = await scopedServer();
     await expect(snapshot(s.placement)).rejects.toMatchObject({ code: status.UNAUTHENTICATED });
-    await expect(snapshot(clientWith(s.address, 'not-a-token-0123456789'))).rejects.toMatchObject({ code: status.UNAUTHENTICATED, details: 'wrong token' });
+    await expect(snapshot(clientWith(s.address, 'not-a-token-0123456789'))).rejects.toMatchObject({
+      code: status.UNAUTHENTICATED,
+      details: 'wrong token',
+    });
   });
 });
 
 describe('berth serve re-reads token files on SIGHUP', () => {
-  it("after the files change and SIGHUP, the old client and worker tokens are refused and the new ones accepted", async () => {
-    writeFileSync(f('hup.yaml'), `alice: ${ALICE}\n`);
-    writeFileSync(f('hup-workers.yaml'), `w1: ${BOB}\n`);
-    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', '', '--client-tokens', f('hup.yaml'), '--worker-tokens', f('hup-workers.yaml')]);
-    const done = finished(child);
-    open.push(async () => {
-      child.kill('SIGTERM');
-      await done;
-    });
-    const serving = await waitForLine(child, /berth serving/);
-    const address = /"address":"([^"]+)"/.exec(serving)![1];
-    expect(await snapshot(clientWith(address, ALICE))).toHaveProperty('machines');
+  it(
+    'after the files change and SIGHUP, ' + 'the old client and worker tokens are refused and the new ones accepted',
+    async () => {
+      writeFileSync(f('hup.yaml'), `alice: ${ALICE}\n`);
+      writeFileSync(f('hup-workers.yaml'), `w1: ${BOB}\n`);
+      const child = spawnBerth([
+        'serve',
+        '--listen',
+        '127.0.0.1:0',
+        '--cpus',
+        '1',
+        '--gpus',
+        '',
+        '--client-tokens',
+        f('hup.yaml'),
+        '--worker-tokens',
+        f('hup-workers.yaml'),
+      ]);
+      const done = finished(child);
+      open.push(async () => {
+        child.kill('SIGTERM');
+        await done;
+      });
+      const serving = await waitForLine(child, /berth serving/);
+      const address = /"address":"([^"]+)"/.exec(serving)![1];
+      expect(await snapshot(clientWith(address, ALICE))).toHaveProperty('machines');
 
-    const renewed = 'alice-renewed-0123456789abcdef';
-    const renewedWorker = 'w1-renewed-0123456789abcdef';
-    writeFileSync(f('hup.yaml'), `alice: ${renewed}\n`);
-    writeFileSync(f('hup-workers.yaml'), `w1: ${renewedWorker}\n`);
-    const reread = waitForLine(child, /token files re-read/);
-    child.kill('SIGHUP');
-    await reread;
-    const old = await snapshot(clientWith(address, ALICE)).catch((e: ServiceError) => e);
-    expect(old).toMatchObject({ code: status.UNAUTHENTICATED, details: 'wrong token' });
-    expect(await snapshot(clientWith(address, renewed))).toHaveProperty('machines');
+      const renewed = 'alice-renewed-0123456789abcdef';
+      const renewedWorker = 'w1-renewed-0123456789abcdef';
+      writeFileSync(f('hup.yaml'), `alice: ${renewed}\n`);
+      writeFileSync(f('hup-workers.yaml'), `w1: ${renewedWorker}\n`);
+      const reread = waitForLine(child, /token files re-read/);
+      child.kill('SIGHUP');
+      await reread;
+      const old = await snapshot(clientWith(address, ALICE)).catch((e: ServiceError) => e);
+      expect(old).toMatchObject({ code: status.UNAUTHENTICATED, details: 'wrong token' });
+      expect(await snapshot(clientWith(address, renewed))).toHaveProperty('machines');
 
-    const worker = (token: string) => {
-      const a = new WorkerAgent({ server: address, name: 'w1', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 100, token, backoff: { baseMs: 20, capMs: 50 } }, silentLogger);
-      open.push(() => a.stop());
-      return a;
-    };
-    const stale = worker(BOB);
-    stale.start();
-    await stale.finished;
-    expect(stale.fatal).toBe('the server refused the token: wrong token');
-    const fresh = worker(renewedWorker);
-    const attached = fresh.nextAttach();
-    fresh.start();
-    await attached;
-    expect(fresh.status()).toMatchObject({ attached: true });
-  });
+      const worker = (token: string) => {
+        const a = new WorkerAgent(
+          {
+            server: address,
+            name: 'w1',
+            labels: [],
+            inventory: { cpus: 1, gpuIds: [] },
+            maxParallel: 0,
+            graceMs: 100,
+            token,
+            backoff: { baseMs: 20, capMs: 50 },
+          },
+          silentLogger,
+        );
+        open.push(() => a.stop());
+        return a;
+      };
+      const stale = worker(BOB);
+      stale.start();
+      await stale.finished;
+      expect(stale.fatal).toBe('the server refused the token: wrong token');
+      const fresh = worker(renewedWorker);
+      const attached = fresh.nextAttach();
+      fresh.start();
+      await attached;
+      expect(fresh.status()).toMatchObject({ attached: true });
+    },
+  );
 });

@@ -35,11 +35,16 @@ describe('every ending gives the claim back (SPEC P8)', () => {
     expect(await halfClosed.ended).toBeNull();
     expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 4, gpus: 1 });
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/claim-client.ts', t.address, '2', '1'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    const claimId = await new Promise<string>((resolve) => child.stdout.on('data', (d: Buffer) => {
-      const m = /granted (\S+)/.exec(d.toString());
-      if (m) resolve(m[1]);
-    }));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/claim-client.ts', t.address, '2', '1'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const claimId = await new Promise<string>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        const m = /granted (\S+)/.exec(d.toString());
+        if (m) resolve(m[1]);
+      }),
+    );
     expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 2, gpus: 0 });
     released = events.next((e) => e.kind === 'claim_released' && e.claimId === claimId);
     child.kill('SIGKILL');
@@ -58,22 +63,25 @@ describe('every ending gives the claim back (SPEC P8)', () => {
     expect(last.kind?.$case === 'released' && last.kind.value.claimId).toBe(g.claimId);
   });
 
-  it('a worker leaving ends its claims UNAVAILABLE naming it, and a fresh claim for the same ask is not blocked', async () => {
-    t = await startServer({ cpus: 4 });
-    const w = fakeWorker(t.worker, 'gpu1', { cpus: 8, gpuIds: [0] });
-    await w.welcomed;
-    const c = claim(t.placement, { cpus: 2, gpus: 1 });
-    expect((await c.granted).machine).toBe('gpu1');
-    w.close();
-    const err = await c.ended;
-    expect(err?.code).toBe(status.UNAVAILABLE);
-    expect(err?.details).toContain('gpu1');
-    expect(err?.details).toContain('went away');
-    const again = claim(t.placement, { cpus: 2, gpus: 1 });
-    const g = await again.granted;
-    expect(g.machine).toBe('engine'); // no GPU left anywhere: clamped, not blocked
-    await again.release();
-  });
+  it(
+    'a worker leaving ends its claims UNAVAILABLE naming it, ' + 'and a fresh claim for the same ask is not blocked',
+    async () => {
+      t = await startServer({ cpus: 4 });
+      const w = fakeWorker(t.worker, 'gpu1', { cpus: 8, gpuIds: [0] });
+      await w.welcomed;
+      const c = claim(t.placement, { cpus: 2, gpus: 1 });
+      expect((await c.granted).machine).toBe('gpu1');
+      w.close();
+      const err = await c.ended;
+      expect(err?.code).toBe(status.UNAVAILABLE);
+      expect(err?.details).toContain('gpu1');
+      expect(err?.details).toContain('went away');
+      const again = claim(t.placement, { cpus: 2, gpus: 1 });
+      const g = await again.granted;
+      expect(g.machine).toBe('engine'); // no GPU left anywhere: clamped, not blocked
+      await again.release();
+    },
+  );
 
   it('a GPU freed by a cancelled claim is granted to the next ask at once, same id', async () => {
     t = await startServer({ cpus: 4, gpuIds: [3] });
@@ -92,57 +100,65 @@ describe('every ending gives the claim back (SPEC P8)', () => {
     await events.ready;
     let held = 0;
     let peak = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      const c = claim(t!.placement, { cpus: 2 });
-      await c.granted;
-      held += 2;
-      peak = Math.max(peak, held);
-      await new Promise((r) => setTimeout(r, 10)); // the lease is held 10 ms by design, not waited on
-      held -= 2;
-      await c.release();
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const c = claim(t!.placement, { cpus: 2 });
+        await c.granted;
+        held += 2;
+        peak = Math.max(peak, held);
+        await new Promise((r) => setTimeout(r, 10)); // the lease is held 10 ms by design, not waited on
+        held -= 2;
+        await c.release();
+      }),
+    );
     expect(peak).toBeLessThanOrEqual(4);
     expect(events.seen.filter((e) => e.kind === 'node_placed')).toHaveLength(8);
     expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 4, gpus: 0 });
     events.cancel();
   });
 
-  it('200 concurrent GPU claims on 2 GPUs with random releases and cancels: no GPU id ever held twice, books full at the end', async () => {
-    t = await startServer({ cpus: 4, gpuIds: [0, 1] });
-    let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const holding = new Set<number>();
-    const doubled: number[] = [];
-    const finished: Promise<void>[] = [];
-    for (let i = 0; i < 200; i++) {
-      const c = claim(t.placement, { cpus: 0, gpus: 1, node: `n.${i}` });
-      const cancelEarly = rand() < 0.2;
-      const cancelHeld = rand() < 0.3;
-      if (cancelEarly) c.call.cancel();
-      finished.push((async () => {
-        let g;
-        try {
-          g = await c.granted;
-        } catch {
-          return; // cancelled before the grant
-        }
-        const id = g.allocation!.gpuIds[0];
-        if (holding.has(id)) doubled.push(id);
-        holding.add(id);
-        await new Promise((r) => setImmediate(r));
-        holding.delete(id);
-        if (cancelHeld) {
-          c.call.cancel();
-          await c.ended;
-        } else await c.release();
-      })());
-    }
-    await Promise.all(finished);
-    expect(doubled).toEqual([]);
-    const { waiting } = await snapshot(t.placement);
-    expect(waiting).toEqual([]);
-    expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 4, gpus: 2 });
-  });
+  it(
+    '200 concurrent GPU claims on 2 GPUs with random releases and cancels: no GPU id ever held twice, ' +
+      'books full at the end',
+    async () => {
+      t = await startServer({ cpus: 4, gpuIds: [0, 1] });
+      let seed = 42;
+      const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      const holding = new Set<number>();
+      const doubled: number[] = [];
+      const finished: Promise<void>[] = [];
+      for (let i = 0; i < 200; i++) {
+        const c = claim(t.placement, { cpus: 0, gpus: 1, node: `n.${i}` });
+        const cancelEarly = rand() < 0.2;
+        const cancelHeld = rand() < 0.3;
+        if (cancelEarly) c.call.cancel();
+        finished.push(
+          (async () => {
+            let g: Awaited<typeof c.granted>;
+            try {
+              g = await c.granted;
+            } catch {
+              return; // cancelled before the grant
+            }
+            const id = g.allocation!.gpuIds[0];
+            if (holding.has(id)) doubled.push(id);
+            holding.add(id);
+            await new Promise((r) => setImmediate(r));
+            holding.delete(id);
+            if (cancelHeld) {
+              c.call.cancel();
+              await c.ended;
+            } else await c.release();
+          })(),
+        );
+      }
+      await Promise.all(finished);
+      expect(doubled).toEqual([]);
+      const { waiting } = await snapshot(t.placement);
+      expect(waiting).toEqual([]);
+      expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 4, gpus: 2 });
+    },
+  );
 });
 
 describe('drain (SPEC R3)', () => {

@@ -27,50 +27,72 @@ async function until(cond: () => Promise<boolean>, ms = 10_000): Promise<void> {
 }
 
 describe('restart grace for required labels', () => {
-  it('after a restart, a Run and a Claim requiring the label of a worker not yet reconnected wait for it instead of failing, then run there', async () => {
-    const s1 = await startServer({ cpus: 1, flags: { reconnectGrace: 20 } });
-    const port = s1.server.port;
-    const agentOn = (address: string) => {
-      const a = new WorkerAgent({ server: address, name: 'w1', labels: ['w'], inventory: { cpus: 2, gpuIds: [] }, maxParallel: 0, graceMs: 1000, backoff: { baseMs: 100, capMs: 1000 } }, silentLogger);
-      const attached = a.nextAttach();
-      a.start();
-      open.push(() => a.stop());
-      return attached.then(() => a);
-    };
-    const before = await agentOn(s1.address);
-    await before.stop(); // the worker's host goes down with the server; it comes back later
-    await s1.close(200);
-    const s2 = await startServer({ cpus: 1, flags: { listen: `127.0.0.1:${port}`, reconnectGrace: 20 } });
-    open.push(() => s2.close());
-    // The server came back before its worker (the agent here is stopped until the asks wait).
-    const c = claim(s2.placement, { cpus: 1, label: 'w', policy: Policy.POLICY_REQUIRE });
-    const r = run(s2.placement, runRequest({ runId: 'after-restart', label: 'w', source: 'def process():\n    return "back"\n' }));
-    const q = await c.queued;
-    expect(q.detail).toContain("waiting for workers labelled 'w' to come back (reconnect grace");
-    await until(async () => (await snapshot(s2.placement)).waiting.length === 2);
-    await agentOn(s2.address);
-    expect((await c.granted).machine).toBe('w1');
-    await c.release();
-    const o = await r.done;
-    expect(o.error).toBeNull();
-    expect(terminal(o)?.value).toMatchObject({ value: 'back' });
-    expect(o.responses[0].kind).toMatchObject({ $case: 'started', value: { machine: 'w1' } });
-  });
+  it(
+    'after a restart, a Run and a Claim requiring the label of a worker not yet reconnected wait for it ' +
+      'instead of failing, then run there',
+    async () => {
+      const s1 = await startServer({ cpus: 1, flags: { reconnectGrace: 20 } });
+      const port = s1.server.port;
+      const agentOn = (address: string) => {
+        const a = new WorkerAgent(
+          {
+            server: address,
+            name: 'w1',
+            labels: ['w'],
+            inventory: { cpus: 2, gpuIds: [] },
+            maxParallel: 0,
+            graceMs: 1000,
+            backoff: { baseMs: 100, capMs: 1000 },
+          },
+          silentLogger,
+        );
+        const attached = a.nextAttach();
+        a.start();
+        open.push(() => a.stop());
+        return attached.then(() => a);
+      };
+      const before = await agentOn(s1.address);
+      await before.stop(); // the worker's host goes down with the server; it comes back later
+      await s1.close(200);
+      const s2 = await startServer({ cpus: 1, flags: { listen: `127.0.0.1:${port}`, reconnectGrace: 20 } });
+      open.push(() => s2.close());
+      // The server came back before its worker (the agent here is stopped until the asks wait).
+      const c = claim(s2.placement, { cpus: 1, label: 'w', policy: Policy.POLICY_REQUIRE });
+      const r = run(
+        s2.placement,
+        runRequest({ runId: 'after-restart', label: 'w', source: 'def process():\n    return "back"\n' }),
+      );
+      const q = await c.queued;
+      expect(q.detail).toContain("waiting for workers labelled 'w' to come back (reconnect grace");
+      await until(async () => (await snapshot(s2.placement)).waiting.length === 2);
+      await agentOn(s2.address);
+      expect((await c.granted).machine).toBe('w1');
+      await c.release();
+      const o = await r.done;
+      expect(o.error).toBeNull();
+      expect(terminal(o)?.value).toMatchObject({ value: 'back' });
+      expect(o.responses[0].kind).toMatchObject({ $case: 'started', value: { machine: 'w1' } });
+    },
+  );
 
-  it('a required label no worker brings back within the grace fails FAILED_PRECONDITION naming it once the grace is over, and nothing waits', async () => {
-    const t = await startServer({ cpus: 1, flags: { reconnectGrace: 1 } });
-    open.push(() => t.close());
-    const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
-    expect((await c.queued).detail).toContain("waiting for workers labelled 'tpu' to come back (reconnect grace");
-    const err = await c.ended;
-    expect(err?.code).toBe(status.FAILED_PRECONDITION);
-    expect(err?.details).toContain("'tpu'");
-    expect((await snapshot(t.placement)).waiting).toEqual([]);
-    // Past the grace, the same ask fails at once, as it always did.
-    const again = claim(t.placement, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
-    expect((await again.ended)?.code).toBe(status.FAILED_PRECONDITION);
-    expect(again.responses).toEqual([]);
-  });
+  it(
+    'a required label no worker brings back within the grace fails FAILED_PRECONDITION naming it once the ' +
+      'grace is over, and nothing waits',
+    async () => {
+      const t = await startServer({ cpus: 1, flags: { reconnectGrace: 1 } });
+      open.push(() => t.close());
+      const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
+      expect((await c.queued).detail).toContain("waiting for workers labelled 'tpu' to come back (reconnect grace");
+      const err = await c.ended;
+      expect(err?.code).toBe(status.FAILED_PRECONDITION);
+      expect(err?.details).toContain("'tpu'");
+      expect((await snapshot(t.placement)).waiting).toEqual([]);
+      // Past the grace, the same ask fails at once, as it always did.
+      const again = claim(t.placement, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
+      expect((await again.ended)?.code).toBe(status.FAILED_PRECONDITION);
+      expect(again.responses).toEqual([]);
+    },
+  );
 
   it('with --reconnect-grace 0 a required label no machine carries fails at once', async () => {
     const t = await startServer({ cpus: 1, flags: { reconnectGrace: 0 } });

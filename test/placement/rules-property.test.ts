@@ -42,7 +42,14 @@ async function runSequence(seed: number, ops: number): Promise<string[]> {
       const ac = new AbortController();
       const label = pick(['', '', '', 'gpu', 'big', 'none']);
       const policy: LabelPolicy = rnd() < 0.5 ? 'require' : 'prefer';
-      const a = { cpus: pick([0, 1, 1, 2, 4, 8, 16, 32]), gpus: pick([0, 0, 0, 1, 2, 4, 8]), ramMb: pick([undefined, undefined, undefined, 1024, 8192]), label, policy, runId: pick(['r1', 'r2', 'r3']) };
+      const a = {
+        cpus: pick([0, 1, 1, 2, 4, 8, 16, 32]),
+        gpus: pick([0, 0, 0, 1, 2, 4, 8]),
+        ramMb: pick([undefined, undefined, undefined, 1024, 8192]),
+        label,
+        policy,
+        runId: pick(['r1', 'r2', 'r3']),
+      };
       const node = r.claim(a, ac.signal);
       waiting.set(node, ac);
       what = `claim ${node} ${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''} ${policy} '${label}' ${a.runId}`;

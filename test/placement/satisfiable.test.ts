@@ -8,7 +8,9 @@ import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask> | undefined): Promise<string> {
-  return new Promise((resolve, reject) => client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+  return new Promise((resolve, reject) =>
+    client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+  );
 }
 
 describe('Satisfiable and provisioners (SPEC P10)', () => {
@@ -70,17 +72,20 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
     back.close();
   });
 
-  it('after the reconnect grace, a claim still waiting for a required label fails FAILED_PRECONDITION naming it', async () => {
-    t = await startServer({ cpus: 4, flags: { reconnectGrace: 1 } });
-    const w = fakeWorker(t.worker, 'tpu1', { cpus: 4 }, ['tpu']);
-    await w.welcomed;
-    w.close();
-    await w.ended;
-    const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: 2 });
-    await c.queued;
-    const err = await c.ended;
-    expect(err?.code).toBe(status.FAILED_PRECONDITION);
-    expect(err?.details).toContain("'tpu'");
-    expect((await snapshot(t.placement)).waiting).toEqual([]);
-  });
+  it(
+    'after the reconnect grace, a claim still waiting for a required ' + 'label fails FAILED_PRECONDITION naming it',
+    async () => {
+      t = await startServer({ cpus: 4, flags: { reconnectGrace: 1 } });
+      const w = fakeWorker(t.worker, 'tpu1', { cpus: 4 }, ['tpu']);
+      await w.welcomed;
+      w.close();
+      await w.ended;
+      const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: 2 });
+      await c.queued;
+      const err = await c.ended;
+      expect(err?.code).toBe(status.FAILED_PRECONDITION);
+      expect(err?.details).toContain("'tpu'");
+      expect((await snapshot(t.placement)).waiting).toEqual([]);
+    },
+  );
 });

@@ -73,21 +73,25 @@ describe('where a claim lands (SPEC P1–P5, P9)', () => {
     await c.release();
   });
 
-  it('clamping picks one real machine, GPUs first: 64 cpus + 1 GPU lands on the 4-core GPU box, not the 64-core one', async () => {
-    t = await startServer({ cpus: 2 });
-    const big = fakeWorker(t.worker, 'big', { cpus: 64 });
-    const small = fakeWorker(t.worker, 'small-gpu', { cpus: 4, gpuIds: [0] });
-    await Promise.all([big.welcomed, small.welcomed]);
-    const c = claim(t.placement, { cpus: 64, gpus: 1 });
-    const g = await c.granted;
-    expect(g.machine).toBe('small-gpu');
-    expect(g.allocation?.cpus).toBe(4);
-    expect(g.allocation?.gpuIds).toEqual([0]);
-    expect(g.clamped).toBe(true);
-    await c.release();
-    big.close();
-    small.close();
-  });
+  it(
+    'clamping picks one real machine, GPUs first: 64 cpus + 1 GPU lands on the 4-core GPU box, ' +
+      'not the 64-core one',
+    async () => {
+      t = await startServer({ cpus: 2 });
+      const big = fakeWorker(t.worker, 'big', { cpus: 64 });
+      const small = fakeWorker(t.worker, 'small-gpu', { cpus: 4, gpuIds: [0] });
+      await Promise.all([big.welcomed, small.welcomed]);
+      const c = claim(t.placement, { cpus: 64, gpus: 1 });
+      const g = await c.granted;
+      expect(g.machine).toBe('small-gpu');
+      expect(g.allocation?.cpus).toBe(4);
+      expect(g.allocation?.gpuIds).toEqual([0]);
+      expect(g.clamped).toBe(true);
+      await c.release();
+      big.close();
+      small.close();
+    },
+  );
 
   it('the allocation sets OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES and the ask env', async () => {
     t = await startServer({ cpus: 4, gpuIds: [0, 1] });

@@ -21,29 +21,75 @@ describe('berth serve --config FILE (issue 12, SPEC V1)', () => {
   it('the file sets serve options in snake_case and provisioners; flags, then BERTH_* env, override it', () => {
     const path = configFile(tempDir(), good);
     const o = resolveServeOptions({ config: path, cpus: '1' }, { BERTH_RECONNECT_GRACE: '7' });
-    expect(o).toMatchObject({ listen: '127.0.0.1:0', cpus: 1, engineLabels: ['a', 'b'], reconnectGrace: 7, config: path });
-    expect(o.provisioners).toEqual([{
-      name: 'local', kind: 'local', shapes: [{ cpus: 1, gpus: 0, labels: [] }], max_machines: 2, idle_timeout: 30, start_timeout: 300, sbatch_args: [],
-    }]);
+    expect(o).toMatchObject({
+      listen: '127.0.0.1:0',
+      cpus: 1,
+      engineLabels: ['a', 'b'],
+      reconnectGrace: 7,
+      config: path,
+    });
+    expect(o.provisioners).toEqual([
+      {
+        name: 'local',
+        kind: 'local',
+        shapes: [{ cpus: 1, gpus: 0, labels: [] }],
+        max_machines: 2,
+        idle_timeout: 30,
+        start_timeout: 300,
+        sbatch_args: [],
+      },
+    ]);
     expect(resolveServeOptions({}, { BERTH_CONFIG: path }).cpus).toBe(3);
   });
 
   it.each([
     ['an unknown serve key', 'listen: 127.0.0.1:0\ncpuz: 3\n', /berth\.yaml line 2: cpuz: unknown key/],
-    ['an unknown provisioner key', good.replace('max_machines: 2', 'max_machine: 2'), /berth\.yaml line 9: provisioners\[0\]\.max_machine: unknown key/],
-    ['an unknown shape key', good.replace('gpus: 0', 'gpu: 0'), /berth\.yaml line 8: provisioners\[0\]\.shapes\[0\]\.gpu: unknown key/],
-    ['a bad serve value', good.replace('cpus: 3', 'cpus: -3'), /berth\.yaml line 2: cpus: must be at least 0 \(got -3\)/],
-    ['a bad provisioner value', good.replace('max_machines: 2', 'max_machines: 0'), /berth\.yaml line 9: provisioners\[0\]\.max_machines: must be at least 1 \(got 0\)/],
-    ['a bad kind', good.replace('kind: local', 'kind: k8s'), /berth\.yaml line 7: provisioners\[0\]\.kind: expected slurm or local \(got "k8s"\)/],
+    [
+      'an unknown provisioner key',
+      good.replace('max_machines: 2', 'max_machine: 2'),
+      /berth\.yaml line 9: provisioners\[0\]\.max_machine: unknown key/,
+    ],
+    [
+      'an unknown shape key',
+      good.replace('gpus: 0', 'gpu: 0'),
+      /berth\.yaml line 8: provisioners\[0\]\.shapes\[0\]\.gpu: unknown key/,
+    ],
+    [
+      'a bad serve value',
+      good.replace('cpus: 3', 'cpus: -3'),
+      /berth\.yaml line 2: cpus: must be at least 0 \(got -3\)/,
+    ],
+    [
+      'a bad provisioner value',
+      good.replace('max_machines: 2', 'max_machines: 0'),
+      /berth\.yaml line 9: provisioners\[0\]\.max_machines: must be at least 1 \(got 0\)/,
+    ],
+    [
+      'a bad kind',
+      good.replace('kind: local', 'kind: k8s'),
+      /berth\.yaml line 7: provisioners\[0\]\.kind: expected slurm or local \(got "k8s"\)/,
+    ],
     ['a YAML syntax error', 'cpus: [1\n', /berth\.yaml line \d+: /],
   ])('%s is refused naming the file, the line, the key and the value', (_what, yaml, message) => {
     expect(() => resolveServeOptions({ config: configFile(tempDir(), yaml) }, {})).toThrow(message);
   });
 
   it.concurrent.each([
-    ['a bad key', () => configFile(tempDir(), 'listen: 127.0.0.1:0\ncpuz: 3\n'), /^berth: .*berth\.yaml line 2: cpuz: unknown key/],
-    ['a bad value', () => configFile(tempDir(), 'cpus: -3\n'), /^berth: .*berth\.yaml line 1: cpus: must be at least 0 \(got -3\)/],
-    ['an unreadable file', () => '/nonexistent/berth.yaml', /^berth: --config: cannot read '\/nonexistent\/berth\.yaml': no such file/],
+    [
+      'a bad key',
+      () => configFile(tempDir(), 'listen: 127.0.0.1:0\ncpuz: 3\n'),
+      /^berth: .*berth\.yaml line 2: cpuz: unknown key/,
+    ],
+    [
+      'a bad value',
+      () => configFile(tempDir(), 'cpus: -3\n'),
+      /^berth: .*berth\.yaml line 1: cpus: must be at least 0 \(got -3\)/,
+    ],
+    [
+      'an unreadable file',
+      () => '/nonexistent/berth.yaml',
+      /^berth: --config: cannot read '\/nonexistent\/berth\.yaml': no such file/,
+    ],
   ])('berth serve --config with %s exits 2 naming it', async (_what, path, message) => {
     const r = await runBerth(['serve', '--config', path(), '--log-level', 'silent']);
     expect(r.code).toBe(2);

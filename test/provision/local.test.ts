@@ -1,11 +1,18 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
-import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, watch } from '../support/claims.js';
 import { runBerth } from '../support/cli.js';
-import { configFile, processAlive, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
+import {
+  configFile,
+  processAlive,
+  queuedMatching,
+  serveCli,
+  tempDir,
+  removeTempDirs,
+} from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -27,7 +34,9 @@ async function serverWithPool(yaml = pool(), stateDir = tempDir()): Promise<Test
 }
 
 function satisfiable(client: PlacementServiceClient, a: Ask): Promise<string> {
-  return new Promise((resolve, reject) => client.satisfiable({ ask: a }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))));
+  return new Promise((resolve, reject) =>
+    client.satisfiable({ ask: a }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+  );
 }
 
 const wantsPool = { cpus: 2, label: 'pool', policy: Policy.POLICY_REQUIRE, node: 'big' };
@@ -39,7 +48,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     t = undefined;
   });
 
-  it('a claim only a pool shape holds starts a worker process, is granted on it, and the idle worker is stopped after release', async () => {
+  it('a claim only a pool shape holds starts a worker process, is granted on it, ' +
+    'and the idle worker is stopped after release', async () => {
     t = await serverWithPool();
     const events = watch(t.placement);
     await events.ready;
@@ -56,7 +66,9 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     const pid = Number(prov.machines[0].engineId);
     expect(processAlive(pid)).toBe(true);
     const status = await runBerth(['status', '--server', t.address]);
-    expect(status.stdout).toContain('provisioner local (local): 1 machine(s): 1 running, max 1; shapes: 2 cpu, 0 gpu [pool]');
+    expect(status.stdout).toContain(
+      'provisioner local (local): 1 machine(s): 1 running, max 1; shapes: 2 cpu, 0 gpu [pool]',
+    );
     expect(status.stdout).toMatch(new RegExp(`^  local-1\\s+running\\s+${pid}  worker process ${pid}`, 'm'));
     const detached = events.next((e) => e.kind === 'worker_detached' && e.machine === 'local-1');
     const stopping = events.next((e) => e.kind === 'machine_stopping');
@@ -68,7 +80,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     events.cancel();
   }, 30_000);
 
-  it('a worker process killed outside berth before it attached is noticed: an event says so and a new one is started', async () => {
+  it('a worker process killed outside berth before it attached is noticed: ' +
+    'an event says so and a new one is started', async () => {
     t = await serverWithPool();
     const events = watch(t.placement);
     await events.ready;
@@ -78,7 +91,9 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     const first = (await snapshot(t.placement)).provisioners[0].machines[0];
     const failed = events.next((e) => e.kind === 'machine_start_failed');
     process.kill(-Number(first.engineId), 'SIGKILL');
-    expect((await failed).detail).toContain(`local: local-1 (worker process ${first.engineId}) is gone: worker process ${first.engineId} exited on SIGKILL`);
+    expect((await failed).detail).toContain(
+      `local: local-1 (worker process ${first.engineId}) is gone: worker process ${first.engineId} exited on SIGKILL`,
+    );
     const g = await c.granted;
     expect(g.machine).toBe('local-2');
     await c.release();
@@ -92,9 +107,13 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     await events.ready;
     const failed = events.next((e) => e.kind === 'machine_start_failed');
     const c = claim(t.placement, wantsPool);
-    expect((await failed).detail).toMatch(/^local: cannot open the worker log .*sub\/local-1\.log: ENOTDIR.*; retrying in 1 s$/);
+    expect((await failed).detail).toMatch(
+      /^local: cannot open the worker log .*sub\/local-1\.log: ENOTDIR.*; retrying in 1 s$/,
+    );
     const q = await queuedMatching(c, /start failed/);
-    expect(q.detail).toMatch(/^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*ENOTDIR.* \(retrying after 1 s\)$/);
+    expect(q.detail).toMatch(
+      /^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*ENOTDIR.* \(retrying after 1 s\)$/,
+    );
     expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/ENOTDIR/);
     c.call.cancel();
     await c.ended;

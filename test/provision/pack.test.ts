@@ -3,14 +3,21 @@ import type { Shape, Unmet } from '../../src/placement/provisioner.js';
 import { pack } from '../../src/provision/pack.js';
 
 const want = (claimId: string, cpus: number, gpus = 0, label = '', policy: 'prefer' | 'require' = 'prefer'): Unmet => ({
-  claimId, amount: { cpus, gpus }, ask: { cpus, gpus, label, policy, node: claimId, runId: '', env: {} },
+  claimId,
+  amount: { cpus, gpus },
+  ask: { cpus, gpus, label, policy, node: claimId, runId: '', env: {} },
 });
 const cpu4: Shape = { cpus: 4, gpus: 0, labels: [] };
 const gpu2: Shape = { cpus: 8, gpus: 2, labels: ['gpu'] };
 
 describe('packing demand into shapes (SPEC V2)', () => {
   it('ten 1-cpu claims fill 4-cpu machines: three machines, not ten', () => {
-    const p = pack(Array.from({ length: 10 }, (_, i) => want(`c${i}`, 1)), [], [cpu4], 10);
+    const p = pack(
+      Array.from({ length: 10 }, (_, i) => want(`c${i}`, 1)),
+      [],
+      [cpu4],
+      10,
+    );
     expect(p.planned).toEqual([cpu4, cpu4, cpu4]);
     expect(p.assigned.size).toBe(10);
   });
@@ -28,7 +35,12 @@ describe('packing demand into shapes (SPEC V2)', () => {
   });
 
   it('fewest machines: a GPU claim, a CPU claim and a gpu-labelled claim share one GPU machine', () => {
-    const p = pack([want('g', 1, 1), want('c', 2), want('needs-gpu-label', 1, 0, 'gpu', 'require')], [], [cpu4, gpu2], 10);
+    const p = pack(
+      [want('g', 1, 1), want('c', 2), want('needs-gpu-label', 1, 0, 'gpu', 'require')],
+      [],
+      [cpu4, gpu2],
+      10,
+    );
     expect(p.planned).toEqual([gpu2]);
     expect([...p.assigned.values()]).toEqual([0, 0, 0]);
   });

@@ -7,7 +7,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, watch } from '../support/claims.js';
-import { configFile, queuedMatching, serveCli, slurmMissing, squeueIds, tempDir, removeTempDirs } from '../support/provisioning.js';
+import {
+  configFile,
+  queuedMatching,
+  serveCli,
+  slurmMissing,
+  squeueIds,
+  tempDir,
+  removeTempDirs,
+} from '../support/provisioning.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
@@ -19,14 +27,19 @@ afterAll(removeTempDirs);
 const missing = slurmMissing();
 const inCI = process.env.CI === 'true';
 const describeSlurm = missing && !inCI ? describe.skip : describe;
-if (missing && !inCI) console.warn(`slurm.test.ts skipped: ${missing} (run scripts/slurm-up.sh as root; in CI these tests run)`);
+if (missing && !inCI)
+  console.warn(`slurm.test.ts skipped: ${missing} (run scripts/slurm-up.sh as root; in CI these tests run)`);
 
 /** A slurm provisioner named `name` with one shape. */
-const slurm = (name: string, o: { cpus?: number; max?: number; idle?: number; start?: number; partition?: string } = {}) => `
+const slurm = (
+  name: string,
+  o: { cpus?: number; max?: number; idle?: number; start?: number; partition?: string } = {},
+) => `
 provisioners:
   - name: ${name}
     kind: slurm
-${o.partition ? `    partition: ${o.partition}\n` : ''}    shapes: [{ cpus: ${o.cpus ?? 2}, gpus: 0, ram_mb: 500, labels: [hpc] }]
+${o.partition ? `    partition: ${o.partition}\n` : ''}    shapes: [{ cpus: ${o.cpus ?? 2}, gpus: 0, \
+ram_mb: 500, labels: [hpc] }]
     max_machines: ${o.max ?? 1}
     idle_timeout: ${o.idle ?? 2}
     start_timeout: ${o.start ?? 120}
@@ -49,7 +62,8 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     t = undefined;
   });
 
-  it('a 2-cpu hpc claim on a 1-cpu engine becomes a Slurm job whose worker it is granted on; after release the job leaves squeue', async () => {
+  it('a 2-cpu hpc claim on a 1-cpu engine becomes a Slurm job whose worker it is granted on; ' +
+    'after release the job leaves squeue', async () => {
     t = await serverWith(slurm('hpca'));
     const events = watch(t.placement);
     await events.ready;
@@ -78,13 +92,15 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     t = await serverWith(slurm('hpcb', { cpus: 1, max: 2, idle: 2 }));
     let most = 0;
     const granted: string[] = [];
-    await Promise.all(Array.from({ length: 10 }, async (_, i) => {
-      const c = claim(t!.placement, hpc(1, `n${i}`));
-      const g = await c.granted;
-      most = Math.max(most, squeueIds('hpcb').length, (await snapshot(t!.placement)).provisioners[0].machines.length);
-      granted.push(g.machine);
-      await c.release();
-    }));
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const c = claim(t!.placement, hpc(1, `n${i}`));
+        const g = await c.granted;
+        most = Math.max(most, squeueIds('hpcb').length, (await snapshot(t!.placement)).provisioners[0].machines.length);
+        granted.push(g.machine);
+        await c.release();
+      }),
+    );
     expect(granted).toHaveLength(10);
     expect(most).toBeLessThanOrEqual(2);
     expect(granted.every((m) => /^hpcb-\d+$/.test(m))).toBe(true);
@@ -98,7 +114,10 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     const started = events.next((e) => e.kind === 'machine_started');
     const c = claim(t.placement, hpc(2, 'big'));
     const first = /Slurm job (\d+)/.exec((await started).detail)![1];
-    const noticed = events.next((e) => (e.kind === 'machine_start_failed' || e.kind === 'machine_lost') && e.detail.includes(`Slurm job ${first}`));
+    const noticed = events.next(
+      (e) =>
+        (e.kind === 'machine_start_failed' || e.kind === 'machine_lost') && e.detail.includes(`Slurm job ${first}`),
+    );
     const again = events.next((e) => e.kind === 'machine_started' && !e.detail.includes(`job ${first} `));
     execFileSync('scancel', [first]);
     expect((await noticed).detail).toContain(`Slurm job ${first} is no longer in squeue`);
@@ -109,16 +128,23 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     events.cancel();
   }, 120_000);
 
-  it('without configured shapes, the shapes are the nodes sinfo lists, labelled with the provisioner name', async () => {
-    t = await serverWith('provisioners: [{ name: hpcg, kind: slurm, partition: main }]\n');
-    const p = (await snapshot(t.placement)).provisioners[0];
-    const [cpus, mem] = execFileSync('sinfo', ['-h', '-p', 'main', '-o', '%c %m'], { encoding: 'utf8' }).trim().split(/\s+/).map((x) => parseInt(x, 10));
-    expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem }]);
-    expect(p.shapeLabels).toEqual(['hpcg']);
-    expect(p.kind).toBe('slurm');
-  });
+  it(
+    'without configured shapes, the shapes are the nodes sinfo ' + 'lists, labelled with the provisioner name',
+    async () => {
+      t = await serverWith('provisioners: [{ name: hpcg, kind: slurm, partition: main }]\n');
+      const p = (await snapshot(t.placement)).provisioners[0];
+      const [cpus, mem] = execFileSync('sinfo', ['-h', '-p', 'main', '-o', '%c %m'], { encoding: 'utf8' })
+        .trim()
+        .split(/\s+/)
+        .map((x) => parseInt(x, 10));
+      expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem }]);
+      expect(p.shapeLabels).toEqual(['hpcg']);
+      expect(p.kind).toBe('slurm');
+    },
+  );
 
-  it("an sbatch failure (unknown partition) reaches the waiting claim's Queued reason and an event, with Slurm's message", async () => {
+  it("an sbatch failure (unknown partition) reaches the waiting claim's Queued reason and an event, " +
+    "with Slurm's message", async () => {
     t = await serverWith(slurm('hpcd', { partition: 'nosuchpart' }));
     const events = watch(t.placement);
     await events.ready;
@@ -147,7 +173,8 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     s.placement.close();
   }, 120_000);
 
-  it('a Slurm job a killed server left is adopted by the next server on the same state dir, and given back', async () => {
+  it('a Slurm job a killed server left is adopted by the next ' +
+    'server on the same state dir, and given back', async () => {
     const dir = tempDir();
     const s1 = await serveCli(configFile(dir, slurm('hpcf')), dir);
     const c = claim(s1.placement, hpc(2, 'big'));
@@ -158,12 +185,22 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     s1.placement.close();
     expect(squeueIds('hpcf')).toEqual([jobId]); // orphaned: its worker dials a server that is gone
     // the next server: subscribed to its events before it starts, since adoption happens in start()
-    const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, config: configFile(tempDir(), slurm('hpcf', { start: 5 })), stateDir: dir }, {}), { cpus: 1, gpuIds: [] });
-    const stopping = new Promise<BerthEvent>((resolve) => server.context.events.subscribe((e) => e.kind === 'machine_stopping' && resolve(e)));
+    const server = new BerthServer(
+      resolveServeOptions(
+        { listen: '127.0.0.1:0', grace: 1, config: configFile(tempDir(), slurm('hpcf', { start: 5 })), stateDir: dir },
+        {},
+      ),
+      { cpus: 1, gpuIds: [] },
+    );
+    const stopping = new Promise<BerthEvent>((resolve) =>
+      server.context.events.subscribe((e) => e.kind === 'machine_stopping' && resolve(e)),
+    );
     await server.start();
     try {
       // unneeded (no claim waits for it) it is given back after idle_timeout; at the latest at start_timeout
-      expect((await stopping).detail).toMatch(new RegExp(`^hpcf: hpcf-${jobId} \\(Slurm job ${jobId} .*(given back: not needed|did not attach)`));
+      expect((await stopping).detail).toMatch(
+        new RegExp(`^hpcf: hpcf-${jobId} \\(Slurm job ${jobId} .*(given back: not needed|did not attach)`),
+      );
       for (let i = 0; i < 200 && squeueIds('hpcf').includes(jobId); i++) await new Promise((r) => setTimeout(r, 100));
       expect(squeueIds('hpcf')).toEqual([]);
     } finally {

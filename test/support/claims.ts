@@ -5,8 +5,19 @@
 import type { ClientDuplexStream, ServiceError } from '@grpc/grpc-js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
-import type { ClaimRequest, ClaimResponse, Granted, PlacementServiceClient, Queued, WatchEventsResponse } from '../../generated/ts/berth/v1/placement.js';
-import type { WorkerServiceClient, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import type {
+  ClaimRequest,
+  ClaimResponse,
+  Granted,
+  PlacementServiceClient,
+  Queued,
+  WatchEventsResponse,
+} from '../../generated/ts/berth/v1/placement.js';
+import type {
+  WorkerServiceClient,
+  WorkerStreamRequest,
+  WorkerStreamResponse,
+} from '../../generated/ts/berth/v1/worker.js';
 
 /** A complete Ask from a partial one (wire defaults). */
 export function ask(a: Partial<Ask> = {}): Ask {
@@ -85,7 +96,12 @@ export interface FakeWorker {
 }
 
 /** Attaches a test-double worker. */
-export function fakeWorker(client: WorkerServiceClient, name: string, inv: { cpus: number; gpuIds?: number[]; ramMb?: number }, labels: string[] = []): FakeWorker {
+export function fakeWorker(
+  client: WorkerServiceClient,
+  name: string,
+  inv: { cpus: number; gpuIds?: number[]; ramMb?: number },
+  labels: string[] = [],
+): FakeWorker {
   const call = client.workerStream();
   const frames: WorkerStreamResponse[] = [];
   let welcome!: () => void;
@@ -98,24 +114,43 @@ export function fakeWorker(client: WorkerServiceClient, name: string, inv: { cpu
     frames.push(f);
     if (f.frame?.$case === 'welcome') welcome();
   });
-  call.write({ frame: { $case: 'hello', value: { name, labels, inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb }, maxParallel: 0, version: 'test' } } });
+  call.write({
+    frame: {
+      $case: 'hello',
+      value: {
+        name,
+        labels,
+        inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb },
+        maxParallel: 0,
+        version: 'test',
+      },
+    },
+  });
   return { call, welcomed, frames, ended, close: () => call.end() };
 }
 
-/** Collects WatchEvents until cancelled (await `ready` before acting); `next(pred)` resolves with the first matching event. */
+/**
+ * Collects WatchEvents until cancelled (await `ready` before acting); `next(pred)` resolves with the first matching
+ * event.
+ */
 export function watch(client: PlacementServiceClient) {
   const call = client.watchEvents({});
   const seen: WatchEventsResponse[] = [];
   let live!: () => void;
   const ready = new Promise<void>((r) => (live = r));
-  const waiters: { pred: (e: WatchEventsResponse) => boolean; resolve: (e: WatchEventsResponse) => void; from: number }[] = [];
+  const waiters: {
+    pred: (e: WatchEventsResponse) => boolean;
+    resolve: (e: WatchEventsResponse) => void;
+    from: number;
+  }[] = [];
   call.on('data', (e: WatchEventsResponse) => {
     if (e.kind === 'watch_started') return live();
     seen.push(e);
-    for (const w of [...waiters]) if (w.pred(e)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(e);
-    }
+    for (const w of [...waiters])
+      if (w.pred(e)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
   });
   call.on('error', () => {});
   return {

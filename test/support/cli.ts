@@ -19,7 +19,11 @@ export interface CliResult {
 /** Starts `berth ...args` in the background (env merged over process.env, BERTH_* cleared), in `cwd` (default ROOT). */
 export function spawnBerth(args: string[], env: Record<string, string> = {}, cwd = ROOT): ChildProcess {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
-  return spawn(process.execPath, [BERTH_BIN, ...args], { env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'], cwd });
+  return spawn(process.execPath, [BERTH_BIN, ...args], {
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
+  });
 }
 
 /** Waits for a spawned process to exit and returns its output. */

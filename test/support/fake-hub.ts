@@ -3,7 +3,11 @@
  * hands each worker connection to the test, to drive the real agent frame by frame.
  */
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
-import { WorkerServiceService, type WorkerStreamRequest, type WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import {
+  WorkerServiceService,
+  type WorkerStreamRequest,
+  type WorkerStreamResponse,
+} from '../../generated/ts/berth/v1/worker.js';
 
 type Frame = NonNullable<WorkerStreamRequest['frame']>;
 /** The value of a frame of kind C. */
@@ -35,12 +39,17 @@ export class FakeConnection {
   }
 
   /** Resolves with the first frame of `kind` matching `pred`; rejects after `ms`. */
-  async waitFor<C extends Frame['$case']>(kind: C, pred: (v: V<C>) => boolean = () => true, ms = 15_000): Promise<V<C>> {
+  async waitFor<C extends Frame['$case']>(
+    kind: C,
+    pred: (v: V<C>) => boolean = () => true,
+    ms = 15_000,
+  ): Promise<V<C>> {
     const end = Date.now() + ms;
     for (;;) {
       const f = this.frames.find((x) => x.$case === kind && pred(x.value as unknown as V<C>));
       if (f) return f.value as unknown as V<C>;
-      if (Date.now() > end) throw new Error(`no ${kind} frame within ${ms} ms; got ${this.frames.map((x) => x.$case).join(',')}`);
+      if (Date.now() > end)
+        throw new Error(`no ${kind} frame within ${ms} ms; got ${this.frames.map((x) => x.$case).join(',')}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.max(1, end - Date.now()));
         this.#waiters.push(() => {
@@ -79,7 +88,9 @@ export class FakeHub {
       },
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
     );
     return `127.0.0.1:${this.port}`;
   }

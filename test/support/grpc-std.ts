@@ -2,7 +2,15 @@
  * Test support: clients for the standard services berth also serves — grpc.health.v1 and
  * grpc.reflection.v1 — built with proto-loader from the protos their packages ship.
  */
-import { credentials, loadPackageDefinition, makeGenericClientConstructor, type Client, type ClientDuplexStream, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import {
+  credentials,
+  loadPackageDefinition,
+  makeGenericClientConstructor,
+  type Client,
+  type ClientDuplexStream,
+  type ClientReadableStream,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { service as healthService } from 'grpc-health-check';
 import { createRequire } from 'node:module';
@@ -27,7 +35,21 @@ export async function listServices(address: string): Promise<string[]> {
   const root = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
   const def = loadSync('grpc/reflection/v1/reflection.proto', { includeDirs: [root], keepCase: true });
   const pkg = loadPackageDefinition(def) as unknown as {
-    grpc: { reflection: { v1: { ServerReflection: new (a: string, c: ReturnType<typeof credentials.createInsecure>) => Client & { ServerReflectionInfo(): ClientDuplexStream<object, { list_services_response?: { service: { name: string }[] } }> } } } };
+    grpc: {
+      reflection: {
+        v1: {
+          ServerReflection: new (
+            a: string,
+            c: ReturnType<typeof credentials.createInsecure>,
+          ) => Client & {
+            ServerReflectionInfo(): ClientDuplexStream<
+              object,
+              { list_services_response?: { service: { name: string }[] } }
+            >;
+          };
+        };
+      };
+    };
   };
   const client = new pkg.grpc.reflection.v1.ServerReflection(address, credentials.createInsecure());
   try {

@@ -28,10 +28,13 @@ const num = (claimId: string) => Number(claimId.slice(1));
 const requires = (a: NormalizedAsk) => a.policy === 'require' && a.label !== '';
 const eligible = (m: MachineView, a: NormalizedAsk) => !requires(a) || m.labels.includes(a.label);
 const everHolds = (m: MachineView, a: Amount) =>
-  a.cpus <= m.total.cpus && a.gpus <= m.total.gpuIds.length && (!a.ramMb || m.total.ramMb === undefined || a.ramMb <= m.total.ramMb);
+  a.cpus <= m.total.cpus &&
+  a.gpus <= m.total.gpuIds.length &&
+  (!a.ramMb || m.total.ramMb === undefined || a.ramMb <= m.total.ramMb);
 const fitsBehind = (free: Amount, held: Amount, a: Amount) =>
-  (a.cpus === 0 || a.cpus <= free.cpus - held.cpus) && (a.gpus === 0 || a.gpus <= free.gpus - held.gpus)
-  && (!a.ramMb || free.ramMb === undefined || a.ramMb <= free.ramMb - (held.ramMb ?? 0));
+  (a.cpus === 0 || a.cpus <= free.cpus - held.cpus) &&
+  (a.gpus === 0 || a.gpus <= free.gpus - held.gpus) &&
+  (!a.ramMb || free.ramMb === undefined || a.ramMb <= free.ramMb - (held.ramMb ?? 0));
 const show = (a: Amount) => `${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''}`;
 
 /** What a claim for `ask` must wait for or get (P5, P11): the ask, or the ask cut to the best eligible machine. */
@@ -43,10 +46,16 @@ export function referenceFit(machines: MachineView[], ask: NormalizedAsk): { amo
   for (const m of pool) {
     const t = m.total;
     const a = {
-      cpus: Math.min(ask.cpus, t.cpus), gpus: Math.min(ask.gpus, t.gpuIds.length),
+      cpus: Math.min(ask.cpus, t.cpus),
+      gpus: Math.min(ask.gpus, t.gpuIds.length),
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
-    if (!best || a.gpus > best.gpus || (a.gpus === best.gpus && (a.cpus > best.cpus || (a.cpus === best.cpus && (a.ramMb ?? 0) > (best.ramMb ?? 0))))) best = a;
+    if (
+      !best ||
+      a.gpus > best.gpus ||
+      (a.gpus === best.gpus && (a.cpus > best.cpus || (a.cpus === best.cpus && (a.ramMb ?? 0) > (best.ramMb ?? 0))))
+    )
+      best = a;
   }
   return { amount: best!, clamped: true };
 }
@@ -88,7 +97,10 @@ export class Refereed {
     const node = `n${++this.#nodes}`;
     const full: NormalizedAsk = { ...ask, node, env: {} };
     this.#asks.set(node, full);
-    this.placer.claim(full, { signal }).then((g) => this.#grants.set(node, g), (err) => this.#rejected.set(node, err));
+    this.placer.claim(full, { signal }).then(
+      (g) => this.#grants.set(node, g),
+      (err) => this.#rejected.set(node, err),
+    );
     return node;
   }
 
@@ -119,7 +131,9 @@ export class Refereed {
     }
   }
 
-  /** A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8). */
+  /**
+   * A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8).
+   */
   #placed(id: string, ask: NormalizedAsk): void {
     const g = this.placer.get(id);
     if (!g) return this.#fail(`${id} placed but not held`);
@@ -130,19 +144,39 @@ export class Refereed {
     const m = s.machines.find((x) => x.name === g.machine);
     if (!m) return this.#fail(`${id} granted on ${g.machine}, which is not attached`);
     if (!eligible(m, ask)) this.#fail(`${id} requires '${ask.label}' but landed on ${m.name}`);
-    if (g.fellBack !== (ask.label !== '' && !m.labels.includes(ask.label))) this.#fail(`${id} fellBack=${g.fellBack} on ${m.name}`);
+    if (g.fellBack !== (ask.label !== '' && !m.labels.includes(ask.label)))
+      this.#fail(`${id} fellBack=${g.fellBack} on ${m.name}`);
     const fit = referenceFit(s.machines, ask);
     const got = { cpus: g.allocation.cpus, gpus: g.allocation.gpuIds.length, ramMb: g.allocation.ramMb };
     if (show(got) !== show(fit.amount) || g.clamped !== fit.clamped) {
-      this.#fail(`${id} asked ${show(ask)}: granted ${show(got)} clamped=${g.clamped}, rules say ${show(fit.amount)} clamped=${fit.clamped}`);
+      this.#fail(
+        `${id} asked ${show(ask)}: granted ${show(got)} clamped=${g.clamped}, ` +
+          `rules say ${show(fit.amount)} clamped=${fit.clamped}`,
+      );
     }
     for (const [other, h] of this.#held) {
-      if (h.machine === m.name && h.gpuIds.some((d) => g.allocation.gpuIds.includes(d))) this.#fail(`${id} and ${other} both hold a device of ${m.name}`);
+      if (h.machine === m.name && h.gpuIds.some((d) => g.allocation.gpuIds.includes(d)))
+        this.#fail(`${id} and ${other} both hold a device of ${m.name}`);
     }
-    if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d))) this.#fail(`${id} holds a device ${m.name} does not have`);
+    if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d)))
+      this.#fail(`${id} holds a device ${m.name} does not have`);
     const back = heldBackBefore(s.waiting, id).get(m.name);
-    if (back && !fitsBehind({ cpus: m.free.cpus + got.cpus, gpus: m.free.gpus + got.gpus, ramMb: m.free.ramMb === undefined ? undefined : m.free.ramMb + (got.ramMb ?? 0) }, back, got)) {
-      this.#fail(`${id} (${show(got)}) took ${m.name} past what older waiters hold back there (${show(back)}; free now ${show(m.free)})`);
+    if (
+      back &&
+      !fitsBehind(
+        {
+          cpus: m.free.cpus + got.cpus,
+          gpus: m.free.gpus + got.gpus,
+          ramMb: m.free.ramMb === undefined ? undefined : m.free.ramMb + (got.ramMb ?? 0),
+        },
+        back,
+        got,
+      )
+    ) {
+      this.#fail(
+        `${id} (${show(got)}) took ${m.name} past what older waiters hold back there (${show(back)}; ` +
+          `free now ${show(m.free)})`,
+      );
     }
     const engine = s.machines.find((x) => !x.remote);
     if (ask.label === '' && engine && engine.name !== m.name) {
@@ -170,13 +204,18 @@ export class Refereed {
         gpus += h.gpuIds.length;
         ram += h.ramMb ?? 0;
       }
-      const free = { cpus: m.total.cpus - cpus, gpus: m.total.gpuIds.length - gpus, ramMb: m.total.ramMb === undefined ? undefined : m.total.ramMb - ram };
+      const free = {
+        cpus: m.total.cpus - cpus,
+        gpus: m.total.gpuIds.length - gpus,
+        ramMb: m.total.ramMb === undefined ? undefined : m.total.ramMb - ram,
+      };
       if (show(free) !== show(m.free) || m.free.cpus < 0 || m.free.gpus < 0 || (m.free.ramMb ?? 0) < 0) {
         this.#fail(`${when}: ${m.name} free ${show(m.free)}, referee's books say ${show(free)}`);
       }
     }
     const heldIds = s.held.map((h) => h.claimId).sort();
-    if (heldIds.join() !== [...this.#held.keys()].sort().join()) this.#fail(`${when}: placer holds ${heldIds.join()}, referee ${[...this.#held.keys()].sort().join()}`);
+    if (heldIds.join() !== [...this.#held.keys()].sort().join())
+      this.#fail(`${when}: placer holds ${heldIds.join()}, referee ${[...this.#held.keys()].sort().join()}`);
     const order = s.waiting.map((w) => num(w.claimId));
     if (order.some((n, i) => i > 0 && n < order[i - 1])) this.#fail(`${when}: waiting list not in arrival order`);
     const back = new Map<string, Required<Amount>>();
@@ -184,15 +223,23 @@ export class Refereed {
       const ask = this.#asks.get(w.node)!;
       const fit = referenceFit(s.machines, ask);
       if (show(w.reason.wanted) !== show(fit.amount) || w.clamped !== fit.clamped) {
-        this.#fail(`${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; rules say ${show(fit.amount)}`);
+        this.#fail(
+          `${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; ` +
+            `rules say ${show(fit.amount)}`,
+        );
       }
       const able = s.machines.filter((m) => eligible(m, ask) && everHolds(m, w.reason.wanted));
-      if (w.reservedOn && !able.some((m) => m.name === w.reservedOn)) this.#fail(`${when}: ${w.claimId} reserves on ${w.reservedOn}, which cannot hold it`);
-      if (!w.reservedOn && able.length) this.#fail(`${when}: ${w.claimId} reserves nowhere though ${able[0].name} could hold it`);
+      if (w.reservedOn && !able.some((m) => m.name === w.reservedOn))
+        this.#fail(`${when}: ${w.claimId} reserves on ${w.reservedOn}, which cannot hold it`);
+      if (!w.reservedOn && able.length)
+        this.#fail(`${when}: ${w.claimId} reserves nowhere though ${able[0].name} could hold it`);
       for (const m of s.machines) {
         if (!eligible(m, ask)) continue;
         if (fitsBehind(m.free, back.get(m.name) ?? { cpus: 0, gpus: 0, ramMb: 0 }, w.reason.wanted)) {
-          this.#fail(`${when}: ${w.claimId} (${show(w.reason.wanted)}) left waiting though ${m.name} (free ${show(m.free)}, held back ${show(back.get(m.name) ?? { cpus: 0, gpus: 0 })}) could hold it`);
+          this.#fail(
+            `${when}: ${w.claimId} (${show(w.reason.wanted)}) left waiting though ${m.name} (free ` +
+              `${show(m.free)}, held back ${show(back.get(m.name) ?? { cpus: 0, gpus: 0 })}) could hold it`,
+          );
         }
       }
       if (w.reservedOn) {

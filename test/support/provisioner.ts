@@ -39,11 +39,18 @@ export class RecordingBackend implements Backend {
 }
 
 /** A provisioner named `test` over a RecordingBackend with `shape`: pass `make` to startServer({ provisioning }). */
-export function testProvisioner(shape: Shape): { backend: RecordingBackend; make: (events: EventBus) => ProvisioningLoop } {
+export function testProvisioner(shape: Shape): {
+  backend: RecordingBackend;
+  make: (events: EventBus) => ProvisioningLoop;
+} {
   const backend = new RecordingBackend(shape);
   const make = (events: EventBus) => {
     let loop: ProvisioningLoop | undefined;
-    const pool = new Pool({ name: 'test', maxMachines: 4, idleTimeoutMs: 60_000, startTimeoutMs: 60_000 }, backend, { events, log: silentLogger, changed: () => loop?.replan() });
+    const pool = new Pool({ name: 'test', maxMachines: 4, idleTimeoutMs: 60_000, startTimeoutMs: 60_000 }, backend, {
+      events,
+      log: silentLogger,
+      changed: () => loop?.replan(),
+    });
     loop = new ProvisioningLoop([pool], silentLogger);
     return loop;
   };

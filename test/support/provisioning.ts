@@ -34,7 +34,8 @@ export function configFile(dir: string, yaml: string, name = 'berth.yaml'): stri
 
 /** Resolves with the first Queued (already received or coming) whose detail matches `re`. */
 export function queuedMatching(h: ClaimHandle, re: RegExp): Promise<Queued> {
-  const hit = (r: ClaimResponse) => (r.kind?.$case === 'queued' && re.test(r.kind.value.detail) ? r.kind.value : undefined);
+  const hit = (r: ClaimResponse) =>
+    r.kind?.$case === 'queued' && re.test(r.kind.value.detail) ? r.kind.value : undefined;
   for (const r of h.responses) {
     const q = hit(r);
     if (q) return Promise.resolve(q);
@@ -63,8 +64,14 @@ export function slurmMissing(): string {
 
 /** Ids of the jobs in squeue (any state squeue shows, completing included) named `berth-<provisioner>`. */
 export function squeueIds(provisioner: string): string[] {
-  const out = execFileSync('squeue', ['-h', `--name=berth-${provisioner}`, '-o', '%i'], { encoding: 'utf8', timeout: 10_000 });
-  return out.split('\n').map((l) => l.trim()).filter(Boolean);
+  const out = execFileSync('squeue', ['-h', `--name=berth-${provisioner}`, '-o', '%i'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  return out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 /** True while process `pid` exists and is not a zombie. */
@@ -83,8 +90,23 @@ export function processAlive(pid: number): boolean {
 }
 
 /** `berth serve --config <file>` as a real process; resolves once it serves, with its address and a client. */
-export async function serveCli(config: string, stateDir: string): Promise<{ child: ChildProcess; placement: PlacementServiceClient; exited: Promise<CliResult> }> {
-  const child = spawnBerth(['serve', '--config', config, '--listen', '127.0.0.1:0', '--cpus', '1', '--state-dir', stateDir, '--grace', '1']);
+export async function serveCli(
+  config: string,
+  stateDir: string,
+): Promise<{ child: ChildProcess; placement: PlacementServiceClient; exited: Promise<CliResult> }> {
+  const child = spawnBerth([
+    'serve',
+    '--config',
+    config,
+    '--listen',
+    '127.0.0.1:0',
+    '--cpus',
+    '1',
+    '--state-dir',
+    stateDir,
+    '--grace',
+    '1',
+  ]);
   const exited = finished(child);
   const line = await waitForLine(child, /"msg":"berth serving"/);
   const address = (JSON.parse(line) as { address: string }).address;

@@ -20,10 +20,28 @@ export interface RunHandle {
 
 /** Builds a RunRequest: an ask (default: require label `label`), a Python source payload. */
 export function runRequest(o: {
-  runId?: string; flow?: string; node?: string; label?: string; cpus?: number; gpus?: number; claimId?: string;
-  source?: string; kwargs?: Record<string, unknown>; argv?: string[]; timeoutMs?: number; policy?: Policy;
+  runId?: string;
+  flow?: string;
+  node?: string;
+  label?: string;
+  cpus?: number;
+  gpus?: number;
+  claimId?: string;
+  source?: string;
+  kwargs?: Record<string, unknown>;
+  argv?: string[];
+  timeoutMs?: number;
+  policy?: Policy;
 }): RunRequest {
-  const ask: Ask = { cpus: o.cpus, gpus: o.gpus ?? 0, label: o.label ?? '', policy: o.policy ?? (o.label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED), node: '', runId: '', env: {} };
+  const ask: Ask = {
+    cpus: o.cpus,
+    gpus: o.gpus ?? 0,
+    label: o.label ?? '',
+    policy: o.policy ?? (o.label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED),
+    node: '',
+    runId: '',
+    env: {},
+  };
   return {
     placement: o.claimId ? { $case: 'claimId', value: o.claimId } : { $case: 'ask', value: ask },
     payload: o.argv

@@ -4,7 +4,14 @@
  */
 import { credentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import type { Failure } from '../../generated/ts/berth/v1/calls.js';
-import { WorkerServiceClient, type Call, type CancelCall, type CompileCall, type WorkerStreamRequest, type WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import {
+  WorkerServiceClient,
+  type Call,
+  type CancelCall,
+  type CompileCall,
+  type WorkerStreamRequest,
+  type WorkerStreamResponse,
+} from '../../generated/ts/berth/v1/worker.js';
 
 type Frame = NonNullable<WorkerStreamResponse['frame']>;
 /** The value of a frame of kind C. */
@@ -28,7 +35,10 @@ export class TestWorker {
   ended?: ServiceError | 'end';
   readonly #waiters = new Set<() => void>();
 
-  constructor(address: string, readonly o: TestWorkerOptions) {
+  constructor(
+    address: string,
+    readonly o: TestWorkerOptions,
+  ) {
     this.client = new WorkerServiceClient(address, credentials.createInsecure());
     this.stream = this.client.workerStream();
     this.stream.on('data', (m: WorkerStreamResponse) => {
@@ -43,7 +53,16 @@ export class TestWorker {
       this.ended ??= 'end';
       this.#wake();
     });
-    this.send({ $case: 'hello', value: { name: o.name, labels: o.labels ?? [], inventory: { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [] }, maxParallel: o.maxParallel ?? 0, version: 'test' } });
+    this.send({
+      $case: 'hello',
+      value: {
+        name: o.name,
+        labels: o.labels ?? [],
+        inventory: { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [] },
+        maxParallel: o.maxParallel ?? 0,
+        version: 'test',
+      },
+    });
   }
 
   /** Connects and waits for Welcome. */
@@ -64,7 +83,10 @@ export class TestWorker {
     for (;;) {
       const f = this.frames.find((x) => x.$case === kind && pred(x.value as never));
       if (f) return f.value as unknown as V<C>;
-      if (Date.now() > end) throw new Error(`${this.o.name}: no ${kind} frame within ${ms} ms (got ${this.frames.map((x) => x.$case).join(',')})`);
+      if (Date.now() > end)
+        throw new Error(
+          `${this.o.name}: no ${kind} frame within ${ms} ms (got ${this.frames.map((x) => x.$case).join(',')})`,
+        );
       await this.#wait(end);
     }
   }

@@ -26,12 +26,17 @@ function executable(p: string): boolean {
  */
 export function findTool(name: string, envVar: string, extra: string[] = []): string | undefined {
   const fromEnv = process.env[envVar];
-  const candidates = fromEnv ? [fromEnv] : [
-    ...extra,
-    join(ROOT, '.tools', 'bin', name),
-    join(homedir(), 'go', 'bin', name),
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, name)),
-  ];
+  const candidates = fromEnv
+    ? [fromEnv]
+    : [
+        ...extra,
+        join(ROOT, '.tools', 'bin', name),
+        join(homedir(), 'go', 'bin', name),
+        ...(process.env.PATH ?? '')
+          .split(delimiter)
+          .filter(Boolean)
+          .map((d) => join(d, name)),
+      ];
   const found = candidates.find(executable);
   if (!found && process.env.CI === 'true') {
     throw new Error(`${name} not found (set ${envVar} or run .ci/run, which installs it); CI must not skip this test`);

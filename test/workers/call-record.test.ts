@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { CallRecord, FLOW_HIGH, FLOW_LOW, MAX_REPLAY, type CallItem } from '../../src/workers/call-record.js';
 
-const ev = (n: number) => ({ callId: 'r:f.n', kind: { $case: 'log' as const, value: { stream: 'stdout', line: String(n) } } });
+const ev = (n: number) => ({
+  callId: 'r:f.n',
+  kind: { $case: 'log' as const, value: { stream: 'stdout', line: String(n) } },
+});
 
 async function drain(it: AsyncGenerator<CallItem>): Promise<CallItem[]> {
   const out: CallItem[] = [];
@@ -19,7 +22,11 @@ describe('a call record fans one call out to its followers', () => {
     rec.finish({ $case: 'result', value: { callId: 'r:f.n', value: 1 } });
     const items = await got;
     expect(items).toHaveLength(n + 1);
-    expect(items.slice(0, n).every((x, i) => x.$case === 'event' && x.value.kind?.$case === 'log' && x.value.kind.value.line === String(i))).toBe(true);
+    expect(
+      items
+        .slice(0, n)
+        .every((x, i) => x.$case === 'event' && x.value.kind?.$case === 'log' && x.value.kind.value.line === String(i)),
+    ).toBe(true);
     expect(items[n].$case).toBe('result');
   });
 
@@ -33,25 +40,29 @@ describe('a call record fans one call out to its followers', () => {
 });
 
 describe('a call record is the Flow of an engine-host process', () => {
-  it('is full while its slowest follower lags FLOW_HIGH events, has room again at FLOW_LOW, and always once the call ends', async () => {
-    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
-    const it = rec.follow(new AbortController().signal);
-    for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
-    expect(rec.full()).toBe(true);
-    let room = false;
-    void rec.room().then(() => (room = true));
-    for (let i = 0; i < FLOW_HIGH - FLOW_LOW - 1; i++) await it.next();
-    await Promise.resolve();
-    expect(room).toBe(false);
-    await it.next();
-    await Promise.resolve();
-    expect(room).toBe(true);
-    expect(rec.full()).toBe(false);
-    for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
-    const waiting = rec.room();
-    rec.fail(new BerthError('unavailable', 'worker m went away'));
-    await waiting; // an ended call never keeps a reader paused
-    expect(rec.full()).toBe(false);
-    await it.return(undefined);
-  });
+  it(
+    'is full while its slowest follower lags FLOW_HIGH events, has room again at FLOW_LOW, ' +
+      'and always once the call ends',
+    async () => {
+      const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
+      const it = rec.follow(new AbortController().signal);
+      for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
+      expect(rec.full()).toBe(true);
+      let room = false;
+      void rec.room().then(() => (room = true));
+      for (let i = 0; i < FLOW_HIGH - FLOW_LOW - 1; i++) await it.next();
+      await Promise.resolve();
+      expect(room).toBe(false);
+      await it.next();
+      await Promise.resolve();
+      expect(room).toBe(true);
+      expect(rec.full()).toBe(false);
+      for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
+      const waiting = rec.room();
+      rec.fail(new BerthError('unavailable', 'worker m went away'));
+      await waiting; // an ended call never keeps a reader paused
+      expect(rec.full()).toBe(false);
+      await it.return(undefined);
+    },
+  );
 });

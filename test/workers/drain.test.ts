@@ -18,7 +18,12 @@ afterEach(async () => {
 });
 
 /** `berth serve --grace <grace>` and one `berth worker` w1 (label w, 2 cpus) attached to it. */
-async function serveWithWorker(grace: number): Promise<{ address: string; serve: ReturnType<typeof spawnBerth>; served: Promise<CliResult>; client: PlacementServiceClient }> {
+async function serveWithWorker(grace: number): Promise<{
+  address: string;
+  serve: ReturnType<typeof spawnBerth>;
+  served: Promise<CliResult>;
+  client: PlacementServiceClient;
+}> {
   const serve = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', '', '--grace', String(grace)]);
   const served = finished(serve);
   open.push(() => {
@@ -26,7 +31,21 @@ async function serveWithWorker(grace: number): Promise<{ address: string; serve:
     return served;
   });
   const address = /(127\.0\.0\.1:\d+)/.exec(await waitForLine(serve, /berth serving/))![1];
-  const worker = spawnBerth(['worker', '--server', address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '', '--log-level', 'info']);
+  const worker = spawnBerth([
+    'worker',
+    '--server',
+    address,
+    '--name',
+    'w1',
+    '--labels',
+    'w',
+    '--cpus',
+    '2',
+    '--gpus',
+    '',
+    '--log-level',
+    'info',
+  ]);
   const workerDone = finished(worker);
   open.push(() => {
     if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
@@ -40,11 +59,14 @@ async function serveWithWorker(grace: number): Promise<{ address: string; serve:
 
 function check(address: string): Promise<string> {
   const health = healthClient(address);
-  return new Promise<string>((resolve, reject) => health.check({ service: '' }, (err, res) => (err ? reject(err) : resolve(res!.status)))).finally(() => health.close());
+  return new Promise<string>((resolve, reject) =>
+    health.check({ service: '' }, (err, res) => (err ? reject(err) : resolve(res!.status))),
+  ).finally(() => health.close());
 }
 
 describe('drain (SPEC R3)', () => {
-  it('SIGTERM with --grace 10 while a 6 s call runs on a worker: health Check says NOT_SERVING, a new claim is refused, the call completes, then the server exits 0', async () => {
+  it('SIGTERM with --grace 10 while a 6 s call runs on a worker: health Check says NOT_SERVING, ' +
+    'a new claim is refused, the call completes, then the server exits 0', async () => {
     const { address, serve, served, client } = await serveWithWorker(10);
     const events = watch(client);
     open.push(() => events.cancel());
@@ -69,7 +91,8 @@ describe('drain (SPEC R3)', () => {
     expect(res.stderr).not.toMatch(/grace elapsed/);
   }, 60_000);
 
-  it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, are refused UNAVAILABLE and never started', async () => {
+  it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, ' +
+    'are refused UNAVAILABLE and never started', async () => {
     const { serve, served, client } = await serveWithWorker(10);
     const events = watch(client);
     open.push(() => events.cancel());
@@ -85,12 +108,18 @@ describe('drain (SPEC R3)', () => {
     expect(o.error?.details).toContain('server is draining');
     expect(kinds(o)).toEqual([]);
     const grant = await held.granted;
-    const inClaim = await run(client, runRequest({ runId: 'late-run', claimId: grant.claimId, argv: ['echo', 'should never run'] })).done;
+    const inClaim = await run(
+      client,
+      runRequest({ runId: 'late-run', claimId: grant.claimId, argv: ['echo', 'should never run'] }),
+    ).done;
     expect(inClaim.error?.code).toBe(status.UNAVAILABLE); // a new call inside a held lease does not start either
     expect(kinds(inClaim)).toEqual([]);
     await held.release(); // the held lease was kept through the drain; giving it back ends the drain
     expect((await served).code).toBe(0);
-    expect(events.seen.filter((e) => e.runId === 'queued-run').map((e) => e.kind)).toEqual(['node_queued', 'node_abandoned']);
+    expect(events.seen.filter((e) => e.runId === 'queued-run').map((e) => e.kind)).toEqual([
+      'node_queued',
+      'node_abandoned',
+    ]);
     expect(events.seen.filter((e) => e.kind === 'call_started')).toEqual([]);
   }, 60_000);
 });

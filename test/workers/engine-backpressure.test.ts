@@ -12,10 +12,14 @@ afterEach(async () => {
 });
 
 describe('engine-host backpressure', () => {
-  it('150 000 printed lines of a Python node on the engine host all arrive in order and the call succeeds', async () => {
+  it('150 000 printed lines of a Python node on the engine host ' +
+    'all arrive in order and the call succeeds', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
-    const o = await run(s.placement, runRequest({ source: 'def process():\n    for i in range(150000):\n        print(i)\n    return "done"\n' })).done;
+    const o = await run(
+      s.placement,
+      runRequest({ source: 'def process():\n    for i in range(150000):\n        print(i)\n    return "done"\n' }),
+    ).done;
     expect(o.error).toBeNull();
     expect(o.responses[0].kind?.$case).toBe('started'); // no worker attached: it ran on the engine host
     let n = 0;

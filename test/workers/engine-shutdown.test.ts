@@ -35,20 +35,23 @@ async function printedPgid(r: RunHandle): Promise<number> {
 }
 
 describe('shutdown with engine-host calls running', () => {
-  it('stop() SIGKILLs a TERM-ignoring engine-host command after the grace and resolves only once its group is gone', async () => {
-    const s = await startServer({ cpus: 2, flags: { grace: 0.5 } }); // executor grace 500 ms
-    open.push(() => s.close());
-    const r = run(s.placement, runRequest({ runId: 'rs', argv: TERM_IGNORING }));
-    const pgid = await printedPgid(r);
-    expect(groupLives(pgid)).toBe(true);
-    const t0 = Date.now();
-    await s.server.stop(300); // drain grace 300 ms, then SIGTERM, SIGKILL 500 ms later
-    const took = Date.now() - t0;
-    expect(groupLives(pgid)).toBe(false);
-    expect(took).toBeGreaterThanOrEqual(700); // the command got the drain grace and the kill grace
-    expect(took).toBeLessThan(300 + 500 + 3000 + 2000); // bounded: grace + kill grace + margins
-    expect((await r.done).error).not.toBeNull();
-  });
+  it(
+    'stop() SIGKILLs a TERM-ignoring engine-host command after the grace and resolves only once its ' + 'group is gone',
+    async () => {
+      const s = await startServer({ cpus: 2, flags: { grace: 0.5 } }); // executor grace 500 ms
+      open.push(() => s.close());
+      const r = run(s.placement, runRequest({ runId: 'rs', argv: TERM_IGNORING }));
+      const pgid = await printedPgid(r);
+      expect(groupLives(pgid)).toBe(true);
+      const t0 = Date.now();
+      await s.server.stop(300); // drain grace 300 ms, then SIGTERM, SIGKILL 500 ms later
+      const took = Date.now() - t0;
+      expect(groupLives(pgid)).toBe(false);
+      expect(took).toBeGreaterThanOrEqual(700); // the command got the drain grace and the kill grace
+      expect(took).toBeLessThan(300 + 500 + 3000 + 2000); // bounded: grace + kill grace + margins
+      expect((await r.done).error).not.toBeNull();
+    },
+  );
 
   it('berth serve: SIGTERM waits for the grace then kills the group; exit 0 with nothing left running', async () => {
     const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '2', '--gpus', '', '--grace', '0.5']);

@@ -20,7 +20,11 @@ async function run(task: Task, signal = new AbortController().signal) {
 
 describe('command executor', () => {
   it('replaces {devices} with the granted range and applies the allocation env', async () => {
-    const { outcome, events } = await run(command(['sh', '-c', 'echo dev=$1 cvd=$CUDA_VISIBLE_DEVICES', 'sh', '{devices}'], [0, 1, 2, 3], { CUDA_VISIBLE_DEVICES: '0,1,2,3' }));
+    const { outcome, events } = await run(
+      command(['sh', '-c', 'echo dev=$1 cvd=$CUDA_VISIBLE_DEVICES', 'sh', '{devices}'], [0, 1, 2, 3], {
+        CUDA_VISIBLE_DEVICES: '0,1,2,3',
+      }),
+    );
     expect(outcome).toEqual({ ok: true, value: { exit_code: 0 } });
     expect(events).toEqual([{ kind: 'log', stream: 'stdout', line: 'dev=0-3 cvd=0,1,2,3' }]);
   });
@@ -63,13 +67,24 @@ describe('python executor', () => {
   });
 
   it('runs with the allocation env', async () => {
-    const { outcome } = await run(source('import os\ndef process():\n    return {"threads": int(os.environ["OMP_NUM_THREADS"])}\n', {}, { OMP_NUM_THREADS: '2' }));
+    const { outcome } = await run(
+      source(
+        'import os\ndef process():\n    return {"threads": int(os.environ["OMP_NUM_THREADS"])}\n',
+        {},
+        { OMP_NUM_THREADS: '2' },
+      ),
+    );
     expect(outcome).toEqual({ ok: true, value: { threads: 2 } });
   });
 
   it('report() is a metric and print() a log line, in order', async () => {
-    const { outcome, events } = await run(source('def process():\n    print("hello")\n    report("loss", 0.5)\n    return 1\n'));
-    expect(events).toEqual([{ kind: 'log', stream: 'stdout', line: 'hello' }, { kind: 'metric', name: 'loss', value: 0.5 }]);
+    const { outcome, events } = await run(
+      source('def process():\n    print("hello")\n    report("loss", 0.5)\n    return 1\n'),
+    );
+    expect(events).toEqual([
+      { kind: 'log', stream: 'stdout', line: 'hello' },
+      { kind: 'metric', name: 'loss', value: 0.5 },
+    ]);
     expect(outcome).toEqual({ ok: true, value: 1 });
   });
 
@@ -91,8 +106,16 @@ describe('python executor', () => {
     const local = new Executors({ graceMs: 300 });
     try {
       const pid = 'import os\ndef process():\n    return os.getpid()\n';
-      const a = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
-      const b = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
+      const a = await local.run(
+        source(pid, {}, { OMP_NUM_THREADS: '1' }),
+        () => undefined,
+        new AbortController().signal,
+      );
+      const b = await local.run(
+        source(pid, {}, { OMP_NUM_THREADS: '1' }),
+        () => undefined,
+        new AbortController().signal,
+      );
       expect(a).toEqual(b);
       expect(local.python.pools.count).toBe(1);
       await local.run(source(pid, {}, { OMP_NUM_THREADS: '2' }), () => undefined, new AbortController().signal);
@@ -100,11 +123,24 @@ describe('python executor', () => {
       expect(local.python.pools.started).toBe(2);
       const ac = new AbortController();
       const events: ExecEvent[] = [];
-      const p = local.run(source('import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ndef process():\n    print("up")\n    time.sleep(60)\n', {}, { OMP_NUM_THREADS: '1' }), (e) => events.push(e), ac.signal);
+      const p = local.run(
+        source(
+          'import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ndef process():\n    print("up")\n' +
+            '    time.sleep(60)\n',
+          {},
+          { OMP_NUM_THREADS: '1' },
+        ),
+        (e) => events.push(e),
+        ac.signal,
+      );
       await until(() => events.length > 0);
       ac.abort(new BerthError('cancelled', 'cancelled by test'));
       await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
-      const c = await local.run(source(pid, {}, { OMP_NUM_THREADS: '1' }), () => undefined, new AbortController().signal);
+      const c = await local.run(
+        source(pid, {}, { OMP_NUM_THREADS: '1' }),
+        () => undefined,
+        new AbortController().signal,
+      );
       expect(c.ok).toBe(true);
       expect(local.python.pools.started).toBe(3);
     } finally {

@@ -16,7 +16,17 @@ describe('heavy output', () => {
   it('20 000 output lines of a command all reach the caller in order', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
-    const agent = new WorkerAgent({ server: s.address, name: 'w1', labels: ['w'], inventory: { cpus: 2, gpuIds: [] }, maxParallel: 0, graceMs: 1000 }, silentLogger);
+    const agent = new WorkerAgent(
+      {
+        server: s.address,
+        name: 'w1',
+        labels: ['w'],
+        inventory: { cpus: 2, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 1000,
+      },
+      silentLogger,
+    );
     const attached = agent.nextAttach();
     agent.start();
     open.push(() => agent.stop());

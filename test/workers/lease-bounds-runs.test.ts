@@ -36,7 +36,9 @@ async function until(cond: () => boolean, ms = 15_000): Promise<void> {
   }
 }
 function logLines(h: RunHandle): string[] {
-  return h.responses.flatMap((r) => (r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : []));
+  return h.responses.flatMap((r) =>
+    r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : [],
+  );
 }
 
 /**
@@ -47,19 +49,31 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   const dir = mkdtempSync(join(tmpdir(), 'berth-lease-'));
   open.push(() => rmSync(dir, { recursive: true, force: true }));
   const pidFile = join(dir, 'pid');
-  const a = claim(t.placement, { cpus: 1, gpus: 1, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED });
+  const a = claim(t.placement, {
+    cpus: 1,
+    gpus: 1,
+    label,
+    policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+  });
   const ga = await a.granted;
   expect(ga.machine).toBe(machine);
   expect(ga.allocation?.gpuIds).toEqual([0]);
   // The process traps SIGTERM and lingers 0.5 s before exiting, as a real job cleaning up would.
-  const script = `echo $$ > ${pidFile}; trap 'sleep 0.5; exit 0' TERM; echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; sleep 60 & wait`;
+  const script =
+    `echo $$ > ${pidFile}; trap 'sleep 0.5; exit 0' TERM; ` +
+    `echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES; sleep 60 & wait`;
   const r = run(t.placement, runRequest({ runId: 'lease', claimId: ga.claimId, argv: ['sh', '-c', script] }));
   await until(() => logLines(r).length > 0 && existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'));
   expect(logLines(r)[0]).toBe('CUDA_VISIBLE_DEVICES=0');
   const pid = Number(readFileSync(pidFile, 'utf8'));
   expect(alive(pid)).toBe(true);
 
-  const b = claim(t.placement, { cpus: 1, gpus: 1, label, policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED });
+  const b = claim(t.placement, {
+    cpus: 1,
+    gpus: 1,
+    label,
+    policy: label ? Policy.POLICY_REQUIRE : Policy.POLICY_UNSPECIFIED,
+  });
   await b.queued;
   let aliveAtGrant: boolean | undefined;
   let releasedBeforeGrant: boolean | undefined;
@@ -84,36 +98,63 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   await until(() => !alive(pid));
 }
 
-describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
-  it('on a real berth worker: Release cancels the run inside the claim, and GPU 0 is granted again only once its process is gone', async () => {
-    const t = await startServer({ cpus: 1 });
-    open.push(() => t.close());
-    const child = spawnBerth(['worker', '--server', t.address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', '0', '--grace', '5', '--log-level', 'info']);
-    const done = finished(child);
-    open.push(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return done;
-    });
-    await waitForLine(child, /attached to server/);
-    await releaseWithRunInFlight(t, 'w1', 'w');
-    expect(await freeOf(t.placement, 'w1')).toEqual({ cpus: 2, gpus: 1 });
-    expect(t.invariantErrors).toEqual([]);
-  });
+describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
+  it(
+    'on a real berth worker: Release cancels the run inside the claim, ' +
+      'and GPU 0 is granted again only once its process is gone',
+    async () => {
+      const t = await startServer({ cpus: 1 });
+      open.push(() => t.close());
+      const child = spawnBerth([
+        'worker',
+        '--server',
+        t.address,
+        '--name',
+        'w1',
+        '--labels',
+        'w',
+        '--cpus',
+        '2',
+        '--gpus',
+        '0',
+        '--grace',
+        '5',
+        '--log-level',
+        'info',
+      ]);
+      const done = finished(child);
+      open.push(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        return done;
+      });
+      await waitForLine(child, /attached to server/);
+      await releaseWithRunInFlight(t, 'w1', 'w');
+      expect(await freeOf(t.placement, 'w1')).toEqual({ cpus: 2, gpus: 1 });
+      expect(t.invariantErrors).toEqual([]);
+    },
+  );
 
-  it('on the engine host: Release cancels the run inside the claim, and GPU 0 is granted again only once its process is gone', async () => {
-    const t = await startServer({ cpus: 2, gpuIds: [0], flags: { grace: 5 } });
-    open.push(() => t.close());
-    await releaseWithRunInFlight(t, 'engine', '');
-    expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 2, gpus: 1 });
-    expect(t.invariantErrors).toEqual([]);
-  });
+  it(
+    'on the engine host: Release cancels the run inside the claim, ' +
+      'and GPU 0 is granted again only once its process is gone',
+    async () => {
+      const t = await startServer({ cpus: 2, gpuIds: [0], flags: { grace: 5 } });
+      open.push(() => t.close());
+      await releaseWithRunInFlight(t, 'engine', '');
+      expect(await freeOf(t.placement, 'engine')).toEqual({ cpus: 2, gpus: 1 });
+      expect(t.invariantErrors).toEqual([]);
+    },
+  );
 
   it('a drain ends the claim stream but the run inside it keeps the drain grace and completes (SPEC R3)', async () => {
     const t = await startServer({ cpus: 2, gpuIds: [0] });
     open.push(() => t.close());
     const a = claim(t.placement, { cpus: 1, gpus: 1 });
     const ga = await a.granted;
-    const r = run(t.placement, runRequest({ runId: 'drain', claimId: ga.claimId, argv: ['sh', '-c', 'echo started; sleep 1; echo done'] }));
+    const r = run(
+      t.placement,
+      runRequest({ runId: 'drain', claimId: ga.claimId, argv: ['sh', '-c', 'echo started; sleep 1; echo done'] }),
+    );
     await until(() => logLines(r).length > 0);
     const stopped = t.server.stop(10_000);
     expect((await a.ended)?.details).toContain('server is draining');
@@ -123,22 +164,29 @@ describe('a claim\'s lease covers the runs inside it (SPEC R5)', () => {
     await stopped;
   });
 
-  it('a half-closed claim stream ends the run inside it the same way, and its books come back once the process is gone', async () => {
-    const t = await startServer({ cpus: 2, gpuIds: [0] });
-    open.push(() => t.close());
-    const a = claim(t.placement, { cpus: 1, gpus: 1 });
-    const ga = await a.granted;
-    const r = run(t.placement, runRequest({ runId: 'hc', claimId: ga.claimId, argv: ['sh', '-c', 'echo $$; exec sleep 60'] }));
-    await until(() => logLines(r).length > 0);
-    const pid = Number(logLines(r)[0]);
-    a.call.end();
-    expect(await a.ended).toBeNull();
-    const o = await r.done;
-    expect(o.error?.code).toBe(status.CANCELLED);
-    expect(o.error?.details).toContain(`claim ${ga.claimId} released`);
-    await until(() => !alive(pid));
-    const b = claim(t.placement, { cpus: 2, gpus: 1 });
-    expect((await b.granted).allocation?.gpuIds).toEqual([0]);
-    await b.release();
-  });
+  it(
+    'a half-closed claim stream ends the run inside it the same way, ' +
+      'and its books come back once the process is gone',
+    async () => {
+      const t = await startServer({ cpus: 2, gpuIds: [0] });
+      open.push(() => t.close());
+      const a = claim(t.placement, { cpus: 1, gpus: 1 });
+      const ga = await a.granted;
+      const r = run(
+        t.placement,
+        runRequest({ runId: 'hc', claimId: ga.claimId, argv: ['sh', '-c', 'echo $$; exec sleep 60'] }),
+      );
+      await until(() => logLines(r).length > 0);
+      const pid = Number(logLines(r)[0]);
+      a.call.end();
+      expect(await a.ended).toBeNull();
+      const o = await r.done;
+      expect(o.error?.code).toBe(status.CANCELLED);
+      expect(o.error?.details).toContain(`claim ${ga.claimId} released`);
+      await until(() => !alive(pid));
+      const b = claim(t.placement, { cpus: 2, gpus: 1 });
+      expect((await b.granted).allocation?.gpuIds).toEqual([0]);
+      await b.release();
+    },
+  );
 });

@@ -26,7 +26,9 @@ describe('LineSplitter', () => {
 
   it('never cuts inside a UTF-8 character', () => {
     const line = 'ab' + 'é'.repeat(10); // é is 2 bytes: a limit of 5 bytes would split the second é
-    expect(split([Buffer.from(line + '\n').subarray(0, 7), Buffer.from(line + '\n').subarray(7)], 5)).toEqual(['abé' + cutMarker(18)]);
+    expect(split([Buffer.from(line + '\n').subarray(0, 7), Buffer.from(line + '\n').subarray(7)], 5)).toEqual([
+      'abé' + cutMarker(18),
+    ]);
   });
 
   it('a split multi-byte character across chunks decodes whole', () => {
@@ -39,14 +41,25 @@ describe('outcome limits', () => {
   it('a result over MAX_RESULT_BYTES becomes ResultTooLarge giving its size and the limit; one under passes', () => {
     const o = limitOutcome({ ok: true, value: 'y'.repeat(MAX_RESULT_BYTES + 10) });
     expect(o).toMatchObject({ ok: false, type: 'ResultTooLarge' });
-    expect(!o.ok && o.message).toMatch(/the result is 40000\d\d bytes encoded/); // the value plus a few bytes of tags and lengths
+    // the value plus a few bytes of tags and lengths
+    expect(!o.ok && o.message).toMatch(/the result is 40000\d\d bytes encoded/);
     expect(!o.ok && o.message).toContain(`limit of ${MAX_RESULT_BYTES} bytes`);
     expect(limitOutcome({ ok: true, value: { a: [1, 2, 3] } })).toEqual({ ok: true, value: { a: [1, 2, 3] } });
   });
 
   it('failure message and traceback are cut with a marker', () => {
-    const o = limitOutcome({ ok: false, type: 'ValueError', message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES + 5), traceback: 'tb' });
-    expect(o).toEqual({ ok: false, type: 'ValueError', message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES) + cutMarker(5), traceback: 'tb' });
+    const o = limitOutcome({
+      ok: false,
+      type: 'ValueError',
+      message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES + 5),
+      traceback: 'tb',
+    });
+    expect(o).toEqual({
+      ok: false,
+      type: 'ValueError',
+      message: 'm'.repeat(MAX_FAILURE_TEXT_BYTES) + cutMarker(5),
+      traceback: 'tb',
+    });
     expect(clipText('short', 3)).toBe('sho' + cutMarker(2));
     expect(clipText('short', 5)).toBe('short');
   });

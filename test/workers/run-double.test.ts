@@ -19,8 +19,17 @@ async function server(flags: Record<string, unknown> = {}): Promise<TestServer> 
   open.push(() => s.close());
   return s;
 }
-async function worker(s: TestServer, name: string, o: { labels?: string[]; cpus?: number; maxParallel?: number } = {}): Promise<TestWorker> {
-  const w = await TestWorker.attach(s.address, { name, labels: o.labels ?? ['gpu'], cpus: o.cpus ?? 4, maxParallel: o.maxParallel ?? 0 });
+async function worker(
+  s: TestServer,
+  name: string,
+  o: { labels?: string[]; cpus?: number; maxParallel?: number } = {},
+): Promise<TestWorker> {
+  const w = await TestWorker.attach(s.address, {
+    name,
+    labels: o.labels ?? ['gpu'],
+    cpus: o.cpus ?? 4,
+    maxParallel: o.maxParallel ?? 0,
+  });
   open.push(() => w.close());
   return w;
 }
@@ -33,7 +42,10 @@ describe('Run on a remote worker (test double)', () => {
     const s = await server();
     const w = await worker(s, 'gpu1');
     const source = 'def process(x):\n    return {"out": x + 1}\n';
-    const r = run(s.placement, runRequest({ runId: 'r1', flow: 'flow', node: 'node', label: 'gpu', source, kwargs: { x: 1 } }));
+    const r = run(
+      s.placement,
+      runRequest({ runId: 'r1', flow: 'flow', node: 'node', label: 'gpu', source, kwargs: { x: 1 } }),
+    );
     const call = await w.next('call');
     expect(call.callId).toBe('r1:flow.node');
     expect(call.payload).toEqual({ $case: 'source', value: { source, kwargs: { x: 1 } } });
@@ -55,7 +67,10 @@ describe('Run on a remote worker (test double)', () => {
     w.result(callId, 7);
     const o = await r.done;
     expect(kinds(o)).toEqual(['started', 'event', 'result']);
-    expect(o.responses[1].kind).toEqual({ $case: 'event', value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } } });
+    expect(o.responses[1].kind).toEqual({
+      $case: 'event',
+      value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } },
+    });
   });
 
   it("4: the worker's failure reaches the caller with its type, message and traceback", async () => {
@@ -66,78 +81,104 @@ describe('Run on a remote worker (test double)', () => {
     w.failure({ callId, type: 'ValueError', message: 'bad input', traceback: 'tb' });
     const o = await r.done;
     expect(o.error).toBeNull();
-    expect(terminal(o)).toEqual({ $case: 'failure', value: { callId, type: 'ValueError', message: 'bad input', traceback: 'tb' } });
+    expect(terminal(o)).toEqual({
+      $case: 'failure',
+      value: { callId, type: 'ValueError', message: 'bad input', traceback: 'tb' },
+    });
   });
 
-  it('5: the worker dropping mid-call ends the Run within 1 s with UNAVAILABLE "went away", not at its 30 s timeout', async () => {
-    const s = await server();
-    const w = await worker(s, 'gpu1');
-    const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 30_000 }));
-    await w.next('call');
-    const dropped = Date.now();
-    w.drop();
-    const o = await r.done;
-    expect(Date.now() - dropped).toBeLessThan(1000);
-    expect(o.error?.code).toBe(status.UNAVAILABLE);
-    expect(o.error?.details).toContain('went away');
-    const snap = await snapshot(s);
-    expect(snap.machines.map((m) => m.name)).not.toContain('gpu1');
-  });
+  it(
+    '5: the worker dropping mid-call ends the Run within 1 s with UNAVAILABLE "went away", ' +
+      'not at its 30 s timeout',
+    async () => {
+      const s = await server();
+      const w = await worker(s, 'gpu1');
+      const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 30_000 }));
+      await w.next('call');
+      const dropped = Date.now();
+      w.drop();
+      const o = await r.done;
+      expect(Date.now() - dropped).toBeLessThan(1000);
+      expect(o.error?.code).toBe(status.UNAVAILABLE);
+      expect(o.error?.details).toContain('went away');
+      const snap = await snapshot(s);
+      expect(snap.machines.map((m) => m.name)).not.toContain('gpu1');
+    },
+  );
 
-  it('6: a worker silent past a 300 ms timeout gives DEADLINE_EXCEEDED and receives a Cancel for the call', async () => {
-    const s = await server();
-    const w = await worker(s, 'gpu1');
-    const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 300 }));
-    const { callId } = await w.next('call');
-    const o = await r.done;
-    expect(o.error?.code).toBe(status.DEADLINE_EXCEEDED);
-    const cancel = await w.next('cancel');
-    expect(cancel.callId).toBe(callId);
-    w.failure({ callId, type: 'Cancelled', message: cancel.reason, traceback: '' });
-  });
+  it(
+    '6: a worker silent past a 300 ms timeout gives ' + 'DEADLINE_EXCEEDED and receives a Cancel for the call',
+    async () => {
+      const s = await server();
+      const w = await worker(s, 'gpu1');
+      const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 300 }));
+      const { callId } = await w.next('call');
+      const o = await r.done;
+      expect(o.error?.code).toBe(status.DEADLINE_EXCEEDED);
+      const cancel = await w.next('cancel');
+      expect(cancel.callId).toBe(callId);
+      w.failure({ callId, type: 'Cancelled', message: cancel.reason, traceback: '' });
+    },
+  );
 
-  it('7: a required label no worker carries fails at once naming it (no restart grace); Compile against it is "not checked"', async () => {
-    const s = await server({ reconnectGrace: 0 });
-    await worker(s, 'gpu1');
-    const started = Date.now();
-    const o = await run(s.placement, runRequest({ label: 'tpu' })).done;
-    expect(o.error?.code).toBe(status.FAILED_PRECONDITION);
-    expect(o.error?.details).toContain('tpu');
-    expect(Date.now() - started).toBeLessThan(2000);
-    const c = await new Promise<{ checked: boolean; detail: string }>((resolve, reject) =>
-      s.placement.compile({ label: 'tpu', flow: 'flow', node: 'node', source: 'def process():\n    return 1\n' }, (e, res) => (e ? reject(e) : resolve(res))),
-    );
-    expect(c.checked).toBe(false);
-    expect(c.detail).toContain('not checked');
-  });
+  it(
+    '7: a required label no worker carries fails at once naming it (no restart grace); ' +
+      'Compile against it is "not checked"',
+    async () => {
+      const s = await server({ reconnectGrace: 0 });
+      await worker(s, 'gpu1');
+      const started = Date.now();
+      const o = await run(s.placement, runRequest({ label: 'tpu' })).done;
+      expect(o.error?.code).toBe(status.FAILED_PRECONDITION);
+      expect(o.error?.details).toContain('tpu');
+      expect(Date.now() - started).toBeLessThan(2000);
+      const c = await new Promise<{ checked: boolean; detail: string }>((resolve, reject) =>
+        s.placement.compile(
+          { label: 'tpu', flow: 'flow', node: 'node', source: 'def process():\n    return 1\n' },
+          (e, res) => (e ? reject(e) : resolve(res)),
+        ),
+      );
+      expect(c.checked).toBe(false);
+      expect(c.detail).toContain('not checked');
+    },
+  );
 
-  it('8: a second gpu1 replaces the first: the old stream ends FAILED_PRECONDITION, its call fails UNAVAILABLE, new calls go to the new one, one gpu1 listed', async () => {
-    const s = await server();
-    const first = await worker(s, 'gpu1');
-    const r1 = run(s.placement, runRequest({ runId: 'a', label: 'gpu' }));
-    await first.next('call');
-    const second = await worker(s, 'gpu1');
-    const o1 = await r1.done;
-    expect(o1.error?.code).toBe(status.UNAVAILABLE);
-    expect(await first.waitEnded()).toMatchObject({ code: status.FAILED_PRECONDITION, details: expect.stringContaining('replaced by a new stream under the same name') });
-    const r2 = run(s.placement, runRequest({ runId: 'b', label: 'gpu' }));
-    const call = await second.next('call');
-    expect(call.callId).toBe('b:flow.node');
-    second.result(call.callId, 1);
-    expect((await r2.done).error).toBeNull();
-    expect(first.calls.map((c) => c.callId)).toEqual(['a:flow.node']);
-    const snap = await snapshot(s);
-    expect(snap.machines.filter((m) => m.name === 'gpu1')).toHaveLength(1);
-  });
+  it(
+    '8: a second gpu1 replaces the first: the old stream ends FAILED_PRECONDITION, its call fails UNAVAILABLE, ' +
+      'new calls go to the new one, one gpu1 listed',
+    async () => {
+      const s = await server();
+      const first = await worker(s, 'gpu1');
+      const r1 = run(s.placement, runRequest({ runId: 'a', label: 'gpu' }));
+      await first.next('call');
+      const second = await worker(s, 'gpu1');
+      const o1 = await r1.done;
+      expect(o1.error?.code).toBe(status.UNAVAILABLE);
+      expect(await first.waitEnded()).toMatchObject({
+        code: status.FAILED_PRECONDITION,
+        details: expect.stringContaining('replaced by a new stream under the same name'),
+      });
+      const r2 = run(s.placement, runRequest({ runId: 'b', label: 'gpu' }));
+      const call = await second.next('call');
+      expect(call.callId).toBe('b:flow.node');
+      second.result(call.callId, 1);
+      expect((await r2.done).error).toBeNull();
+      expect(first.calls.map((c) => c.callId)).toEqual(['a:flow.node']);
+      const snap = await snapshot(s);
+      expect(snap.machines.filter((m) => m.name === 'gpu1')).toHaveLength(1);
+    },
+  );
 
-  it('9: Cancel(run-a) cancels only run-a\'s call: one Cancel frame, run-a CANCELLED, run-b completes', async () => {
+  it("9: Cancel(run-a) cancels only run-a's call: one Cancel frame, run-a CANCELLED, run-b completes", async () => {
     const s = await server();
     const w = await worker(s, 'gpu1');
     const a = run(s.placement, runRequest({ runId: 'run-a', label: 'gpu' }));
     const b = run(s.placement, runRequest({ runId: 'run-b', label: 'gpu' }));
     await w.next('call', (c) => c.runId === 'run-a');
     await w.next('call', (c) => c.runId === 'run-b');
-    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => s.placement.cancel({ runId: 'run-a' }, (e, res) => (e ? reject(e) : resolve(res))));
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) =>
+      s.placement.cancel({ runId: 'run-a' }, (e, res) => (e ? reject(e) : resolve(res))),
+    );
     expect(counts).toEqual({ calls: 1, claims: 0 });
     expect((await a.done).error?.code).toBe(status.CANCELLED);
     const cancel = await w.next('cancel');
@@ -173,7 +214,9 @@ describe('Run on a remote worker (test double)', () => {
     await w.next('call');
     const queued = run(s.placement, runRequest({ runId: 'queued', label: 'gpu' }));
     await until(() => s.server.context.placer.snapshot().held.length === 2);
-    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) => s.placement.cancel({ runId: 'queued' }, (e, res) => (e ? reject(e) : resolve(res))));
+    const counts = await new Promise<{ calls: number; claims: number }>((resolve, reject) =>
+      s.placement.cancel({ runId: 'queued' }, (e, res) => (e ? reject(e) : resolve(res))),
+    );
     expect(counts).toEqual({ calls: 1, claims: 0 });
     expect((await queued.done).error?.code).toBe(status.CANCELLED);
     w.result('busy:flow.node', 1);
@@ -181,30 +224,34 @@ describe('Run on a remote worker (test double)', () => {
     expect(w.calls.map((c) => c.runId)).toEqual(['busy']);
   });
 
-  it('10b: four 2-cpu nodes on a 4-cpu worker with max_parallel 4: never more than 4 cpus in flight, OMP_NUM_THREADS=2, no deadlock', async () => {
-    const s = await server();
-    const w = await worker(s, 'gpu1', { maxParallel: 4, cpus: 4 });
-    let inFlight = 0;
-    let maxCpus = 0;
-    const answered = new Set<string>();
-    const runs = ['a', 'b', 'c', 'd'].map((node) => run(s.placement, runRequest({ node, label: 'gpu', cpus: 2 })));
-    const all = Promise.all(runs.map((r) => r.done));
-    // Answer each call as it arrives, a moment later, tracking cpus in flight.
-    for (let handled = 0; handled < 4; handled++) {
-      const call = await w.next('call', (c) => !answered.has(c.callId));
-      answered.add(call.callId);
-      inFlight += call.allocation!.cpus;
-      maxCpus = Math.max(maxCpus, inFlight);
-      expect(call.allocation!.env.OMP_NUM_THREADS).toBe('2');
-      setTimeout(() => {
-        inFlight -= call.allocation!.cpus;
-        w.result(call.callId, call.node);
-      }, 20);
-    }
-    const outcomes = await all;
-    expect(outcomes.every((o) => o.error === null)).toBe(true);
-    expect(maxCpus).toBeLessThanOrEqual(4);
-  });
+  it(
+    '10b: four 2-cpu nodes on a 4-cpu worker with max_parallel 4: never more than 4 cpus in flight, ' +
+      'OMP_NUM_THREADS=2, no deadlock',
+    async () => {
+      const s = await server();
+      const w = await worker(s, 'gpu1', { maxParallel: 4, cpus: 4 });
+      let inFlight = 0;
+      let maxCpus = 0;
+      const answered = new Set<string>();
+      const runs = ['a', 'b', 'c', 'd'].map((node) => run(s.placement, runRequest({ node, label: 'gpu', cpus: 2 })));
+      const all = Promise.all(runs.map((r) => r.done));
+      // Answer each call as it arrives, a moment later, tracking cpus in flight.
+      for (let handled = 0; handled < 4; handled++) {
+        const call = await w.next('call', (c) => !answered.has(c.callId));
+        answered.add(call.callId);
+        inFlight += call.allocation!.cpus;
+        maxCpus = Math.max(maxCpus, inFlight);
+        expect(call.allocation!.env.OMP_NUM_THREADS).toBe('2');
+        setTimeout(() => {
+          inFlight -= call.allocation!.cpus;
+          w.result(call.callId, call.node);
+        }, 20);
+      }
+      const outcomes = await all;
+      expect(outcomes.every((o) => o.error === null)).toBe(true);
+      expect(maxCpus).toBeLessThanOrEqual(4);
+    },
+  );
 });
 
 async function until(cond: () => boolean, ms = 10_000): Promise<void> {

@@ -21,14 +21,22 @@ async function server(): Promise<TestServer> {
 describe('Run placement and input', () => {
   it('a lone berth serve runs a Python node on the engine host with the same executors', async () => {
     const s = await server();
-    const o = await run(s.placement, runRequest({ source: 'import os\ndef process(x):\n    print("hi")\n    return {"x": x, "threads": os.environ["OMP_NUM_THREADS"]}\n', kwargs: { x: 3 } })).done;
+    const o = await run(
+      s.placement,
+      runRequest({
+        source:
+          'import os\ndef process(x):\n    print("hi")\n    return {"x": x, "threads": ' +
+          'os.environ["OMP_NUM_THREADS"]}\n',
+        kwargs: { x: 3 },
+      }),
+    ).done;
     expect(o.error).toBeNull();
     expect(kinds(o)).toEqual(['started', 'event', 'result']);
     expect(o.responses[0].kind).toMatchObject({ $case: 'started', value: { machine: 'engine' } });
     expect(terminal(o)?.value).toMatchObject({ value: { x: 3, threads: '1' } });
   });
 
-  it('a Run inside a held claim goes to that claim\'s machine with its allocation', async () => {
+  it("a Run inside a held claim goes to that claim's machine with its allocation", async () => {
     const s = await server();
     const w = await TestWorker.attach(s.address, { name: 'gpu1', labels: ['gpu'], cpus: 4, gpuIds: [0, 1] });
     open.push(() => w.close());
@@ -42,15 +50,23 @@ describe('Run placement and input', () => {
     expect((await r.done).error).toBeNull();
   });
 
-  it('Cancel stops a command running on the engine host: the Run ends CANCELLED and the books are full again', async () => {
-    const s = await server();
-    const r = run(s.placement, runRequest({ runId: 'eng', cpus: 2, argv: ['sh', '-c', 'echo started; exec sleep 60'] }));
-    await until(() => r.responses.some((x) => x.kind?.$case === 'event'));
-    const counts = await new Promise<{ calls: number }>((resolve, reject) => s.placement.cancel({ runId: 'eng' }, (e, res) => (e ? reject(e) : resolve(res))));
-    expect(counts.calls).toBe(1);
-    expect((await r.done).error?.code).toBe(status.CANCELLED);
-    await until(() => s.server.context.placer.snapshot().machines[0].free.cpus === 2);
-  });
+  it(
+    'Cancel stops a command running on the engine host: ' + 'the Run ends CANCELLED and the books are full again',
+    async () => {
+      const s = await server();
+      const r = run(
+        s.placement,
+        runRequest({ runId: 'eng', cpus: 2, argv: ['sh', '-c', 'echo started; exec sleep 60'] }),
+      );
+      await until(() => r.responses.some((x) => x.kind?.$case === 'event'));
+      const counts = await new Promise<{ calls: number }>((resolve, reject) =>
+        s.placement.cancel({ runId: 'eng' }, (e, res) => (e ? reject(e) : resolve(res))),
+      );
+      expect(counts.calls).toBe(1);
+      expect((await r.done).error?.code).toBe(status.CANCELLED);
+      await until(() => s.server.context.placer.snapshot().machines[0].free.cpus === 2);
+    },
+  );
 
   it('a Run with neither a claim_id nor an ask is INVALID_ARGUMENT naming placement', async () => {
     const s = await server();
@@ -84,7 +100,9 @@ describe('Run placement and input', () => {
     const ended = (await w.waitEnded()) as ServiceError;
     expect(ended.code).toBe(status.INVALID_ARGUMENT);
     expect(ended.details).toContain('hello.name');
-    const snap = await new Promise<{ machines: { name: string }[] }>((resolve, reject) => s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))));
+    const snap = await new Promise<{ machines: { name: string }[] }>((resolve, reject) =>
+      s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))),
+    );
     expect(snap.machines.map((m) => m.name)).toEqual(['engine']);
   });
 });

@@ -15,54 +15,111 @@ afterEach(async () => {
 });
 
 describe('warm Python pools of the real berth worker', () => {
-  it('13: same env reuses one pool, a different env adds exactly one; 100 tiny nodes beat 100 interpreter starts', async () => {
-    const s = await startServer({ cpus: 1 });
-    open.push(() => s.close());
-    const child = spawnBerth(['worker', '--server', s.address, '--name', 'w1', '--labels', 'w', '--cpus', '4', '--gpus', '', '--log-level', 'info']);
-    const done = finished(child);
-    open.push(() => {
+  it(
+    '13: same env reuses one pool, a different env adds exactly one; ' + '100 tiny nodes beat 100 interpreter starts',
+    async () => {
+      const s = await startServer({ cpus: 1 });
+      open.push(() => s.close());
+      const child = spawnBerth([
+        'worker',
+        '--server',
+        s.address,
+        '--name',
+        'w1',
+        '--labels',
+        'w',
+        '--cpus',
+        '4',
+        '--gpus',
+        '',
+        '--log-level',
+        'info',
+      ]);
+      const done = finished(child);
+      open.push(() => {
+        child.kill('SIGTERM');
+        return done;
+      });
+      await waitForLine(child, /attached to server/);
+      const node = async (cpus: number, i = 0) => {
+        const o = await run(
+          s.placement,
+          runRequest({
+            node: `n${i}`,
+            runId: `r${cpus}`,
+            label: 'w',
+            cpus,
+            source: 'def process(i=0):\n    return i\n',
+            kwargs: { i },
+          }),
+        ).done;
+        expect(terminal(o)?.value).toMatchObject({ value: i });
+      };
+      await node(1);
+      await node(1, 1);
+      await node(2);
       child.kill('SIGTERM');
-      return done;
-    });
-    await waitForLine(child, /attached to server/);
-    const node = async (cpus: number, i = 0) => {
-      const o = await run(s.placement, runRequest({ node: `n${i}`, runId: `r${cpus}`, label: 'w', cpus, source: 'def process(i=0):\n    return i\n', kwargs: { i } })).done;
-      expect(terminal(o)?.value).toMatchObject({ value: i });
-    };
-    await node(1);
-    await node(1, 1);
-    await node(2);
-    child.kill('SIGTERM');
-    const out = await done;
-    const pools = [...out.stderr.matchAll(/"pools":(\d+)/g)].map((m) => Number(m[1]));
-    expect(pools).toEqual([1, 2, 0]); // one pool, one more for the other env, closed on exit
+      const out = await done;
+      const pools = [...out.stderr.matchAll(/"pools":(\d+)/g)].map((m) => Number(m[1]));
+      expect(pools).toEqual([1, 2, 0]); // one pool, one more for the other env, closed on exit
 
-    // Timing: 100 sequential tiny nodes through Run on a warm pool vs interpreter starts.
-    const again = spawnBerth(['worker', '--server', s.address, '--name', 'w2', '--labels', 'v', '--cpus', '4', '--gpus', '', '--log-level', 'warn']);
-    const againDone = finished(again);
-    open.push(() => {
-      again.kill('SIGTERM');
-      return againDone;
-    });
-    await until(async () => (await snapshotNames(s)).includes('w2'));
-    const warmStart = performance.now();
-    for (let i = 0; i < 100; i++) {
-      const o = await run(s.placement, runRequest({ node: `t${i}`, runId: 'tiny', label: 'v', source: 'def process(i):\n    return i\n', kwargs: { i } })).done;
-      expect(terminal(o)?.value).toMatchObject({ value: i });
-    }
-    const warmMs = performance.now() - warmStart;
-    // The real interpreter behind any shim (pyenv), so the comparison is not flattered.
-    const python = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).stdout.trim();
-    const coldStart = performance.now();
-    for (let i = 0; i < 10; i++) spawnSync(python, ['-c', 'pass']);
-    const coldMs = ((performance.now() - coldStart) / 10) * 100;
-    console.log(`100 tiny nodes via Run on a warm pool: ${warmMs.toFixed(0)} ms; 100 starts of ${python} (extrapolated from 10): ${coldMs.toFixed(0)} ms`);
-    expect(warmMs).toBeLessThan(coldMs);
-  });
+      // Timing: 100 sequential tiny nodes through Run on a warm pool vs interpreter starts.
+      const again = spawnBerth([
+        'worker',
+        '--server',
+        s.address,
+        '--name',
+        'w2',
+        '--labels',
+        'v',
+        '--cpus',
+        '4',
+        '--gpus',
+        '',
+        '--log-level',
+        'warn',
+      ]);
+      const againDone = finished(again);
+      open.push(() => {
+        again.kill('SIGTERM');
+        return againDone;
+      });
+      await until(async () => (await snapshotNames(s)).includes('w2'));
+      const warmStart = performance.now();
+      for (let i = 0; i < 100; i++) {
+        const o = await run(
+          s.placement,
+          runRequest({
+            node: `t${i}`,
+            runId: 'tiny',
+            label: 'v',
+            source: 'def process(i):\n    return i\n',
+            kwargs: { i },
+          }),
+        ).done;
+        expect(terminal(o)?.value).toMatchObject({ value: i });
+      }
+      const warmMs = performance.now() - warmStart;
+      // The real interpreter behind any shim (pyenv), so the comparison is not flattered.
+      const python = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], {
+        encoding: 'utf8',
+      }).stdout.trim();
+      const coldStart = performance.now();
+      for (let i = 0; i < 10; i++) spawnSync(python, ['-c', 'pass']);
+      const coldMs = ((performance.now() - coldStart) / 10) * 100;
+      console.log(
+        `100 tiny nodes via Run on a warm pool: ${warmMs.toFixed(0)} ms; ` +
+          `100 starts of ${python} (extrapolated from 10): ${coldMs.toFixed(0)} ms`,
+      );
+      expect(warmMs).toBeLessThan(coldMs);
+    },
+  );
 });
 
 async function snapshotNames(s: Awaited<ReturnType<typeof startServer>>): Promise<string[]> {
-  const r = await new Promise<{ machines: { name: string }[] }>((resolve, reject) => s.placement.getSnapshot({}, (e, res) => (e ? reject(e) : resolve(res))));
+  const r = await new Promise<{ machines: { name: string }[] }>((resolve, reject) =>
+    s.placement.getSnapshot({}, (e, res) => (e ? reject(e) : resolve(res))),
+  );
   return r.machines.map((m) => m.name);
 }
 

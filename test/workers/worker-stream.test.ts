@@ -21,7 +21,11 @@ afterEach(async () => {
 
 describe('WorkerStream lifecycle', () => {
   it('a worker silent past the keepalive is dropped: its call fails with "went away" and its books leave', async () => {
-    const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}), { cpus: 1, gpuIds: [] }, { heartbeatMs: 100 });
+    const server = new BerthServer(
+      resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}),
+      { cpus: 1, gpuIds: [] },
+      { heartbeatMs: 100 },
+    );
     await server.start();
     open.push(() => server.stop(500));
     const client = new PlacementServiceClient(server.address, credentials.createInsecure());
@@ -58,7 +62,18 @@ describe('WorkerStream lifecycle', () => {
     const bare = new TestWorker(s.address, { name: 'anon' });
     open.push(() => bare.close());
     expect(((await bare.waitEnded()) as ServiceError).code).toBe(status.UNAUTHENTICATED);
-    const agent = new WorkerAgent({ server: s.address, name: 'w1', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 1000, token: 's3cret' }, silentLogger);
+    const agent = new WorkerAgent(
+      {
+        server: s.address,
+        name: 'w1',
+        labels: [],
+        inventory: { cpus: 1, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 1000,
+        token: 's3cret',
+      },
+      silentLogger,
+    );
     const attached = agent.nextAttach();
     agent.start();
     open.push(() => agent.stop());
@@ -68,17 +83,20 @@ describe('WorkerStream lifecycle', () => {
 });
 
 describe('bad worker frames', () => {
-  it('an event without a call id ends the stream with INVALID_ARGUMENT naming the field, and the worker leaves', async () => {
-    const s = await startServer({ cpus: 1 });
-    open.push(() => s.close());
-    const w = await TestWorker.attach(s.address, { name: 'sloppy' });
-    open.push(() => w.close());
-    w.send({ $case: 'event', value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } } } });
-    const ended = (await w.waitEnded()) as ServiceError;
-    expect(ended.code).toBe(status.INVALID_ARGUMENT);
-    expect(ended.details).toContain('event.call_id');
-    expect(s.server.context.placer.snapshot().machines.map((m) => m.name)).not.toContain('sloppy');
-  });
+  it(
+    'an event without a call id ends the stream with ' + 'INVALID_ARGUMENT naming the field, and the worker leaves',
+    async () => {
+      const s = await startServer({ cpus: 1 });
+      open.push(() => s.close());
+      const w = await TestWorker.attach(s.address, { name: 'sloppy' });
+      open.push(() => w.close());
+      w.send({ $case: 'event', value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } } } });
+      const ended = (await w.waitEnded()) as ServiceError;
+      expect(ended.code).toBe(status.INVALID_ARGUMENT);
+      expect(ended.details).toContain('event.call_id');
+      expect(s.server.context.placer.snapshot().machines.map((m) => m.name)).not.toContain('sloppy');
+    },
+  );
 });
 
 describe('names', () => {
@@ -97,7 +115,9 @@ describe('berth worker CLI', () => {
   it('a worker whose token the server refuses exits 1 saying so', async () => {
     const s = await startServer({ cpus: 1, flags: { token: 's3cret' } });
     open.push(() => s.close());
-    const r = await runBerth(['worker', '--server', s.address, '--name', 'w1', '--cpus', '1', '--gpus', ''], { BERTH_TOKEN: 'wrong' });
+    const r = await runBerth(['worker', '--server', s.address, '--name', 'w1', '--cpus', '1', '--gpus', ''], {
+      BERTH_TOKEN: 'wrong',
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('token');
   });
@@ -105,7 +125,18 @@ describe('berth worker CLI', () => {
   it('--help shows every flag and the token variable', async () => {
     const r = await runBerth(['worker', '--help']);
     expect(r.code).toBe(0);
-    for (const flag of ['--server', '--name', '--labels', '--cpus', '--gpus', '--ram-mb', '--max-parallel', '--grace', 'BERTH_TOKEN']) expect(r.stdout).toContain(flag);
+    for (const flag of [
+      '--server',
+      '--name',
+      '--labels',
+      '--cpus',
+      '--gpus',
+      '--ram-mb',
+      '--max-parallel',
+      '--grace',
+      'BERTH_TOKEN',
+    ])
+      expect(r.stdout).toContain(flag);
   });
 
   it.each([

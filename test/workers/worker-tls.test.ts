@@ -20,7 +20,8 @@ for who in server client; do
   # The worker's name must be its certificate's name (SPEC R7): the client certificate names 'secure'.
   if [ $who = server ]; then san=IP:127.0.0.1,DNS:localhost; else san=DNS:secure; fi
   printf 'subjectAltName=%s\\n' "$san" > $who.ext
-  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 -extfile $who.ext 2>/dev/null
+  openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $who.pem -days 1 \
+-extfile $who.ext 2>/dev/null
 done`;
   execFileSync('bash', ['-c', script], { cwd: dir });
 });
@@ -29,9 +30,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('berth worker over TLS', () => {
   it('attaches to a mutual-TLS server with --tls-ca, --tls-cert and --tls-key', async () => {
     const f = (n: string) => join(dir, n);
-    const s = await startServer({ cpus: 1, flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') } });
+    const s = await startServer({
+      cpus: 1,
+      flags: { tlsCert: f('server.pem'), tlsKey: f('server.key'), tlsCa: f('ca.pem') },
+    });
     const agent = new WorkerAgent(
-      { server: s.address, name: 'secure', labels: [], inventory: { cpus: 1, gpuIds: [] }, maxParallel: 0, graceMs: 1000, tls: { ca: f('ca.pem'), cert: f('client.pem'), key: f('client.key') } },
+      {
+        server: s.address,
+        name: 'secure',
+        labels: [],
+        inventory: { cpus: 1, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 1000,
+        tls: { ca: f('ca.pem'), cert: f('client.pem'), key: f('client.key') },
+      },
       silentLogger,
     );
     try {

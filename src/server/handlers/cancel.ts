@@ -12,7 +12,11 @@ import { unary } from '../edge.js';
 /** Builds the Cancel handler. */
 export function cancelHandler(ctx: ServerContext) {
   return unary<CancelRequest, CancelResponse>(ctx, 'Cancel', (req, _signal, caller) => {
-    if (!req.runId || req.runId.length > 128) throw new BerthError('invalid_argument', `run_id: required, at most 128 characters (got ${JSON.stringify(req.runId.slice(0, 140))})`);
+    if (!req.runId || req.runId.length > 128)
+      throw new BerthError(
+        'invalid_argument',
+        `run_id: required, at most 128 characters (got ${JSON.stringify(req.runId.slice(0, 140))})`,
+      );
     const owner = caller.scoped ? caller.name : undefined; // another identity's run counts 0 (SPEC R7)
     const calls = ctx.hub.cancelRun(req.runId, owner);
     const claims = ctx.placer.cancelRun(req.runId, owner);

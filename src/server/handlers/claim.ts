@@ -12,7 +12,7 @@ import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
-import { bidiStream, type Sink } from '../edge.js';
+import { bidiStream } from '../edge.js';
 
 type Next = { kind: 'message'; msg: ClaimRequest } | { kind: 'end' } | { kind: 'lost'; err: unknown };
 
@@ -25,9 +25,14 @@ export function claimHandler(ctx: ServerContext) {
       if (signal.aborted) throw signal.reason; // draining: UNAVAILABLE (a cancelled call hears nothing)
       return; // half-closed before asking: nothing to give back
     }
-    if (first.value.kind?.$case !== 'ask') throw new BerthError('invalid_argument', `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`);
+    if (first.value.kind?.$case !== 'ask')
+      throw new BerthError(
+        'invalid_argument',
+        `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
+      );
     const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
-    const nextMessage = (): Promise<Next> => it.next().then((r) => (r.done ? { kind: 'end' } : { kind: 'message', msg: r.value }));
+    const nextMessage = (): Promise<Next> =>
+      it.next().then((r) => (r.done ? { kind: 'end' } : { kind: 'message', msg: r.value }));
 
     // Wait for the grant on the call's own signal while watching the stream: any client message or
     // half-close abandons the wait (by ending that signal: no second controller, no AbortSignal.any).
@@ -38,7 +43,13 @@ export function claimHandler(ctx: ServerContext) {
     const decideStart = performance.now();
     const claimed = ctx.placer.claim(ask, { signal, onQueued });
     ctx.metrics?.decided(performance.now() - decideStart);
-    const first2 = await Promise.race([claimed.then((g) => ({ kind: 'granted' as const, g }), (err: unknown) => ({ kind: 'failed' as const, err })), pending]);
+    const first2 = await Promise.race([
+      claimed.then(
+        (g) => ({ kind: 'granted' as const, g }),
+        (err: unknown) => ({ kind: 'failed' as const, err }),
+      ),
+      pending,
+    ]);
     let grant: Grant;
     if (first2.kind === 'granted') {
       grant = first2.g;
@@ -48,7 +59,10 @@ export function claimHandler(ctx: ServerContext) {
     } else {
       const abandoned = new BerthError('cancelled', 'abandoned while waiting');
       scope.abort(abandoned);
-      const outcome = await claimed.then((g) => g, () => undefined);
+      const outcome = await claimed.then(
+        (g) => g,
+        () => undefined,
+      );
       if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
       if (signal.reason !== abandoned) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
       if (first2.kind === 'end') return;
@@ -78,7 +92,9 @@ export function claimHandler(ctx: ServerContext) {
     } finally {
       // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
       const draining = signal.aborted && ctx.drain.aborted;
-      ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', { keepRuns: draining });
+      ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', {
+        keepRuns: draining,
+      });
     }
   });
 }
@@ -92,6 +108,9 @@ function lostOf(grant: Grant): Promise<Next> {
 }
 
 function unexpected(n: Next): BerthError {
-  const got = n.kind === 'message' ? n.msg.kind?.$case ?? 'an empty message' : n.kind;
-  return new BerthError('invalid_argument', `kind: only a release may follow the ask (got ${got === 'ask' ? 'a second ask' : got})`);
+  const got = n.kind === 'message' ? (n.msg.kind?.$case ?? 'an empty message') : n.kind;
+  return new BerthError(
+    'invalid_argument',
+    `kind: only a release may follow the ask (got ${got === 'ask' ? 'a second ask' : got})`,
+  );
 }

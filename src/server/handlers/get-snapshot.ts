@@ -14,7 +14,8 @@ export function getSnapshotHandler(ctx: ServerContext) {
     const s = ctx.placer.snapshot();
     if (caller.scoped) {
       // Others' claims are listed, their ids are not: a claim id lets its holder run in it (SPEC R7).
-      const hide = <T extends { claimId: string; owner?: string }>(c: T): T => (c.owner === caller.name ? c : { ...c, claimId: '' });
+      const hide = <T extends { claimId: string; owner?: string }>(c: T): T =>
+        c.owner === caller.name ? c : { ...c, claimId: '' };
       s.waiting = s.waiting.map(hide);
       s.held = s.held.map(hide);
     }

@@ -20,7 +20,12 @@ import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
 import { longTimeout } from '../long-timer.js';
 
-const part = (what: string) => z.string().min(1, 'required').max(128, 'at most 128 characters').regex(/^[A-Za-z0-9_.\-]+$/, `${what} holds only letters, digits and _ . -`);
+const part = (what: string) =>
+  z
+    .string()
+    .min(1, 'required')
+    .max(128, 'at most 128 characters')
+    .regex(/^[A-Za-z0-9_.-]+$/, `${what} holds only letters, digits and _ . -`);
 const idSchema = z.object({ runId: part('a run id'), flow: part('a flow name'), node: part('a node name') });
 const SNAKE: Record<string, string> = { runId: 'run_id' };
 
@@ -46,10 +51,17 @@ export function runHandler(ctx: ServerContext) {
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
-      throw new BerthError('invalid_argument', `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`);
+      throw new BerthError(
+        'invalid_argument',
+        `${SNAKE[key] ?? key}: ${ids.error.issues[0].message} (got ` +
+          `${JSON.stringify((req as unknown as Record<string, unknown>)[key])})`,
+      );
     }
     if (!(req.timeoutMs >= 0 && req.timeoutMs <= MAX_TIMEOUT_MS)) {
-      throw new BerthError('invalid_argument', `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`);
+      throw new BerthError(
+        'invalid_argument',
+        `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`,
+      );
     }
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
@@ -65,11 +77,15 @@ export function runHandler(ctx: ServerContext) {
       let grant: Grant;
       if (!ask) {
         const g = ctx.placer.get(placement.value as string);
-        if (!g || g.ask.owner !== owner) throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
+        if (!g || g.ask.owner !== owner)
+          throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
         grant = g;
       } else {
         const decideStart = performance.now();
-        const claimed = ctx.placer.claim({ ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner }, { signal });
+        const claimed = ctx.placer.claim(
+          { ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner },
+          { signal },
+        );
         ctx.metrics?.decided(performance.now() - decideStart);
         grant = await claimed;
       }
@@ -93,26 +109,52 @@ export function runHandler(ctx: ServerContext) {
       if (grant.lost.aborted) onLost();
       const a = grant.allocation;
       ctx.events.emit({
-        kind: 'call_started', callId, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId, detail: `${callId} on ${grant.machine}`,
-        granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, gpuIds: a.gpuIds, clamped: grant.clamped,
+        kind: 'call_started',
+        callId,
+        runId,
+        machine: grant.machine,
+        node: `${flow}.${node}`,
+        claimId: grant.claimId,
+        detail: `${callId} on ${grant.machine}`,
+        granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
+        gpuIds: a.gpuIds,
+        clamped: grant.clamped,
       });
-      const clearTimer = req.timeoutMs > 0 ? longTimeout(() => {
-        const why = new BerthError('deadline_exceeded', `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`);
-        r.stop(why);
-        r.fail(why);
-      }, req.timeoutMs) : undefined;
+      const clearTimer =
+        req.timeoutMs > 0
+          ? longTimeout(() => {
+              const why = new BerthError(
+                'deadline_exceeded',
+                `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`,
+              );
+              r.stop(why);
+              r.fail(why);
+            }, req.timeoutMs)
+          : undefined;
       try {
         const end = await follow(r, sink, signal);
         const failureType = end?.$case === 'failure' ? end.value.type : undefined;
         ctx.events.emit({
-          kind: 'call_finished', callId, runId, machine: grant.machine, detail: `${callId} finished${failureType ? `: ${failureType}` : ''}`,
-          outcome: end?.$case ?? 'result', failureType, durationMs: Date.now() - r.startedAt,
+          kind: 'call_finished',
+          callId,
+          runId,
+          machine: grant.machine,
+          detail: `${callId} finished${failureType ? `: ${failureType}` : ''}`,
+          outcome: end?.$case ?? 'result',
+          failureType,
+          durationMs: Date.now() - r.startedAt,
         });
       } catch (err) {
         const cancelled = err instanceof BerthError && err.kind === 'cancelled';
         ctx.events.emit({
-          kind: cancelled ? 'call_cancelled' : 'call_finished', callId, runId, machine: grant.machine, detail: err instanceof Error ? err.message : String(err),
-          outcome: cancelled ? 'cancelled' : 'error', failureType: err instanceof BerthError ? err.kind : 'error', durationMs: Date.now() - r.startedAt,
+          kind: cancelled ? 'call_cancelled' : 'call_finished',
+          callId,
+          runId,
+          machine: grant.machine,
+          detail: err instanceof Error ? err.message : String(err),
+          outcome: cancelled ? 'cancelled' : 'error',
+          failureType: err instanceof BerthError ? err.kind : 'error',
+          durationMs: Date.now() - r.startedAt,
         });
         throw err;
       } finally {
@@ -137,7 +179,17 @@ function othersCall(callId: string): BerthError {
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
 async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<Terminal | undefined> {
-  await sink.write({ kind: { $case: 'started', value: { callId: rec.callId, machine: rec.machine, allocation: rec.allocation, ...startedFacts(grantOf.get(rec)) } } });
+  await sink.write({
+    kind: {
+      $case: 'started',
+      value: {
+        callId: rec.callId,
+        machine: rec.machine,
+        allocation: rec.allocation,
+        ...startedFacts(grantOf.get(rec)),
+      },
+    },
+  });
   try {
     let end: Terminal | undefined;
     for await (const item of rec.follow(signal)) {
@@ -149,7 +201,11 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
     if (rec.followers === 0 && !rec.ended) {
-      const why = signal.aborted ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`) : err instanceof BerthError ? err : new BerthError('cancelled', `call ${rec.callId}: its caller stopped following`);
+      const why = signal.aborted
+        ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`)
+        : err instanceof BerthError
+          ? err
+          : new BerthError('cancelled', `call ${rec.callId}: its caller stopped following`);
       rec.stop(why);
       rec.fail(why);
     }
@@ -158,6 +214,11 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
 }
 
 /** Started's loud-clamping fields (SPEC P11, issue 13): clamped, and the amount asked before clamping. */
-function startedFacts(g: Grant | undefined): { clamped: boolean; asked: { cpus: number; gpus: number; ramMb?: number } | undefined } {
-  return g ? { clamped: g.clamped, asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb } } : { clamped: false, asked: undefined };
+function startedFacts(g: Grant | undefined): {
+  clamped: boolean;
+  asked: { cpus: number; gpus: number; ramMb?: number } | undefined;
+} {
+  return g
+    ? { clamped: g.clamped, asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb } }
+    : { clamped: false, asked: undefined };
 }

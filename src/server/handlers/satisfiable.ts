@@ -5,7 +5,11 @@
  * amount a provisioner must start a machine for otherwise (SPEC P5, P10).
  * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries.
  */
-import { type SatisfiableRequest, type SatisfiableResponse, Verdict } from '../../../generated/ts/berth/v1/placement.js';
+import {
+  type SatisfiableRequest,
+  type SatisfiableResponse,
+  Verdict,
+} from '../../../generated/ts/berth/v1/placement.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { VerdictKind } from '../../placement/oversize.js';
 import type { ServerContext } from '../context.js';
@@ -23,7 +27,14 @@ const VERDICTS: Record<VerdictKind, Verdict> = {
 /** Builds the Satisfiable handler. */
 export function satisfiableHandler(ctx: ServerContext) {
   return unary<SatisfiableRequest, SatisfiableResponse>(ctx, 'Satisfiable', (req) => {
-    const v = ctx.placer.verdict(normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} }, 'ask'));
-    return { waitFor: v.waitFor, verdict: VERDICTS[v.verdict], clampedTo: v.clampedTo && toResources(v.clampedTo), limiting: v.limiting };
+    const v = ctx.placer.verdict(
+      normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} }, 'ask'),
+    );
+    return {
+      waitFor: v.waitFor,
+      verdict: VERDICTS[v.verdict],
+      clampedTo: v.clampedTo && toResources(v.clampedTo),
+      limiting: v.limiting,
+    };
   });
 }

@@ -18,35 +18,43 @@ export const MAX_BACKLOG = 10_000;
 
 /** Builds the WatchEvents handler. */
 export function watchEventsHandler(ctx: ServerContext) {
-  return serverStream<WatchEventsRequest, WatchEventsResponse>(ctx, 'WatchEvents', async (_req, sink, signal, _scope, caller) => {
-    const backlog: BerthEvent[] = [];
-    let wake: (() => void) | undefined;
-    let overflow = false;
-    // Scoped callers (SPEC R7) see a claim id only while it is a claim of theirs held now.
-    const shown = (e: BerthEvent): BerthEvent =>
-      !caller.scoped || !e.claimId || ctx.placer.get(e.claimId)?.ask.owner === caller.name ? e : { ...e, claimId: '' };
-    const unsubscribe = ctx.events.subscribe((e) => {
-      if (backlog.length >= MAX_BACKLOG) overflow = true;
-      else backlog.push(shown(e));
-      wake?.();
-    });
-    backlog.push({ kind: 'watch_started', detail: 'subscribed', seq: ctx.events.seq, timeMs: Date.now() });
-    const onAbort = () => wake?.();
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      while (!signal.aborted) {
-        if (overflow) throw new BerthError('resource_exhausted', `slow reader: more than ${MAX_BACKLOG} events behind`);
-        const e = backlog.shift();
-        if (e) {
-          await sink.write(toWatchEvent(e));
-          continue;
+  return serverStream<WatchEventsRequest, WatchEventsResponse>(
+    ctx,
+    'WatchEvents',
+    async (_req, sink, signal, _scope, caller) => {
+      const backlog: BerthEvent[] = [];
+      let wake: (() => void) | undefined;
+      let overflow = false;
+      // Scoped callers (SPEC R7) see a claim id only while it is a claim of theirs held now.
+      const shown = (e: BerthEvent): BerthEvent =>
+        !caller.scoped || !e.claimId || ctx.placer.get(e.claimId)?.ask.owner === caller.name
+          ? e
+          : { ...e, claimId: '' };
+      const unsubscribe = ctx.events.subscribe((e) => {
+        if (backlog.length >= MAX_BACKLOG) overflow = true;
+        else backlog.push(shown(e));
+        wake?.();
+      });
+      backlog.push({ kind: 'watch_started', detail: 'subscribed', seq: ctx.events.seq, timeMs: Date.now() });
+      const onAbort = () => wake?.();
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        while (!signal.aborted) {
+          if (overflow)
+            throw new BerthError('resource_exhausted', `slow reader: more than ${MAX_BACKLOG} events behind`);
+          const e = backlog.shift();
+          if (e) {
+            await sink.write(toWatchEvent(e));
+            continue;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
         }
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
+      } finally {
+        unsubscribe();
+        signal.removeEventListener('abort', onAbort);
       }
-    } finally {
-      unsubscribe();
-      signal.removeEventListener('abort', onAbort);
-    }
-  }, { drain: 'lingers' });
+    },
+    { drain: 'lingers' },
+  );
 }

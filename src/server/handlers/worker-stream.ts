@@ -18,16 +18,25 @@ export function workerStreamHandler(ctx: ServerContext) {
     void (async () => {
       let stopFollowing = () => {};
       try {
-        const credential = ctx.identities ? ctx.identities.worker(call) : (checkToken(call.metadata, ctx.token), undefined);
+        const credential = ctx.identities
+          ? ctx.identities.worker(call)
+          : (checkToken(call.metadata, ctx.token), undefined);
         const signal = callScope(call, undefined).signal; // the drain is served by serveWorkerStream
         const sink = makeSink(call);
         // This stream's own drain signal, fired from the registry: no listener per worker on a shared signal.
         const drain = new AbortController();
         stopFollowing = ctx.live.onDrain(() => drain.abort());
-        await serveWorkerStream(ctx.hub, readMessages<WorkerStreamRequest>(call, signal), (f) => sink.write({ frame: f }), signal, {
-          signal: drain.signal,
-          graceMs: ctx.options.grace * 1000,
-        }, credential);
+        await serveWorkerStream(
+          ctx.hub,
+          readMessages<WorkerStreamRequest>(call, signal),
+          (f) => sink.write({ frame: f }),
+          signal,
+          {
+            signal: drain.signal,
+            graceMs: ctx.options.grace * 1000,
+          },
+          credential,
+        );
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, 'WorkerStream'));

@@ -22,7 +22,10 @@ export function expandDevices(argv: string[], gpuIds: number[]): string[] {
  * process groups of running commands are tracked (so an owner can SIGKILL them all at once).
  */
 export class CommandExecutor implements Executor {
-  constructor(readonly graceMs = DEFAULT_GRACE_MS, readonly groups = new GroupSet()) {}
+  constructor(
+    readonly graceMs = DEFAULT_GRACE_MS,
+    readonly groups = new GroupSet(),
+  ) {}
 
   /** See Executor.run. A program that cannot be started is a `SpawnError` failure. */
   async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
@@ -41,7 +44,11 @@ export class CommandExecutor implements Executor {
       pipeLines(child[stream], new LineSplitter((line) => onEvent({ kind: 'log', stream, line })), () => flow);
     }
     // Output ends when both pipes close (not the child's 'close': the watchdog's pipe stays open until release()).
-    const closed = Promise.all([child.stdout, child.stderr].map((st) => new Promise<void>((resolve) => (st.closed ? resolve() : st.once('close', () => resolve())))));
+    const closed = Promise.all(
+      [child.stdout, child.stderr].map(
+        (st) => new Promise<void>((resolve) => (st.closed ? resolve() : st.once('close', () => resolve()))),
+      ),
+    );
     let stopping: Promise<void> | undefined;
     const onAbort = () => {
       stopping = stopGroup(child, this.graceMs);
@@ -49,7 +56,13 @@ export class CommandExecutor implements Executor {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       const first = await Promise.race([spawnError, exited(child).then(() => null)]);
-      if (first) return { ok: false, type: 'SpawnError', message: `cannot start ${JSON.stringify(file)}: ${first.message}`, traceback: '' };
+      if (first)
+        return {
+          ok: false,
+          type: 'SpawnError',
+          message: `cannot start ${JSON.stringify(file)}: ${first.message}`,
+          traceback: '',
+        };
       // Output may still be in the pipes; a background grandchild may hold them open: wait briefly.
       await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
       child.stdout.destroy();

@@ -20,7 +20,8 @@ const failureFields = { type: z.string(), message: z.string(), traceback: z.stri
 /** One answer line of the harness. */
 const answerSchema = z.discriminatedUnion('t', [
   z.object({ t: z.literal('log'), stream: z.enum(['stdout', 'stderr']), line: z.string() }),
-  z.object({ t: z.literal('logs'), stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string()) }), // a batch (harness.py)
+  // a batch (harness.py)
+  z.object({ t: z.literal('logs'), stream: z.enum(['stdout', 'stderr']), lines: z.array(z.string()) }),
   z.object({ t: z.literal('metric'), name: z.string(), value: z.number() }),
   z.object({ t: z.literal('result'), value: z.unknown() }),
   z.object({ t: z.literal('failure'), ...failureFields }),
@@ -45,7 +46,10 @@ export class HarnessProcess {
   #dead = false;
 
   constructor(env: NodeJS.ProcessEnv, python = 'python3') {
-    const watched = spawnWatched(python, ['-u', HARNESS_PATH], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    const watched = spawnWatched(python, ['-u', HARNESS_PATH], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
     this.child = watched.child;
     this.child.once('exit', () => watched.release()); // the watchdog ends what the process left behind
     this.child.on('error', (err) => this.#die(`cannot start the Python interpreter ${python}: ${err.message}`));
@@ -53,8 +57,15 @@ export class HarnessProcess {
     const answers = new LineSplitter((line) => this.#answer(line), Number.MAX_SAFE_INTEGER);
     const flow = () => this.#pending?.flow;
     pipeLines(this.child.stdio[4] as Readable, answers, flow);
-    for (const [fd, stream] of [[1, 'stdout'], [2, 'stderr']] as const) {
-      pipeLines(this.child.stdio[fd] as Readable, new LineSplitter((line) => this.#pending?.onEvent({ kind: 'log', stream, line })), flow);
+    for (const [fd, stream] of [
+      [1, 'stdout'],
+      [2, 'stderr'],
+    ] as const) {
+      pipeLines(
+        this.child.stdio[fd] as Readable,
+        new LineSplitter((line) => this.#pending?.onEvent({ kind: 'log', stream, line })),
+        flow,
+      );
     }
     (this.child.stdio[3] as Writable).on('error', () => undefined);
   }
@@ -66,7 +77,8 @@ export class HarnessProcess {
 
   /**
    * Sends one request and resolves with its final answer; log and metric answers go to
-   * `onEvent` in order (output is read only while `flow` has room). If the process dies first, resolves with a `WorkerProcessDied` failure.
+   * `onEvent` in order (output is read only while `flow` has room). If the process dies first, resolves with a
+   * `WorkerProcessDied` failure.
    * @throws Error when a request is already running on this process.
    */
   request(req: Record<string, unknown>, onEvent: (e: ExecEvent) => void, flow?: Flow): Promise<FinalAnswer> {
@@ -100,9 +112,11 @@ export class HarnessProcess {
       p.onEvent({ kind: 'log', stream: 'stderr', line: `berth harness: unreadable answer: ${line.slice(0, 200)}` });
       return;
     }
-    if (parsed.t === 'log') return p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(parsed.line, MAX_LINE) });
+    if (parsed.t === 'log')
+      return p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(parsed.line, MAX_LINE) });
     if (parsed.t === 'logs') {
-      for (const line of parsed.lines) p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(line, MAX_LINE) });
+      for (const line of parsed.lines)
+        p.onEvent({ kind: 'log', stream: parsed.stream, line: clipText(line, MAX_LINE) });
       return;
     }
     if (parsed.t === 'metric') return p.onEvent({ kind: 'metric', name: parsed.name, value: parsed.value });

@@ -38,7 +38,9 @@ export class Executors implements Executor {
    */
   async run(task: Task, onEvent: (e: ExecEvent) => void, signal: AbortSignal, flow?: Flow): Promise<Outcome> {
     const send = (e: ExecEvent) => onEvent(limitEvent(e));
-    const o = await (task.payload.kind === 'command' ? this.command.run(task, send, signal, flow) : this.python.run(task, send, signal, flow));
+    const o = await (task.payload.kind === 'command'
+      ? this.command.run(task, send, signal, flow)
+      : this.python.run(task, send, signal, flow));
     return limitOutcome(o);
   }
 

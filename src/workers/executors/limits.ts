@@ -2,7 +2,8 @@
  * Size limits of what a task sends back, so one node can never produce a frame that gRPC refuses
  * (which would drop the worker's whole stream and fail every call on it): a result larger than
  * MAX_RESULT_BYTES becomes a `ResultTooLarge` failure; failure texts are cut to
- * MAX_FAILURE_TEXT_BYTES; a metric with an unacceptable name becomes a stderr line. Output lines are cut by the LineSplitter (MAX_LINE_BYTES, lines.ts).
+ * MAX_FAILURE_TEXT_BYTES; a metric with an unacceptable name becomes a stderr line. Output lines are cut by the
+ * LineSplitter (MAX_LINE_BYTES, lines.ts).
  */
 import { Result } from '../../../generated/ts/berth/v1/calls.js';
 import { clipText } from './lines.js';
@@ -36,7 +37,11 @@ export const MAX_NAME_CHARS = 256;
 export function limitEvent(e: ExecEvent): ExecEvent {
   if (e.kind !== 'metric' || (e.name.length >= 1 && e.name.length <= MAX_NAME_CHARS)) return e;
   const why = e.name ? `its name is longer than ${MAX_NAME_CHARS} characters` : 'its name is empty';
-  return { kind: 'log', stream: 'stderr', line: `berth: metric dropped (${why}): ${JSON.stringify(e.name.slice(0, 80))} = ${e.value}` };
+  return {
+    kind: 'log',
+    stream: 'stderr',
+    line: `berth: metric dropped (${why}): ${JSON.stringify(e.name.slice(0, 80))} = ${e.value}`,
+  };
 }
 
 /** Bytes `value` takes on the wire as a Result's value (protobuf encoding). */
@@ -54,10 +59,27 @@ export function limitOutcome(o: Outcome, maxResult = MAX_RESULT_BYTES): Outcome 
     try {
       size = resultBytes(o.value);
     } catch (err) {
-      return { ok: false, type: 'ResultNotEncodable', message: `the result cannot be encoded: ${(err as Error).message}`, traceback: '' };
+      return {
+        ok: false,
+        type: 'ResultNotEncodable',
+        message: `the result cannot be encoded: ${(err as Error).message}`,
+        traceback: '',
+      };
     }
     if (size <= maxResult) return o;
-    return { ok: false, type: 'ResultTooLarge', message: `the result is ${size} bytes encoded, more than the limit of ${maxResult} bytes; return a smaller value (write big data to a file and return its path)`, traceback: '' };
+    return {
+      ok: false,
+      type: 'ResultTooLarge',
+      message:
+        `the result is ${size} bytes encoded, more than the limit of ${maxResult} bytes; ` +
+        `return a smaller value (write big data to a file and return its path)`,
+      traceback: '',
+    };
   }
-  return { ...o, type: o.type.slice(0, MAX_NAME_CHARS) || 'Error', message: clipText(o.message, MAX_FAILURE_TEXT_BYTES), traceback: clipText(o.traceback, MAX_FAILURE_TEXT_BYTES) };
+  return {
+    ...o,
+    type: o.type.slice(0, MAX_NAME_CHARS) || 'Error',
+    message: clipText(o.message, MAX_FAILURE_TEXT_BYTES),
+    traceback: clipText(o.traceback, MAX_FAILURE_TEXT_BYTES),
+  };
 }

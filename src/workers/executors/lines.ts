@@ -40,7 +40,10 @@ export class LineSplitter {
   #cut = 0;
   #lastCR = false;
 
-  constructor(readonly onLine: (line: string) => void, readonly maxLine = MAX_LINE) {}
+  constructor(
+    readonly onLine: (line: string) => void,
+    readonly maxLine = MAX_LINE,
+  ) {}
 
   /** Feeds a chunk; emits every complete line it finishes. */
   push(chunk: Uint8Array): void {

@@ -66,7 +66,9 @@ export function poolCap(cpus: number, maxParallel = 0): number {
 
 /** The key of a node's env: its entries sorted, so equal envs share a pool. */
 export function envKey(env: Record<string, string | undefined>): string {
-  const keys = Object.keys(env).filter((k) => env[k] !== undefined).sort();
+  const keys = Object.keys(env)
+    .filter((k) => env[k] !== undefined)
+    .sort();
   let out = '';
   for (const k of keys) out += `${k}\u0000${env[k]}\u0001`;
   return out;
@@ -118,8 +120,14 @@ export class PythonPools {
       busy += p.busy;
     }
     return {
-      pools: this.#pools.size, idle, busy, hits: this.#hits, misses: this.#misses,
-      prestarted: this.#prestarted, retired: this.#retired, cap: this.#limits.cap,
+      pools: this.#pools.size,
+      idle,
+      busy,
+      hits: this.#hits,
+      misses: this.#misses,
+      prestarted: this.#prestarted,
+      retired: this.#retired,
+      cap: this.#limits.cap,
     };
   }
 
@@ -238,10 +246,11 @@ export class PythonPools {
     for (const pool of [...this.#pools.values()]) {
       this.#notePeak(pool, now);
       const keep = pool.idle.filter((i) => now - i.since < this.#limits.idleMs && i.proc.alive);
-      for (const i of pool.idle) if (!keep.includes(i)) {
-        if (i.proc.alive) this.#retired++;
-        void i.proc.close();
-      }
+      for (const i of pool.idle)
+        if (!keep.includes(i)) {
+          if (i.proc.alive) this.#retired++;
+          void i.proc.close();
+        }
       pool.idle = keep;
       this.#dropIfEmpty(pool);
     }

@@ -28,7 +28,8 @@ export interface PythonExecutorOptions {
 export function poolIdleMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.BERTH_POOL_IDLE_MS;
   if (raw === undefined || raw === '') return DEFAULT_IDLE_MS;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`BERTH_POOL_IDLE_MS: must be a whole number of ms, at least 1 (got ${JSON.stringify(raw)})`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new Error(`BERTH_POOL_IDLE_MS: must be a whole number of ms, at least 1 (got ${JSON.stringify(raw)})`);
   return Number(raw);
 }
 
@@ -39,7 +40,12 @@ export class PythonExecutor implements Executor {
 
   constructor(o: PythonExecutorOptions = {}) {
     this.#graceMs = o.graceMs ?? DEFAULT_GRACE_MS;
-    this.pools = new PythonPools(o.python ?? process.env.BERTH_PYTHON ?? 'python3', { idleMs: poolIdleMs(), ...o.pool }, o.onPoolsChanged, o.groups);
+    this.pools = new PythonPools(
+      o.python ?? process.env.BERTH_PYTHON ?? 'python3',
+      { idleMs: poolIdleMs(), ...o.pool },
+      o.onPoolsChanged,
+      o.groups,
+    );
   }
 
   /** See Executor.run. On cancel the process is stopped and replaced, never reused. */
@@ -56,7 +62,11 @@ export class PythonExecutor implements Executor {
     signal.addEventListener('abort', onAbort, { once: true });
     let reusable = false;
     try {
-      const answer = await proc.request({ op: 'run', source: p.source, kwargs: p.kwargs, filename: `<${task.callId}>` }, onEvent, flow);
+      const answer = await proc.request(
+        { op: 'run', source: p.source, kwargs: p.kwargs, filename: `<${task.callId}>` },
+        onEvent,
+        flow,
+      );
       if (stopping) {
         await stopping;
         throw signal.reason;

@@ -41,7 +41,11 @@ export function spawnWatched(
   }
   const script = `(trap '' TERM INT HUP; read _ <&${fd}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" ${fd}<&-`;
   const stdio = [...options.stdio, 'pipe'] as StdioOptions;
-  const child = spawn('/bin/sh', ['-c', script, 'sh', file, ...args], { ...options, detached: true, stdio }) as ChildProcessByStdio;
+  const child = spawn('/bin/sh', ['-c', script, 'sh', file, ...args], {
+    ...options,
+    detached: true,
+    stdio,
+  }) as ChildProcessByStdio;
   const pipe = child.stdio[fd] as Writable | null;
   pipe?.on('error', () => undefined);
   let released = false;
