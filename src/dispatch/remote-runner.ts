@@ -104,6 +104,8 @@ export class RemoteRunner implements Runner {
           onStarted({ machine, devices });
         } else if (k?.$case === 'event' && k.value.kind?.$case === 'log')
           capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
+        else if (k?.$case === 'event' && k.value.kind?.$case === 'logs')
+          capture.write(Buffer.from(`${k.value.kind.value.lines.join('\n')}\n`)); // a batch of lines, in order
         else if (k?.$case === 'result' || k?.$case === 'failure') {
           last = k;
           if (k.$case === 'failure' && k.value.traceback !== '') capture.write(Buffer.from(k.value.traceback));

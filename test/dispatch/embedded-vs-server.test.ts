@@ -30,12 +30,15 @@ describe('embedded and --server give the same results', () => {
         { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
         { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
         { label: 'cpu', devices: 0, argv: ['true'] },
+        { label: 'lines', devices: 1, argv: ['seq', '1', '1000'] },
       ],
     });
     const embedded = await dispatch(file, '--devices', '0-3');
     const logOf = (r: { stdout: string }, label: string) => {
       const dir = /^logs: (\S+)$/m.exec(r.stdout)![1];
-      return readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith(`-${label}.log`))!), 'utf8');
+      const name = readdirSync(dir).find((f) => f.endsWith(`-${label}.log`));
+      if (name === undefined) throw new Error(`no log file for job ${label} in ${dir}`);
+      return readFileSync(join(dir, name), 'utf8');
     };
     // both modes: {devices} is the range string, CUDA_VISIBLE_DEVICES the comma list
     expect(logOf(embedded, 'two')).toMatch(/^two on (\d)-(\d) sees \1,\d,\2$/m);
@@ -59,7 +62,8 @@ describe('embedded and --server give the same results', () => {
     ]);
     const workerDone = finished(worker);
     await attached;
-    const remote = await dispatch(file, '--server', t.address, '-j', '4');
+    // its own log dir, so the remote run's logs are never confused with the embedded run's
+    const remote = await dispatch(file, '--server', t.address, '-j', '4', '--log-dir', join(s.dir, 'remote-logs'));
     events.cancel();
 
     expect(statuses(embedded.stdout)).toEqual({
@@ -68,6 +72,7 @@ describe('embedded and --server give the same results', () => {
       fails: 'failed',
       ghost: 'spawn_error',
       cpu: 'passed',
+      lines: 'passed',
     });
     expect(statuses(remote.stdout)).toEqual(statuses(embedded.stdout));
     expect(remote.code).toBe(embedded.code);
@@ -75,6 +80,10 @@ describe('embedded and --server give the same results', () => {
     expect(remote.stdout).toContain('about to fail');
     expect(logOf(remote, 'one')).toMatch(/^one on (\d) sees \1$/m);
     expect(logOf(remote, 'two')).toMatch(/^two on (\d)-(\d) sees \1,\d,\2$/m);
+    // many lines arrive batched through the worker and the server: the log holds each, in order
+    const seq = Array.from({ length: 1000 }, (_, i) => String(i + 1)).join('\n');
+    expect(logOf(remote, 'lines')).toContain(seq);
+    expect(logOf(embedded, 'lines')).toContain(seq);
     expect((await snapshot(t.placement)).held).toEqual([]); // every claim given back
     worker.kill('SIGTERM');
     await workerDone;
