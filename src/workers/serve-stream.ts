@@ -61,7 +61,9 @@ export async function serveWorkerStream(
   else drain.signal.addEventListener('abort', onDrain, { once: true });
   let why = 'stream ended';
   try {
-    const over = streamOver(w, drain.signal);
+    // SPEC R3: a draining worker stays while it runs calls or holds claims (they get the grace too).
+    const busy = () => w.calls.size > 0 || (hub.o.placer.machines.get(spec.name)?.books.claims ?? 0) > 0;
+    const over = streamOver(w, drain.signal, busy);
     for (;;) {
       const next = await nextOrAbort(it, over);
       if (next.done) break;
@@ -109,15 +111,15 @@ function roomOr(room: Promise<void>, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Aborted when `w` leaves, or once the server drains and `w` has no call in flight. */
-function streamOver(w: AttachedWorker, drain: AbortSignal): AbortSignal {
+/** Aborted when `w` leaves, or once the server drains and `w` is no longer `busy` (calls or claims). */
+function streamOver(w: AttachedWorker, drain: AbortSignal, busy: () => boolean): AbortSignal {
   const over = new AbortController();
   const done = () => over.abort();
   if (w.gone.signal.aborted) done();
   w.gone.signal.addEventListener('abort', done, { once: true });
   const watch = () => {
     const t = setInterval(() => {
-      if (w.calls.size === 0 || w.gone.signal.aborted) {
+      if (!busy() || w.gone.signal.aborted) {
         clearInterval(t);
         done();
       }

@@ -91,6 +91,24 @@ describe('drain (SPEC R3)', () => {
     expect(res.stderr).not.toMatch(/grace elapsed/);
   }, 60_000);
 
+  it('a claim held on a worker when SIGTERM comes keeps its lease through the grace: ' +
+    'its holder releases it, it is never lost', async () => {
+    const { serve, served, client } = await serveWithWorker(10);
+    const events = watch(client);
+    open.push(() => events.cancel());
+    await events.ready;
+    const held = claim(client, { cpus: 1, label: 'w', policy: 2 });
+    expect((await held.granted).machine).toBe('w1');
+    serve.kill('SIGTERM');
+    await events.next((e) => e.kind === 'server_draining');
+    // An absence is observed over a bounded window: the drain checks a worker's work every 50 ms,
+    // so 1 s is twenty checks in which the worker (and the lease on it) must stay.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(events.seen.filter((e) => e.kind === 'claim_lost' || e.kind === 'worker_detached')).toEqual([]);
+    await held.release(); // throws if the stream had ended with an error (e.g. the claim lost)
+    expect((await served).code).toBe(0);
+  }, 60_000);
+
   it('a Run-with-ask queued behind a held claim when SIGTERM comes, and a new Run in that claim, ' +
     'are refused UNAVAILABLE and never started', async () => {
     const { serve, served, client } = await serveWithWorker(10);
