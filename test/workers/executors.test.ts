@@ -46,6 +46,18 @@ describe('command executor', () => {
     expect(outcome).toMatchObject({ ok: false, type: 'SpawnError' });
   });
 
+  it('a cwd that does not exist is a SpawnError naming the cwd, not the shell the watchdog starts', async () => {
+    const task = command(['pwd']);
+    task.payload = { kind: 'command', argv: ['pwd'], env: {}, cwd: '/nonexistent/berth-test-dir' };
+    const { outcome } = await run(task);
+    expect(outcome).toEqual({
+      ok: false,
+      type: 'SpawnError',
+      message: 'cannot start "pwd": cwd /nonexistent/berth-test-dir does not exist',
+      traceback: '',
+    });
+  });
+
   it('cancel stops a command and its children; a command ignoring SIGTERM is killed after the grace', async () => {
     const ac = new AbortController();
     const events: ExecEvent[] = [];

@@ -5,6 +5,7 @@
  * `{devices}` in argv becomes the granted ids as a range string; env = process env + allocation
  * env + command env; output lines become log events; exit 0 → {exit_code: 0}, else `ExitCode`.
  */
+import { statSync } from 'node:fs';
 import { formatRange } from '../../resources/ranges.js';
 import { LineSplitter, pipeLines } from './lines.js';
 import { DEFAULT_GRACE_MS, exited, GroupSet, stopGroup } from './kill.js';
@@ -33,6 +34,15 @@ export class CommandExecutor implements Executor {
     if (p.kind !== 'command') throw new TypeError('CommandExecutor runs command payloads only');
     signal.throwIfAborted();
     const [file, ...args] = expandDevices(p.argv, task.gpuIds);
+    // The watchdog starts the program through /bin/sh: a missing cwd would read "spawn /bin/sh ENOENT".
+    const badCwd = p.cwd ? cwdProblem(p.cwd) : undefined;
+    if (badCwd)
+      return {
+        ok: false,
+        type: 'SpawnError',
+        message: `cannot start ${JSON.stringify(file)}: ${badCwd}`,
+        traceback: '',
+      };
     const { child, release } = spawnWatched(file, args, {
       cwd: p.cwd || undefined,
       env: { ...process.env, ...task.env, ...p.env },
@@ -79,5 +89,15 @@ export class CommandExecutor implements Executor {
       release(); // the watchdog ends whatever the program left in its group
       this.groups.forget(child);
     }
+  }
+}
+
+/** Why `cwd` cannot be a command's working directory ("cwd /x does not exist"), or undefined when it can. */
+function cwdProblem(cwd: string): string | undefined {
+  try {
+    return statSync(cwd).isDirectory() ? undefined : `cwd ${cwd} is not a directory`;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? `cwd ${cwd} does not exist` : `cwd ${cwd} cannot be used (${code ?? String(err)})`;
   }
 }
