@@ -27,6 +27,8 @@ export const MAX_ENV_BYTES = 64 * 1024;
 
 const NAME = /^[A-Za-z0-9_.:-]*$/;
 const LABEL = /^[A-Za-z0-9_.-]*$/;
+/** A node name is free text for people (status, logs, the page) but never holds control characters. */
+const NODE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
 const MAX_LABEL = 63;
 const MAX_NODE = 256;
 const MAX_RUN_ID = 128;
@@ -49,7 +51,7 @@ const schema = z.object({
       error: 'unknown policy: use POLICY_PREFER (1) or POLICY_REQUIRE (2)',
     },
   ),
-  node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`),
+  node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`).regex(NODE, 'no control characters'),
   runId: name('a run id', MAX_RUN_ID),
   env: z
     .record(
@@ -99,7 +101,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (ask.cpus !== undefined && !count(ask.cpus, MAX_CPUS)) return false;
   if (!count(ask.gpus, MAX_GPUS)) return false;
   if (ask.ramMb !== undefined && !count(ask.ramMb, MAX_RAM_MB)) return false;
-  if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE)) return false;
+  if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE, NODE)) return false;
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
   const env: unknown = ask.env;

@@ -6,7 +6,8 @@
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GetSnapshotResponse, RunRequest } from '../../generated/ts/berth/v1/placement.js';
+import { GetSnapshotResponse, type RunRequest } from '../../generated/ts/berth/v1/placement.js';
+import { renderStatus } from '../../src/cli/render-status.js';
 import { claim, fakeWorker } from '../support/claims.js';
 import { runBerth } from '../support/cli.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
@@ -155,16 +156,23 @@ describe('bounds on a Run', () => {
   });
 });
 
-describe('berth status and control characters', () => {
-  it('a node name with terminal escapes is printed escaped, never raw', async () => {
+describe('control characters in names', () => {
+  it('a node name with terminal escapes is INVALID_ARGUMENT naming ask.node, and nothing is granted', async () => {
     const s = await server();
-    const held = claim(s.placement, { cpus: 1, node: 'evil\x1b[2J\x1b[Hname\r\nforged line' });
-    await held.granted;
-    const r = await runBerth(['status', '--server', s.address]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/); // nothing but newlines
-    expect(r.stdout).toContain('evil\\x1b[2J\\x1b[Hname\\x0d\\x0aforged line');
-    await held.release();
+    const c = claim(s.placement, { cpus: 1, node: 'evil\x1b[2J\x1b[Hname\r\nforged line' });
+    const err = await c.ended;
+    expect(err?.code).toBe(status.INVALID_ARGUMENT);
+    expect(err?.details).toMatch(/^ask\.node: no control characters \(got "evil\\u001b\[2J/);
+    expect((await snapshot(s)).held).toEqual([]);
+  });
+
+  it('berth status prints names escaped, never raw, whatever a server sends', () => {
+    const snap = GetSnapshotResponse.fromPartial({
+      held: [{ claimId: 'c-1', node: 'evil\x1b[2J\x1b[Hname\r\nforged line', runId: 'r', machine: 'engine' }],
+    });
+    const out = renderStatus(snap);
+    expect(out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/); // nothing but newlines
+    expect(out).toContain('evil\\x1b[2J\\x1b[Hname\\x0d\\x0aforged line');
   });
 });
 
