@@ -39,9 +39,20 @@ const jobSchema = z.strictObject({
     .int('expected a whole number')
     .min(0, 'must be at least 0')
     .default(0),
-  argv: z.array(z.string()).min(1, 'must hold at least the program').optional(),
-  shell: z.string().min(1, 'must not be empty').optional(),
-  cwd: z.string().min(1, 'must not be empty').optional(),
+  argv: z
+    .array(z.string().refine((v) => !v.includes('\0'), 'must not hold a NUL byte'))
+    .min(1, 'must hold at least the program')
+    .optional(),
+  shell: z
+    .string()
+    .min(1, 'must not be empty')
+    .refine((v) => !v.includes('\0'), 'must not hold a NUL byte')
+    .optional(),
+  cwd: z
+    .string()
+    .min(1, 'must not be empty')
+    .refine((v) => !v.includes('\0'), 'must not hold a NUL byte')
+    .optional(),
   env: z.record(z.string().regex(/^[^=\0]+$/, 'names hold no = or NUL'), envValue).default({}),
   timeout: z
     .number()

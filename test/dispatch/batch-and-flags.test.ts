@@ -47,6 +47,10 @@ describe('batch files and dispatch flags', () => {
       /job 1 \("e"\): argv: must hold at least the program/,
     );
     expect(() => loadBatch(s.batch({ jobs: [] }))).toThrow(/holds no jobs/);
+    // a NUL byte cannot reach a process: refused with the batch, before anything starts
+    expect(() => loadBatch(s.batch([{ label: 'nul', argv: ['echo', 'a\0b'] }]))).toThrow(
+      /job 1 \("nul"\): argv\.1: must not hold a NUL byte/,
+    );
     expect(() => loadBatch(join(s.dir, 'missing.yaml'))).toThrow(/missing\.yaml: cannot read/);
   });
 

@@ -67,6 +67,7 @@ WRONG_VALUES: list[tuple[str, Callable[[Client], Any], str, str]] = [
     ("run kwargs with a command", lambda c: c.run(command=["true"], kwargs={"x": 1}), "kwargs", "command"),
     ("run claim id empty", lambda c: c.run(source="", claim=""), "claim", "''"),
     ("claim cpus negative", lambda c: c.claim(cpus=-1), "ask.cpus", "-1"),
+    ("claim cpus past uint32", lambda c: c.claim(cpus=10**12), "ask.cpus", "at most 4294967295 (got 1000000000000)"),
     ("claim policy unknown", lambda c: c.claim(policy="always"), "ask.policy", "'always'"),
     ("cancel run_id empty", lambda c: c.cancel(""), "run_id", "''"),
 ]
