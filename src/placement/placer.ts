@@ -266,15 +266,6 @@ export class Placer {
   }
 
   /**
-   * What `ask` would wait for: '' when it can run now or after clamping; the amount (e.g.
-   * "1 gpu(s) and 1 cpu(s)") when only a provisioner can start a machine for it (P10).
-   * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
-   */
-  satisfiable(ask: NormalizedAsk): string {
-    return this.verdict(ask).waitFor;
-  }
-
-  /**
    * Satisfiable's structured answer (issue 13, see oversize.ts): runs_now, waits,
    * waits_for_provisioner (with wait_for), clamped or impossible (with clamped_to and limiting).
    * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
