@@ -149,7 +149,8 @@ export class Placer {
   /**
    * Claims resources for `ask`: resolves with the Grant now, or after waiting (calling
    * `onQueued` once with why). Rejects with BerthError: FAILED_PRECONDITION for a required
-   * label no machine carries (P3); the signal's reason when it aborts while waiting.
+   * label no machine carries (P3) or an `on_oversize: fail` ask no machine can hold (issue 13);
+   * the signal's reason when it aborts while waiting.
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
@@ -330,17 +331,19 @@ export class Placer {
   }
 
   /**
-   * The amount to wait for: the ask when some machine could ever hold it, or when a provisioner
-   * covers it (P10; the provisioning loop plans a machine); else clamped to the best real machine (P5).
+   * The amount to wait for: the ask when some machine could ever hold it, when a provisioner covers it (P10; the
+   * provisioning loop plans a machine) or when no machine is eligible (a required label within its grace, P3); else
+   * clamped to the best real machine (P5), emitting node_clamped when `announce`.
+   * @throws BerthError FAILED_PRECONDITION when it would be clamped but asks `on_oversize: fail` (issue 13).
    */
-  #fit(ask: NormalizedAsk, provision: boolean): { amount: Amount; clamped: boolean; best?: MachineEntry } {
+  #fit(ask: NormalizedAsk, announce: boolean): { amount: Amount; clamped: boolean; best?: MachineEntry } {
     const amount = amountOf(ask);
     if (anyCanEverHold(this.machines, ask, amount)) return { amount, clamped: false };
     if (this.#prov?.covers(ask)) return { amount, clamped: false }; // the provisioning loop plans it (#plan)
     const t = clampTarget(this.machines, ask);
     if (!t) return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
     if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
-    if (provision) this.#clampedEvent(ask, t.amount, t.machine);
+    if (announce) this.#clampedEvent(ask, t.amount, t.machine);
     return { amount: t.amount, clamped: true, best: t.machine };
   }
 
