@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
@@ -309,25 +309,26 @@ export class Placer {
   }
 
   #checkLabel(ask: NormalizedAsk): void {
-    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
-    if (this.#prov?.covers(ask)) return;
-    if (this.#comingBackUntil(ask) >= Date.now()) return;
-    throw new BerthError(
-      'failed_precondition',
-      `no machine carries label '${ask.label}' and no provisioner can start one`,
-    );
+    if (this.#labelMissing(ask) && this.#graceUntil(ask.label) < Date.now()) throw noLabel(ask.label);
+  }
+
+  /** True when `ask` requires a label that no machine carries and no provisioner covers (SPEC P3, P10). */
+  #labelMissing(ask: NormalizedAsk): boolean {
+    return requires(ask) && !this.machines.hasLabel(ask.label) && !this.#prov?.covers(ask);
   }
 
   /**
-   * For a required label no machine carries, until when its workers count as coming back: the
-   * reconnect grace after its last machine left, or the restart grace after the placer started.
-   * 0 when the label is carried, not required, or covered by a provisioner.
+   * Until when the workers of `label` count as coming back: the reconnect grace after its last
+   * machine left, or the restart grace after the placer started.
    */
-  #comingBackUntil(ask: NormalizedAsk): number {
-    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return 0;
-    if (this.#prov?.covers(ask)) return 0;
-    const gone = this.#detachedLabels.get(ask.label);
+  #graceUntil(label: string): number {
+    const gone = this.#detachedLabels.get(label);
     return Math.max(gone === undefined ? 0 : gone + this.#graceMs, this.#restartUntil);
+  }
+
+  /** For a required label no machine carries, `#graceUntil`; 0 when it is carried, not required, or covered. */
+  #comingBackUntil(ask: NormalizedAsk): number {
+    return this.#labelMissing(ask) ? this.#graceUntil(ask.label) : 0;
   }
 
   /**
@@ -545,24 +546,25 @@ export class Placer {
 
   /**
    * Fails waiters requiring a label whose machines left longer ago than the reconnect grace (or,
-   * never seen, once the restart grace is over). A
-   * timer may fire a little before the grace has passed by the wall clock (the event loop's
-   * clock lags); such labels are checked again when their grace ends.
+   * never seen, once the restart grace is over). A timer may fire a little before the grace has
+   * passed by the wall clock (the event loop's clock lags); such labels are checked again when
+   * their grace ends.
    */
   #expireLabels(): void {
     let again = Infinity;
     for (const cls of [...this.#queue.classes()]) {
-      try {
-        this.#checkLabel(cls.ask);
-      } catch (err) {
-        for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
-        continue;
-      }
-      const until = this.#comingBackUntil(cls.ask); // reconnect or restart grace (0: carried or covered)
-      if (until > 0) again = Math.min(again, until + 1 - Date.now());
+      if (!this.#labelMissing(cls.ask)) continue;
+      const until = this.#graceUntil(cls.ask.label); // reconnect or restart grace
+      if (until >= Date.now()) again = Math.min(again, until + 1 - Date.now());
+      else for (let w = cls.head, err = noLabel(cls.ask.label); w; w = cls.head) this.#abandon(w, err);
     }
     if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
+}
+
+/** A required label no machine carries, none is coming back and no provisioner can start (SPEC P3). */
+function noLabel(label: string): BerthError {
+  return new BerthError('failed_precondition', `no machine carries label '${label}' and no provisioner can start one`);
 }
 
 /** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */
