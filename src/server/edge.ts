@@ -30,9 +30,7 @@ export interface EdgeContext {
   log: Logger;
   /** Shared secret required as `authorization: Bearer <token>` when set (SPEC R2). */
   token?: string;
-  /** Aborted when the server starts draining (SPEC R3). Per-stream code uses `live` (no listener per stream). */
-  drain: AbortSignal;
-  /** The registry of calls in progress that the drain walks (SPEC R3). */
+  /** The registry of calls in progress that the drain walks (SPEC R3); `live.draining` once it started. */
   live: LiveCalls;
   /** Client and worker identities (SPEC R7); without it only `token` is checked. */
   identities?: Identities;

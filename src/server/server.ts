@@ -115,14 +115,14 @@ export class BerthServer {
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
     });
-    const { drain, live } = this.lifecycle;
+    const { live } = this.lifecycle;
     const identities = new Identities({
       token: options.token,
       workerTokens: options.workerTokens,
       clientTokens: options.clientTokens,
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
-    this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };
+    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),

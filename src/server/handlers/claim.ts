@@ -92,7 +92,7 @@ export function claimHandler(ctx: ServerContext) {
       throw unexpected(next);
     } finally {
       // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
-      const draining = signal.aborted && ctx.drain.aborted;
+      const draining = signal.aborted && ctx.live.draining;
       ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', {
         keepRuns: draining,
       });
