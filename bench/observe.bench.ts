@@ -43,7 +43,6 @@ async function round(variant: Variant): Promise<number> {
     const m = new BerthMetrics(events, {
       snapshot: () => placer.snapshot(),
       callsInFlight: () => 0,
-      provisionerMachines: () => [],
     });
     stops.push(() => m.close());
   }

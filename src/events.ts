@@ -57,8 +57,8 @@ export interface EventFacts {
   /** Label of the ask or the worker's labels joined by commas. */
   label?: string;
   /**
-   * How it ended: claim_released "released" | "half_closed" | "stream_ended" | "run_ended" | "abandoned"; claim_lost
-   * "lost"; call_finished "result" | "failure" | "error".
+   * How it ended: claim_released "released" | "half_closed" | "stream_ended" | "run_ended" | "abandoned" |
+   * "server_draining"; claim_lost "lost"; call_finished "result" | "failure" | "error".
    */
   outcome?: string;
   /** Class name of a call's failure (call_finished, outcome "failure"). */

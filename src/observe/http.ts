@@ -6,9 +6,9 @@
  * itself requires it, as `authorization: Bearer <token>` or `?token=` (EventSource cannot send
  * headers): 401 without it.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { BerthEvent, EventBus } from '../events.js';
+import { sameSecret } from '../server/identity.js';
 import type { BerthMetrics } from './metrics.js';
 import { PAGE_HTML } from './page.js';
 
@@ -135,10 +135,7 @@ export class ObserveServer {
     const token = this.deps.token;
     if (!token) return true;
     const auth = req.headers.authorization ?? '';
-    const given = auth.startsWith('Bearer ') ? auth.slice(7) : (url.searchParams.get('token') ?? '');
-    const a = Buffer.from(given);
-    const b = Buffer.from(token);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return sameSecret(auth.startsWith('Bearer ') ? auth.slice(7) : (url.searchParams.get('token') ?? ''), token);
   }
 
   /**

@@ -11,8 +11,6 @@ import type { PlacerSnapshot } from '../placement/snapshot.js';
 export interface MetricsSource {
   snapshot(): PlacerSnapshot;
   callsInFlight(): number;
-  /** Machines each provisioner knows, by state (e.g. starting, running, idle); empty when it does not say. */
-  provisionerMachines(): { provisioner: string; state: string; count: number }[];
 }
 
 const MB = 1024 * 1024;
@@ -234,7 +232,9 @@ export class BerthMetrics {
       registers: [r],
       collect() {
         this.reset();
-        for (const p of source.provisionerMachines()) this.set({ provisioner: p.provisioner, state: p.state }, p.count);
+        for (const p of current().provisioners) {
+          for (const m of p.machines) this.inc({ provisioner: p.name, state: m.state });
+        }
         snap = undefined;
       },
     });

@@ -6,7 +6,7 @@
  */
 import { BerthError } from '../errors.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { anyCanEverHold, chooseNow, clampTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget } from './choose.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk } from './types.js';
 
@@ -78,7 +78,7 @@ export function askVerdict(
   ask: NormalizedAsk,
   fitsNow: (m: MachineEntry, amount: Amount) => boolean,
 ): AskVerdict {
-  const amount: Amount = { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb };
+  const amount = amountOf(ask);
   if (anyCanEverHold(machines, ask, amount)) {
     return {
       verdict: chooseNow(machines, ask, amount, (m) => fitsNow(m, amount)) ? 'runs_now' : 'waits',

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, reservationTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
@@ -149,7 +149,8 @@ export class Placer {
   /**
    * Claims resources for `ask`: resolves with the Grant now, or after waiting (calling
    * `onQueued` once with why). Rejects with BerthError: FAILED_PRECONDITION for a required
-   * label no machine carries (P3); the signal's reason when it aborts while waiting.
+   * label no machine carries (P3) or an `on_oversize: fail` ask no machine can hold (issue 13);
+   * the signal's reason when it aborts while waiting.
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
@@ -266,15 +267,6 @@ export class Placer {
   }
 
   /**
-   * What `ask` would wait for: '' when it can run now or after clamping; the amount (e.g.
-   * "1 gpu(s) and 1 cpu(s)") when only a provisioner can start a machine for it (P10).
-   * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
-   */
-  satisfiable(ask: NormalizedAsk): string {
-    return this.verdict(ask).waitFor;
-  }
-
-  /**
    * Satisfiable's structured answer (issue 13, see oversize.ts): runs_now, waits,
    * waits_for_provisioner (with wait_for), clamped or impossible (with clamped_to and limiting).
    * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
@@ -317,39 +309,42 @@ export class Placer {
   }
 
   #checkLabel(ask: NormalizedAsk): void {
-    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return;
-    if (this.#prov?.covers(ask)) return;
-    if (this.#comingBackUntil(ask) >= Date.now()) return;
-    throw new BerthError(
-      'failed_precondition',
-      `no machine carries label '${ask.label}' and no provisioner can start one`,
-    );
+    if (this.#labelMissing(ask) && this.#graceUntil(ask.label) < Date.now()) throw noLabel(ask.label);
+  }
+
+  /** True when `ask` requires a label that no machine carries and no provisioner covers (SPEC P3, P10). */
+  #labelMissing(ask: NormalizedAsk): boolean {
+    return requires(ask) && !this.machines.hasLabel(ask.label) && !this.#prov?.covers(ask);
   }
 
   /**
-   * For a required label no machine carries, until when its workers count as coming back: the
-   * reconnect grace after its last machine left, or the restart grace after the placer started.
-   * 0 when the label is carried, not required, or covered by a provisioner.
+   * Until when the workers of `label` count as coming back: the reconnect grace after its last
+   * machine left, or the restart grace after the placer started.
    */
-  #comingBackUntil(ask: NormalizedAsk): number {
-    if (ask.policy !== 'require' || ask.label === '' || this.machines.hasLabel(ask.label)) return 0;
-    if (this.#prov?.covers(ask)) return 0;
-    const gone = this.#detachedLabels.get(ask.label);
+  #graceUntil(label: string): number {
+    const gone = this.#detachedLabels.get(label);
     return Math.max(gone === undefined ? 0 : gone + this.#graceMs, this.#restartUntil);
   }
 
+  /** For a required label no machine carries, `#graceUntil`; 0 when it is carried, not required, or covered. */
+  #comingBackUntil(ask: NormalizedAsk): number {
+    return this.#labelMissing(ask) ? this.#graceUntil(ask.label) : 0;
+  }
+
   /**
-   * The amount to wait for: the ask when some machine could ever hold it, or when a provisioner
-   * covers it (P10; the provisioning loop plans a machine); else clamped to the best real machine (P5).
+   * The amount to wait for: the ask when some machine could ever hold it, when a provisioner covers it (P10; the
+   * provisioning loop plans a machine) or when no machine is eligible (a required label within its grace, P3); else
+   * clamped to the best real machine (P5), emitting node_clamped when `announce`.
+   * @throws BerthError FAILED_PRECONDITION when it would be clamped but asks `on_oversize: fail` (issue 13).
    */
-  #fit(ask: NormalizedAsk, provision: boolean): { amount: Amount; clamped: boolean; best?: MachineEntry } {
+  #fit(ask: NormalizedAsk, announce: boolean): { amount: Amount; clamped: boolean; best?: MachineEntry } {
     const amount = amountOf(ask);
     if (anyCanEverHold(this.machines, ask, amount)) return { amount, clamped: false };
     if (this.#prov?.covers(ask)) return { amount, clamped: false }; // the provisioning loop plans it (#plan)
     const t = clampTarget(this.machines, ask);
     if (!t) return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
     if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
-    if (provision) this.#clampedEvent(ask, t.amount, t.machine);
+    if (announce) this.#clampedEvent(ask, t.amount, t.machine);
     return { amount: t.amount, clamped: true, best: t.machine };
   }
 
@@ -551,24 +546,25 @@ export class Placer {
 
   /**
    * Fails waiters requiring a label whose machines left longer ago than the reconnect grace (or,
-   * never seen, once the restart grace is over). A
-   * timer may fire a little before the grace has passed by the wall clock (the event loop's
-   * clock lags); such labels are checked again when their grace ends.
+   * never seen, once the restart grace is over). A timer may fire a little before the grace has
+   * passed by the wall clock (the event loop's clock lags); such labels are checked again when
+   * their grace ends.
    */
   #expireLabels(): void {
     let again = Infinity;
     for (const cls of [...this.#queue.classes()]) {
-      try {
-        this.#checkLabel(cls.ask);
-      } catch (err) {
-        for (let w = cls.head; w; w = cls.head) this.#abandon(w, err);
-        continue;
-      }
-      const until = this.#comingBackUntil(cls.ask); // reconnect or restart grace (0: carried or covered)
-      if (until > 0) again = Math.min(again, until + 1 - Date.now());
+      if (!this.#labelMissing(cls.ask)) continue;
+      const until = this.#graceUntil(cls.ask.label); // reconnect or restart grace
+      if (until >= Date.now()) again = Math.min(again, until + 1 - Date.now());
+      else for (let w = cls.head, err = noLabel(cls.ask.label); w; w = cls.head) this.#abandon(w, err);
     }
     if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
+}
+
+/** A required label no machine carries, none is coming back and no provisioner can start (SPEC P3). */
+function noLabel(label: string): BerthError {
+  return new BerthError('failed_precondition', `no machine carries label '${label}' and no provisioner can start one`);
 }
 
 /** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */

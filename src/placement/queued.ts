@@ -3,7 +3,7 @@
  * could ever hold it and which of them has the most free now. Walks machine classes, not machines.
  */
 import { describeAmount, type Amount } from '../resources/books.js';
-import { requires } from './choose.js';
+import { amountOf, requires } from './choose.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk, QueuedInfo } from './types.js';
 
@@ -26,15 +26,14 @@ export function queuedInfo(
     if (!best || g > best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus > best.books.freeCpus))
       best = m;
   }
-  const bf = best?.books;
   return {
     claimId,
     detail: describeAmount(amount),
     wanted: { ...amount },
     bestMachine: best?.spec.name ?? '',
-    bestFree: bf ? { cpus: bf.freeCpus, gpus: bf.freeGpus, ramMb: bf.freeRamMb } : { cpus: 0, gpus: 0 },
+    bestFree: best ? best.books.free : { cpus: 0, gpus: 0 },
     machinesAble: able,
     position,
-    asked: { cpus: ask.cpus, gpus: ask.gpus, ramMb: ask.ramMb }, // before clamping (issue 13)
+    asked: amountOf(ask), // before clamping (issue 13)
   };
 }

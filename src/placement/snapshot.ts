@@ -65,15 +65,7 @@ export function placerSnapshot(
   const reason = (w: Waiter, position: number): QueuedInfo => {
     let q = why.get(w.cls);
     if (!q) why.set(w.cls, (q = queuedInfo(machines, w.claimId, w.ask, w.cls.amount, position)));
-    return {
-      claimId: w.claimId,
-      detail: q.detail,
-      wanted: q.wanted,
-      bestMachine: q.bestMachine,
-      bestFree: q.bestFree,
-      machinesAble: q.machinesAble,
-      position,
-    };
+    return { ...q, claimId: w.claimId, position };
   };
   return {
     machines: Array.from(machines.all(), (m) => ({

@@ -94,11 +94,6 @@ export class WaitQueue {
     }
   }
 
-  /** The class an ask would join, if it has members. */
-  classOf(ask: NormalizedAsk): WaitClass | undefined {
-    return this.#classes.get(keyOf(ask));
-  }
-
   /**
    * Appends a waiter. A new class starts with `amount`, `clamped` and `target`; an existing class
    * keeps its own. Returns the waiter.

@@ -26,13 +26,13 @@ const PROVISIONED_STATE = {
 export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
   return {
     detail: q.detail,
-    wanted: { cpus: q.wanted.cpus, gpus: q.wanted.gpus, ramMb: q.wanted.ramMb },
+    wanted: toResources(q.wanted),
     bestMachine: q.bestMachine,
-    bestFree: { cpus: q.bestFree.cpus, gpus: q.bestFree.gpus, ramMb: q.bestFree.ramMb },
+    bestFree: toResources(q.bestFree),
     machinesAble: q.machinesAble,
     position: q.position,
     claimId: q.claimId,
-    asked: q.asked ? { cpus: q.asked.cpus, gpus: q.asked.gpus, ramMb: q.asked.ramMb } : undefined,
+    asked: q.asked && toResources(q.asked),
   };
 }
 
@@ -50,7 +50,7 @@ export function toGranted(g: Grant): Granted {
     },
     clamped: g.clamped,
     fellBack: g.fellBack,
-    asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
+    asked: toResources(g.ask),
   };
 }
 
@@ -66,7 +66,7 @@ export function toSnapshot(
       labels: m.labels,
       remote: m.remote,
       total: { cpus: m.total.cpus, gpuIds: m.total.gpuIds, ramMb: m.total.ramMb },
-      free: { cpus: m.free.cpus, gpus: m.free.gpus, ramMb: m.free.ramMb },
+      free: toResources(m.free),
       freeGpuIds: m.freeGpuIds,
       claims: m.claims,
       runningCalls: running.get(m.name) ?? 0,

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { PACKAGE_ROOT } from '../package-info.js';
 
 /** The descriptor set files under generated/descriptors/, in load order. */
@@ -21,8 +22,7 @@ export function descriptorDir(): string {
 }
 
 /**
- * Loads every file of the descriptor sets as the exact bytes buf wrote (a FileDescriptorSet is
- * `repeated FileDescriptorProto file = 1`, so each file is one length-delimited field 1).
+ * Loads every file of the descriptor sets as the exact bytes buf wrote.
  * @throws Error when a set is missing (run `make generate`) or is not a FileDescriptorSet.
  */
 export function loadDescriptors(dir = descriptorDir()): ReflectionRoot {
@@ -33,29 +33,21 @@ export function loadDescriptors(dir = descriptorDir()): ReflectionRoot {
 }
 
 /**
- * The encoded FileDescriptorProtos of an encoded FileDescriptorSet. @throws Error on any other field or a truncated
- * set.
+ * The encoded FileDescriptorProtos of an encoded FileDescriptorSet (`repeated FileDescriptorProto file = 1`), as
+ * views of its bytes. @throws Error on any other field or a truncated set.
  */
 export function splitFileDescriptorSet(set: Buffer, what = 'descriptor set'): Buffer[] {
   const files: Buffer[] = [];
-  let at = 0;
-  const varint = (): number => {
-    let value = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      if (at >= set.length) break;
-      const b = set[at++];
-      value += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return value;
+  const reader = new BinaryReader(set);
+  try {
+    while (reader.pos < reader.len) {
+      const [field, wireType] = reader.tag();
+      if (field !== 1 || wireType !== WireType.LengthDelimited)
+        throw new Error(`not a FileDescriptorSet (field ${field} wire type ${wireType} at byte ${reader.pos})`);
+      files.push(reader.bytes() as Buffer); // a Buffer's subarray is a Buffer
     }
-    throw new Error(`${what}: truncated varint at byte ${at}`);
-  };
-  while (at < set.length) {
-    const tag = varint();
-    if (tag !== 0x0a) throw new Error(`${what}: not a FileDescriptorSet (tag ${tag} at byte ${at})`);
-    const len = varint();
-    if (at + len > set.length) throw new Error(`${what}: truncated file at byte ${at}`);
-    files.push(set.subarray(at, at + len));
-    at += len;
+  } catch (err) {
+    throw new Error(`${what}: ${(err as Error).message}`);
   }
   return files;
 }

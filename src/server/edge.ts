@@ -14,13 +14,12 @@ import type {
   handleServerStreamingCall,
   handleUnaryCall,
 } from '@grpc/grpc-js';
-import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { CallScope, type DrainMode, type LiveCalls } from './live-calls.js';
 import { readMessages } from './messages.js';
 import { isUndecodable } from './decode.js';
-import type { CallCredentials, Caller, Identities } from './identity.js';
+import { bearer, sameSecret, type CallCredentials, type Caller, type Identities } from './identity.js';
 import { toStatus } from './status.js';
 
 export { CallScope } from './live-calls.js';
@@ -31,9 +30,7 @@ export interface EdgeContext {
   log: Logger;
   /** Shared secret required as `authorization: Bearer <token>` when set (SPEC R2). */
   token?: string;
-  /** Aborted when the server starts draining (SPEC R3). Per-stream code uses `live` (no listener per stream). */
-  drain: AbortSignal;
-  /** The registry of calls in progress that the drain walks (SPEC R3). */
+  /** The registry of calls in progress that the drain walks (SPEC R3); `live.draining` once it started. */
   live: LiveCalls;
   /** Client and worker identities (SPEC R7); without it only `token` is checked. */
   identities?: Identities;
@@ -68,11 +65,8 @@ export interface Sink<T> {
  */
 export function checkToken(metadata: Metadata, token: string | undefined): void {
   if (!token) return;
-  const auth = String(metadata.get('authorization')[0] ?? '');
-  const given = auth.startsWith('Bearer ') ? auth.slice(7) : String(metadata.get('x-berth-token')[0] ?? '');
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  if (a.length !== b.length || !timingSafeEqual(a, b)) {
+  const given = bearer(metadata);
+  if (!sameSecret(given, token)) {
     throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
   }
 }

@@ -71,7 +71,7 @@ export class Identities {
     const byToken = given ? lookup(this.#clients, given) : undefined;
     if (byToken !== undefined) return { name: byToken, scoped };
     const needed = Boolean(this.o.token) || Boolean(this.o.clientTokens);
-    if (needed && !(given && this.o.token && same(given, this.o.token))) {
+    if (needed && !(given && this.o.token && sameSecret(given, this.o.token))) {
       throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
     }
     const cert = peerCertificate(call);
@@ -86,7 +86,7 @@ export class Identities {
   worker(call: CallCredentials): WorkerCredential {
     const given = bearer(call.metadata);
     const tokenName = given ? lookup(this.#workers, given) : undefined;
-    const shared = Boolean(given && this.o.token && same(given, this.o.token));
+    const shared = Boolean(given && this.o.token && sameSecret(given, this.o.token));
     const needed = Boolean(this.o.token) || Boolean(this.o.workerTokens);
     if (tokenName === undefined) {
       if (needed && !shared) {
@@ -132,7 +132,7 @@ function peerCertificate(call: CallCredentials): PeerCertificate | undefined {
 }
 
 /** The token of `authorization: Bearer <token>` or `x-berth-token`, '' when none. */
-function bearer(metadata: Metadata): string {
+export function bearer(metadata: Metadata): string {
   const auth = String(metadata.get('authorization')[0] ?? '');
   return auth.startsWith('Bearer ') ? auth.slice(7) : String(metadata.get('x-berth-token')[0] ?? '');
 }
@@ -141,11 +141,12 @@ function bearer(metadata: Metadata): string {
 function lookup(tokens: TokenMap | undefined, given: string): string | undefined {
   if (!tokens) return undefined;
   let found: string | undefined;
-  for (const [token, name] of tokens) if (same(given, token)) found = name;
+  for (const [token, name] of tokens) if (sameSecret(given, token)) found = name;
   return found;
 }
 
-function same(a: string, b: string): boolean {
+/** True when `a` is `b`, compared in constant time (tokens). */
+export function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);

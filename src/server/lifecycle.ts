@@ -1,7 +1,6 @@
 /**
  * The server lifecycle: starting → serving → draining → stopped (SPEC R3). One place that knows
- * the state; `drain` is an AbortSignal that worker streams follow, and `live` the registry of
- * calls in progress that the drain walks.
+ * the state, and `live`, the registry of calls in progress that the drain walks.
  */
 import { LiveCalls } from './live-calls.js';
 
@@ -17,7 +16,6 @@ const NEXT: Record<LifecycleState, LifecycleState[]> = {
 /** Tracks the state and notifies listeners on each transition. */
 export class Lifecycle {
   #state: LifecycleState = 'starting';
-  readonly #drain = new AbortController();
   /** Calls in progress; entering `draining` ends those not kept through the drain. */
   readonly live = new LiveCalls();
   readonly #listeners = new Set<(s: LifecycleState) => void>();
@@ -27,19 +25,11 @@ export class Lifecycle {
     return this.#state;
   }
 
-  /** Aborted on entering `draining` (or `stopped` straight from `starting`). */
-  get drain(): AbortSignal {
-    return this.#drain.signal;
-  }
-
   /** Moves to `next`; returns false (and changes nothing) when the move is not allowed. */
   to(next: LifecycleState): boolean {
     if (!NEXT[this.#state].includes(next)) return false;
     this.#state = next;
-    if (next === 'draining' || next === 'stopped') {
-      this.live.drain();
-      this.#drain.abort();
-    }
+    if (next === 'draining' || next === 'stopped') this.live.drain();
     for (const l of this.#listeners) l(next);
     return true;
   }

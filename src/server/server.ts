@@ -13,7 +13,6 @@ import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
 import { buildProvisioning } from '../provision/build.js';
 import type { ProvisioningLoop } from '../provision/loop.js';
-import type { ProvisionerView } from '../placement/provisioner.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
@@ -116,19 +115,18 @@ export class BerthServer {
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
     });
-    const { drain, live } = this.lifecycle;
+    const { live } = this.lifecycle;
     const identities = new Identities({
       token: options.token,
       workerTokens: options.workerTokens,
       clientTokens: options.clientTokens,
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
-    this.context = { log, token: options.token, identities, drain, live, options, engine, events, placer, hub };
+    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),
         callsInFlight: () => hub.calls.size,
-        provisionerMachines: () => provisionerMachines(placer.snapshot().provisioners),
       });
       this.context.metrics = metrics;
       this.#observe = new ObserveServer(options.metricsListen, {
@@ -303,15 +301,4 @@ export class ListenError extends Error {
     super(`--listen ${address}: ${why}`);
     this.name = 'ListenError';
   }
-}
-
-/** Provisioner machines by state (issue 13 metrics), from the snapshot's provisioner views (issue 12). */
-function provisionerMachines(ps: readonly ProvisionerView[]): { provisioner: string; state: string; count: number }[] {
-  const out: { provisioner: string; state: string; count: number }[] = [];
-  for (const p of ps) {
-    const by = new Map<string, number>();
-    for (const m of p.machines) by.set(m.state, (by.get(m.state) ?? 0) + 1);
-    for (const [state, count] of by) out.push({ provisioner: p.name, state, count });
-  }
-  return out;
 }

@@ -17,6 +17,7 @@ import { ask, claim, fakeWorker, watch } from '../support/claims.js';
 import { testProvisioner } from '../support/provisioner.js';
 import { run, runRequest } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask>): Promise<SatisfiableResponse> {
   return new Promise((resolve, reject) =>
@@ -68,6 +69,8 @@ describe('loud clamping', () => {
       asked: { cpus: 64, gpus: 4 },
       detail: '1 gpu(s) and 4 cpu(s)',
     });
+    const [waiting] = (await snapshot(t.placement)).waiting;
+    expect(waiting.reason).toMatchObject({ wanted: { cpus: 4, gpus: 1 }, asked: { cpus: 64, gpus: 4 } });
     await first.release();
     await second.granted;
     await second.release();

@@ -4,7 +4,8 @@
  * half-close, cancel, disconnect, deadline, error, the machine leaving (UNAVAILABLE), or the drain:
  * a waiting claim ends UNAVAILABLE "server is draining" at once, a held one when the grace ends (R3).
  * Errors: INVALID_ARGUMENT naming the field (bad ask, a first message that is not an ask, a second
- * ask, anything but Release after the grant); FAILED_PRECONDITION naming a missing label.
+ * ask, anything but Release after the grant); FAILED_PRECONDITION naming a missing label, or the
+ * dimension no machine can hold for an `on_oversize: fail` ask (issue 13).
  */
 import type { ClaimRequest, ClaimResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
@@ -91,7 +92,7 @@ export function claimHandler(ctx: ServerContext) {
       throw unexpected(next);
     } finally {
       // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
-      const draining = signal.aborted && ctx.drain.aborted;
+      const draining = signal.aborted && ctx.live.draining;
       ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', {
         keepRuns: draining,
       });

@@ -1,8 +1,8 @@
 /**
  * Satisfiable RPC (issue 13): a structured `verdict` — RUNS_NOW, WAITS, WAITS_FOR_PROVISIONER,
  * CLAMPED (with `clamped_to` and the `limiting` dimension) or IMPOSSIBLE (on_oversize fail) —
- * and, kept for compatibility, `wait_for`: empty when the ask can run now or after clamping; the
- * amount a provisioner must start a machine for otherwise (SPEC P5, P10).
+ * and, kept for compatibility, `wait_for`: the amount a provisioner must start a machine for when
+ * the verdict is WAITS_FOR_PROVISIONER, empty otherwise (SPEC P5, P10).
  * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries.
  */
 import {
