@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { FakeHub } from '../support/fake-hub.js';
+import { until } from '../support/until.js';
 
 const opened: Array<{ close(): Promise<void> | void }> = [];
 afterEach(async () => {
@@ -172,13 +173,5 @@ function gone(pid: number): boolean {
     return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return true;
-  }
-}
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
   }
 }

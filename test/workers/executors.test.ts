@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { Executors, type ExecEvent, type Task } from '../../src/workers/executors/index.js';
+import { until } from '../support/until.js';
 
 const ex = new Executors({ graceMs: 500 });
 afterAll(() => ex.close());
@@ -172,13 +173,5 @@ function alive(pid: number): boolean {
     return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
-  }
-}
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -14,6 +14,7 @@ import { finished, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { freeOf } from '../support/snapshot.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -26,13 +27,6 @@ function alive(pid: number): boolean {
     return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
-  }
-}
-async function until(cond: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 function logLines(h: RunHandle): string[] {

@@ -12,6 +12,7 @@ import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { kinds, run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -55,13 +56,6 @@ function gone(pid: number): boolean {
     return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return true;
-  }
-}
-async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
   }
 }
 function firstLogLine(responses: ReturnType<typeof run>['responses']): string | undefined {

@@ -8,6 +8,7 @@ import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.
 import { kinds, run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { TestWorker } from '../support/test-worker.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -253,11 +254,3 @@ describe('Run on a remote worker (test double)', () => {
     },
   );
 });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
