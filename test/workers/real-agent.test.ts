@@ -7,12 +7,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { kinds, run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
+import { snapshot } from '../support/snapshot.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -43,9 +43,6 @@ async function setup(o: { gpuIds?: number[]; graceMs?: number } = {}) {
   open.push(() => s.close());
   const a = await agent(s.address, o);
   return { s, a };
-}
-function snapshot(s: TestServer): Promise<GetSnapshotResponse> {
-  return new Promise((resolve, reject) => s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))));
 }
 function cancel(s: TestServer, runId: string): Promise<{ calls: number; claims: number }> {
   return new Promise((resolve, reject) => s.placement.cancel({ runId }, (e, r) => (e ? reject(e) : resolve(r))));
@@ -128,7 +125,7 @@ describe('the real agent', () => {
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
       await until(() => gone(child));
-      await until(async () => (await snapshot(s)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
+      await until(async () => (await snapshot(s.placement)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
     },
   );
 
