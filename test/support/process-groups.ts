@@ -31,3 +31,12 @@ export function liveMembers(pgid: number): number[] {
 export function groupLives(pgid: number): boolean {
   return liveMembers(pgid).length > 0;
 }
+
+/** True while process `pid` runs (a zombie awaiting its reaper counts as gone). */
+export function pidLives(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}

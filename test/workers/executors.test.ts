@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { Executors, type ExecEvent, type Task } from '../../src/workers/executors/index.js';
 import { until } from '../support/until.js';
+import { pidLives } from '../support/process-groups.js';
 
 const ex = new Executors({ graceMs: 500 });
 afterAll(() => ex.close());
@@ -69,7 +69,7 @@ describe('command executor', () => {
     await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
     expect(Date.now() - started).toBeLessThan(10_000);
     const child = Number((events[0] as { line: string }).line);
-    await until(() => !alive(child));
+    await until(() => !pidLives(child));
   });
 });
 
@@ -168,10 +168,3 @@ describe('python executor', () => {
 });
 
 /** True while `pid` runs (a zombie left for a reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}

@@ -13,6 +13,7 @@ import { kinds, run, runRequest, terminal, outputLines } from '../support/run-cl
 import { startServer, type TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
 import { snapshot } from '../support/snapshot.js';
+import { pidLives } from '../support/process-groups.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -46,14 +47,6 @@ async function setup(o: { gpuIds?: number[]; graceMs?: number } = {}) {
 }
 function cancel(s: TestServer, runId: string): Promise<{ calls: number; claims: number }> {
   return new Promise((resolve, reject) => s.placement.cancel({ runId }, (e, r) => (e ? reject(e) : resolve(r))));
-}
-/** True once `pid` no longer runs (a zombie awaiting a reaper counts as gone). */
-function gone(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
 }
 function firstLogLine(responses: ReturnType<typeof run>['responses']): string | undefined {
   return outputLines({ responses })[0]?.line;
@@ -124,7 +117,7 @@ describe('the real agent', () => {
       expect(await cancel(s, 'rc')).toEqual({ calls: 1, claims: 0 });
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
-      await until(() => gone(child));
+      await until(() => !pidLives(child));
       await until(async () => (await snapshot(s.placement)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
     },
   );
@@ -140,7 +133,7 @@ describe('the real agent', () => {
     const cancelled = Date.now();
     await cancel(s, 'rk');
     expect((await r.done).error?.code).toBe(status.CANCELLED);
-    await until(() => gone(pid), 8000);
+    await until(() => !pidLives(pid), 8000);
     expect(Date.now() - cancelled).toBeGreaterThanOrEqual(400);
   });
 
