@@ -3,7 +3,7 @@ import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { FakeHub } from '../support/fake-hub.js';
 import { until } from '../support/until.js';
-import { pidLives } from '../support/process-groups.js';
+import { processAlive } from '../support/process-groups.js';
 
 const opened: Array<{ close(): Promise<void> | void }> = [];
 afterEach(async () => {
@@ -94,7 +94,7 @@ describe('berth worker agent against a test-double server', () => {
     conn.send({ $case: 'cancel', value: { callId: 'r1:f.sleep', reason: 'cancelled by test' } });
     const failure = await conn.waitFor('failure', (f) => f.callId === 'r1:f.sleep');
     expect(failure).toMatchObject({ type: 'Cancelled', message: 'cancelled by test' });
-    expect(ev.kind?.$case === 'log' && !pidLives(Number(ev.kind.value.line))).toBe(true);
+    expect(ev.kind?.$case === 'log' && !processAlive(Number(ev.kind.value.line))).toBe(true);
   });
 
   it('a CompileCall answers a SyntaxError without running anything', async () => {
@@ -134,7 +134,7 @@ describe('berth worker agent against a test-double server', () => {
     conn.call.end();
     const second = await hub.connection(1);
     await second.waitFor('hello');
-    expect(pidLives(pid)).toBe(false); // the Hello came only after the process had exited
+    expect(processAlive(pid)).toBe(false); // the Hello came only after the process had exited
     second.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
     await until(() => agent.status().attached);
     expect(agent.status().attaches).toBe(2);

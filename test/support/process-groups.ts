@@ -32,10 +32,16 @@ export function groupLives(pgid: number): boolean {
   return liveMembers(pgid).length > 0;
 }
 
-/** True while process `pid` runs (a zombie awaiting its reaper counts as gone). */
-export function pidLives(pid: number): boolean {
+/** True while process `pid` exists and is not a zombie (one awaiting its reaper counts as gone). */
+export function processAlive(pid: number): boolean {
   try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX] /.test(stat);
   } catch {
     return false;
   }

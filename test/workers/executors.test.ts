@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { Executors, type ExecEvent, type Task } from '../../src/workers/executors/index.js';
 import { until } from '../support/until.js';
-import { pidLives } from '../support/process-groups.js';
+import { processAlive } from '../support/process-groups.js';
 
 const ex = new Executors({ graceMs: 500 });
 afterAll(() => ex.close());
@@ -69,7 +69,7 @@ describe('command executor', () => {
     await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
     expect(Date.now() - started).toBeLessThan(10_000);
     const child = Number((events[0] as { line: string }).line);
-    await until(() => !pidLives(child));
+    await until(() => !processAlive(child));
   });
 });
 

@@ -15,7 +15,7 @@ import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { freeOf } from '../support/snapshot.js';
 import { until } from '../support/until.js';
-import { pidLives } from '../support/process-groups.js';
+import { processAlive } from '../support/process-groups.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -54,7 +54,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   await until(() => logLines(r).length > 0 && existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'));
   expect(logLines(r)[0]).toBe('CUDA_VISIBLE_DEVICES=0');
   const pid = Number(readFileSync(pidFile, 'utf8'));
-  expect(pidLives(pid)).toBe(true);
+  expect(processAlive(pid)).toBe(true);
 
   const b = claim(t.placement, {
     cpus: 1,
@@ -66,7 +66,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   let aliveAtGrant: boolean | undefined;
   let releasedBeforeGrant: boolean | undefined;
   const bGranted = b.granted.then((g) => {
-    aliveAtGrant = pidLives(pid); // read at the moment the grant arrives
+    aliveAtGrant = processAlive(pid); // read at the moment the grant arrives
     releasedBeforeGrant = a.responses.some((x) => x.kind?.$case === 'released');
     return g;
   });
@@ -83,7 +83,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   expect(releasedBeforeGrant).toBe(true);
   expect(aliveAtGrant).toBe(false);
   await b.release();
-  await until(() => !pidLives(pid));
+  await until(() => !processAlive(pid));
 }
 
 describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
@@ -171,7 +171,7 @@ describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
       expect(o.error?.details).toContain(`claim ${ga.claimId} released`);
-      await until(() => !pidLives(pid));
+      await until(() => !processAlive(pid));
       const b = claim(t.placement, { cpus: 2, gpus: 1 });
       expect((await b.granted).allocation?.gpuIds).toEqual([0]);
       await b.release();

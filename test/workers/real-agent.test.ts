@@ -13,7 +13,7 @@ import { kinds, run, runRequest, terminal, outputLines } from '../support/run-cl
 import { startServer, type TestServer } from '../support/server.js';
 import { until } from '../support/until.js';
 import { snapshot } from '../support/snapshot.js';
-import { pidLives } from '../support/process-groups.js';
+import { processAlive } from '../support/process-groups.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -117,7 +117,7 @@ describe('the real agent', () => {
       expect(await cancel(s, 'rc')).toEqual({ calls: 1, claims: 0 });
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
-      await until(() => !pidLives(child));
+      await until(() => !processAlive(child));
       await until(async () => (await snapshot(s.placement)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
     },
   );
@@ -133,7 +133,7 @@ describe('the real agent', () => {
     const cancelled = Date.now();
     await cancel(s, 'rk');
     expect((await r.done).error?.code).toBe(status.CANCELLED);
-    await until(() => !pidLives(pid), 8000);
+    await until(() => !processAlive(pid), 8000);
     expect(Date.now() - cancelled).toBeGreaterThanOrEqual(400);
   });
 
