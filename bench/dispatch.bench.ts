@@ -10,11 +10,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { BERTH_BIN } from '../src/berth-bin.js';
 import { median, report, ROOT, timed } from './support.js';
 
 const JOBS = 500;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const bin = join(ROOT, 'bin', 'berth.js');
 
 /** Ms from launch until a stdout line matches `last` (the process is then left to finish). */
 function untilLine(cmd: string, args: string[], last: RegExp): Promise<number> {
@@ -59,7 +59,7 @@ try {
     loop.push(await timed(process.execPath, [join(ROOT, 'bench', 'spawn-loop.mjs'), String(JOBS), '8']));
     cli.push(
       await timed(process.execPath, [
-        bin,
+        BERTH_BIN,
         'dispatch',
         many,
         '--devices',
@@ -78,7 +78,7 @@ try {
   );
   const berth = await untilLine(
     process.execPath,
-    [bin, 'dispatch', mixed, '--devices', '0-1', '--log-dir', join(dir, 'logs-mixed')],
+    [BERTH_BIN, 'dispatch', mixed, '--devices', '0-1', '--log-dir', join(dir, 'logs-mixed')],
     /^PASS\s+q50\s/,
   );
   const [x, l, c] = [median(xargs), median(loop), median(cli)];

@@ -6,10 +6,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { median, report, ROOT, timed } from './support.js';
+import { BERTH_BIN as bin } from '../src/berth-bin.js';
+import { median, report, timed } from './support.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
-const bin = join(ROOT, 'bin', 'berth.js');
 const dir = mkdtempSync(join(os.tmpdir(), 'berth-bench-startup-'));
 try {
   const batch = join(dir, 'one.yaml');

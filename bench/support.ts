@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BERTH_BIN } from '../src/berth-bin.js';
 
 /** Repository root. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -103,13 +104,12 @@ function ended(child: import('node:child_process').ChildProcess): Promise<void> 
  * `remote` carrying label `remote` with `worker.cpus` cores; resolves once it is attached.
  */
 export async function startBerth(cpus: number, worker?: { cpus: number }): Promise<BenchServer> {
-  const bin = join(ROOT, 'bin', 'berth.js');
   const env = { ...process.env, BERTH_LOG_LEVEL: 'info' };
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the server and worker processes, for profiling
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const server = spawn(
     process.execPath,
-    [...nodeArgs, bin, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''],
+    [...nodeArgs, BERTH_BIN, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const line = await waitLine(server, /berth serving/);
@@ -120,7 +120,7 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
       process.execPath,
       [
         ...nodeArgs,
-        bin,
+        BERTH_BIN,
         'worker',
         '--server',
         address,

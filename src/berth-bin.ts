@@ -1,24 +1,12 @@
 /**
  * Where berth's own CLI lives, for starting `berth worker` processes (provisioners) by absolute
- * paths, independent of the working directory: the one place that knows the layout.
+ * paths, independent of the working directory: the one place that knows the entry point's path.
  */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from './package-info.js';
 
-/** The package root: the nearest directory above this module holding package.json and bin/berth.js. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'berth.js'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error(`berth's bin/berth.js not found above ${fileURLToPath(import.meta.url)}`);
-    dir = up;
-  }
-}
-
-/** Absolute path of the package root. */
-export const BERTH_ROOT = packageRoot();
+/** Absolute path of the package root (package-info.ts finds it). */
+export const BERTH_ROOT = PACKAGE_ROOT;
 /** Absolute path of the `berth` CLI entry point. */
 export const BERTH_BIN = join(BERTH_ROOT, 'bin', 'berth.js');
 /** The command that runs berth: node (absolute) and the entry point. */

@@ -38,3 +38,10 @@ BerthError.prototype.name = 'BerthError';
 export function invalidArgument(field: string, value: unknown, why: string): BerthError {
   return new BerthError('invalid_argument', `${field}: ${why} (got ${JSON.stringify(value)})`);
 }
+
+/** The value at `path` inside `root` (a zod issue's path, for an error message); undefined where it leads nowhere. */
+export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
+  return v;
+}

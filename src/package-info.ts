@@ -1,7 +1,7 @@
 /**
  * The berth package itself: its root directory (holding package.json and proto/), found from this
- * module whether it runs from src/ (tsx, tests) or from the build in dist/src/, and its version as
- * package.json states it — the one place the version is written.
+ * module whether it runs from src/ (tsx, tests) or from the bundle in dist/ (bin/build.mjs), and
+ * its version as package.json states it — the one place the version is written.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

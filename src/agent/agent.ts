@@ -4,9 +4,9 @@
  * Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of retrying when retrying
  * cannot help: a refused token, a refused Hello, or its name taken over by another live worker.
  */
-import { credentials, Metadata, status, type ChannelCredentials } from '@grpc/grpc-js';
+import { status, type ChannelCredentials } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
-import { readFlagFile } from '../config/fields.js';
+import { authMetadata, channelCredentials } from '../cli/client.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { VERSION } from '../package-info.js';
@@ -125,20 +125,6 @@ export class WorkerAgent {
     };
   }
 
-  /**
-   * Channel credentials: insecure, TLS, or mutual TLS (files read at each connect, so renewals apply).
-   * @throws Error `--tls-ca: cannot read '<file>': no such file` and the like.
-   */
-  #credentials(): ChannelCredentials {
-    const t = this.options.tls;
-    if (!t) return credentials.createInsecure();
-    return credentials.createSsl(
-      readFlagFile('--tls-ca', t.ca),
-      t.key ? readFlagFile('--tls-key', t.key) : null,
-      t.cert ? readFlagFile('--tls-cert', t.cert) : null,
-    );
-  }
-
   async #run(): Promise<void> {
     try {
       await this.#state?.takeOver(); // a predecessor's leftovers are gone before the first Hello
@@ -151,7 +137,9 @@ export class WorkerAgent {
     while (!this.#stop.signal.aborted) {
       let creds: ChannelCredentials;
       try {
-        creds = this.#credentials();
+        // insecure, TLS or mutual TLS; the files are read at each connect, so renewals apply
+        const t = this.options.tls;
+        creds = channelCredentials({ tlsCa: t?.ca, tlsCert: t?.cert, tlsKey: t?.key });
       } catch (err) {
         const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
         this.log.warn({ reason: (err as Error).message, retryInMs: delay }, 'cannot read a TLS file; retrying');
@@ -166,10 +154,8 @@ export class WorkerAgent {
         'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
         ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
       });
-      const md = new Metadata();
-      if (this.options.token) md.set('authorization', `Bearer ${this.options.token}`);
       const session = new Session(
-        client.workerStream(md),
+        client.workerStream(authMetadata(this.options.token)),
         this.#hello(),
         this.executors,
         this.log,

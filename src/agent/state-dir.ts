@@ -8,19 +8,14 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
-import { groupAlive, groupGone, signalGroup, type GroupRecorder } from '../workers/executors/kill.js';
+import { groupAlive, groupGone, procStat, signalGroup, type GroupRecorder } from '../workers/executors/kill.js';
 
 /** Longest wait for a leftover group to vanish after SIGKILL, in ms. */
 const LEFTOVER_GONE_MS = 5000;
 
 /** A live process's start time (clock ticks since boot, /proc/<pid>/stat field 22); undefined when gone or unknown. */
 export function startTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
+  return procStat(pid)?.[19];
 }
 
 /**

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { valueAt } from '../errors.js';
 import { cannotRead, OptionsError } from './fields.js';
 import { provisionersSchema, type ProvisionerConfig } from './provisioner-options.js';
 
@@ -88,12 +89,4 @@ function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) 
   const got = valueAt(value, issue.path);
   const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
   throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issue.message}${shown}`);
-}
-
-function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
-  let cur = v;
-  for (const p of path) {
-    cur = cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[p] : undefined;
-  }
-  return cur;
 }

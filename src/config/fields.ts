@@ -112,6 +112,9 @@ export const logLevel = z.preprocess(
   z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(', ')}` }),
 );
 
+/** A worker, engine or provisioner name: `[A-Za-z0-9_.-]+`. */
+export const plainName = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -');
+
 /** A comma-separated list of labels; each `[A-Za-z0-9_.-]+`. */
 export const labelList = z
   .string()

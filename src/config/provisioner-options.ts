@@ -3,9 +3,7 @@
  * and how many, validated with zod. Keys are snake_case, as in the file; unknown keys are errors.
  */
 import { z } from 'zod';
-import { seconds, wholeNumber } from './fields.js';
-
-const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -');
+import { plainName as name, seconds, wholeNumber } from './fields.js';
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
 export const shapeSchema = z.strictObject({

@@ -15,6 +15,7 @@ import {
   type FlagTable,
   labelList,
   logLevel,
+  plainName,
   OptionsError,
   readableFile,
   resolveOptions,
@@ -30,10 +31,7 @@ const schema = z.object({
   cpus: wholeNumber(0, 65536).optional(),
   gpus: deviceRange.optional(),
   ramMb: wholeNumber(0, 1 << 30).optional(),
-  engineName: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -')
-    .default('engine'),
+  engineName: plainName.default('engine'),
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),

@@ -11,6 +11,7 @@ import {
   type FlagTable,
   labelList,
   logLevel,
+  plainName,
   OptionsError,
   readableFile,
   resolveOptions,
@@ -20,10 +21,7 @@ import {
 
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
-  name: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]+$/, 'names are letters, digits, _ . -')
-    .default(os.hostname().split('.')[0] || 'worker'),
+  name: plainName.default(os.hostname().split('.')[0] || 'worker'),
   labels: labelList.default([]),
   cpus: wholeNumber(0, 65536).optional(),
   gpus: deviceRange.optional(),

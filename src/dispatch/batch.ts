@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { valueAt } from '../errors.js';
 import type { Job } from './job.js';
 
 /** A batch file that cannot be read or does not validate; the message names the job and the field. CLI exit 2. */
@@ -70,12 +71,6 @@ function jobName(i: number, raw: unknown): string {
     : `job ${i + 1}`;
 }
 
-function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
-  let v = raw;
-  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
-  return v;
-}
-
 /**
  * Validates parsed batch data (a list of jobs or `{ jobs: [...] }`) into jobs in file order. A
  * relative `cwd` is resolved against `baseDir` (the batch file's directory).
@@ -96,7 +91,7 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
     if (!r.success) {
       const issue = r.error.issues[0];
       const field = issue.path.length > 0 ? issue.path.join('.') : '(job)';
-      const got = issue.path.length > 0 ? valueAt(raw, issue.path) : raw;
+      const got = valueAt(raw, issue.path);
       throw new BatchError(
         `${source}: ${jobName(i, raw)}: ${field}: ${issue.message} (got ${JSON.stringify(got) ?? 'nothing'})`,
       );

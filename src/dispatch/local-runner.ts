@@ -7,12 +7,12 @@
  * outlives its job.
  */
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { formatRange } from '../resources/ranges.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
 import { groupAlive, signalGroup } from '../workers/executors/kill.js';
+import { cwdProblem } from '../workers/executors/watchdog.js';
 import { trackGroup, untrackGroup } from './process-groups.js';
 
 /** Placeholder replaced by the granted device range in argv and shell lines. */
@@ -35,15 +35,6 @@ export function commandFor(
   return { file, args, env: { ...base, [deviceEnv]: ids.join(','), ...job.env } };
 }
 
-function cwdProblem(cwd: string | undefined): string | undefined {
-  if (cwd === undefined) return undefined;
-  try {
-    return statSync(cwd).isDirectory() ? undefined : `cwd ${cwd} is not a directory`;
-  } catch {
-    return `cwd ${cwd} does not exist`;
-  }
-}
-
 /** Runs jobs on this host. */
 export class LocalRunner implements Runner {
   /** dispatch's env, read once: process.env is slow to copy (every read asks the C library). */
@@ -60,7 +51,7 @@ export class LocalRunner implements Runner {
       stop: () => {},
       dumpStack: () => false,
     });
-    const bad = cwdProblem(job.cwd);
+    const bad = job.cwd === undefined ? undefined : cwdProblem(job.cwd);
     if (bad !== undefined) return failed(bad);
     let child: ChildProcessByStdio<null, Readable, Readable>;
     try {

@@ -105,7 +105,7 @@ export class LocalBackend implements Backend {
       [...all].map(async (id) => {
         if (await groupGone(Number(id), STOP_GRACE_MS)) return;
         signalGroup(Number(id), 'SIGKILL');
-        await groupGone(Number(id), 2000);
+        await groupGone(Number(id)); // GROUP_GONE_MS after the SIGKILL, as for every group
       }),
     );
   }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
-import { BerthError } from '../errors.js';
+import { BerthError, valueAt } from '../errors.js';
 
 const callId = z.string().min(1, 'required').max(512, 'at most 512 characters');
 const failure = z.object({
@@ -62,8 +62,7 @@ export function checkFrame(frame: WorkerStreamRequest['frame']): void {
   const r = schema.safeParse(frame.value);
   if (r.success) return;
   const issue = r.error.issues[0];
-  let value: unknown = frame.value;
-  for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
+  const value = valueAt(frame.value, issue.path);
   const shown = JSON.stringify(value)?.slice(0, 80);
   throw new BerthError(
     'invalid_argument',

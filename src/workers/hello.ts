@@ -3,7 +3,7 @@
  */
 import { z } from 'zod';
 import type { Hello } from '../../generated/ts/berth/v1/worker.js';
-import { BerthError } from '../errors.js';
+import { BerthError, valueAt } from '../errors.js';
 import { MAX_CPUS, MAX_RAM_MB } from '../placement/ask.js';
 import { fieldPath } from './frames.js';
 import type { MachineSpec } from '../placement/types.js';
@@ -55,8 +55,7 @@ export function machineFromHello(h: Hello): MachineSpec {
   const r = schema.safeParse(h);
   if (!r.success) {
     const issue = r.error.issues[0];
-    let value: unknown = h;
-    for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
+    const value = valueAt(h, issue.path);
     throw new BerthError(
       'invalid_argument',
       `${fieldPath(['hello', ...issue.path])}: ${issue.message} (got ${shown(value)})`,

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { Command, Event, Failure, PythonSource, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
-import { BerthError } from '../errors.js';
+import { BerthError, valueAt } from '../errors.js';
 import { ALLOCATION_ENV_KEYS } from '../placement/env.js';
 import type { ExecEvent, ExecFailure, Outcome, Task } from './executors/types.js';
 
@@ -59,8 +59,7 @@ export function toTask(
   if (!r.success) {
     const issue = r.error.issues[0];
     const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
-    let value: unknown = payload.value;
-    for (const k of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[k as PropertyKey];
+    let value = valueAt(payload.value, issue.path);
     if (issue.code === 'invalid_key') value = issue.path[issue.path.length - 1];
     const shown =
       issue.path.length === 1 && issue.path[0] === 'env'

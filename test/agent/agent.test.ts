@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { FakeHub } from '../support/fake-hub.js';
+import { until } from '../support/until.js';
+import { processAlive } from '../support/process-groups.js';
 
 const opened: Array<{ close(): Promise<void> | void }> = [];
 afterEach(async () => {
@@ -93,7 +94,7 @@ describe('berth worker agent against a test-double server', () => {
     conn.send({ $case: 'cancel', value: { callId: 'r1:f.sleep', reason: 'cancelled by test' } });
     const failure = await conn.waitFor('failure', (f) => f.callId === 'r1:f.sleep');
     expect(failure).toMatchObject({ type: 'Cancelled', message: 'cancelled by test' });
-    expect(ev.kind?.$case === 'log' && gone(Number(ev.kind.value.line))).toBe(true);
+    expect(ev.kind?.$case === 'log' && !processAlive(Number(ev.kind.value.line))).toBe(true);
   });
 
   it('a CompileCall answers a SyntaxError without running anything', async () => {
@@ -133,7 +134,7 @@ describe('berth worker agent against a test-double server', () => {
     conn.call.end();
     const second = await hub.connection(1);
     await second.waitFor('hello');
-    expect(gone(pid)).toBe(true); // the Hello came only after the process had exited
+    expect(processAlive(pid)).toBe(false); // the Hello came only after the process had exited
     second.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
     await until(() => agent.status().attached);
     expect(agent.status().attaches).toBe(2);
@@ -166,19 +167,3 @@ describe('berth worker agent against a test-double server', () => {
     expect(agent.status().pools).toBe(2);
   });
 });
-
-function gone(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

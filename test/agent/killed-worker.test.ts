@@ -7,19 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
 });
-
-async function until(cond: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('a worker killed mid-run', () => {
   it(

@@ -5,20 +5,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
-import { startServer, type TestServer } from '../support/server.js';
+import { startServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
 });
-
-function snapshot(s: TestServer): Promise<GetSnapshotResponse> {
-  return new Promise((resolve, reject) => s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))));
-}
 
 function worker(address: string): ChildProcess {
   const child = spawnBerth(['worker', '--server', address, '--name', 'wa', '--cpus', '1', '--gpus', '']);
@@ -46,7 +42,7 @@ describe('two live workers with one name', () => {
     expect(r1.code).toBe(1);
     expect(r1.stderr).toContain("berth worker: name 'wa' was taken over by another worker; not reconnecting");
     // The second stays: it is the one listed, and nothing replaced it since (the first did not come back).
-    const snap = await snapshot(s);
+    const snap = await snapshot(s.placement);
     expect(snap.machines.filter((m) => m.name === 'wa')).toHaveLength(1);
     expect(s.server.context.hub.workers.size).toBe(1);
     expect(replaced).toHaveLength(1);

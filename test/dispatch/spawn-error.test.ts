@@ -2,7 +2,7 @@
  * Acceptance 10: a job whose program does not exist is a `spawn_error` result, never an exception;
  * the other jobs still run. Also: exactly one result per job, in file order, and the JUnit file.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { dispatch, scratch, statuses, type Scratch } from './support.js';
@@ -42,5 +42,16 @@ describe('a job that cannot start does not stop the others', () => {
       ),
     );
     expect(xml).toContain('after ran on 0,1'); // runs of two stay listed (SPEC D4)
+  });
+
+  it('a cwd that cannot be used says why, not that it does not exist (same words as a worker command)', async () => {
+    s = scratch();
+    const loop = join(s.dir, 'loop');
+    symlinkSync(loop, loop); // stat fails ELOOP
+    const file = s.batch({ jobs: [{ label: 'looped', devices: 0, argv: ['true'], cwd: loop }] });
+    const r = await dispatch(file, '--devices', '0');
+    expect(r.code).toBe(1);
+    expect(statuses(r.stdout)).toEqual({ looped: 'spawn_error' });
+    expect(r.stdout).toMatch(/ERROR\s+looped\s+cwd \S+loop cannot be used \(ELOOP\)/);
   });
 });

@@ -5,14 +5,8 @@ import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placeme
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, watch } from '../support/claims.js';
 import { runBerth } from '../support/cli.js';
-import {
-  configFile,
-  processAlive,
-  queuedMatching,
-  serveCli,
-  tempDir,
-  removeTempDirs,
-} from '../support/provisioning.js';
+import { configFile, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
+import { processAlive } from '../support/process-groups.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 

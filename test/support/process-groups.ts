@@ -31,3 +31,18 @@ export function liveMembers(pgid: number): number[] {
 export function groupLives(pgid: number): boolean {
   return liveMembers(pgid).length > 0;
 }
+
+/** True while process `pid` exists and is not a zombie (one awaiting its reaper counts as gone). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX] /.test(stat);
+  } catch {
+    return false;
+  }
+}

@@ -4,7 +4,7 @@
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { credentials } from '@grpc/grpc-js';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PlacementServiceClient, type ClaimResponse, type Queued } from '../../generated/ts/berth/v1/placement.js';
@@ -72,21 +72,6 @@ export function squeueIds(provisioner: string): string[] {
     .split('\n')
     .map((l) => l.trim())
     .filter(Boolean);
-}
-
-/** True while process `pid` exists and is not a zombie. */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) [ZX] /.test(stat);
-  } catch {
-    return false;
-  }
 }
 
 /** `berth serve --config <file>` as a real process; resolves once it serves, with its address and a client. */

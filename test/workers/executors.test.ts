@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BerthError } from '../../src/errors.js';
 import { Executors, type ExecEvent, type Task } from '../../src/workers/executors/index.js';
+import { until } from '../support/until.js';
+import { processAlive } from '../support/process-groups.js';
 
 const ex = new Executors({ graceMs: 500 });
 afterAll(() => ex.close());
@@ -68,7 +69,7 @@ describe('command executor', () => {
     await expect(p).rejects.toMatchObject({ kind: 'cancelled' });
     expect(Date.now() - started).toBeLessThan(10_000);
     const child = Number((events[0] as { line: string }).line);
-    await until(() => !alive(child));
+    await until(() => !processAlive(child));
   });
 });
 
@@ -167,18 +168,3 @@ describe('python executor', () => {
 });
 
 /** True while `pid` runs (a zombie left for a reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

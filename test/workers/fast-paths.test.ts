@@ -17,6 +17,7 @@ import {
 } from '../../generated/ts/berth/v1/placement.js';
 import { spawnBerth, waitForLine } from '../support/cli.js';
 import { outputLines, run, runRequest, terminal } from '../support/run-client.js';
+import { snapshot } from '../support/snapshot.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -59,10 +60,6 @@ async function berth(env: Record<string, string> = {}, worker = false) {
   const client = new PlacementServiceClient(address, credentials.createInsecure());
   open.push(() => client.close());
   return client;
-}
-
-function snapshot(c: PlacementServiceClient): Promise<GetSnapshotResponse> {
-  return new Promise((resolve, reject) => c.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r!))));
 }
 
 /** Polls `read` every 50 ms until `done` holds (at most `ms`), returning the last value. */

@@ -14,6 +14,8 @@ import { finished, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { freeOf } from '../support/snapshot.js';
+import { until } from '../support/until.js';
+import { processAlive } from '../support/process-groups.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -21,20 +23,6 @@ afterEach(async () => {
 });
 
 /** True while `pid` runs (a zombie awaiting its reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
-async function until(cond: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 function logLines(h: RunHandle): string[] {
   return h.responses.flatMap((r) =>
     r.kind?.$case === 'event' && r.kind.value.kind?.$case === 'log' ? [r.kind.value.kind.value.line] : [],
@@ -66,7 +54,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   await until(() => logLines(r).length > 0 && existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'));
   expect(logLines(r)[0]).toBe('CUDA_VISIBLE_DEVICES=0');
   const pid = Number(readFileSync(pidFile, 'utf8'));
-  expect(alive(pid)).toBe(true);
+  expect(processAlive(pid)).toBe(true);
 
   const b = claim(t.placement, {
     cpus: 1,
@@ -78,7 +66,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   let aliveAtGrant: boolean | undefined;
   let releasedBeforeGrant: boolean | undefined;
   const bGranted = b.granted.then((g) => {
-    aliveAtGrant = alive(pid); // read at the moment the grant arrives
+    aliveAtGrant = processAlive(pid); // read at the moment the grant arrives
     releasedBeforeGrant = a.responses.some((x) => x.kind?.$case === 'released');
     return g;
   });
@@ -95,7 +83,7 @@ async function releaseWithRunInFlight(t: TestServer, machine: string, label: str
   expect(releasedBeforeGrant).toBe(true);
   expect(aliveAtGrant).toBe(false);
   await b.release();
-  await until(() => !alive(pid));
+  await until(() => !processAlive(pid));
 }
 
 describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
@@ -183,7 +171,7 @@ describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
       expect(o.error?.details).toContain(`claim ${ga.claimId} released`);
-      await until(() => !alive(pid));
+      await until(() => !processAlive(pid));
       const b = claim(t.placement, { cpus: 2, gpus: 1 });
       expect((await b.granted).allocation?.gpuIds).toEqual([0]);
       await b.release();

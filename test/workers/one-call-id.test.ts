@@ -16,19 +16,12 @@ import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
 });
-
-async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A server with one real agent `w1` (label w, `cpus` cores) attached. */
 async function setup(cpus: number): Promise<TestServer> {

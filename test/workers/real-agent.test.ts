@@ -7,11 +7,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { kinds, run, runRequest, terminal, outputLines } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
+import { snapshot } from '../support/snapshot.js';
+import { processAlive } from '../support/process-groups.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -43,26 +45,8 @@ async function setup(o: { gpuIds?: number[]; graceMs?: number } = {}) {
   const a = await agent(s.address, o);
   return { s, a };
 }
-function snapshot(s: TestServer): Promise<GetSnapshotResponse> {
-  return new Promise((resolve, reject) => s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))));
-}
 function cancel(s: TestServer, runId: string): Promise<{ calls: number; claims: number }> {
   return new Promise((resolve, reject) => s.placement.cancel({ runId }, (e, r) => (e ? reject(e) : resolve(r))));
-}
-/** True once `pid` no longer runs (a zombie awaiting a reaper counts as gone). */
-function gone(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-async function until(cond: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 function firstLogLine(responses: ReturnType<typeof run>['responses']): string | undefined {
   return outputLines({ responses })[0]?.line;
@@ -133,8 +117,8 @@ describe('the real agent', () => {
       expect(await cancel(s, 'rc')).toEqual({ calls: 1, claims: 0 });
       const o = await r.done;
       expect(o.error?.code).toBe(status.CANCELLED);
-      await until(() => gone(child));
-      await until(async () => (await snapshot(s)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
+      await until(() => !processAlive(child));
+      await until(async () => (await snapshot(s.placement)).machines.find((m) => m.name === 'w1')?.free?.cpus === 4);
     },
   );
 
@@ -149,7 +133,7 @@ describe('the real agent', () => {
     const cancelled = Date.now();
     await cancel(s, 'rk');
     expect((await r.done).error?.code).toBe(status.CANCELLED);
-    await until(() => gone(pid), 8000);
+    await until(() => !processAlive(pid), 8000);
     expect(Date.now() - cancelled).toBeGreaterThanOrEqual(400);
   });
 

@@ -4,10 +4,11 @@
  */
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { kinds, run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { TestWorker } from '../support/test-worker.js';
+import { until } from '../support/until.js';
+import { snapshot } from '../support/snapshot.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -32,9 +33,6 @@ async function worker(
   });
   open.push(() => w.close());
   return w;
-}
-function snapshot(s: TestServer): Promise<GetSnapshotResponse> {
-  return new Promise((resolve, reject) => s.placement.getSnapshot({}, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
 describe('Run on a remote worker (test double)', () => {
@@ -101,7 +99,7 @@ describe('Run on a remote worker (test double)', () => {
       expect(Date.now() - dropped).toBeLessThan(1000);
       expect(o.error?.code).toBe(status.UNAVAILABLE);
       expect(o.error?.details).toContain('went away');
-      const snap = await snapshot(s);
+      const snap = await snapshot(s.placement);
       expect(snap.machines.map((m) => m.name)).not.toContain('gpu1');
     },
   );
@@ -164,7 +162,7 @@ describe('Run on a remote worker (test double)', () => {
       second.result(call.callId, 1);
       expect((await r2.done).error).toBeNull();
       expect(first.calls.map((c) => c.callId)).toEqual(['a:flow.node']);
-      const snap = await snapshot(s);
+      const snap = await snapshot(s.placement);
       expect(snap.machines.filter((m) => m.name === 'gpu1')).toHaveLength(1);
     },
   );
@@ -197,7 +195,7 @@ describe('Run on a remote worker (test double)', () => {
     const runs = ['n1', 'n2', 'n3'].map((node) => run(s.placement, runRequest({ node, label: 'gpu' })));
     await w.next('call', (c) => c.node === 'n1');
     await w.next('call', (c) => c.node === 'n2');
-    const snap = await snapshot(s);
+    const snap = await snapshot(s.placement);
     expect(snap.calls).toHaveLength(2);
     expect(w.calls).toHaveLength(2);
     w.result('r1:flow.n1', 1);
@@ -253,11 +251,3 @@ describe('Run on a remote worker (test double)', () => {
     },
   );
 });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -7,6 +7,7 @@ import { claim } from '../support/claims.js';
 import { kinds, run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { TestWorker } from '../support/test-worker.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -106,11 +107,3 @@ describe('Run placement and input', () => {
     expect(snap.machines.map((m) => m.name)).toEqual(['engine']);
   });
 });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

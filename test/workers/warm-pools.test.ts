@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 const open: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -84,7 +85,7 @@ describe('warm Python pools of the real berth worker', () => {
         again.kill('SIGTERM');
         return againDone;
       });
-      await until(async () => (await snapshotNames(s)).includes('w2'));
+      await until(async () => (await snapshotNames(s)).includes('w2'), 15_000, 50);
       const warmStart = performance.now();
       for (let i = 0; i < 100; i++) {
         const o = await run(
@@ -121,12 +122,4 @@ async function snapshotNames(s: Awaited<ReturnType<typeof startServer>>): Promis
     s.placement.getSnapshot({}, (e, res) => (e ? reject(e) : resolve(res))),
   );
   return r.machines.map((m) => m.name);
-}
-
-async function until(cond: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

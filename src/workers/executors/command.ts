@@ -5,11 +5,10 @@
  * `{devices}` in argv becomes the granted ids as a range string; env = process env + allocation
  * env + command env; output lines become log events; exit 0 → {exit_code: 0}, else `ExitCode`.
  */
-import { statSync } from 'node:fs';
 import { formatRange } from '../../resources/ranges.js';
 import { LineSplitter, pipeLines } from './lines.js';
 import { DEFAULT_GRACE_MS, exited, GroupSet, stopGroup } from './kill.js';
-import { spawnWatched } from './watchdog.js';
+import { cwdProblem, spawnWatched } from './watchdog.js';
 import type { CommandPayload, ExecEvent, Executor, Flow, Outcome, Task } from './types.js';
 
 /** Replaces every `{devices}` in `argv` with `formatRange(gpuIds)` (e.g. `0-3`). */
@@ -89,15 +88,5 @@ export class CommandExecutor implements Executor {
       release(); // the watchdog ends whatever the program left in its group
       this.groups.forget(child);
     }
-  }
-}
-
-/** Why `cwd` cannot be a command's working directory ("cwd /x does not exist"), or undefined when it can. */
-function cwdProblem(cwd: string): string | undefined {
-  try {
-    return statSync(cwd).isDirectory() ? undefined : `cwd ${cwd} is not a directory`;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? `cwd ${cwd} does not exist` : `cwd ${cwd} cannot be used (${code ?? String(err)})`;
   }
 }

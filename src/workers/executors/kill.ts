@@ -37,17 +37,25 @@ export function groupAlive(pgid: number): boolean {
     return true;
   }
   for (const pid of pids) {
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue; // exited meanwhile
-    }
-    // "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses; read after the last ')'.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const [state, , pgrp] = procStat(pid) ?? []; // none: exited meanwhile
     if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
   }
   return false;
+}
+
+/**
+ * The fields of /proc/<pid>/stat after "pid (comm)": [0] is the state (field 3), [2] the group,
+ * [19] the start time (field 22). Undefined when the process is gone or /proc cannot be read.
+ */
+export function procStat(pid: number | string): string[] | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // comm may hold spaces and parentheses: read after the last ')'
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** Resolves once group `pgid` has no live member, or after `boundMs`; true when it is gone. */

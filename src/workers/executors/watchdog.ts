@@ -82,3 +82,17 @@ function findProgram(file: string, path: string, cwd?: string): string | undefin
   }
   return why;
 }
+
+/**
+ * Why `cwd` cannot be a program's working directory ("cwd /x does not exist"), or undefined when it
+ * can; checked before spawning, since under the watchdog a missing cwd would read "spawn /bin/sh ENOENT"
+ * (dispatch's local jobs use it too).
+ */
+export function cwdProblem(cwd: string): string | undefined {
+  try {
+    return statSync(cwd).isDirectory() ? undefined : `cwd ${cwd} is not a directory`;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? `cwd ${cwd} does not exist` : `cwd ${cwd} cannot be used (${code ?? String(err)})`;
+  }
+}
