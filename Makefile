@@ -11,7 +11,8 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup build venv generate check-generated lint format test test-python run bench bench-fast bench-placement bench-wire chaos clean
+.PHONY: setup build venv generate check-generated lint format test test-python run bench bench-fast bench-placement \
+  bench-wire chaos clean
 
 BUILD_STAMP := dist/.berth-build
 BUILD_INPUTS := $(shell find src generated/ts -name '*.ts' -o -name '*.py') bin/build.mjs package.json
@@ -49,10 +50,11 @@ generate: setup venv
 ## check-generated: fail when generated/ is not what `make generate` produces
 check-generated: generate
 	@if [ -n "$$(git status --porcelain -- generated $(PY_VENDORED))" ]; then \
-	  echo "generated/ is stale: run 'make generate' and commit" >&2; git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
+	  echo "generated/ is stale: run 'make generate' and commit" >&2; \
+	  git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
 
 ## lint: biome ci (formatting + lint, fails on any difference; biome.json), buf lint (STANDARD), buf breaking against
-##   main, tsc --noEmit (strict), mypy --strict (Python client)
+##   main, tsc --noEmit (strict), mypy --strict (Python client), ruff format --check and ruff check (ruff.toml)
 lint: setup venv
 	$(NPX) biome ci .
 	$(NPX) buf lint
@@ -60,11 +62,15 @@ lint: setup venv
 	  $(NPX) buf breaking --against '.git#branch=main'; fi
 	$(NPX) tsc --noEmit -p .
 	cd clients/python && ../../$(PY) -m mypy src/berth_client
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
-## format: rewrite the sources the way `make lint` wants them (biome format, then biome's safe lint fixes)
-format: setup
+## format: rewrite the sources the way `make lint` wants them (biome format and safe lint fixes; ruff for Python)
+format: setup venv
 	$(NPX) biome format --write .
 	$(NPX) biome lint --write .
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 ## test: every test (vitest, then the Python client's pytest suite against the real server); builds dist/ first
 test: setup build

@@ -499,7 +499,10 @@ export interface WatchEventsRequest {
 
 /** WatchEventsResponse is one event. */
 export interface WatchEventsResponse {
-  /** Event kind: node_queued, node_placed, node_clamped, claim_released, worker_attached, worker_detached, call_started, call_finished, ... */
+  /**
+   * Event kind: node_queued, node_placed, node_clamped, claim_released, worker_attached, worker_detached,
+   * call_started, call_finished, ...
+   */
   kind: string;
   /** Human detail. */
   detail: string;
@@ -4215,7 +4218,10 @@ export const PlacementServiceService = {
     responseSerialize: (value: CompileResponse): Buffer => Buffer.from(CompileResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CompileResponse => CompileResponse.decode(value),
   },
-  /** Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner starts a machine. */
+  /**
+   * Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner
+   * starts a machine.
+   */
   satisfiable: {
     path: "/berth.v1.PlacementService/Satisfiable" as const,
     requestStream: false as const,
@@ -4269,7 +4275,10 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
   cancel: handleUnaryCall<CancelRequest, CancelResponse>;
   /** Compile asks a worker carrying the label to compile a node's source without running it. */
   compile: handleUnaryCall<CompileRequest, CompileResponse>;
-  /** Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner starts a machine. */
+  /**
+   * Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner
+   * starts a machine.
+   */
   satisfiable: handleUnaryCall<SatisfiableRequest, SatisfiableResponse>;
   /** GetSnapshot returns the machines with their books, waiting claims, calls in flight and provisioners. */
   getSnapshot: handleUnaryCall<GetSnapshotRequest, GetSnapshotResponse>;
@@ -4330,7 +4339,10 @@ export interface PlacementServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CompileResponse) => void,
   ): ClientUnaryCall;
-  /** Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner starts a machine. */
+  /**
+   * Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner
+   * starts a machine.
+   */
   satisfiable(
     request: SatisfiableRequest,
     callback: (error: ServiceError | null, response: SatisfiableResponse) => void,

@@ -90,7 +90,10 @@ export interface WorkerStreamRequest {
 export interface Welcome {
   /** Server version. */
   serverVersion: string;
-  /** How often the worker sends a Heartbeat, in ms: one per running call and one for itself (empty call_id), idle or not; 3 missed intervals + 1 s detach it. */
+  /**
+   * How often the worker sends a Heartbeat, in ms: one per running call and one for itself (empty call_id), idle or
+   * not; 3 missed intervals + 1 s detach it.
+   */
   heartbeatMs: number;
 }
 

@@ -115,7 +115,8 @@ class PlacementServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Satisfiable(self, request, context):
-        """Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner starts a machine.
+        """Satisfiable says whether an ask can run now or after clamping (empty wait_for), or only once a provisioner
+        starts a machine.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
