@@ -3,6 +3,7 @@
 
 Reads vitest's JSON report and pytest's JUnit XML; exits 1 when either is missing or shows a failure.
 """
+
 import json
 import sys
 import xml.etree.ElementTree as ET

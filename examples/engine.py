@@ -7,6 +7,7 @@ and prints where each ran.
 
 Options: --address HOST:PORT (default 127.0.0.1:50051); BERTH_TOKEN is sent when set.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,6 +51,7 @@ def main() -> None:
     kwarg = {"load": "n", "fit": "xs", "summarize": "fit"}
     with Client(args.address) as client:
         for node, source, ask in FLOW:
+
             def on_queued(reason: Queued, node: str = node) -> None:
                 print(f"  study.{node} waits for {reason}")
 
@@ -59,13 +61,21 @@ def main() -> None:
 
             with client.claim(**ask, node=f"study.{node}", run_id=run_id, on_queued=on_queued) as grant:
                 value = client.run(
-                    source=source, kwargs={kwarg[node]: value}, claim=grant,
-                    flow="study", node=node, run_id=run_id, timeout=60, on_event=on_event,
+                    source=source,
+                    kwargs={kwarg[node]: value},
+                    claim=grant,
+                    flow="study",
+                    node=node,
+                    run_id=run_id,
+                    timeout=60,
+                    on_event=on_event,
                 )
                 alloc = grant.allocation
                 where = "remote worker" if grant.remote else "engine host"
-                print(f"study.{node}: ran on {grant.machine} ({where}) with cpus={alloc.cpus} gpu_ids={list(alloc.gpu_ids)}"
-                      + (" [clamped]" if grant.clamped else ""))
+                print(
+                    f"study.{node}: ran on {grant.machine} ({where})"
+                    f" with cpus={alloc.cpus} gpu_ids={list(alloc.gpu_ids)}" + (" [clamped]" if grant.clamped else "")
+                )
         print(f"result: {value}")
 
 

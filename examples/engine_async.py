@@ -8,6 +8,7 @@ each inside its own claim, wherever berth places it (the engine host or a worker
 
 Options: --address HOST:PORT (default 127.0.0.1:50051); BERTH_TOKEN is sent when set.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,10 +44,12 @@ def process(fit, spread):
 
 async def node(client: AsyncClient, run_id: str, name: str, source: str, kwargs: dict[str, Any], **ask: Any) -> Any:
     """Claims what the node asks for, runs it inside the claim, says where, returns its value."""
-    async with client.claim(**ask, node=f"study.{name}", run_id=run_id,
-                            on_queued=lambda reason: print(f"  study.{name} waits for {reason}")) as grant:
-        value = await client.run(source=source, kwargs=kwargs, claim=grant, flow="study", node=name, run_id=run_id,
-                                 timeout=60)
+    async with client.claim(
+        **ask, node=f"study.{name}", run_id=run_id, on_queued=lambda reason: print(f"  study.{name} waits for {reason}")
+    ) as grant:
+        value = await client.run(
+            source=source, kwargs=kwargs, claim=grant, flow="study", node=name, run_id=run_id, timeout=60
+        )
     where = "remote worker" if grant.remote else "engine host"
     alloc = grant.allocation
     print(f"study.{name}: ran on {grant.machine} ({where}) with cpus={alloc.cpus} gpu_ids={list(alloc.gpu_ids)}")

@@ -4,6 +4,7 @@ behaviour test runs against both clients unchanged (parametrised, not copied).
 The AsyncClient lives on one event loop in a daemon thread; each method submits the coroutine
 there and waits for it. Callbacks (on_queued, on_event) run on that loop's thread.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -129,6 +130,7 @@ class BridgedClient:
     def events(self) -> BridgedIterator:
         async def open_events() -> AsyncEventStream:
             return self.aclient.events()
+
         return BridgedIterator(self._lt, self._lt.call(open_events()))
 
     def cancel(self, run_id: Any) -> Any:

@@ -1,4 +1,5 @@
 """Fixtures: real berth servers and workers (subprocesses on loopback) and clients bound to them."""
+
 from __future__ import annotations
 
 import threading
@@ -7,10 +8,9 @@ from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
-
 from berth_client import Client, Machine, Snapshot
-from bridge import BridgedClient
 from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from bridge import BridgedClient
 from processes import BerthProcess, start_server, start_worker, worker_cli_built
 
 
@@ -117,7 +117,9 @@ def run_ready(worker_server: str) -> str:
 def worker(run_ready: str) -> Iterator[str]:
     """A real `berth worker` named w1 (4 cpus, GPU 0, 4 calls at once, label pyw, 2 s cancel grace)
     attached to worker_server."""
-    proc = start_worker(run_ready, "w1", "--cpus", "4", "--gpus", "0", "--max-parallel", "4", "--labels", "pyw", "--grace", "2")
+    proc = start_worker(
+        run_ready, "w1", "--cpus", "4", "--gpus", "0", "--max-parallel", "4", "--labels", "pyw", "--grace", "2"
+    )
     with Client(run_ready) as c:
         try:
             wait_until(c, has_machine("w1"))

@@ -4,6 +4,7 @@ Each process runs in its own session (so a worker's node processes are killed wi
 stderr is drained in a thread (kept for failure messages), and `stop()` ends it: SIGTERM, then
 SIGKILL after a grace.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,14 @@ class BerthProcess:
         self.args = args
         self.proc = subprocess.Popen(
             ["node", str(BERTH_BIN), *args],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, errors="replace", start_new_session=True,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
         )
         self.lines: list[str] = []
         self._changed = threading.Condition()
@@ -46,12 +53,14 @@ class BerthProcess:
         """The first stderr line containing `needle`; fails if the process exits or `timeout` s pass."""
         with self._changed:
             ok = self._changed.wait_for(
-                lambda: any(needle in l for l in self.lines) or self.proc.poll() is not None, timeout
+                lambda: any(needle in line for line in self.lines) or self.proc.poll() is not None, timeout
             )
-            found = [l for l in self.lines if needle in l]
+            found = [line for line in self.lines if needle in line]
         if not ok or not found:
             self.stop()
-            raise RuntimeError(f"berth {' '.join(self.args)}: no line with {needle!r}; stderr:\n" + "\n".join(self.lines[-30:]))
+            raise RuntimeError(
+                f"berth {' '.join(self.args)}: no line with {needle!r}; stderr:\n" + "\n".join(self.lines[-30:])
+            )
         return found[0]
 
     def kill(self) -> None:
@@ -86,12 +95,14 @@ def start_worker(address: str, name: str, *flags: str) -> BerthProcess:
 
 
 def worker_cli_built() -> str:
-    """"" when `berth worker` exists, else why not (its placeholder says "not built yet")."""
+    """ "" when `berth worker` exists, else why not (its placeholder says "not built yet")."""
     out = subprocess.run(
-        ["node", str(BERTH_BIN), "worker", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        ["node", str(BERTH_BIN), "worker", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
     )
     text = out.stdout + out.stderr
     return text.strip() if "not built yet" in text else ""
-
-

@@ -1,5 +1,6 @@
 """What only asyncio has (issue 14 item 1): cancelling the task cancels the call on the worker and
 gives back its claim; many runs at once on one event loop; the client's own lifetime."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,6 +38,7 @@ def process_gone_within(pid: int, seconds: float) -> bool:
 
 async def until(client: AsyncClient, check: Callable[[Snapshot], bool], timeout: float = 20.0) -> Snapshot:
     """The first snapshot for which `check` holds, re-checked on every event; fails after `timeout` s."""
+
     async def watch() -> Snapshot:
         async with client.events() as events:
             snap = await client.snapshot()  # the stream is open before the first look
@@ -51,13 +53,17 @@ async def until(client: AsyncClient, check: Callable[[Snapshot], bool], timeout:
     return await asyncio.wait_for(watch(), timeout)
 
 
-def test_cancelling_the_task_of_a_run_ends_the_node_process_and_gives_back_its_claim(run_ready: str, worker: str) -> None:
+def test_cancelling_the_task_of_a_run_ends_the_node_process_and_gives_back_its_claim(
+    run_ready: str, worker: str
+) -> None:
     async def main() -> tuple[int, float, Snapshot]:
         async with AsyncClient(run_ready) as client:
             pid: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
             async def run() -> None:
-                async for item in client.stream_run(source=PRINTS_PID_THEN_SLEEPS, node="sleeper", run_id="r-aio-cancel"):
+                async for item in client.stream_run(
+                    source=PRINTS_PID_THEN_SLEEPS, node="sleeper", run_id="r-aio-cancel"
+                ):
                     if isinstance(item, LogLine) and not pid.done():
                         pid.set_result(int(item.line))
 
@@ -71,8 +77,13 @@ def test_cancelling_the_task_of_a_run_ends_the_node_process_and_gives_back_its_c
                 pass
             gone = await asyncio.to_thread(process_gone_within, node_pid, GRACE_S + 2)
             assert gone, f"node process {node_pid} still alive {GRACE_S + 2} s after the task was cancelled"
-            snap = await until(client, lambda s: not any(c.run_id == "r-aio-cancel" for c in s.calls)
-                               and not any(h.run_id == "r-aio-cancel" for h in s.held))
+            snap = await until(
+                client,
+                lambda s: (
+                    not any(c.run_id == "r-aio-cancel" for c in s.calls)
+                    and not any(h.run_id == "r-aio-cancel" for h in s.held)
+                ),
+            )
             return node_pid, time.monotonic() - cancelled_at, snap
 
     _pid, _elapsed, snap = asyncio.run(main())
@@ -82,8 +93,12 @@ def test_cancelling_the_task_of_a_run_ends_the_node_process_and_gives_back_its_c
 def test_a_hundred_concurrent_runs_on_one_event_loop_all_complete(run_ready: str, worker: str) -> None:
     async def main() -> list[object]:
         async with AsyncClient(run_ready) as client:
-            runs = [client.run(source="def process(i):\n    return i * i", kwargs={"i": i}, node=f"sq{i}", cpus=1,
-                               timeout=60) for i in range(100)]
+            runs = [
+                client.run(
+                    source="def process(i):\n    return i * i", kwargs={"i": i}, node=f"sq{i}", cpus=1, timeout=60
+                )
+                for i in range(100)
+            ]
             return list(await asyncio.gather(*runs))
 
     assert asyncio.run(main()) == [i * i for i in range(100)]
@@ -94,7 +109,9 @@ def test_cancelling_the_task_waiting_for_a_claim_abandons_it(engine_server: str)
         async with AsyncClient(engine_server) as client:
             async with client.claim(cpus=2, node="study.hog"):
                 queued = asyncio.Event()
-                waiter = asyncio.create_task(client.acquire(cpus=2, node="study.waiter", on_queued=lambda _q: queued.set()))
+                waiter = asyncio.create_task(
+                    client.acquire(cpus=2, node="study.waiter", on_queued=lambda _q: queued.set())
+                )
                 await asyncio.wait_for(queued.wait(), 20)
                 assert [w.node for w in (await client.snapshot()).waiting] == ["study.waiter"]
                 waiter.cancel()
@@ -105,7 +122,9 @@ def test_cancelling_the_task_waiting_for_a_claim_abandons_it(engine_server: str)
     asyncio.run(main())
 
 
-def test_a_claim_timeout_in_async_raises_node_timeout_and_the_client_closes_with_await_close(engine_server: str) -> None:
+def test_a_claim_timeout_in_async_raises_node_timeout_and_the_client_closes_with_await_close(
+    engine_server: str,
+) -> None:
     async def main() -> None:
         client = AsyncClient(engine_server)
         try:

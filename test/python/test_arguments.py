@@ -3,6 +3,7 @@ raises TypeError, a wrong value InvalidAsk (a ValueError), both naming the argum
 
 The client here points at a port where nothing listens: an error other than the argument's own
 (Unavailable) would mean the request went out first."""
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from berth_client import Client, InvalidAsk
 from conftest import Connect
 
@@ -62,7 +62,12 @@ WRONG_VALUES: list[tuple[str, Callable[[Client], Any], str, str]] = [
     ("run timeout zero", lambda c: c.run(source="", timeout=0), "timeout", "0"),
     ("run timeout negative", lambda c: c.run(source="", timeout=-0.5), "timeout", "-0.5"),
     ("run kwargs NaN", lambda c: c.run(source="", kwargs={"lr": math.nan}), "kwargs['lr']", "nan"),
-    ("run kwargs nested infinity", lambda c: c.run(source="", kwargs={"grid": [1.0, math.inf]}), "kwargs['grid'][1]", "inf"),
+    (
+        "run kwargs nested infinity",
+        lambda c: c.run(source="", kwargs={"grid": [1.0, math.inf]}),
+        "kwargs['grid'][1]",
+        "inf",
+    ),
     ("run command empty", lambda c: c.run(command=[]), "command", "[]"),
     ("run kwargs with a command", lambda c: c.run(command=["true"], kwargs={"x": 1}), "kwargs", "command"),
     ("run claim id empty", lambda c: c.run(source="", claim=""), "claim", "''"),
@@ -91,8 +96,11 @@ def test_json_like_kwargs_pass_the_checks(offline: Client) -> None:
     from berth_client import Unavailable
 
     with pytest.raises(Unavailable):
-        offline.run(source="def process(**k):\n    return k", timeout=5,
-                    kwargs={"t": (1, 2), "d": {"a": None, "b": True}, "big": 2**60, "f": 0.5})
+        offline.run(
+            source="def process(**k):\n    return k",
+            timeout=5,
+            kwargs={"t": (1, 2), "d": {"a": None, "b": True}, "big": 2**60, "f": 0.5},
+        )
 
 
 def test_a_wrong_client_argument_raises_type_error_naming_it(connect: Connect) -> None:

@@ -1,6 +1,7 @@
 """Batched output through the Python client (issue 11): a node printing thousands of lines on a
 real `berth worker` — sent as `logs` batches — reaches `on_event` one LogLine per line, in order,
 with stderr lines and metrics in their places."""
+
 from __future__ import annotations
 
 from berth_client import Client, LogLine, Metric
@@ -29,7 +30,9 @@ def test_thousands_of_batched_lines_arrive_one_by_one_in_order(run_client: Clien
             seen.append(f"metric:{int(e.value)}")
 
     n = 10_000
-    value = run_client.run(source=CHATTY, kwargs={"n": n}, node="chatty", run_id="batched", on_event=on_event, timeout=60)
+    value = run_client.run(
+        source=CHATTY, kwargs={"n": n}, node="chatty", run_id="batched", on_event=on_event, timeout=60
+    )
     assert value == "done"
     expected: list[str] = []
     for i in range(n):

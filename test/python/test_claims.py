@@ -1,10 +1,10 @@
 """Claims from Python: the lease lives exactly as long as the `with` block (SPEC P6, P8, P9)."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
-
 from berth_client import Client, InvalidAsk, NodeTimeout, NoWorker, Queued
 from conftest import machine, wait_until
 
@@ -98,7 +98,10 @@ def test_an_ask_no_machine_can_hold_is_clamped(client: Client) -> None:
     assert books_full(client.snapshot())
 
 
-@pytest.mark.parametrize("ask, field", [({"cpus": 10**9}, "cpus"), ({"gpus": 10**9}, "gpus"), ({"cpus": -1}, "cpus"), ({"policy": "maybe"}, "policy")])
+@pytest.mark.parametrize(
+    "ask, field",
+    [({"cpus": 10**9}, "cpus"), ({"gpus": 10**9}, "gpus"), ({"cpus": -1}, "cpus"), ({"policy": "maybe"}, "policy")],
+)
 def test_a_bad_ask_raises_invalid_ask_naming_the_field(client: Client, ask: dict, field: str) -> None:
     with pytest.raises(InvalidAsk) as caught:
         with client.claim(node="study.bad", **ask):

@@ -1,14 +1,25 @@
 """The rest of the contract from Python, for both clients (the `client` / `run_client` fixtures run
 each test with `Client` and with `aio.AsyncClient`): held claims, streamed runs, the seed's error
 classes, compile, typed snapshot and the Queued reason (issue 14 items 2–4)."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
-
 from berth_client import (
-    Amount, Clamped, Client, LogLine, Metric, NodeExited, Oversize, RemoteError, Result, Satisfiability, Started, Verdict,
+    Amount,
+    Clamped,
+    Client,
+    LogLine,
+    Metric,
+    NodeExited,
+    Oversize,
+    RemoteError,
+    Result,
+    Satisfiability,
+    Started,
+    Verdict,
 )
 from conftest import machine, wait_until
 
@@ -65,7 +76,8 @@ def test_the_queued_reason_says_what_is_wanted_and_what_the_best_machine_has_fre
     reason = reasons[0]
     assert reason.wanted == Amount(cpus=1, gpus=1, ram_mb=None)  # type: ignore[attr-defined]
     assert reason.best_machine == "engine" and reason.machines_able == 1  # type: ignore[attr-defined]
-    assert reason.best_free is not None and (reason.best_free.cpus, reason.best_free.gpus) == (0, 1)  # type: ignore[attr-defined]
+    best_free = reason.best_free  # type: ignore[attr-defined]
+    assert best_free is not None and (best_free.cpus, best_free.gpus) == (0, 1)
     assert waiting.node == "study.second" and waiting.reason.wanted == reason.wanted  # type: ignore[attr-defined]
     wait_until(client, lambda snap: not snap.held and not snap.waiting)
 

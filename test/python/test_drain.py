@@ -1,6 +1,7 @@
 """No call is waited on forever (issue 14 item 6): SIGTERM a real `berth serve` (it drains, SPEC R3)
 while 20 calls with no deadline start; every one returns or raises within a bound, for both clients.
 grpcio 1.85 alone leaves some of them blocked for ever in its response iterator."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,13 @@ def test_calls_starting_while_the_server_drains_all_end_within_a_bound(connect: 
 
             def call(i: int) -> None:
                 try:
-                    outcomes[i] = client.run(source=SHORT, node=f"n{i}", cpus=1, timeout=None,
-                                             on_event=lambda e: isinstance(e, Started) and started.set())
+                    outcomes[i] = client.run(
+                        source=SHORT,
+                        node=f"n{i}",
+                        cpus=1,
+                        timeout=None,
+                        on_event=lambda e: isinstance(e, Started) and started.set(),
+                    )
                 except BaseException as err:  # judged below
                     outcomes[i] = err
 

@@ -1,9 +1,9 @@
 """A node's Failure (type name, message as the harness sends it: `str(exc)`) back into the exception
 an engine catches (issue #6 item 3). No server needed: this is the client's decoding alone."""
+
 from __future__ import annotations
 
 import pytest
-
 from berth_client import RemoteError
 from berth_client.failures import exception_from_failure
 

@@ -1,12 +1,12 @@
 """Satisfiable, GetSnapshot and WatchEvents from Python (issue #3 acceptance 15, 7)."""
+
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 
 import pytest
-
-from berth_client import Client, Event, ResourceExhausted, Unauthenticated, Unavailable
+from berth_client import Event, ResourceExhausted, Unauthenticated, Unavailable
 from conftest import Connect
 from processes import start_server
 
@@ -19,7 +19,9 @@ def four_cpu_server() -> Iterator[str]:
     server.stop()
 
 
-def test_satisfiable_waits_for_nothing_when_the_ask_runs_now_or_after_clamping(four_cpu_server: str, connect: Connect) -> None:
+def test_satisfiable_waits_for_nothing_when_the_ask_runs_now_or_after_clamping(
+    four_cpu_server: str, connect: Connect
+) -> None:
     with connect(four_cpu_server) as client:
         assert client.satisfiable().wait_for == ""
         assert client.satisfiable(cpus=2).wait_for == ""
@@ -90,7 +92,7 @@ def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str, conn
     with connect(four_cpu_server) as client:
         events = client.events()
         closers: list[threading.Thread] = []
-        for event in events:  # ends without raising once closed
+        for _event in events:  # ends without raising once closed
             if not closers:  # the first event (watch_started): close from another thread
                 closers.append(threading.Thread(target=events.close))
                 closers[0].start()
@@ -101,4 +103,6 @@ def test_events_end_quietly_when_the_user_closes_them(four_cpu_server: str, conn
 def test_a_request_over_the_size_limit_raises_resource_exhausted(four_cpu_server: str, connect: Connect) -> None:
     with connect(four_cpu_server) as client:
         with pytest.raises(ResourceExhausted):
-            client.run(source="def process(blob):\n    return len(blob)", kwargs={"blob": "x" * (17 * 2**20)}, timeout=30)
+            client.run(
+                source="def process(blob):\n    return len(blob)", kwargs={"blob": "x" * (17 * 2**20)}, timeout=30
+            )

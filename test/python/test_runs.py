@@ -1,18 +1,16 @@
 """Runs from Python on a real `berth worker` (SPEC W2, W3, W6; issue #4). Skipped, saying why,
 while the server answers Run with UNIMPLEMENTED or the worker agent is not built."""
+
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-
 from berth_client import Cancelled, Client, LogLine, Metric, NodeTimeout, NoWorker, RemoteError, Started, WorkerGone
 from conftest import Connect, wait_until
-from processes import ROOT, BerthProcess
+from processes import BerthProcess
 
 REPORTS_A_METRIC = """
 def process(x):
@@ -55,7 +53,15 @@ def process():
 
 def test_run_returns_the_value_with_metrics_delivered_before_it_returns(run_client: Client) -> None:
     events: list[object] = []
-    value = run_client.run(source=REPORTS_A_METRIC, kwargs={"x": 1}, flow="study", node="fit", run_id="r-value", on_event=events.append, timeout=30)
+    value = run_client.run(
+        source=REPORTS_A_METRIC,
+        kwargs={"x": 1},
+        flow="study",
+        node="fit",
+        run_id="r-value",
+        on_event=events.append,
+        timeout=30,
+    )
     assert value == {"out": 2}
     started = [e for e in events if isinstance(e, Started)]
     metrics = [e for e in events if isinstance(e, Metric)]
@@ -94,8 +100,14 @@ def test_an_exception_of_the_nodes_own_type_is_a_remote_error_named_after_it(run
 
 def test_a_command_streams_its_output_and_a_non_zero_exit_raises_exit_code(run_client: Client) -> None:
     lines: list[str] = []
-    on_event = lambda e: isinstance(e, LogLine) and lines.append(e.line)
-    assert run_client.run(command=["sh", "-c", "echo hello"], node="echo", on_event=on_event, timeout=30) == {"exit_code": 0}
+
+    def on_event(e: object) -> None:
+        if isinstance(e, LogLine):
+            lines.append(e.line)
+
+    assert run_client.run(command=["sh", "-c", "echo hello"], node="echo", on_event=on_event, timeout=30) == {
+        "exit_code": 0
+    }
     assert lines == ["hello"]
     with pytest.raises(RemoteError) as caught:
         run_client.run(command=["sh", "-c", "exit 3"], node="fail", timeout=30)
@@ -127,7 +139,12 @@ def test_cancel_stops_only_its_run(run_client: Client, tmp_path: Path) -> None:
 
         try:
             outcomes[run_id] = run_client.run(
-                source=WAITS_FOR_FILE, kwargs={"release": str(release), "tag": run_id}, node="wait", run_id=run_id, on_event=on_event, timeout=60,
+                source=WAITS_FOR_FILE,
+                kwargs={"release": str(release), "tag": run_id},
+                node="wait",
+                run_id=run_id,
+                on_event=on_event,
+                timeout=60,
             )
         except BaseException as err:
             outcomes[run_id] = err
@@ -146,7 +163,9 @@ def test_cancel_stops_only_its_run(run_client: Client, tmp_path: Path) -> None:
     assert outcomes["r-keep"] == "r-keep"
 
 
-def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(run_ready: str, doomed_worker: BerthProcess, connect: Connect) -> None:
+def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(
+    run_ready: str, doomed_worker: BerthProcess, connect: Connect
+) -> None:
     with connect(run_ready) as client:
         started = threading.Event()
         killer = threading.Thread(target=lambda: started.wait(30) and doomed_worker.kill())
@@ -154,7 +173,11 @@ def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(ru
         began = time.monotonic()
         with pytest.raises(RemoteError, match="went away") as caught:  # as in the seed: except RemoteError
             client.run(
-                source=SLEEPS, node="sleep", label="doomed", policy="require", timeout=60,
+                source=SLEEPS,
+                node="sleep",
+                label="doomed",
+                policy="require",
+                timeout=60,
                 on_event=lambda e: isinstance(e, Started) and started.set(),
             )
         assert isinstance(caught.value, WorkerGone) and isinstance(caught.value, ConnectionError)
@@ -164,7 +187,9 @@ def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(ru
         wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
 
 
-def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(run_ready: str, doomed_worker: BerthProcess, connect: Connect) -> None:
+def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(
+    run_ready: str, doomed_worker: BerthProcess, connect: Connect
+) -> None:
     with connect(run_ready) as client:
         with pytest.raises(WorkerGone, match="doomed"):
             with client.claim(cpus=1, label="doomed", policy="require", node="study.lost") as grant:

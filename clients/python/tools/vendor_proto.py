@@ -8,6 +8,7 @@ rewritten to `from berth_client._proto.berth.v1 import ...`, plus empty `__init_
 `pip install ./clients/python` works from a fresh clone without touching sys.path.
 Output is byte-for-byte a function of SRC (files processed in sorted order, no timestamps).
 """
+
 from __future__ import annotations
 
 import pathlib

@@ -15,6 +15,7 @@ ends, or FLUSH_S after the first waiting line (a flusher thread) — so a quiet 
 shows at once and a chatty one costs one answer per batch; report(name, value) as metric answers.
 os.environ is restored after every node so one node cannot leak env into the next.
 """
+
 import json
 import linecache
 import os

@@ -9,9 +9,9 @@
 
 `berth_client.Client` is the same surface without `async`/`await`.
 """
+
 from .claims import ClaimLease
 from .client import Client
-from .events import EventStream
 from .errors import (
     BerthError,
     Cancelled,
@@ -29,18 +29,63 @@ from .errors import (
     Unimplemented,
     WorkerGone,
 )
+from .events import EventStream
 from .runs import RunStream
 from .snapshots import (
-    CallInFlight, Compiled, Event, HeldClaim, Inventory, Machine, Provisioner, Satisfiability, Snapshot, Verdict,
+    CallInFlight,
+    Compiled,
+    Event,
+    HeldClaim,
+    Inventory,
+    Machine,
+    Provisioner,
+    Satisfiability,
+    Snapshot,
+    Verdict,
     WaitingClaim,
 )
 from .values import Allocation, Amount, CancelCounts, Grant, LogLine, Metric, Queued, Result, RunEvent, Started
 
 __all__ = [
-    "Allocation", "Amount", "BerthError", "CallInFlight", "CancelCounts", "Cancelled", "ClaimLease", "Clamped",
-    "Client", "Compiled", "Event", "EventStream", "Grant", "HeldClaim", "InvalidAsk", "Inventory", "LogLine",
-    "Machine", "Metric", "NoWorker", "NodeExited", "NodeTimeout", "NotFound", "Oversize", "Provisioner", "Queued",
-    "RemoteError", "ResourceExhausted", "Result", "RunEvent", "RunStream", "Satisfiability", "Snapshot", "Started",
-    "Unauthenticated", "Unavailable", "Unimplemented", "Verdict", "WaitingClaim", "WorkerGone",
+    "Allocation",
+    "Amount",
+    "BerthError",
+    "CallInFlight",
+    "CancelCounts",
+    "Cancelled",
+    "ClaimLease",
+    "Clamped",
+    "Client",
+    "Compiled",
+    "Event",
+    "EventStream",
+    "Grant",
+    "HeldClaim",
+    "InvalidAsk",
+    "Inventory",
+    "LogLine",
+    "Machine",
+    "Metric",
+    "NoWorker",
+    "NodeExited",
+    "NodeTimeout",
+    "NotFound",
+    "Oversize",
+    "Provisioner",
+    "Queued",
+    "RemoteError",
+    "ResourceExhausted",
+    "Result",
+    "RunEvent",
+    "RunStream",
+    "Satisfiability",
+    "Snapshot",
+    "Started",
+    "Unauthenticated",
+    "Unavailable",
+    "Unimplemented",
+    "Verdict",
+    "WaitingClaim",
+    "WorkerGone",
 ]
 __version__ = "0.1.0"

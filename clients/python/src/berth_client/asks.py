@@ -4,12 +4,13 @@ The server validates every ask (SPEC R1) and names the field; here only what pro
 carry is refused (negative or non-integer numbers, an unknown policy), with the same shape of
 message: `ask.cpus: must be a whole number >= 0 (got -1)`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._proto.berth.v1 import resources_pb2
 from . import checks
+from ._proto.berth.v1 import resources_pb2
 from .errors import InvalidAsk
 
 POLICIES = {"prefer": resources_pb2.POLICY_PREFER, "require": resources_pb2.POLICY_REQUIRE}

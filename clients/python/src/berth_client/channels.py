@@ -1,5 +1,6 @@
 """Channel settings shared by both clients: keepalive, message limits, token metadata and TLS/mTLS
 credentials (SPEC R2)."""
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,11 @@ class Connection:
 
 
 def connection(
-    address: object, token: object, root_certificates: object, certificate_chain: object, private_key: object,
+    address: object,
+    token: object,
+    root_certificates: object,
+    certificate_chain: object,
+    private_key: object,
 ) -> Connection:
     """Checks the client arguments. `token` (default $BERTH_TOKEN) is sent as `authorization: Bearer`;
     TLS is on when any of `root_certificates` (the CA to trust; None = system roots),

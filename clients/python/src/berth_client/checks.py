@@ -1,6 +1,7 @@
 """Up-front checks of the public methods' arguments: a wrong type or value raises before anything
 is sent, naming the argument and the value (TypeError for a wrong type, InvalidAsk — a ValueError —
 for a wrong value)."""
+
 from __future__ import annotations
 
 import math

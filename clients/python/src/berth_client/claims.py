@@ -4,6 +4,7 @@
 Granted, calling `on_queued(Queued)` for each Queued; `release()` (or leaving the block, exceptions
 included) sends Release and waits for Released. `release()` may be called from any thread.
 """
+
 from __future__ import annotations
 
 import queue
@@ -30,8 +31,9 @@ class ClaimLease(GrantFields):
     `lease.release()`. Once granted, `grant` and its fields (`claim_id`, `machine`, `remote`,
     `allocation`, `clamped`) are readable here too, and the lease can be passed as `run(claim=lease)`."""
 
-    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec,
-                 metadata: tuple[tuple[str, str], ...]) -> None:
+    def __init__(
+        self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec, metadata: tuple[tuple[str, str], ...]
+    ) -> None:
         self._stub = stub
         self._spec = spec
         self._metadata = metadata

@@ -1,5 +1,6 @@
 """Client: one gRPC channel to a berth server and the calls an engine makes on it (blocking API;
 `berth_client.aio.AsyncClient` is the same surface for asyncio)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -8,8 +9,8 @@ from typing import Any
 
 import grpc
 
-from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from . import prepare
+from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
@@ -29,8 +30,12 @@ class Client:
     """
 
     def __init__(
-        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: Pem | None = None,
-        certificate_chain: Pem | None = None, private_key: Pem | None = None,
+        self,
+        address: str = "127.0.0.1:50051",
+        token: str | None = None,
+        root_certificates: Pem | None = None,
+        certificate_chain: Pem | None = None,
+        private_key: Pem | None = None,
     ) -> None:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
@@ -48,14 +53,24 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def claim(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
-        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        node: str = "",
+        run_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -67,14 +82,34 @@ class Client:
         sent: TypeError (wrong type) or InvalidAsk (bad value), naming the argument. Raises NoWorker
         (a required label no machine carries), Unavailable.
         """
-        spec = prepare.claim_spec(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=node,
-                                  run_id=run_id, env=env, on_oversize=on_oversize, on_queued=on_queued, timeout=timeout)
+        spec = prepare.claim_spec(
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            node=node,
+            run_id=run_id,
+            env=env,
+            on_oversize=on_oversize,
+            on_queued=on_queued,
+            timeout=timeout,
+        )
         return ClaimLease(self._stub, spec, self._metadata)
 
     def acquire(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
-        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        node: str = "",
+        run_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
@@ -84,12 +119,24 @@ class Client:
         return lease
 
     def run(
-        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
-        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        self,
+        source: str | None = None,
+        command: Sequence[str] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow",
+        node: str = "node",
+        run_id: str | None = None,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
         env: Mapping[str, str] | None = None,
-        claim: object = None, cwd: str | None = None, timeout: float | None = None,
-        on_event: Callable[[RunEvent], object] | None = None, on_oversize: str = "clamp",
+        claim: object = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        on_event: Callable[[RunEvent], object] | None = None,
+        on_oversize: str = "clamp",
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -106,25 +153,65 @@ class Client:
         Arguments are checked before anything is sent: TypeError or InvalidAsk, naming the argument.
         """
         spec = prepare.run_spec(
-            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
-            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
-            on_event=on_event, on_oversize=on_oversize,
+            source=source,
+            command=command,
+            kwargs=kwargs,
+            flow=flow,
+            node=node,
+            run_id=run_id,
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            env=env,
+            claim=claim,
+            cwd=cwd,
+            timeout=timeout,
+            on_event=on_event,
+            on_oversize=on_oversize,
         )
         return execute(self._stub, spec, self._metadata)
 
     def stream_run(
-        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
-        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        self,
+        source: str | None = None,
+        command: Sequence[str] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow",
+        node: str = "node",
+        run_id: str | None = None,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
         env: Mapping[str, str] | None = None,
-        claim: object = None, cwd: str | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        claim: object = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
         spec = prepare.run_spec(
-            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
-            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
-            on_event=None, on_oversize=on_oversize,
+            source=source,
+            command=command,
+            kwargs=kwargs,
+            flow=flow,
+            node=node,
+            run_id=run_id,
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            env=env,
+            claim=claim,
+            cwd=cwd,
+            timeout=timeout,
+            on_event=None,
+            on_oversize=on_oversize,
         )
         return RunStream(self._stub, spec, self._metadata)
 
@@ -139,14 +226,20 @@ class Client:
         return CancelCounts(res.calls, res.claims)
 
     def satisfiable(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        on_oversize: str = "clamp",
     ) -> Satisfiability:
         """What the ask would do now: `verdict` (RUNS_NOW, WAITS, WAITS_FOR_PROVISIONER, CLAMPED,
         IMPOSSIBLE), `clamped_to`, `limiting`, `wait_for` (what a provisioner must start, e.g.
         "1 gpu(s) and 1 cpu(s)"; "" otherwise)."""
-        req = prepare.satisfiable_request(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy,
-                                          on_oversize=on_oversize)
+        req = prepare.satisfiable_request(
+            cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, on_oversize=on_oversize
+        )
         try:
             res = self._stub.Satisfiable(req, metadata=self._metadata)
         except grpc.RpcError as err:

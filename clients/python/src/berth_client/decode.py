@@ -1,6 +1,7 @@
 """Reading a Run stream, shared by both clients: RunResponse messages in, events and the outcome out
 (SPEC W2: events in order, then exactly one Result or Failure). Clamping is never silent (SPEC P11):
 a Started that says clamped warns `Clamped`."""
+
 from __future__ import annotations
 
 import warnings

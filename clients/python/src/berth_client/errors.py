@@ -4,6 +4,7 @@ gRPC status codes to it (`from_rpc_error`), shared by `Client` and `aio.AsyncCli
 A node's own exception is not a BerthError: `run` re-raises it as the builtin class (ValueError
 stays ValueError) or as a RemoteError subclass named after its type (see failures.py).
 """
+
 from __future__ import annotations
 
 import re

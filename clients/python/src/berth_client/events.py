@@ -1,4 +1,5 @@
 """The WatchEvents stream for the sync client: an iterator of typed Events, closable from any thread."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

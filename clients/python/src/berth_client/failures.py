@@ -7,6 +7,7 @@ per name so `except` works across calls. Either way the exception carries `remot
 and the remote traceback as a note. Only the type's name travels: a node's own class named like a
 builtin (its own `TimeoutError`) comes back as the builtin.
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,6 @@ import builtins
 import threading
 
 from .errors import NodeExited, RemoteError
-
 
 _classes: dict[str, type[RemoteError]] = {}
 _lock = threading.Lock()
@@ -75,9 +75,10 @@ def exception_from_failure(type_name: str, message: str, traceback: str, call_id
         exc = NodeExited(_exit_code(message))
     else:
         exc = _builtin(type_name, message) or remote_error_class(type_name)(message)
-    setattr(exc, "remote_type", type_name)
-    setattr(exc, "remote_traceback", traceback)
-    setattr(exc, "call_id", call_id)
+    # setattr: these attributes are added to builtin exception classes too, which mypy would refuse (B010 off here).
+    setattr(exc, "remote_type", type_name)  # noqa: B010
+    setattr(exc, "remote_traceback", traceback)  # noqa: B010
+    setattr(exc, "call_id", call_id)  # noqa: B010
     if traceback and hasattr(exc, "add_note"):  # Python >= 3.11
         exc.add_note(f"remote traceback of call {call_id}:\n{traceback.rstrip()}")
     return exc

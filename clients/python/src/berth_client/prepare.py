@@ -1,6 +1,7 @@
 """The requests both clients send, built and checked in one place (`Client` and `aio.AsyncClient` call
 these): every argument is checked before anything is sent — TypeError for a wrong type, InvalidAsk (a
 ValueError) for a wrong value, both naming the argument and the value."""
+
 from __future__ import annotations
 
 import uuid
@@ -8,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._proto.berth.v1 import placement_pb2, resources_pb2
 from . import checks
+from ._proto.berth.v1 import placement_pb2, resources_pb2
 from .asks import build_ask
 from .errors import InvalidAsk
 from .values import Grant, Queued, RunEvent
@@ -40,15 +41,33 @@ class RunSpec:
 
 
 def claim_spec(
-    *, cpus: int | None, gpus: int, ram_mb: int | None, label: str | None, policy: str, node: str,
-    run_id: str | None, env: Mapping[str, str] | None, on_oversize: str,
-    on_queued: Callable[[Queued], object] | None, timeout: float | None,
+    *,
+    cpus: int | None,
+    gpus: int,
+    ram_mb: int | None,
+    label: str | None,
+    policy: str,
+    node: str,
+    run_id: str | None,
+    env: Mapping[str, str] | None,
+    on_oversize: str,
+    on_queued: Callable[[Queued], object] | None,
+    timeout: float | None,
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim)."""
     timeout = checks.timeout(timeout)
     checks.callback("on_queued", on_queued)
-    ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=node, run_id=run_id,
-                    env=env, on_oversize=on_oversize)
+    ask = build_ask(
+        cpus=cpus,
+        gpus=gpus,
+        ram_mb=ram_mb,
+        label=label,
+        policy=policy,
+        node=node,
+        run_id=run_id,
+        env=env,
+        on_oversize=on_oversize,
+    )
     return ClaimSpec(ask, on_queued, timeout)
 
 
@@ -68,10 +87,24 @@ def claim_id_of(claim: object) -> str | None:
 
 
 def run_spec(
-    *, source: str | None, command: Sequence[str] | None, kwargs: Mapping[str, Any] | None, flow: str,
-    node: str, run_id: str | None, cpus: int | None, gpus: int, ram_mb: int | None, label: str | None,
-    policy: str, env: Mapping[str, str] | None, claim: object, cwd: str | None, timeout: float | None,
-    on_event: Callable[[RunEvent], object] | None, on_oversize: str,
+    *,
+    source: str | None,
+    command: Sequence[str] | None,
+    kwargs: Mapping[str, Any] | None,
+    flow: str,
+    node: str,
+    run_id: str | None,
+    cpus: int | None,
+    gpus: int,
+    ram_mb: int | None,
+    label: str | None,
+    policy: str,
+    env: Mapping[str, str] | None,
+    claim: object,
+    cwd: str | None,
+    timeout: float | None,
+    on_event: Callable[[RunEvent], object] | None,
+    on_oversize: str,
 ) -> RunSpec:
     """The RunSpec for `run()` / `stream_run()` arguments (see Client.run); `run_id` None → "py-" and
     12 hex digits."""
@@ -93,19 +126,48 @@ def run_spec(
         given = (("cpus", cpus), ("ram_mb", ram_mb), ("label", label), ("env", env))
         extra = [k for k, v in given if v is not None] + (["gpus"] if gpus else [])
         if extra:
-            raise InvalidAsk(f"claim: runs with the claim's allocation; do not also pass {', '.join(extra)}",
-                             field="claim")
+            raise InvalidAsk(
+                f"claim: runs with the claim's allocation; do not also pass {', '.join(extra)}", field="claim"
+            )
     else:
-        ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=f"{flow}.{node}",
-                        run_id=run_id, env=env, on_oversize=on_oversize)
-    req = build_run_request(source=source, command=argv, kwargs=kw, cwd=cwd, flow=flow, node=node, run_id=run_id,
-                            claim_id=claim_id, ask=ask, timeout=timeout)
+        ask = build_ask(
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            node=f"{flow}.{node}",
+            run_id=run_id,
+            env=env,
+            on_oversize=on_oversize,
+        )
+    req = build_run_request(
+        source=source,
+        command=argv,
+        kwargs=kw,
+        cwd=cwd,
+        flow=flow,
+        node=node,
+        run_id=run_id,
+        claim_id=claim_id,
+        ask=ask,
+        timeout=timeout,
+    )
     return RunSpec(req, label or "", on_event, on_oversize == "fail")
 
 
 def build_run_request(
-    *, source: str | None, command: Sequence[str] | None, kwargs: Mapping[str, Any] | None, cwd: str | None,
-    flow: str, node: str, run_id: str, claim_id: str | None, ask: resources_pb2.Ask | None, timeout: float | None,
+    *,
+    source: str | None,
+    command: Sequence[str] | None,
+    kwargs: Mapping[str, Any] | None,
+    cwd: str | None,
+    flow: str,
+    node: str,
+    run_id: str,
+    claim_id: str | None,
+    ask: resources_pb2.Ask | None,
+    timeout: float | None,
 ) -> placement_pb2.RunRequest:
     """A RunRequest: exactly one of `source` / `command`; `claim_id` or `ask`; `timeout` (s) as timeout_ms.
     Raises InvalidAsk naming the argument when both or neither payload is given, or kwargs are not JSON-like."""
@@ -140,7 +202,13 @@ def cancel_request(run_id: object) -> placement_pb2.CancelRequest:
 
 
 def satisfiable_request(
-    *, cpus: int | None, gpus: int, ram_mb: int | None, label: str | None, policy: str, on_oversize: str,
+    *,
+    cpus: int | None,
+    gpus: int,
+    ram_mb: int | None,
+    label: str | None,
+    policy: str,
+    on_oversize: str,
 ) -> placement_pb2.SatisfiableRequest:
     """A SatisfiableRequest for the ask (checked like claim's)."""
     ask = build_ask(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, on_oversize=on_oversize)
@@ -150,6 +218,8 @@ def satisfiable_request(
 def compile_request(*, source: object, label: object, flow: object, node: object) -> placement_pb2.CompileRequest:
     """A CompileRequest: `source` (Python defining process) to compile on a worker carrying `label`."""
     return placement_pb2.CompileRequest(
-        source=checks.text("source", source), label=checks.text("label", label),
-        flow=checks.text("flow", flow), node=checks.text("node", node),
+        source=checks.text("source", source),
+        label=checks.text("label", label),
+        flow=checks.text("flow", flow),
+        node=checks.text("node", node),
     )

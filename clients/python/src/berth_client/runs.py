@@ -3,6 +3,7 @@
 Events (Started, then Metric / LogLine in order) come before the value (SPEC W2). A node's Failure
 is re-raised as its own exception class (failures.py); a failed RPC as the mapped BerthError.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -25,8 +26,9 @@ class RunStream(RunOutcome):
     the node's exception or a BerthError is raised by the iteration. `close()` (or leaving `with`)
     cancels the call. After the stream: `started`, `clamped`, `value`."""
 
-    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec,
-                 metadata: tuple[tuple[str, str], ...]) -> None:
+    def __init__(
+        self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]
+    ) -> None:
         self._spec = spec
         self._decoder = RunDecoder(spec.request)
         self._call: Any = stub.Run(spec.request, metadata=metadata)

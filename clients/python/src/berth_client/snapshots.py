@@ -1,5 +1,6 @@
 """Typed views of GetSnapshot, WatchEvents, Satisfiable and Compile answers (plain frozen dataclasses
 built from the berth.v1 messages, so engines never handle protobuf objects)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -98,17 +99,32 @@ class Snapshot:
     def from_proto(cls, msg: placement_pb2.GetSnapshotResponse) -> Snapshot:
         """Builds a Snapshot from a GetSnapshotResponse."""
         machines = tuple(
-            Machine(m.name, tuple(m.labels), m.remote, Inventory.from_proto(m.total), Amount.from_proto(m.free),
-                    tuple(m.free_gpu_ids), m.claims, m.running_calls, m.max_parallel, m.version)
+            Machine(
+                m.name,
+                tuple(m.labels),
+                m.remote,
+                Inventory.from_proto(m.total),
+                Amount.from_proto(m.free),
+                tuple(m.free_gpu_ids),
+                m.claims,
+                m.running_calls,
+                m.max_parallel,
+                m.version,
+            )
             for m in msg.machines
         )
-        waiting = tuple(WaitingClaim(w.claim_id, w.node, w.run_id, w.label, Queued.from_proto(w.reason), w.waited_ms)
-                        for w in msg.waiting)
-        held = tuple(HeldClaim(h.claim_id, h.node, h.run_id, h.machine, Allocation.from_proto(h.allocation), h.held_ms)
-                     for h in msg.held)
+        waiting = tuple(
+            WaitingClaim(w.claim_id, w.node, w.run_id, w.label, Queued.from_proto(w.reason), w.waited_ms)
+            for w in msg.waiting
+        )
+        held = tuple(
+            HeldClaim(h.claim_id, h.node, h.run_id, h.machine, Allocation.from_proto(h.allocation), h.held_ms)
+            for h in msg.held
+        )
         calls = tuple(CallInFlight(c.call_id, c.run_id, c.machine, c.elapsed_ms) for c in msg.calls)
-        provs = tuple(Provisioner(p.name, tuple(Inventory.from_proto(s) for s in p.shapes), p.status)
-                      for p in msg.provisioners)
+        provs = tuple(
+            Provisioner(p.name, tuple(Inventory.from_proto(s) for s in p.shapes), p.status) for p in msg.provisioners
+        )
         return cls(machines, waiting, held, calls, provs)
 
     def machine(self, name: str) -> Machine | None:
@@ -154,12 +170,26 @@ class Event:
 
         queued_msg = getattr(msg, "queued", None) if "queued" in fields and msg.HasField("queued") else None
         return cls(
-            msg.kind, msg.detail, msg.machine, msg.node, msg.claim_id, msg.run_id, msg.call_id,
-            int(msg.seq or 0), int(msg.time_ms or 0), text("label"),
-            optional_amount(msg, "asked"), optional_amount(msg, "granted"),
-            tuple(getattr(msg, "gpu_ids", ())), flag(msg, "fell_back"), flag(msg, "clamped"),
+            msg.kind,
+            msg.detail,
+            msg.machine,
+            msg.node,
+            msg.claim_id,
+            msg.run_id,
+            msg.call_id,
+            int(msg.seq or 0),
+            int(msg.time_ms or 0),
+            text("label"),
+            optional_amount(msg, "asked"),
+            optional_amount(msg, "granted"),
+            tuple(getattr(msg, "gpu_ids", ())),
+            flag(msg, "fell_back"),
+            flag(msg, "clamped"),
             Queued.from_proto(queued_msg) if queued_msg is not None else None,
-            text("outcome"), text("failure_type"), int(getattr(msg, "duration_ms", 0)), text("limiting"),
+            text("outcome"),
+            text("failure_type"),
+            int(getattr(msg, "duration_ms", 0)),
+            text("limiting"),
         )
 
 
@@ -189,8 +219,13 @@ class Satisfiability:
     def from_proto(cls, msg: placement_pb2.SatisfiableResponse) -> Satisfiability:
         """Builds a Satisfiability from a SatisfiableResponse."""
         number = int(getattr(msg, "verdict", 0))
-        names = {1: Verdict.RUNS_NOW, 2: Verdict.WAITS, 3: Verdict.WAITS_FOR_PROVISIONER, 4: Verdict.CLAMPED,
-                 5: Verdict.IMPOSSIBLE}
+        names = {
+            1: Verdict.RUNS_NOW,
+            2: Verdict.WAITS,
+            3: Verdict.WAITS_FOR_PROVISIONER,
+            4: Verdict.CLAMPED,
+            5: Verdict.IMPOSSIBLE,
+        }
         limiting = str(getattr(msg, "limiting", ""))
         return cls(names.get(number, Verdict.UNKNOWN), optional_amount(msg, "clamped_to"), limiting, msg.wait_for)
 

@@ -1,4 +1,5 @@
 """Plain, typed values the client hands to engines (built from the berth.v1 messages)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -99,8 +100,14 @@ class Queued:
     def from_proto(cls, msg: placement_pb2.Queued) -> Queued:
         """Builds a Queued from its message."""
         return cls(
-            msg.detail, msg.claim_id, msg.position, msg.best_machine, msg.machines_able,
-            optional_amount(msg, "wanted"), optional_amount(msg, "best_free"), optional_amount(msg, "asked"),
+            msg.detail,
+            msg.claim_id,
+            msg.position,
+            msg.best_machine,
+            msg.machines_able,
+            optional_amount(msg, "wanted"),
+            optional_amount(msg, "best_free"),
+            optional_amount(msg, "asked"),
         )
 
     def __str__(self) -> str:

@@ -1,6 +1,7 @@
 """Read-only views shared by the sync and asyncio classes: a held claim's grant fields, and a run
 stream's outcome (one definition each, mixed into ClaimLease / AsyncClaimLease and RunStream /
 AsyncRunStream)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -8,6 +8,7 @@ on the call's end (`add_done_callback`): once the call is done, `settle` seconds
 end the iteration from the call's own status (StopIteration for OK, else the call — a
 grpc.RpcError — is raised).
 """
+
 from __future__ import annotations
 
 import threading

@@ -2,6 +2,7 @@
 `lease = await client.acquire(...)` … `await lease.release()`. The lease lives exactly as long as its
 Claim stream (SPEC P8); cancelling the task that waits for (or holds) it cancels the stream, and the
 server gives the allocation back."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +24,9 @@ class AsyncClaimLease(GrantFields):
     """One claim (not reusable). Once granted, `grant` and its fields (`claim_id`, `machine`,
     `remote`, `allocation`, `clamped`) are readable here, and the lease can be passed as `run(claim=lease)`."""
 
-    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec,
-                 metadata: tuple[tuple[str, str], ...]) -> None:
+    def __init__(
+        self, stub: placement_pb2_grpc.PlacementServiceStub, spec: ClaimSpec, metadata: tuple[tuple[str, str], ...]
+    ) -> None:
         self._stub = stub
         self._spec = spec
         self._metadata = metadata
@@ -113,8 +115,9 @@ class AsyncClaimLease(GrantFields):
     async def __aenter__(self) -> Grant:
         return await self.acquire()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None:
             await self.release()
         elif isinstance(exc, Exception):

@@ -1,5 +1,6 @@
 """AsyncClient: the asyncio twin of `berth_client.Client` on grpc.aio — the same methods, arguments
 (checked by the same code, prepare.py) and errors (the same mapper, errors.py)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -8,8 +9,8 @@ from typing import Any
 
 import grpc
 
-from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .. import prepare
+from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
 from ..snapshots import Compiled, Satisfiability, Snapshot
@@ -30,8 +31,12 @@ class AsyncClient:
     """
 
     def __init__(
-        self, address: str = "127.0.0.1:50051", token: str | None = None, root_certificates: Pem | None = None,
-        certificate_chain: Pem | None = None, private_key: Pem | None = None,
+        self,
+        address: str = "127.0.0.1:50051",
+        token: str | None = None,
+        root_certificates: Pem | None = None,
+        certificate_chain: Pem | None = None,
+        private_key: Pem | None = None,
     ) -> None:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
@@ -49,25 +54,55 @@ class AsyncClient:
     async def __aenter__(self) -> AsyncClient:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.close()
 
     def claim(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
-        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        node: str = "",
+        run_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once."""
-        spec = prepare.claim_spec(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, node=node,
-                                  run_id=run_id, env=env, on_oversize=on_oversize, on_queued=on_queued, timeout=timeout)
+        spec = prepare.claim_spec(
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            node=node,
+            run_id=run_id,
+            env=env,
+            on_oversize=on_oversize,
+            on_queued=on_queued,
+            timeout=timeout,
+        )
         return AsyncClaimLease(self._stub, spec, self._metadata)
 
     async def acquire(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", node: str = "", run_id: str | None = None, env: Mapping[str, str] | None = None,
-        on_queued: Callable[[Queued], object] | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        node: str = "",
+        run_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        on_queued: Callable[[Queued], object] | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
         lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize)
@@ -75,35 +110,87 @@ class AsyncClient:
         return lease
 
     async def run(
-        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
-        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        self,
+        source: str | None = None,
+        command: Sequence[str] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow",
+        node: str = "node",
+        run_id: str | None = None,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
         env: Mapping[str, str] | None = None,
-        claim: object = None, cwd: str | None = None, timeout: float | None = None,
-        on_event: Callable[[RunEvent], object] | None = None, on_oversize: str = "clamp",
+        claim: object = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        on_event: Callable[[RunEvent], object] | None = None,
+        on_oversize: str = "clamp",
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
-            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
-            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
-            on_event=on_event, on_oversize=on_oversize,
+            source=source,
+            command=command,
+            kwargs=kwargs,
+            flow=flow,
+            node=node,
+            run_id=run_id,
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            env=env,
+            claim=claim,
+            cwd=cwd,
+            timeout=timeout,
+            on_event=on_event,
+            on_oversize=on_oversize,
         )
         return await execute(self._stub, spec, self._metadata)
 
     def stream_run(
-        self, source: str | None = None, command: Sequence[str] | None = None, kwargs: Mapping[str, Any] | None = None,
-        flow: str = "flow", node: str = "node", run_id: str | None = None, cpus: int | None = None, gpus: int = 0,
-        ram_mb: int | None = None, label: str | None = None, policy: str = "prefer",
+        self,
+        source: str | None = None,
+        command: Sequence[str] | None = None,
+        kwargs: Mapping[str, Any] | None = None,
+        flow: str = "flow",
+        node: str = "node",
+        run_id: str | None = None,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
         env: Mapping[str, str] | None = None,
-        claim: object = None, cwd: str | None = None, timeout: float | None = None, on_oversize: str = "clamp",
+        claim: object = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        on_oversize: str = "clamp",
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
         first iteration; `close()` cancels it."""
         spec = prepare.run_spec(
-            source=source, command=command, kwargs=kwargs, flow=flow, node=node, run_id=run_id, cpus=cpus, gpus=gpus,
-            ram_mb=ram_mb, label=label, policy=policy, env=env, claim=claim, cwd=cwd, timeout=timeout,
-            on_event=None, on_oversize=on_oversize,
+            source=source,
+            command=command,
+            kwargs=kwargs,
+            flow=flow,
+            node=node,
+            run_id=run_id,
+            cpus=cpus,
+            gpus=gpus,
+            ram_mb=ram_mb,
+            label=label,
+            policy=policy,
+            env=env,
+            claim=claim,
+            cwd=cwd,
+            timeout=timeout,
+            on_event=None,
+            on_oversize=on_oversize,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 
@@ -117,12 +204,18 @@ class AsyncClient:
         return CancelCounts(res.calls, res.claims)
 
     async def satisfiable(
-        self, cpus: int | None = None, gpus: int = 0, ram_mb: int | None = None, label: str | None = None,
-        policy: str = "prefer", on_oversize: str = "clamp",
+        self,
+        cpus: int | None = None,
+        gpus: int = 0,
+        ram_mb: int | None = None,
+        label: str | None = None,
+        policy: str = "prefer",
+        on_oversize: str = "clamp",
     ) -> Satisfiability:
         """What the ask would do now — see `Client.satisfiable`."""
-        req = prepare.satisfiable_request(cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy,
-                                          on_oversize=on_oversize)
+        req = prepare.satisfiable_request(
+            cpus=cpus, gpus=gpus, ram_mb=ram_mb, label=label, policy=policy, on_oversize=on_oversize
+        )
         try:
             res = await self._stub.Satisfiable(req, metadata=self._metadata)
         except grpc.RpcError as err:

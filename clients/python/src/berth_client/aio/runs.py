@@ -1,6 +1,7 @@
 """One call of a node on a worker from the asyncio client: `stream_run()` as an async iterator of
 events then one Result, and `run()` on top of it. Cancelling the awaiting task cancels the call (the
 server sends the worker a cancel and gives back the claim the call placed)."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -22,8 +23,9 @@ class AsyncRunStream(RunOutcome):
     the node's exception or a BerthError is raised by the iteration. `close()` (or leaving
     `async with`) cancels the call. After the stream: `started`, `clamped`, `value`."""
 
-    def __init__(self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec,
-                 metadata: tuple[tuple[str, str], ...]) -> None:
+    def __init__(
+        self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]
+    ) -> None:
         self._spec = spec
         self._stub = stub
         self._metadata = metadata
@@ -74,8 +76,9 @@ class AsyncRunStream(RunOutcome):
         self.close()
 
 
-async def execute(stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec,
-                  metadata: tuple[tuple[str, str], ...]) -> Any:
+async def execute(
+    stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]
+) -> Any:
     """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns."""
     stream = AsyncRunStream(stub, spec, metadata)
     try:

@@ -4,6 +4,7 @@
 Each read races the call's own end (`add_done_callback`): once the call is done, a read that has not
 delivered within `settle` seconds is abandoned and the call's status ends the stream.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -116,6 +117,7 @@ class AsyncEventStream:
     async def __aenter__(self) -> AsyncEventStream:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
