@@ -67,13 +67,12 @@ describe('dispatch --server checks before it starts anything', () => {
     s = scratch();
     const file = s.batch([recordingJob(s.dir, 'a', 0, 0)]);
     const address = `127.0.0.1:${await closedPort()}`;
-    const t0 = Date.now();
     const r = await dispatch(file, '--server', address);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`connecting to ${address}`);
     expect(r.stderr).toMatch(new RegExp(`cannot reach berth at ${address}: .*ECONNREFUSED`));
+    // It used to wait out a 10 s deadline and say only that: the cause, not a deadline, is the answer.
     expect(r.stderr).not.toMatch(/deadline/i);
-    expect(Date.now() - t0).toBeLessThan(8000); // it used to wait 10 s for nothing
     expect(started(s.dir, 'a')).toBe(false);
   });
 
