@@ -44,6 +44,8 @@ export interface Backend {
   owns(id: string, name: string): boolean;
   /** Why machine `id` is gone, as far as the engine tells (e.g. "worker process 12 exited with code 1: …"). */
   gone(id: string): string;
+  /** Path of the log file the worker of machine `id`, named `name`, writes (its last line explains failed starts). */
+  logOf(id: string, name: string): string;
   /** Human words for a machine, e.g. "Slurm job 12 pending (Resources)". */
   describe(id: string, s: EngineState | undefined): string;
   /** Stops every machine it started and resolves once the engine no longer has them (bounded). */

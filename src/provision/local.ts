@@ -35,7 +35,7 @@ export class LocalBackend implements Backend {
   /** Spawns a worker named `<provisioner>-<n>`. @throws StartError when its log or process cannot be opened. */
   async provision(shape: Shape): Promise<{ engineId: string; name: string }> {
     const name = `${this.name}-${++this.#seq}`;
-    const log = join(this.target.stateDir, `${name}.log`);
+    const log = this.logOf('', name);
     let fd: number;
     try {
       mkdirSync(this.target.stateDir, { recursive: true });
@@ -87,6 +87,10 @@ export class LocalBackend implements Backend {
     }
     this.#adopted.add(id);
     return true;
+  }
+
+  logOf(_id: string, name: string): string {
+    return join(this.target.stateDir, `${name}.log`);
   }
 
   gone(id: string): string {

@@ -10,6 +10,7 @@ import type { ProvisionedView, ProvisionerView, Shape, Unmet } from '../placemen
 import { describeAmount } from '../resources/books.js';
 import type { Backend, EngineState } from './backend.js';
 import { Ledger } from './ledger.js';
+import { lastWords } from './log-tail.js';
 import { pack, shapeHolds } from './pack.js';
 
 /** A pool's limits. Units: ms. */
@@ -147,7 +148,8 @@ export class Pool {
           changed = true;
           continue;
         }
-        this.#fail(`${m.name} (${this.#describe(m)}) did not attach within ${this.cfg.startTimeoutMs / 1000} s`, now);
+        const late = `${m.name} (${this.#describe(m)}) did not attach within ${this.cfg.startTimeoutMs / 1000} s`;
+        this.#fail(`${late}${this.#lastWords(m)}`, now);
         this.#stop(m, `${m.name} stopped: did not attach in time`, now);
         changed = true;
       }
@@ -183,7 +185,7 @@ export class Pool {
         if (m.state === 'stopping' || (m.adopted && m.state === 'starting')) continue;
         const was = this.backend.describe(m.engineId, m.engine);
         const gone = `${m.name} (${was}) is gone: ${this.backend.gone(m.engineId)}`;
-        if (m.state === 'starting') this.#fail(`${gone}; it never attached`, now);
+        if (m.state === 'starting') this.#fail(`${gone}; it never attached${this.#lastWords(m)}`, now);
         else {
           const at = { provisioner: this.cfg.name, machine: m.name, engineId: m.engineId };
           this.deps.log.warn(at, `${gone}; re-planning`);
@@ -309,6 +311,13 @@ export class Pool {
   #why(now: number): string {
     if (now < this.#retryAt) return `start failed: ${this.#lastError} (retrying after ${this.#backoffMs / 1000} s)`;
     return `all ${this.cfg.maxMachines} machine(s) it may start (max_machines) are up or starting`;
+  }
+
+  /** "; its log (PATH) ends: LINE" for a machine that failed to start, '' when the log says nothing. */
+  #lastWords(m: Machine): string {
+    const log = this.backend.logOf(m.engineId, m.name);
+    const words = lastWords(log);
+    return words ? `; its log (${log}) ends: ${words}` : '';
   }
 
   #describe(m: Machine): string {

@@ -73,7 +73,7 @@ export class SlurmBackend implements Backend {
       .map(quote)
       .join(' ')
       .replace(`-JOBID'`, `-'"$SLURM_JOB_ID"`); // the job id is known only inside the job
-    const log = join(this.target.stateDir, `${this.s.name}-%j.log`);
+    const log = this.logOf('%j', ''); // sbatch puts the job id in for %j
     const args = ['--parsable', `--job-name=${this.#jobName}`, `--cpus-per-task=${shape.cpus}`, `--output=${log}`];
     if (shape.ramMb !== undefined) args.push(`--mem=${shape.ramMb}`);
     if (shape.gpus > 0) args.push(`--gres=gpu:${shape.gpus}`);
@@ -95,6 +95,11 @@ export class SlurmBackend implements Backend {
       out.set(id, { state: PENDING.has(state) ? 'pending' : 'running', reason: reason === 'None' ? '' : reason });
     }
     return out;
+  }
+
+  /** Where sbatch's --output sends the job's (the worker's) output: `<state-dir>/<provisioner>-<jobid>.log`. */
+  logOf(id: string, _name: string): string {
+    return join(this.target.stateDir, `${this.s.name}-${id}.log`);
   }
 
   async stop(id: string): Promise<void> {

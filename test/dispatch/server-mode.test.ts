@@ -3,7 +3,6 @@
  * before anything starts, a short grant is never run, the token and the address are checked up
  * front with the real cause, and jobs berth refuses are `error`s, one result per job in file order.
  */
-import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { ConsoleReporter } from '../../src/dispatch/reporter.js';
 import { watch } from '../support/claims.js';
 import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { closedPort } from '../support/ports.js';
 import { snapshot } from '../support/snapshot.js';
 import { dispatch, recordingJob, scratch, started, statuses, withLogDir, type Scratch } from './support.js';
 
@@ -26,15 +26,6 @@ afterEach(async () => {
   s = undefined;
   t = undefined;
 });
-
-/** A loopback port nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((resolve) => srv.close(resolve));
-  return port;
-}
 
 describe('dispatch --server checks before it starts anything', () => {
   it('a job needing 5 devices against machines with none: refused, naming the job, 5 and 0; exit 2', async () => {

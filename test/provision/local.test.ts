@@ -7,6 +7,7 @@ import { ask, claim, watch } from '../support/claims.js';
 import { runBerth } from '../support/cli.js';
 import { configFile, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
 import { processAlive } from '../support/process-groups.js';
+import { closedPort } from '../support/ports.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
 
@@ -109,6 +110,23 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
       /^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*ENOTDIR.* \(retrying after 1 s\)$/,
     );
     expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/ENOTDIR/);
+    c.call.cancel();
+    await c.ended;
+    events.cancel();
+  }, 30_000);
+
+  it('a worker that cannot reach berth: the failed start says why, from the last line of its log', async () => {
+    const yaml = pool(1).replace('start_timeout: 60', 'start_timeout: 5'); // time for the worker to log a try
+    const advertise = `127.0.0.1:${await closedPort()}`; // the workers dial a port nothing listens on
+    t = await startServer({ cpus: 1, flags: { config: configFile(tempDir(), yaml), stateDir: tempDir(), advertise } });
+    const events = watch(t.placement);
+    await events.ready;
+    const failed = events.next((e) => e.kind === 'machine_start_failed');
+    const c = claim(t.placement, wantsPool);
+    const detail = (await failed).detail;
+    expect(detail).toMatch(/^local: local-1 \(worker process \d+.*\) did not attach within 5 s; its log \(/);
+    expect(detail).toMatch(/local-1\.log\) ends: cannot attach; retrying: .*ECONNREFUSED/);
+    expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/ECONNREFUSED/);
     c.call.cancel();
     await c.ended;
     events.cancel();

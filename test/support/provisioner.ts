@@ -32,6 +32,9 @@ export class RecordingBackend implements Backend {
   gone(id: string): string {
     return `test machine ${id} is gone`;
   }
+  logOf(id: string): string {
+    return `/nonexistent/test-machine-${id}.log`;
+  }
   describe(id: string): string {
     return id ? `test machine ${id}` : 'starting a test machine';
   }
