@@ -51,6 +51,18 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
     w.close();
   });
 
+  it('while the server drains it answers UNAVAILABLE "server is draining", as a Claim would', async () => {
+    t = await startServer({ cpus: 4 });
+    const held = claim(t.placement, { cpus: 1, node: 'keeps.the.drain.going' });
+    await held.granted;
+    const stopped = t.server.stop(30_000);
+    const err = await satisfiable(t.placement, { cpus: 1 }).catch((e: ServiceError) => e);
+    expect((err as ServiceError).code).toBe(status.UNAVAILABLE);
+    expect((err as ServiceError).details).toBe('server is draining');
+    await held.release();
+    await stopped;
+  });
+
   it('a required label no machine carries fails at once with FAILED_PRECONDITION naming it', async () => {
     t = await startServer({ cpus: 4, flags: { reconnectGrace: 0 } });
     const err = await satisfiable(t.placement, { label: 'tpu', policy: 2 }).catch((e: ServiceError) => e);

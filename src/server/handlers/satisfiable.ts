@@ -3,7 +3,8 @@
  * CLAMPED (with `clamped_to` and the `limiting` dimension) or IMPOSSIBLE (on_oversize fail) —
  * and, kept for compatibility, `wait_for`: the amount a provisioner must start a machine for when
  * the verdict is WAITS_FOR_PROVISIONER, empty otherwise (SPEC P5, P10).
- * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries.
+ * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries;
+ * UNAVAILABLE "server is draining" while the server drains (no claim is granted then, SPEC R3).
  */
 import {
   type SatisfiableRequest,
@@ -13,8 +14,10 @@ import {
 import { normalizeAsk } from '../../placement/ask.js';
 import type { VerdictKind } from '../../placement/oversize.js';
 import type { ServerContext } from '../context.js';
+import { BerthError } from '../../errors.js';
 import { toResources } from '../convert.js';
 import { unary } from '../edge.js';
+import { DRAINING } from '../live-calls.js';
 
 const VERDICTS: Record<VerdictKind, Verdict> = {
   runs_now: Verdict.VERDICT_RUNS_NOW,
@@ -27,6 +30,7 @@ const VERDICTS: Record<VerdictKind, Verdict> = {
 /** Builds the Satisfiable handler. */
 export function satisfiableHandler(ctx: ServerContext) {
   return unary<SatisfiableRequest, SatisfiableResponse>(ctx, 'Satisfiable', (req) => {
+    if (ctx.live.draining) throw new BerthError('unavailable', DRAINING);
     const v = ctx.placer.verdict(
       normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} }, 'ask'),
     );
