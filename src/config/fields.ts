@@ -37,6 +37,12 @@ export const seconds = z.preprocess(
   z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'),
 );
 
+/** A number of seconds above 0 (decimals allowed): for timeouts that 0 would make fire at once. */
+export const positiveSeconds = z.preprocess(
+  numeric,
+  z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).positive('must be more than 0'),
+);
+
 /**
  * A device range spec (`0-3`, `0,2,5`, `` for none) → sorted ids (SPEC D4), for every command's
  * device flag. Refused: a malformed spec, an id above MAX_DEVICE_ID, an id named twice (`0,0`),

@@ -3,7 +3,7 @@
  * and how many, validated with zod. Keys are snake_case, as in the file; unknown keys are errors.
  */
 import { z } from 'zod';
-import { plainName as name, seconds, wholeNumber } from './fields.js';
+import { plainName as name, positiveSeconds, seconds, wholeNumber } from './fields.js';
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
 export const shapeSchema = z.strictObject({
@@ -21,7 +21,7 @@ const provisionerSchema = z
     shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
     max_machines: wholeNumber(1, 10_000).default(1),
     idle_timeout: seconds.default(60),
-    start_timeout: seconds.default(300),
+    start_timeout: positiveSeconds.default(300),
     sbatch_args: z.array(z.string()).default([]),
   })
   .superRefine((p, ctx) => {

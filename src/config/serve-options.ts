@@ -110,6 +110,12 @@ export function resolveServeOptions(
         "otherwise anyone could attach a worker and receive the clients' calls",
     );
   }
+  if (opts.workerTokens && file?.provisioners?.length) {
+    throw new OptionsError(
+      `--worker-tokens with provisioners (${configPath}): the workers a provisioner starts attach with the shared ` +
+        '--token, which --worker-tokens refuses; use --token without --worker-tokens, or no provisioners',
+    );
+  }
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
   return {

@@ -69,9 +69,34 @@ describe('berth serve --config FILE (issue 12, SPEC V1)', () => {
       good.replace('kind: local', 'kind: k8s'),
       /berth\.yaml line 7: provisioners\[0\]\.kind: expected slurm or local \(got "k8s"\)/,
     ],
+    [
+      'a start_timeout of 0 (every start would fail at once)',
+      good.replace('idle_timeout: 30', 'idle_timeout: 30\n    start_timeout: 0'),
+      /berth\.yaml line 11: provisioners\[0\]\.start_timeout: must be more than 0 \(got 0\)/,
+    ],
     ['a YAML syntax error', 'cpus: [1\n', /berth\.yaml line \d+: /],
   ])('%s is refused naming the file, the line, the key and the value', (_what, yaml, message) => {
     expect(() => resolveServeOptions({ config: configFile(tempDir(), yaml) }, {})).toThrow(message);
+  });
+
+  it('worker tokens with provisioners are refused: the workers a provisioner starts carry the shared token', () => {
+    const dir = tempDir();
+    const tokens = configFile(dir, 'gpu1: 3f6c0a9b8e7d6c5b4a39281706f5e4d3\n', 'workers.yaml');
+    const path = configFile(dir, `worker_tokens: ${tokens}\n${good}`);
+    expect(() => resolveServeOptions({ config: path }, {})).toThrow(
+      /--worker-tokens with provisioners \(.*berth\.yaml\): the workers a provisioner starts attach with the shared/,
+    );
+    expect(
+      resolveServeOptions({ config: configFile(dir, `worker_tokens: ${tokens}\n`, 'alone.yaml') }, {}),
+    ).toMatchObject({ workerTokens: tokens, provisioners: [] });
+  });
+
+  it('an unusable --state-dir with provisioners stops berth serve at start, naming it', async () => {
+    const dir = tempDir();
+    const notADir = configFile(dir, 'a file', 'state');
+    const r = await runBerth(['serve', '--config', configFile(dir, good), '--state-dir', `${notADir}/sub`]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/--state-dir .*state\/sub cannot be used: ENOTDIR/);
   });
 
   it.concurrent.each([
