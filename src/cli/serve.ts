@@ -76,7 +76,7 @@ export function serveCommand(): Command {
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
         if (signals > 1) {
-          log.warn({ sig }, 'second signal: killing engine-host processes and exiting now');
+          log.warn({ sig }, 'second signal: killing engine-host processes and started machines, exiting now');
           server.killNow();
           process.exit(130);
         }

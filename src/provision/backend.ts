@@ -48,6 +48,8 @@ export interface Backend {
   logOf(id: string, name: string): string;
   /** Human words for a machine, e.g. "Slurm job 12 pending (Resources)". */
   describe(id: string, s: EngineState | undefined): string;
+  /** Ends machines `ids` at once, synchronously, without waiting for them (second signal). @throws Error. */
+  killNow(ids: string[]): void;
   /** Stops every machine it started and resolves once the engine no longer has them (bounded). */
   close(ids: string[]): Promise<void>;
 }

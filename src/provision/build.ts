@@ -47,7 +47,7 @@ export function buildProvisioning(
       { events: deps.events, log: deps.log, changed: () => loop?.replan() },
     );
   });
-  loop = new ProvisioningLoop(pools, deps.log, deps.timing);
+  loop = new ProvisioningLoop(pools, deps.log, deps.timing, { dir: stateDir, serving: () => target().server });
   return loop;
 }
 

@@ -101,6 +101,11 @@ export class LocalBackend implements Backend {
     return id === '' ? 'starting a worker process' : `worker process ${id}`;
   }
 
+  /** SIGKILL to the process group of every worker in `ids` and every child it started. */
+  killNow(ids: string[]): void {
+    for (const id of new Set([...ids, ...this.#children.keys()])) signalGroup(Number(id), 'SIGKILL');
+  }
+
   /** Stops every child and resolves once their process groups are gone (SIGKILL after the grace). */
   async close(ids: string[]): Promise<void> {
     const all = new Set([...ids, ...this.#children.keys()]);

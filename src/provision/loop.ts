@@ -9,6 +9,7 @@ import { amountOf } from '../placement/choose.js';
 import type { DemandView, PlacerCallbacks, Provisioning, ProvisionerView, Unmet } from '../placement/provisioner.js';
 import type { NormalizedAsk } from '../placement/types.js';
 import type { Pool } from './pool.js';
+import { StateDirLock } from './state-lock.js';
 
 /** Timing in ms: timeouts checked every `tickMs` (default 500), engines polled every `reconcileMs` (default 2000). */
 export interface LoopTiming {
@@ -26,16 +27,26 @@ export class ProvisioningLoop implements Provisioning {
   #dirty = false;
   #reconciling = false;
 
+  #lock?: StateDirLock;
+
+  /**
+   * @param stateDir where the pools keep their ledgers: held by one server at a time (state-lock.ts);
+   *   `serving()` is the address named to a second server refused there. Undefined: no lock (tests).
+   */
   constructor(
     readonly pools: Pool[],
     readonly log: Logger,
     readonly timing: LoopTiming = {},
+    readonly stateDir?: { dir: string; serving: () => string },
   ) {}
 
   /**
-   * Reads each pool's shapes, reconciles once (start-up), starts the timers. @throws Error when shapes cannot be read.
+   * Takes the state directory, reads each pool's shapes, adopts what the ledgers list, reconciles once (start-up),
+   * starts the timers.
+   * @throws Error when another live server holds the state directory, or shapes cannot be read.
    */
   async start(): Promise<void> {
+    if (this.stateDir) this.#lock = StateDirLock.acquire(this.stateDir.dir, this.stateDir.serving());
     await Promise.all(this.pools.map((p) => p.init()));
     await this.#reconcile();
     this.#timers.push(setInterval(() => this.#tick(), this.timing.tickMs ?? 500).unref());
@@ -93,6 +104,24 @@ export class ProvisioningLoop implements Provisioning {
         ),
       ),
     );
+    this.#lock?.release();
+  }
+
+  /**
+   * A second signal: stops planning and ends every machine started at once, without waiting (local
+   * process groups SIGKILLed, Slurm jobs scancelled). The ledgers stay, so a later server adopts
+   * and stops whatever survived. Never throws.
+   */
+  killNow(): void {
+    this.pause();
+    for (const p of this.pools) {
+      try {
+        p.backend.killNow(p.engineIds());
+      } catch (e) {
+        this.log.warn({ provisioner: p.cfg.name, err: (e as Error).message }, 'ending machines at once failed');
+      }
+    }
+    this.#lock?.release();
   }
 
   /** Re-plans from the last view; deferred while a timer callback is running (no re-entry). */

@@ -5,6 +5,7 @@
  * with `scancel`. Without configured shapes, they are read from `sinfo`. The worker inside the job
  * takes its inventory from the job (SLURM_CPUS_ON_NODE, SLURM_MEM_PER_NODE, CUDA_VISIBLE_DEVICES).
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Shape } from '../placement/provisioner.js';
@@ -21,6 +22,8 @@ export interface SlurmSettings {
 
 const PENDING = new Set(['PENDING', 'CONFIGURING', 'REQUEUED', 'REQUEUE_HOLD', 'RESIZING', 'SUSPENDED']);
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+/** How long killNow() lets scancel run, in ms. */
+const KILL_NOW_MS = 5000;
 /** How long close() waits for scancelled jobs to leave squeue, in ms. */
 const CLOSE_WAIT_MS = 30_000;
 
@@ -121,6 +124,18 @@ export class SlurmBackend implements Backend {
     if (!s) return `Slurm job ${id} submitted`;
     if (s.state === 'running') return `Slurm job ${id} running`;
     return `Slurm job ${id} pending${s.reason ? ` (${s.reason})` : ''}`;
+  }
+
+  /** scancel of `ids`, waiting only for scancel itself (at most 5 s). @throws Error when scancel fails. */
+  killNow(ids: string[]): void {
+    if (!ids.length) return;
+    const r = spawnSync('scancel', ids, {
+      encoding: 'utf8',
+      timeout: KILL_NOW_MS,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    if (r.error) throw new Error(`scancel: ${r.error.message}`);
+    if (r.status !== 0) throw new Error(`scancel ${ids.join(',')}: ${oneLine(r.stderr ?? '') || `exit ${r.status}`}`);
   }
 
   /** scancels `ids` and waits (at most 30 s) until squeue no longer lists them, completing ones included. */

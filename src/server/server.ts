@@ -265,10 +265,12 @@ export class BerthServer {
   }
 
   /**
-   * SIGKILLs the process groups of engine-host calls still running, now (synchronous: for a second signal before exit).
+   * For a second signal before exit, synchronous: SIGKILLs the process groups of engine-host calls still running,
+   * and ends the machines the provisioners started (local worker groups SIGKILLed, Slurm jobs scancelled).
    */
   killNow(): void {
     this.context.hub.killNow();
+    this.#provisioning?.killNow();
   }
 
   #credentials(): ServerCredentials {

@@ -1,15 +1,18 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, watch } from '../support/claims.js';
-import { runBerth } from '../support/cli.js';
+import { runBerth, waitForLine } from '../support/cli.js';
 import { configFile, queuedMatching, serveCli, tempDir, removeTempDirs } from '../support/provisioning.js';
 import { processAlive } from '../support/process-groups.js';
 import { closedPort } from '../support/ports.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
+import { until } from '../support/until.js';
 
 afterAll(removeTempDirs);
 
@@ -96,20 +99,22 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
   }, 30_000);
 
   it('a start that fails reaches the waiting claim as a Queued reason and an event with the cause', async () => {
-    const stateDir = configFile(tempDir(), 'a file, not a directory', 'state');
-    t = await serverWithPool(pool(), `${stateDir}/sub`);
+    const stateDir = tempDir();
+    // each worker log path is taken by a directory: every start (retries included) fails to open it (EISDIR)
+    for (const n of [1, 2, 3, 4]) mkdirSync(join(stateDir, `local-${n}.log`));
+    t = await serverWithPool(pool(), stateDir);
     const events = watch(t.placement);
     await events.ready;
     const failed = events.next((e) => e.kind === 'machine_start_failed');
     const c = claim(t.placement, wantsPool);
     expect((await failed).detail).toMatch(
-      /^local: cannot open the worker log .*sub\/local-1\.log: ENOTDIR.*; retrying in 1 s$/,
+      /^local: cannot open the worker log .*\/local-1\.log: EISDIR.*; retrying in 1 s$/,
     );
     const q = await queuedMatching(c, /start failed/);
     expect(q.detail).toMatch(
-      /^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*ENOTDIR.* \(retrying after 1 s\)$/,
+      /^2 cpu\(s\); waiting for local: start failed: cannot open the worker log .*EISDIR.* \(retrying after 1 s\)$/,
     );
-    expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/ENOTDIR/);
+    expect((await snapshot(t.placement)).provisioners[0].lastError).toMatch(/EISDIR/);
     c.call.cancel();
     await c.ended;
     events.cancel();
@@ -146,5 +151,46 @@ describe('berth serve with a local provisioner, stopped with SIGTERM (issue 12)'
     expect(processAlive(pid)).toBe(false);
     await c.ended;
     s.placement.close();
+  }, 60_000);
+
+  it('a second signal during the drain kills the started workers too, without waiting', async () => {
+    const dir = tempDir();
+    const s = await serveCli(configFile(dir, pool(60)), dir, ['--grace', '60']); // the held claim keeps it draining
+    const c = claim(s.placement, wantsPool);
+    await c.granted;
+    const pid = Number((await snapshot(s.placement)).provisioners[0].machines[0].engineId);
+    const draining = waitForLine(s.child, /berth draining/);
+    s.child.kill('SIGTERM');
+    await draining;
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(130);
+    await until(() => !processAlive(pid), 5000); // SIGKILLed: gone once init reaps it
+    await c.ended;
+    s.placement.close();
+  }, 60_000);
+});
+
+describe('one server per state directory (issue 12: the ledgers there are adopted after a crash)', () => {
+  it('a second berth serve on the same state directory is refused, naming the first; once that one is killed, ' +
+    'the next server takes the directory over', async () => {
+    const dir = tempDir();
+    const config = configFile(dir, pool(60));
+    const first = await serveCli(config, dir);
+    const second = await runBerth(['serve', '--config', config, '--listen', '127.0.0.1:0', '--state-dir', dir]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(
+      new RegExp(
+        `state directory ${dir} belongs to another berth serve \\(pid ${first.child.pid}, serving 127\\.0\\.0\\.1:\\d+\\)`,
+      ),
+    );
+    expect(second.stderr).toContain('give this server its own --state-dir');
+    expect((await snapshot(first.placement)).provisioners[0].name).toBe('local'); // the first serves on
+    first.child.kill('SIGKILL'); // a crash: its lock stays behind
+    await first.exited;
+    first.placement.close();
+    const next = await serveCli(config, dir);
+    next.child.kill('SIGTERM');
+    expect((await next.exited).code).toBe(0);
+    next.placement.close();
   }, 60_000);
 });

@@ -38,6 +38,7 @@ export class RecordingBackend implements Backend {
   describe(id: string): string {
     return id ? `test machine ${id}` : 'starting a test machine';
   }
+  killNow(): void {}
   async close(): Promise<void> {}
 }
 

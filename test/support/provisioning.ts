@@ -74,10 +74,14 @@ export function squeueIds(provisioner: string): string[] {
     .filter(Boolean);
 }
 
-/** `berth serve --config <file>` as a real process; resolves once it serves, with its address and a client. */
+/**
+ * `berth serve --config <file>` as a real process (grace 1 s; `extra` flags come last and win); resolves once it
+ * serves, with its address and a client.
+ */
 export async function serveCli(
   config: string,
   stateDir: string,
+  extra: string[] = [],
 ): Promise<{ child: ChildProcess; placement: PlacementServiceClient; exited: Promise<CliResult> }> {
   const child = spawnBerth([
     'serve',
@@ -91,6 +95,7 @@ export async function serveCli(
     stateDir,
     '--grace',
     '1',
+    ...extra,
   ]);
   const exited = finished(child);
   const line = await waitForLine(child, /"msg":"berth serving"/);
