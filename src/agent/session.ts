@@ -141,7 +141,7 @@ export class Session {
       () => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }),
       this.#heartbeatMs,
     );
-    this.log.info({ call: id }, 'call started');
+    this.log.debug({ call: id }, 'call started'); // per call: debug, as the server's call decisions (issue 11)
     const batch = new EventBatcher(id, (ev) => void this.#writer.send({ $case: 'event', value: ev }));
     const done = (async () => {
       try {
@@ -149,7 +149,7 @@ export class Session {
         const outcome = await this.executors.run(task, (e: ExecEvent) => batch.push(e), abort.signal, this.#writer);
         batch.close(); // every line before the result
         await this.#writer.send(toTerminal(id, outcome));
-        this.log.info({ call: id, ok: outcome.ok }, 'call finished');
+        this.log.debug({ call: id, ok: outcome.ok }, 'call finished');
       } catch (err) {
         batch.close();
         const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));

@@ -90,10 +90,15 @@ export function callScope(
   opts: { endAborts?: boolean; drain?: DrainMode } = {},
 ): CallScope {
   const scope = new CallScope(live, opts.drain);
+  // grpc-js emits 'close' and 'cancelled' at the end of every call, also a finished one: once the
+  // handler is done (scope closed) no error is built for them (issue 11: one stack capture per call).
+  const end = (why: string) => () => {
+    if (!scope.closed) scope.abort(new BerthError('cancelled', why));
+  };
   if (call.cancelled) scope.abort(new BerthError('cancelled', CANCELLED));
-  call.once('cancelled', () => scope.abort(new BerthError('cancelled', CANCELLED)));
-  call.once('close', () => scope.abort(new BerthError('cancelled', 'call closed')));
-  if (opts.endAborts) call.once('end', () => scope.abort(new BerthError('cancelled', 'half-closed by client')));
+  call.once('cancelled', end(CANCELLED));
+  call.once('close', end('call closed'));
+  if (opts.endAborts) call.once('end', end('half-closed by client'));
   live?.add(scope);
   return scope;
 }

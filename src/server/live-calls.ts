@@ -25,6 +25,7 @@ export type DrainMode = 'follows' | 'kept' | 'lingers';
 export class CallScope {
   readonly #ac = new AbortController();
   #kept: boolean;
+  #closed = false;
   /** Not ended by the drain, not waited for (see DrainMode). */
   readonly lingers: boolean;
 
@@ -58,8 +59,14 @@ export class CallScope {
     this.live?.kept(this);
   }
 
+  /** True once the handler is done (`close`): nothing listens to the signal any more. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** The handler is done: leave the registry. Idempotent. */
   close(): void {
+    this.#closed = true;
     this.live?.delete(this);
   }
 }

@@ -69,10 +69,11 @@ export class AttachedWorker {
   /**
    * Takes a slot (waiting in line when max_parallel are running; SPEC W4), then sends the Call.
    * The slot is freed when the worker answers the call (or leaves).
-   * @throws the worker's leave reason, or `signal.reason` while waiting for a slot.
+   * @throws the worker's leave reason, or the reason of the first of `signals` (the caller's, the
+   *   claim's, a Cancel's) that aborts before the Call is sent.
    */
-  async startCall(spec: CallSpec, allocation: Allocation, signal: AbortSignal): Promise<CallRecord> {
-    const release = await this.slots.acquire(AbortSignal.any([signal, this.gone.signal]));
+  async startCall(spec: CallSpec, allocation: Allocation, signals: readonly AbortSignal[]): Promise<CallRecord> {
+    const release = await this.slots.acquire([...signals, this.gone.signal]);
     if (this.gone.signal.aborted) {
       release();
       throw this.gone.signal.reason;

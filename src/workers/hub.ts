@@ -135,8 +135,10 @@ export class WorkerHub {
   async start(spec: CallSpec, grant: Grant, signal: AbortSignal): Promise<CallRecord> {
     const a = grant.allocation;
     const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
-    const lease = AbortSignal.any([signal, grant.lost]);
-    lease.throwIfAborted();
+    // The call's lease: the caller's signal and the claim's. No AbortSignal.any per call (issue 11: it
+    // showed in the Run path's profile, and a held claim's `lost` would gather one dependant per call).
+    signal.throwIfAborted();
+    grant.lost.throwIfAborted();
     const held = this.#track(grant.claimId);
     let rec: CallRecord;
     try {
@@ -148,7 +150,7 @@ export class WorkerHub {
         const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
         this.#waitingForSlot.add(waiting);
         try {
-          rec = await w.startCall(spec, allocation, AbortSignal.any([lease, waiting.abort.signal]));
+          rec = await w.startCall(spec, allocation, [signal, grant.lost, waiting.abort.signal]);
         } finally {
           this.#waitingForSlot.delete(waiting);
         }

@@ -18,14 +18,15 @@ export class Slots {
 
   /**
    * Resolves with a release function once a slot is free.
-   * @throws signal.reason when `signal` aborts first.
+   * @throws the reason of the first of `signals` to abort (checked at once, and while waiting).
    */
-  async acquire(signal: AbortSignal): Promise<() => void> {
-    signal.throwIfAborted();
+  async acquire(signals: readonly AbortSignal[]): Promise<() => void> {
+    for (const s of signals) s.throwIfAborted();
     if (this.max === 0 || (this.#used < this.max && this.#waiters.length === 0)) {
       this.#used++;
       return this.#releaser();
     }
+    const signal = AbortSignal.any([...signals]); // only a waiter needs one signal to listen to
     await new Promise<void>((resolve, reject) => {
       const go = () => {
         signal.removeEventListener('abort', onAbort);

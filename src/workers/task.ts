@@ -54,6 +54,22 @@ export function toTask(
 ): Task {
   const base = { callId, gpuIds: allocation?.gpuIds ?? [], env: allocation?.env ?? {} };
   if (!payload) throw new BerthError('invalid_argument', `${field}: a command or a source is required`);
+  if (!validated.has(payload.value)) check(payload);
+  if (payload.$case === 'command') {
+    const c = payload.value;
+    return { ...base, payload: { kind: 'command', argv: c.argv, env: c.env, cwd: c.cwd } };
+  }
+  return { ...base, payload: { kind: 'source', source: payload.value.source, kwargs: payload.value.kwargs ?? {} } };
+}
+
+/**
+ * Payload bodies that passed their schema. A Run's payload is checked before anything is claimed
+ * and built into a Task again when its call starts: the second time skips the schema (issue 11).
+ */
+const validated = new WeakSet<object>();
+
+/** Validates `payload` against its schema and remembers it as valid; throws INVALID_ARGUMENT naming the field. */
+function check(payload: NonNullable<WirePayload>): void {
   const schema = payload.$case === 'command' ? commandSchema : sourceSchema;
   const r = schema.safeParse(payload.value);
   if (!r.success) {
@@ -67,11 +83,7 @@ export function toTask(
         : ` (got ${(JSON.stringify(value) ?? 'nothing').slice(0, 120)})`;
     throw new BerthError('invalid_argument', `${payload.$case}.${issue.path.join('.')}: ${message}${shown}`);
   }
-  if (payload.$case === 'command') {
-    const c = payload.value;
-    return { ...base, payload: { kind: 'command', argv: c.argv, env: c.env, cwd: c.cwd } };
-  }
-  return { ...base, payload: { kind: 'source', source: payload.value.source, kwargs: payload.value.kwargs ?? {} } };
+  validated.add(payload.value);
 }
 
 /** The wire Event of an executor event. */

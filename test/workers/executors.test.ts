@@ -90,6 +90,18 @@ describe('python executor', () => {
     expect(outcome).toEqual({ ok: true, value: { threads: 2 } });
   });
 
+  it('env a node sets, changes or deletes does not leak into the next node of the same process', async () => {
+    const change =
+      'import os\ndef process():\n    os.environ["BERTH_TEST_LEAK"] = "1"\n    os.environ["OMP_NUM_THREADS"] = "9"\n' +
+      '    del os.environ["BERTH_TEST_KEEP"]\n    return 1\n';
+    const look =
+      'import os\ndef process():\n    return [os.environ.get("BERTH_TEST_LEAK"), os.environ.get("OMP_NUM_THREADS"), ' +
+      'os.environ.get("BERTH_TEST_KEEP")]\n';
+    const env = { OMP_NUM_THREADS: '3', BERTH_TEST_KEEP: 'k' };
+    expect((await run(source(change, {}, env))).outcome).toEqual({ ok: true, value: 1 });
+    expect((await run(source(look, {}, env))).outcome).toEqual({ ok: true, value: [null, '3', 'k'] });
+  });
+
   it('report() is a metric and print() a log line, in order', async () => {
     const { outcome, events } = await run(
       source('def process():\n    print("hello")\n    report("loss", 0.5)\n    return 1\n'),
