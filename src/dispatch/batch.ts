@@ -135,6 +135,15 @@ function jsonOrUndefined(text: string): unknown {
 }
 
 /**
+ * The YAML parser, loaded for YAML batches only (it is the biggest thing dispatch loads after zod).
+ * yaml is CommonJS: loaded dynamically from the bundle its functions are on `default`.
+ */
+async function yamlParser(): Promise<(text: string) => unknown> {
+  const m = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
+  return (m.default ?? m).parse;
+}
+
+/**
  * Reads and validates a batch file (YAML, of which JSON is a subset); relative `cwd`s are taken
  * from the file's directory. Async only to load the YAML parser when the text is not JSON.
  * @throws BatchError when the file cannot be read, is not YAML/JSON, or a job is invalid.
@@ -148,8 +157,7 @@ export async function loadBatch(file: string): Promise<Job[]> {
   }
   let data: unknown;
   try {
-    // the YAML parser is loaded for YAML batches only (it is bigger than everything else dispatch holds but zod)
-    data = jsonOrUndefined(text) ?? (await import('yaml')).parse(text);
+    data = jsonOrUndefined(text) ?? (await yamlParser())(text);
   } catch (e) {
     throw new BatchError(`${file}: not valid YAML or JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
