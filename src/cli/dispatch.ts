@@ -96,7 +96,7 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
 }
 
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
-  // validated on a worker thread, whose memory goes with it: this process, every job's fork parent, stays small
+  // validated in a process of its own, so that this one, which every job is forked from, stays small
   const { options: o, jobs } = await checkInput(file, flags);
   checkJobEnv(jobs, o.deviceEnv, o.server !== undefined);
   let pool: DevicePool | null = null;

@@ -4,9 +4,9 @@
  * every module URL it resolves.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BERTH_BIN, finished, ROOT } from '../support/cli.js';
 
@@ -32,24 +32,6 @@ async function imports(name: string, args: string[]) {
 
 const SERVER_SIDE = /@grpc\/reflection|grpc-health-check|@grpc\/proto-loader|prom-client/;
 
-/** The bundle files `entry` (a file of dist/) loads with static imports, itself included. */
-function staticGraph(entry: string): string[] {
-  const seen = new Set<string>();
-  const todo = [entry];
-  while (todo.length > 0) {
-    const file = todo.pop()!;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    for (const m of readFileSync(file, 'utf8').matchAll(/(?:from|import) "(\.\.?\/[^"]+\.js)"/g))
-      todo.push(join(dirname(file), m[1]));
-  }
-  return [...seen];
-}
-
-/** Markers of zod and of the YAML parser in bundled code. */
-const ZOD = /\$constructor\("\$ZodError"/;
-const YAML = /YAMLParseError/;
-
 describe('berth subcommands load only what they use', () => {
   it(
     '`berth dispatch` of a local batch loads no gRPC at all: ' + 'no server, reflection, health or client code',
@@ -63,26 +45,6 @@ describe('berth subcommands load only what they use', () => {
       expect(r.urls.filter((u) => SERVER_SIDE.test(u) || u.includes('@grpc/grpc-js'))).toEqual([]);
     },
   );
-
-  it('the thread that forks the jobs of `berth dispatch` (no --server) never loads zod or the YAML parser', () => {
-    // issue 11: a fork costs more the more memory the parent holds; the flags and the batch are
-    // checked with zod (and yaml) on a worker thread whose memory goes with it (dist/dispatch-check.js)
-    const chunks = join(ROOT, 'dist', 'chunks');
-    const command = readdirSync(chunks).find((f) => /^dispatch-.*\.js$/.test(f));
-    expect(command).toBeDefined();
-    const main = staticGraph(join(ROOT, 'dist', 'main.js'));
-    const dispatch = staticGraph(join(chunks, command!));
-    for (const f of [...main, ...dispatch]) {
-      expect(ZOD.test(readFileSync(f, 'utf8')), f).toBe(false);
-      expect(YAML.test(readFileSync(f, 'utf8')), f).toBe(false);
-    }
-    // the markers do find what they look for: both are in the bundle, for the check's thread
-    const all = readdirSync(chunks)
-      .filter((f) => f.endsWith('.js'))
-      .map((f) => readFileSync(join(chunks, f), 'utf8'));
-    expect(all.some((t) => ZOD.test(t))).toBe(true);
-    expect(all.some((t) => YAML.test(t))).toBe(true);
-  });
 
   it('`berth --help` lists every command without loading any of them', async () => {
     const r = await imports('help', ['--help']);
