@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts (and dispatch's input checker,
-// src/dispatch/check-main.ts) with esbuild into dist/,
+// Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts with esbuild into dist/,
 // one chunk per subcommand (each loaded only when run), with the small pure-JS dependencies
 // (commander, yaml, zod) inlined so start-up reads a few files instead of hundreds; every other
 // dependency stays in node_modules. Type checking is `tsc --noEmit` (make lint), not this step.
@@ -20,11 +19,7 @@ const out = join(root, 'dist');
 mkdirSync(out, { recursive: true });
 const result = await build({
   metafile: true,
-  // dispatch-check: berth dispatch's input checker, a process of its own (src/dispatch/checked-input.ts)
-  entryPoints: {
-    main: join(root, 'src', 'cli', 'main.ts'),
-    'dispatch-check': join(root, 'src', 'dispatch', 'check-main.ts'),
-  },
+  entryPoints: { main: join(root, 'src', 'cli', 'main.ts') },
   bundle: true,
   splitting: true,
   format: 'esm',

@@ -9,11 +9,10 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
-import { jobsLimit } from '../config/jobs-limit.js';
+import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
 import { OptionsError } from '../config/options-error.js';
 import { runBatch } from '../dispatch/batch-run.js';
-import { BatchError } from '../dispatch/batch-error.js';
-import { checkInput } from '../dispatch/checked-input.js';
+import { BatchError, loadBatch } from '../dispatch/batch.js';
 import type { Job, Runner } from '../dispatch/job.js';
 import { LocalRunner } from '../dispatch/local-runner.js';
 import { killAllGroups } from '../dispatch/process-groups.js';
@@ -96,8 +95,8 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
 }
 
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
-  // validated in a process of its own, so that this one, which every job is forked from, stays small
-  const { options: o, jobs } = await checkInput(file, flags);
+  const o = resolveDispatchOptions(flags);
+  const jobs = await loadBatch(file);
   checkJobEnv(jobs, o.deviceEnv, o.server !== undefined);
   let pool: DevicePool | null = null;
   let runner: Runner;
