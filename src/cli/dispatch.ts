@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
 import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js';
-import { OptionsError } from '../config/fields.js';
+import { OptionsError } from '../config/options-error.js';
 import { runBatch } from '../dispatch/batch-run.js';
 import { BatchError, loadBatch } from '../dispatch/batch.js';
 import type { Job, Runner } from '../dispatch/job.js';
@@ -96,7 +96,7 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
 
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
   const o = resolveDispatchOptions(flags);
-  const jobs = loadBatch(file);
+  const jobs = await loadBatch(file);
   checkJobEnv(jobs, o.deviceEnv, o.server !== undefined);
   let pool: DevicePool | null = null;
   let runner: Runner;

@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { address, deviceRange, OptionsError, parseOptions } from './fields.js';
 
+export { jobsLimit } from './jobs-limit.js';
+
 /** Default variable that receives a job's device range. */
 export const DEFAULT_DEVICE_ENV = 'CUDA_VISIBLE_DEVICES';
 /** Default `--max-overtakes`: how many later jobs may start ahead of one blocked job under `--backfill`. */
@@ -101,14 +103,4 @@ export function resolveDispatchOptions(flags: Record<string, unknown>): Dispatch
   if (maxOvertakes !== undefined && !o.backfill)
     throw new OptionsError(`--max-overtakes: only used with --backfill (got ${maxOvertakes})`);
   return { ...o, overtakes: o.backfill ? (maxOvertakes ?? DEFAULT_MAX_OVERTAKES) : 0 };
-}
-
-/**
- * The most jobs in flight: `-j N` as given; `auto` = the number of devices, or for a platform
- * whose name ends in `sim` (a simulator that runs on cores) min(cores, devices); never below 1.
- */
-export function jobsLimit(jobs: number | 'auto', devices: number, cores: number, platform?: string): number {
-  if (jobs !== 'auto') return jobs;
-  const n = platform?.endsWith('sim') ? Math.min(cores, devices) : devices;
-  return Math.max(1, n);
 }

@@ -5,6 +5,7 @@
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/levels.js';
+import { OptionsError } from './options-error.js';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';
 
 /** `host:port` on which to listen or to dial; IPv6 hosts in brackets. Port 0 = ephemeral. */
@@ -132,16 +133,8 @@ export const labelList = z
   )
   .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'labels are letters, digits, _ . -')));
 
-/**
- * Thrown when options do not validate; `message` names the flag and the value, e.g.
- * `--cpus: must be at least 0 (got '-3')`. The CLI prints it and exits 2.
- */
-export class OptionsError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'OptionsError';
-  }
-}
+// defined without zod (options-error.ts), so that code only throwing it stays small
+export { OptionsError };
 
 /**
  * Validates raw options against `schema`; on failure throws OptionsError naming the first bad

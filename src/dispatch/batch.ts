@@ -7,18 +7,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { valueAt } from '../errors.js';
+import { BatchError } from './batch-error.js';
 import type { Job } from './job.js';
 
-/** A batch file that cannot be read or does not validate; the message names the job and the field. CLI exit 2. */
-export class BatchError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'BatchError';
-  }
-}
+export { BatchError };
 
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 
@@ -141,11 +135,20 @@ function jsonOrUndefined(text: string): unknown {
 }
 
 /**
+ * The YAML parser, loaded for YAML batches only (it is the biggest thing dispatch loads after zod).
+ * yaml is CommonJS: loaded dynamically from the bundle its functions are on `default`.
+ */
+async function yamlParser(): Promise<(text: string) => unknown> {
+  const m = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
+  return (m.default ?? m).parse;
+}
+
+/**
  * Reads and validates a batch file (YAML, of which JSON is a subset); relative `cwd`s are taken
- * from the file's directory.
+ * from the file's directory. Async only to load the YAML parser when the text is not JSON.
  * @throws BatchError when the file cannot be read, is not YAML/JSON, or a job is invalid.
  */
-export function loadBatch(file: string): Job[] {
+export async function loadBatch(file: string): Promise<Job[]> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -154,7 +157,7 @@ export function loadBatch(file: string): Job[] {
   }
   let data: unknown;
   try {
-    data = jsonOrUndefined(text) ?? parseYaml(text);
+    data = jsonOrUndefined(text) ?? (await yamlParser())(text);
   } catch (e) {
     throw new BatchError(`${file}: not valid YAML or JSON: ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -6,7 +6,7 @@
  */
 import { closeSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { OptionsError } from '../config/fields.js';
+import { OptionsError } from '../config/options-error.js';
 
 function statOf(path: string): Stats | undefined {
   try {

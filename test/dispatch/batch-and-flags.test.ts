@@ -14,7 +14,7 @@ let s: Scratch;
 afterEach(() => s?.cleanup());
 
 describe('batch files and dispatch flags', () => {
-  it('a YAML bare list and a JSON { jobs } load to the same jobs, in file order', () => {
+  it('a YAML bare list and a JSON { jobs } load to the same jobs, in file order', async () => {
     s = scratch();
     const yaml = join(s.dir, 'b.yaml');
     writeFileSync(
@@ -27,31 +27,31 @@ describe('batch files and dispatch flags', () => {
         { shell: 'echo hi', env: { SEED: 7 } },
       ],
     });
-    const fromYaml = loadBatch(yaml);
-    expect(fromYaml).toEqual(loadBatch(json));
+    const fromYaml = await loadBatch(yaml);
+    expect(fromYaml).toEqual(await loadBatch(json));
     expect(fromYaml[0]).toMatchObject({ index: 0, label: 'a', devices: 2, timeoutMs: 1500 });
     expect(fromYaml[1]).toMatchObject({ index: 1, label: 'job2', devices: 0, env: { SEED: '7' } });
   });
 
-  it('errors name the file, the job number and label, the field and the value', () => {
+  it('errors name the file, the job number and label, the field and the value', async () => {
     s = scratch();
-    expect(() =>
+    await expect(
       loadBatch(
         s.batch([
           { label: 'ok', argv: ['true'] },
           { label: 'bad', devices: 1.5, argv: ['true'] },
         ]),
       ),
-    ).toThrow(/job 2 \("bad"\): devices: expected a whole number \(got 1\.5\)/);
-    expect(() => loadBatch(s.batch([{ label: 'e', argv: [] }]))).toThrow(
+    ).rejects.toThrow(/job 2 \("bad"\): devices: expected a whole number \(got 1\.5\)/);
+    await expect(loadBatch(s.batch([{ label: 'e', argv: [] }]))).rejects.toThrow(
       /job 1 \("e"\): argv: must hold at least the program/,
     );
-    expect(() => loadBatch(s.batch({ jobs: [] }))).toThrow(/holds no jobs/);
+    await expect(loadBatch(s.batch({ jobs: [] }))).rejects.toThrow(/holds no jobs/);
     // a NUL byte cannot reach a process: refused with the batch, before anything starts
-    expect(() => loadBatch(s.batch([{ label: 'nul', argv: ['echo', 'a\0b'] }]))).toThrow(
+    await expect(loadBatch(s.batch([{ label: 'nul', argv: ['echo', 'a\0b'] }]))).rejects.toThrow(
       /job 1 \("nul"\): argv\.1: must not hold a NUL byte/,
     );
-    expect(() => loadBatch(join(s.dir, 'missing.yaml'))).toThrow(/missing\.yaml: cannot read/);
+    await expect(loadBatch(join(s.dir, 'missing.yaml'))).rejects.toThrow(/missing\.yaml: cannot read/);
   });
 
   it('-j auto: devices; min(cores, devices) on a *sim platform; never below 1; -j 0 refused', () => {
@@ -75,20 +75,20 @@ describe('batch files and dispatch flags', () => {
     expect(() => resolveDispatchOptions({ deviceEnv: 'bad-name' })).toThrow(/--device-env/);
   });
 
-  it('labels: control characters and duplicates are refused, naming the job and the field', () => {
+  it('labels: control characters and duplicates are refused, naming the job and the field', async () => {
     s = scratch();
-    expect(() =>
+    await expect(
       loadBatch(
         s!.batch([
           { label: 'ok', argv: ['true'] },
           { label: 'x\nPASS      fake', argv: ['true'] },
         ]),
       ),
-    ).toThrow(/job 2 \("x\\nPASS {6}fake"\): label: must not hold control characters/);
-    expect(() => loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).toThrow(
+    ).rejects.toThrow(/job 2 \("x\\nPASS {6}fake"\): label: must not hold control characters/);
+    await expect(loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).rejects.toThrow(
       /job 1 .*label: must not hold control characters/,
     );
-    expect(() =>
+    await expect(
       loadBatch(
         s!.batch([
           { label: 'same', argv: ['true'] },
@@ -96,24 +96,24 @@ describe('batch files and dispatch flags', () => {
           { label: 'same', argv: ['true'] },
         ]),
       ),
-    ).toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
-    expect(() => loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).toThrow(
+    ).rejects.toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
+    await expect(loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).rejects.toThrow(
       /job 2 \("job1"\): label: "job1" is already the label of job 1/,
     );
   });
 
-  it('a huge device count or timeout says the bound, not "expected a whole number"', () => {
+  it('a huge device count or timeout says the bound, not "expected a whole number"', async () => {
     s = scratch();
     const huge = join(s.dir, 'huge.yaml');
     writeFileSync(huge, '- label: h\n  devices: 99999999999999999999\n  argv: [true]\n');
-    expect(() => loadBatch(huge)).toThrow(/job 1 \("h"\): devices: must be at most 65536/);
-    expect(() => loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).toThrow(
+    await expect(loadBatch(huge)).rejects.toThrow(/job 1 \("h"\): devices: must be at most 65536/);
+    await expect(loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).rejects.toThrow(
       /timeout: must be at most 2147483 seconds/,
     );
     expect(() => resolveDispatchOptions({ timeout: '9999999999' })).toThrow(/--timeout: must be at most 2147483/);
   });
 
-  it("a relative cwd is taken from the batch file's directory, not from where dispatch runs", () => {
+  it("a relative cwd is taken from the batch file's directory, not from where dispatch runs", async () => {
     s = scratch();
     const file = s.batch(
       [
@@ -123,7 +123,7 @@ describe('batch files and dispatch flags', () => {
       ],
       'b.json',
     );
-    const [c, d, e] = loadBatch(file);
+    const [c, d, e] = await loadBatch(file);
     expect(c.cwd).toBe(join(s.dir, 'sub'));
     expect(d.cwd).toBe('/abs');
     expect(e.cwd).toBeUndefined(); // none given: dispatch's own working directory

@@ -46,6 +46,21 @@ describe('berth subcommands load only what they use', () => {
     },
   );
 
+  it('`berth dispatch` of a JSON batch does not load the YAML parser; a YAML batch does', async () => {
+    // issue 11: a fork costs more the more memory dispatch holds; yaml is ~8 MB of it
+    const yamlIn = (urls: string[]) =>
+      urls.some((u) => u.startsWith('file:') && /YAMLParseError/.test(readFileSync(new URL(u), 'utf8')));
+    writeFileSync(join(dir, 'one.json'), '[{ "argv": ["true"] }]\n');
+    const json = await imports('json', ['dispatch', 'one.json', '--devices', '0', '--log-dir', join(dir, 'logs-j')]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(yamlIn(json.urls)).toBe(false);
+    writeFileSync(join(dir, 'two.yaml'), '- argv: ["true"]\n');
+    const yaml = await imports('yaml', ['dispatch', 'two.yaml', '--devices', '0', '--log-dir', join(dir, 'logs-y')]);
+    expect(yaml.code, yaml.stderr).toBe(0);
+    expect(yaml.stdout).toMatch(/^PASS\s+job1\b/m);
+    expect(yamlIn(yaml.urls)).toBe(true); // the check finds the parser where it is loaded
+  });
+
   it('`berth --help` lists every command without loading any of them', async () => {
     const r = await imports('help', ['--help']);
     expect(r.code).toBe(0);
