@@ -309,7 +309,28 @@ export class Placer {
   }
 
   #checkLabel(ask: NormalizedAsk): void {
-    if (this.#labelMissing(ask) && this.#graceUntil(ask.label) < Date.now()) throw noLabel(ask.label);
+    if (this.#labelMissing(ask) && this.#graceUntil(ask.label) < Date.now()) throw this.#noLabel(ask);
+  }
+
+  /**
+   * FAILED_PRECONDITION for a required label no machine carries, none is coming back and no provisioner can
+   * start (SPEC P3); when provisioners start machines with the label, but none big enough, it names their shapes.
+   */
+  #noLabel(ask: NormalizedAsk): BerthError {
+    const label = ask.label;
+    const shapes = this.#prov?.shapesWithLabel(label) ?? '';
+    if (!shapes) {
+      return new BerthError(
+        'failed_precondition',
+        `no machine carries label '${label}' and no provisioner can start one`,
+      );
+    }
+    const asked = describeAmount(amountOf(ask));
+    return new BerthError(
+      'failed_precondition',
+      `no machine carries label '${label}' and no provisioner can start one that holds ${asked} ` +
+        `(with that label they start ${shapes})`,
+    );
   }
 
   /** True when `ask` requires a label that no machine carries and no provisioner covers (SPEC P3, P10). */
@@ -556,15 +577,10 @@ export class Placer {
       if (!this.#labelMissing(cls.ask)) continue;
       const until = this.#graceUntil(cls.ask.label); // reconnect or restart grace
       if (until >= Date.now()) again = Math.min(again, until + 1 - Date.now());
-      else for (let w = cls.head, err = noLabel(cls.ask.label); w; w = cls.head) this.#abandon(w, err);
+      else for (let w = cls.head, err = this.#noLabel(cls.ask); w; w = cls.head) this.#abandon(w, err);
     }
     if (again > 0 && again < Infinity) setTimeout(() => this.#expireLabels(), again).unref();
   }
-}
-
-/** A required label no machine carries, none is coming back and no provisioner can start (SPEC P3). */
-function noLabel(label: string): BerthError {
-  return new BerthError('failed_precondition', `no machine carries label '${label}' and no provisioner can start one`);
 }
 
 /** Typed event facts of an ask (issue 13): what was asked before clamping, the label, clamped. */

@@ -74,6 +74,8 @@ export interface Provisioning {
   bind(placer: PlacerCallbacks): void;
   /** True when some provisioner's shape would hold `ask` (its label too, when required). */
   covers(ask: NormalizedAsk): boolean;
+  /** The shapes carrying `label`, in words ("hpc: 2 cpu(s) [hpc]"), '' when none does: why `covers` said no. */
+  shapesWithLabel(label: string): string;
   /** The books changed: re-plan demand against supply. Synchronous; starts happen in the background. */
   plan(view: DemandView): void;
   /** Why a waiting claim waits on a provisioner, e.g. "waiting for hpc: Slurm job 12 pending (Resources)". */

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import { amountOf } from '../placement/choose.js';
 import type { DemandView, PlacerCallbacks, Provisioning, ProvisionerView, Unmet } from '../placement/provisioner.js';
 import type { NormalizedAsk } from '../placement/types.js';
+import { describeAmount } from '../resources/books.js';
 import type { Pool } from './pool.js';
 import { StateDirLock } from './state-lock.js';
 
@@ -60,6 +61,13 @@ export class ProvisioningLoop implements Provisioning {
   covers(ask: NormalizedAsk): boolean {
     const u = { ask, amount: amountOf(ask) };
     return this.pools.some((p) => p.covers(u));
+  }
+
+  shapesWithLabel(label: string): string {
+    const words = this.pools.flatMap((p) =>
+      p.shapes.filter((s) => s.labels.includes(label)).map((s) => `${p.cfg.name}: ${describeAmount(s)} [${label}]`),
+    );
+    return words.join('; ');
   }
 
   plan(view: DemandView): void {

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
@@ -119,6 +120,19 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     await c.ended;
     events.cancel();
   }, 30_000);
+
+  it('an ask bigger than every shape with its label fails naming those shapes, not "no provisioner"', async () => {
+    t = await serverWithPool(pool(1, 'reconnect_grace: 0')); // no grace: nothing labelled pool is coming back
+    const err = await satisfiable(t.placement, ask({ ...wantsPool, cpus: 3 })).catch((e: ServiceError) => e);
+    expect((err as ServiceError).code).toBe(status.FAILED_PRECONDITION);
+    expect((err as ServiceError).details).toBe(
+      "no machine carries label 'pool' and no provisioner can start one that holds 3 cpu(s) " +
+        '(with that label they start local: 2 cpu(s) [pool])',
+    );
+    const c = claim(t.placement, { ...wantsPool, cpus: 3 });
+    expect((await c.ended)?.code).toBe(status.FAILED_PRECONDITION);
+    expect(await satisfiable(t.placement, ask(wantsPool))).toBe('2 cpu(s)'); // the shape's own size is covered
+  });
 
   it('a worker that cannot reach berth: the failed start says why, from the last line of its log', async () => {
     const yaml = pool(1).replace('start_timeout: 60', 'start_timeout: 5'); // time for the worker to log a try
