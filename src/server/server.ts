@@ -257,6 +257,10 @@ export class BerthServer {
    * @throws OptionsError naming the flag and file when one cannot be read or is bad (old tokens stay).
    */
   reloadIdentities(): void {
+    if (!this.options.workerTokens && !this.options.clientTokens) {
+      this.#log.info('SIGHUP: no --worker-tokens or --client-tokens to re-read');
+      return;
+    }
     this.context.identities?.reload();
     this.#log.info(
       { workerTokens: this.options.workerTokens, clientTokens: this.options.clientTokens },
