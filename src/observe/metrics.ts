@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BerthEvent, EventBus } from '../events.js';
+import { PROVISIONED_STATES } from '../placement/provisioner.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 
 /** What the gauges are read from at scrape time. */
@@ -233,6 +234,8 @@ export class BerthMetrics {
       collect() {
         this.reset();
         for (const p of current().provisioners) {
+          // every state of every provisioner has a series, 0 when empty: a series that vanishes is not a 0
+          for (const state of PROVISIONED_STATES) this.set({ provisioner: p.name, state }, 0);
           for (const m of p.machines) this.inc({ provisioner: p.name, state: m.state });
         }
         snap = undefined;

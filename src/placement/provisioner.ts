@@ -33,8 +33,11 @@ export interface DemandView {
   machines: { name: string; claims: number }[];
 }
 
+/** The lifecycle states of a provisioned machine, in order. */
+export const PROVISIONED_STATES = ['starting', 'running', 'idle', 'stopping'] as const;
+
 /** Lifecycle of a provisioned machine, as shown by GetSnapshot and `berth status`. */
-export type ProvisionedState = 'starting' | 'running' | 'idle' | 'stopping';
+export type ProvisionedState = (typeof PROVISIONED_STATES)[number];
 
 /** One machine a provisioner started. `engineId`: Slurm job id or local pid. */
 export interface ProvisionedView {

@@ -4,8 +4,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { claim, fakeWorker, watch } from '../support/claims.js';
+import { testProvisioner } from '../support/provisioner.js';
 import { run, runRequest } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { until } from '../support/until.js';
 
 /** Parses the exposition text into `name{labels}` → value (labels as written, sorted by prom-client). */
 function parse(text: string): Map<string, number> {
@@ -30,6 +32,24 @@ describe('metrics on --metrics-listen', () => {
   afterEach(async () => {
     await t?.close();
     t = undefined;
+  });
+
+  it('provisioned machines by state: every state has a series, 0 when empty, and a machine moves between them', async () => {
+    const prov = testProvisioner({ cpus: 16, gpus: 2, ramMb: 65536, labels: [] });
+    t = await startServer({ cpus: 4, provisioning: prov.make, flags: { metricsListen: '127.0.0.1:0' } });
+    const series = (state: string) => `berth_provisioner_machines{provisioner="test",state="${state}"}`;
+    let m = await scrape(t);
+    for (const state of ['starting', 'running', 'idle', 'stopping']) expect(m.get(series(state))).toBe(0);
+    const c = claim(t.placement, { cpus: 1, gpus: 1, node: 'wants.gpu' }); // only the provisioner's shape holds it
+    await c.queued;
+    await until(async () => (await scrape(t!)).get(series('starting')) === 1);
+    const w = fakeWorker(t.worker, 'prov-1', { cpus: 16, gpuIds: [0, 1], ramMb: 65536 });
+    await c.granted;
+    m = await scrape(t);
+    expect(m.get(series('starting'))).toBe(0); // still there, at 0
+    expect(m.get(series('running'))).toBe(1);
+    await c.release();
+    w.close();
   });
 
   it(
