@@ -42,6 +42,8 @@ WRONG_TYPES: list[tuple[str, Callable[[Client], Any], str, str]] = [
     ("run run_id not a str", lambda c: c.run(source="", run_id=7), "run_id", "7"),
     ("satisfiable label not a str", lambda c: c.satisfiable(label=5), "label", "5"),
     ("cancel run_id not a str", lambda c: c.cancel(42), "run_id", "42"),
+    ("claim cpus as a string", lambda c: c.claim(cpus="x"), "cpus", "'x'"),
+    ("run gpus not whole", lambda c: c.run(source="", gpus=1.5), "gpus", "1.5"),
 ]
 
 

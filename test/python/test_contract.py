@@ -21,6 +21,7 @@ from berth_client import (
     Started,
     Verdict,
 )
+from bridge import BridgedClient
 from conftest import machine, wait_until
 
 
@@ -128,6 +129,8 @@ def test_a_clamped_claim_warns_clamped_saying_what_was_granted(client: Client) -
         with client.claim(cpus=64, gpus=4, node="study.huge") as grant:
             assert grant.clamped and grant.allocation.cpus == 2
     assert warned[0].message.granted.cpus == 2  # type: ignore[union-attr]
+    if not isinstance(client, BridgedClient):  # sync: it points at the user's line, not into berth_client
+        assert warned[0].filename == __file__
 
 
 def clamping_verdicts(client: Client) -> Satisfiability:
@@ -156,10 +159,16 @@ def test_on_oversize_fail_refuses_an_ask_no_machine_can_hold(client: Client) -> 
 def test_a_clamped_run_warns_clamped_and_says_so_on_its_stream(run_client: Client) -> None:
     if run_client.satisfiable(cpus=64).verdict != Verdict.CLAMPED:
         pytest.skip("the server does not give clamping verdicts yet (issue 13)")
-    with pytest.warns(Clamped):
+    with pytest.warns(Clamped) as warned:
         stream = run_client.stream_run(source="def process():\n    return 1", node="huge", cpus=64, timeout=30)
         assert list(stream)[-1].value == 1  # type: ignore[union-attr]
     assert stream.clamped and stream.started is not None and stream.started.asked == Amount(64, 0, None)
+    if isinstance(run_client, BridgedClient):
+        return  # asyncio: the warning is raised in the client's own task, where no user line is on the stack
+    assert warned[0].filename == __file__  # the line iterating the stream, not berth_client's runs.py
+    with pytest.warns(Clamped) as warned:
+        assert run_client.run(source="def process():\n    return 2", node="huge", cpus=64, timeout=30) == 2
+    assert warned[0].filename == __file__
 
 
 def test_node_placed_and_claim_released_events_carry_the_amounts_and_gpu_ids(client: Client) -> None:

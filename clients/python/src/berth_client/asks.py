@@ -19,7 +19,9 @@ _UINT32_MAX = 2**32 - 1
 
 
 def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise checks.wrong_type(name, "a whole number >= 0", value)
+    if value < 0:
         raise InvalidAsk(f"ask.{name}: must be a whole number >= 0 (got {value!r})", field=f"ask.{name}")
     if value > _UINT32_MAX:
         raise InvalidAsk(f"ask.{name}: at most {_UINT32_MAX} (got {value!r})", field=f"ask.{name}")

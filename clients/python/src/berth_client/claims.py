@@ -93,7 +93,8 @@ class ClaimLease(GrantFields):
                 self._abandon()
 
     def _timed_out(self) -> NodeTimeout:
-        return NodeTimeout(f"claim for {self._spec.ask.node or 'node'} not granted within {self._spec.timeout} s")
+        what = f"claim for {self._spec.ask.node}" if self._spec.ask.node else "claim"
+        return NodeTimeout(f"{what} not granted within {self._spec.timeout} s")
 
     def _await_grant(self) -> Grant:
         assert self._responses is not None

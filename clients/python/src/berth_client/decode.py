@@ -4,6 +4,8 @@ a Started that says clamped warns `Clamped`."""
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -39,7 +41,21 @@ def warn_clamped(what: str, started: Any) -> None:
     granted = Amount(alloc.cpus, len(alloc.gpu_ids), alloc.ram_mb)
     asked = f"asked {started.asked}, " if started.asked is not None else ""
     message = f"{what} was clamped to the best real machine {started.machine}: {asked}granted {granted}"
-    warnings.warn(Clamped(message, started.asked, granted), stacklevel=4)
+    warnings.warn(Clamped(message, started.asked, granted), stacklevel=_user_stacklevel())
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel, as seen from warn_clamped's caller's warnings.warn, of the first frame outside
+    berth_client: the user's line, whichever path (claim, run, stream_run, sync or asyncio) led here."""
+    level = 1
+    frame = sys._getframe(1)  # warn_clamped's frame: stacklevel 1 names the line that calls warnings.warn
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 class RunDecoder:

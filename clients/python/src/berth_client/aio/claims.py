@@ -49,7 +49,8 @@ class AsyncClaimLease(GrantFields):
             else:
                 grant = await asyncio.wait_for(self._await_grant(), self._spec.timeout)
         except asyncio.TimeoutError:
-            raise NodeTimeout(f"claim for {ask.node or 'node'} not granted within {self._spec.timeout} s") from None
+            what = f"claim for {ask.node}" if ask.node else "claim"
+            raise NodeTimeout(f"{what} not granted within {self._spec.timeout} s") from None
         except grpc.RpcError as err:
             raise from_rpc_error(err, label=ask.label, oversize_fails=self._spec.oversize_fails) from None
         finally:
