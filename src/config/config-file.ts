@@ -52,7 +52,7 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
       out.provisioners = parseProvisioners(doc, value ?? [], at);
     } else if (allowed.has(key)) {
       const optionKey = allowed.get(key)!;
-      out.values[optionKey] = asFlagValue(optionKey, value);
+      out.values[optionKey] = asFlagValue(optionKey, value, `${line}: ${key}`);
       out.names[optionKey] = `${line}: ${key}`;
     } else {
       throw new OptionsError(`${line}: ${key}: unknown key (known: ${[...allowed.keys(), 'provisioners'].join(', ')})`);
@@ -61,10 +61,18 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
   return out;
 }
 
-/** File values the flag schemas take as strings: a list of labels → `a,b`; a device id → `0`. */
-function asFlagValue(key: string, v: unknown): unknown {
+/**
+ * File values the flag schemas take as strings: a list of labels or device ids → `a,b`.
+ * @throws OptionsError for a bare number as `gpus`: it reads as a count (as in a shape) but would be one device id.
+ */
+function asFlagValue(key: string, v: unknown, where: string): unknown {
   if (Array.isArray(v)) return v.join(',');
-  if (key === 'gpus' && typeof v === 'number') return String(v);
+  if (key === 'gpus' && typeof v === 'number') {
+    throw new OptionsError(
+      `${where}: device ids, not a count: write a list or a range, e.g. [0, 1] or '0-3', ` +
+        `or '${v}' for the one GPU with id ${v} (got ${v})`,
+    );
+  }
   return v;
 }
 

@@ -74,6 +74,11 @@ describe('berth serve --config FILE (issue 12, SPEC V1)', () => {
       good.replace('idle_timeout: 30', 'idle_timeout: 30\n    start_timeout: 0'),
       /berth\.yaml line 11: provisioners\[0\]\.start_timeout: must be more than 0 \(got 0\)/,
     ],
+    [
+      "a bare number as the engine gpus (ids, unlike a shape's count)",
+      good.replace('cpus: 3\n', 'cpus: 3\ngpus: 4\n'),
+      /berth\.yaml line 3: gpus: device ids, not a count: .* or '4' for the one GPU with id 4 \(got 4\)/,
+    ],
     ['a YAML syntax error', 'cpus: [1\n', /berth\.yaml line \d+: /],
   ])('%s is refused naming the file, the line, the key and the value', (_what, yaml, message) => {
     expect(() => resolveServeOptions({ config: configFile(tempDir(), yaml) }, {})).toThrow(message);
