@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { valueAt } from '../errors.js';
-import { cannotRead, OptionsError } from './fields.js';
-import { provisionersSchema, type ProvisionerConfig } from './provisioner-options.js';
+import { cannotRead, issueText, OptionsError } from './fields.js';
+import { provisionerObject, provisionersSchema, shapeSchema, type ProvisionerConfig } from './provisioner-options.js';
 
 /** Values read from the file, by option key, with the name each is reported under (`cfg.yaml line 3: cpus`). */
 export interface ConfigFileValues {
@@ -90,11 +90,13 @@ function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) 
     const node = doc.getIn(path, true);
     const pair = isMap(node) ? node.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
     const offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
-    throw new OptionsError(`${at(offset)}: ${label([...path, key])}: unknown key`);
+    const inShape = typeof path[path.length - 1] === 'number' && path[path.length - 2] === 'shapes';
+    const known = Object.keys((inShape ? shapeSchema : provisionerObject).shape).join(', ');
+    throw new OptionsError(`${at(offset)}: ${label([...path, key])}: unknown key (known: ${known})`);
   }
   let node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
   for (let n = path.length - 1; !node?.range && n > 0; n--) node = doc.getIn(path.slice(0, n), true) as typeof node;
   const got = valueAt(value, issue.path);
   const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
-  throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issue.message}${shown}`);
+  throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issueText(issue, got)}${shown}`);
 }

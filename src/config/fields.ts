@@ -136,6 +136,26 @@ export const labelList = z
 // defined without zod (options-error.ts), so that code only throwing it stays small
 export { OptionsError };
 
+/** zod's type names in the words a config file's reader uses. */
+const TYPE_WORDS: Record<string, string> = {
+  array: 'a list',
+  object: 'a mapping of key: value',
+  string: 'text',
+  number: 'a number',
+  boolean: 'true or false',
+};
+
+/**
+ * An issue's message for a person: zod's own wording for a wrong type ("Invalid input: expected array,
+ * received object") becomes "expected a list"; a missing value "required"; every other message as the schema says.
+ */
+export function issueText(issue: z.core.$ZodIssue, value: unknown): string {
+  if (issue.code !== 'invalid_type') return issue.message;
+  if (value === undefined) return 'required';
+  if (!issue.message.startsWith('Invalid input')) return issue.message; // the schema's own words
+  return `expected ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
+}
+
 /**
  * Validates raw options against `schema`; on failure throws OptionsError naming the first bad
  * flag (`flags` maps option keys to flag names such as `--cpus` or env names) and its value.
@@ -151,7 +171,7 @@ export function parseOptions<S extends z.ZodType>(
   const key = String(issue.path[0] ?? '');
   const flag = flags[key] ?? key;
   const value = raw[key];
-  throw new OptionsError(`${flag}: ${issue.message} (got ${JSON.stringify(value)})`);
+  throw new OptionsError(`${flag}: ${issueText(issue, value)} (got ${JSON.stringify(value)})`);
 }
 
 /** Option key → [flag name, env var name], e.g. `cpus: ['--cpus', 'BERTH_CPUS']`. */

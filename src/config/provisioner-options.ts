@@ -13,23 +13,24 @@ export const shapeSchema = z.strictObject({
   labels: z.array(name).default([]),
 });
 
-const provisionerSchema = z
-  .strictObject({
-    name,
-    kind: z.enum(['slurm', 'local'], { error: 'expected slurm or local' }),
-    partition: name.optional(),
-    shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
-    max_machines: wholeNumber(1, 10_000).default(1),
-    idle_timeout: seconds.default(60),
-    start_timeout: positiveSeconds.default(300),
-    sbatch_args: z.array(z.string()).default([]),
-  })
-  .superRefine((p, ctx) => {
-    const refuse = (key: string, message: string) => ctx.addIssue({ code: 'custom', path: [key], message });
-    if (p.kind === 'local' && !p.shapes) refuse('shapes', 'a local provisioner needs shapes');
-    if (p.kind !== 'slurm' && p.partition !== undefined) refuse('partition', 'only for kind slurm');
-    if (p.kind !== 'slurm' && p.sbatch_args.length) refuse('sbatch_args', 'only for kind slurm');
-  });
+/** One entry of `provisioners:` (its `.shape` lists the keys an entry may have). */
+export const provisionerObject = z.strictObject({
+  name,
+  kind: z.enum(['slurm', 'local'], { error: 'expected slurm or local' }),
+  partition: name.optional(),
+  shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
+  max_machines: wholeNumber(1, 10_000).default(1),
+  idle_timeout: seconds.default(60),
+  start_timeout: positiveSeconds.default(300),
+  sbatch_args: z.array(z.string()).default([]),
+});
+
+const provisionerSchema = provisionerObject.superRefine((p, ctx) => {
+  const refuse = (key: string, message: string) => ctx.addIssue({ code: 'custom', path: [key], message });
+  if (p.kind === 'local' && !p.shapes) refuse('shapes', 'a local provisioner needs shapes');
+  if (p.kind !== 'slurm' && p.partition !== undefined) refuse('partition', 'only for kind slurm');
+  if (p.kind !== 'slurm' && p.sbatch_args.length) refuse('sbatch_args', 'only for kind slurm');
+});
 
 /** The whole list; names must be unique. */
 export const provisionersSchema = z.array(provisionerSchema).superRefine((list, ctx) => {

@@ -79,6 +79,26 @@ describe('berth serve --config FILE (issue 12, SPEC V1)', () => {
       good.replace('cpus: 3\n', 'cpus: 3\ngpus: 4\n'),
       /berth\.yaml line 3: gpus: device ids, not a count: .* or '4' for the one GPU with id 4 \(got 4\)/,
     ],
+    [
+      'a provisioner without a name',
+      good.replace('  - name: local\n    kind: local', '  - kind: local'),
+      /berth\.yaml line 6: provisioners\[0\]\.name: required$/,
+    ],
+    [
+      'a mapping where a list belongs',
+      'provisioners: { a: 1 }\n',
+      /berth\.yaml line 1: provisioners: expected a list \(got \{"a":1\}\)$/,
+    ],
+    [
+      'labels as text, not a list',
+      good.replace('{ cpus: 1, gpus: 0 }', '{ cpus: 1, gpus: 0, labels: pool }'),
+      /provisioners\[0\]\.shapes\[0\]\.labels: expected a list \(got "pool"\)$/,
+    ],
+    [
+      'a misspelt provisioner key (the known ones listed)',
+      good.replace('max_machines: 2', 'max_machines: 2\n    partitoin: main'),
+      /provisioners\[0\]\.partitoin: unknown key \(known: name, kind, partition, shapes, max_machines, .*\)$/,
+    ],
     ['a YAML syntax error', 'cpus: [1\n', /berth\.yaml line \d+: /],
   ])('%s is refused naming the file, the line, the key and the value', (_what, yaml, message) => {
     expect(() => resolveServeOptions({ config: configFile(tempDir(), yaml) }, {})).toThrow(message);
