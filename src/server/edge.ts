@@ -20,6 +20,7 @@ import { CallScope, type DrainMode, type LiveCalls } from './live-calls.js';
 import { readMessages } from './messages.js';
 import { isUndecodable } from './decode.js';
 import { bearer, sameSecret, type CallCredentials, type Caller, type Identities } from './identity.js';
+import { MISSING_TOKEN } from './identity.js';
 import { toStatus } from './status.js';
 
 export { CallScope } from './live-calls.js';
@@ -67,7 +68,7 @@ export function checkToken(metadata: Metadata, token: string | undefined): void 
   if (!token) return;
   const given = bearer(metadata);
   if (!sameSecret(given, token)) {
-    throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
+    throw new BerthError('unauthenticated', given ? 'wrong token' : MISSING_TOKEN);
   }
 }
 

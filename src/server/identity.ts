@@ -12,6 +12,13 @@ import { readTokenFile, type TokenMap } from '../config/token-file.js';
 import { BerthError } from '../errors.js';
 import type { WorkerCredential } from '../workers/credential.js';
 
+/**
+ * UNAUTHENTICATED detail for a call without a token: what to send, for any gRPC client (grpcurl `-H`),
+ * and berth's own (SPEC R2).
+ */
+export const MISSING_TOKEN =
+  "missing token: send metadata 'authorization: Bearer <token>' (berth's CLI, workers and clients read BERTH_TOKEN)";
+
 export type { WorkerCredential } from '../workers/credential.js';
 
 /** A client as the RPC handlers see it. `scoped`: client identities are configured (SPEC R7). */
@@ -72,7 +79,7 @@ export class Identities {
     if (byToken !== undefined) return { name: byToken, scoped };
     const needed = Boolean(this.o.token) || Boolean(this.o.clientTokens);
     if (needed && !(given && this.o.token && sameSecret(given, this.o.token))) {
-      throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
+      throw new BerthError('unauthenticated', given ? 'wrong token' : MISSING_TOKEN);
     }
     const cert = peerCertificate(call);
     return { name: cert ? certNames(cert)[0] : '', scoped };
@@ -90,7 +97,7 @@ export class Identities {
     const needed = Boolean(this.o.token) || Boolean(this.o.workerTokens);
     if (tokenName === undefined) {
       if (needed && !shared) {
-        throw new BerthError('unauthenticated', given ? 'wrong token' : 'missing token: set BERTH_TOKEN');
+        throw new BerthError('unauthenticated', given ? 'wrong token' : MISSING_TOKEN);
       }
       if (this.o.workerTokens) {
         throw new BerthError(
