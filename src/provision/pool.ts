@@ -52,6 +52,8 @@ export class Pool {
   #failures = 0;
   #retryAt = 0;
   #backoffMs = 0;
+  /** Names of the workers attached at the last plan (provisioned or not): a new machine takes none of them. */
+  #attachedNames: ReadonlySet<string> = new Set();
   readonly #ledger: Ledger;
 
   constructor(
@@ -94,6 +96,7 @@ export class Pool {
    * idle_timeout. Returns the claim ids whose reason changed.
    */
   plan(unmet: Unmet[], attached: Map<string, number>, waiting: Pick<Unmet, 'ask' | 'amount'>[] = [], now = Date.now()) {
+    this.#attachedNames = new Set(attached.keys());
     this.#follow(attached, now);
     const starting = this.#machines.filter((m) => m.state === 'submitting' || m.state === 'starting');
     const room = now < this.#retryAt ? 0 : this.cfg.maxMachines - this.#machines.length;
@@ -243,7 +246,7 @@ export class Pool {
     this.#machines.push(m);
     // after the placer's decision returns: no process or file work inside a change of the books
     const p = Promise.resolve()
-      .then(() => this.backend.provision(shape))
+      .then(() => this.backend.provision(shape, (name) => this.#nameTaken(name)))
       .then(
         (s) => {
           m.engineId = s.engineId;
@@ -287,6 +290,11 @@ export class Pool {
     } catch (e) {
       this.deps.log.warn({ provisioner: this.cfg.name, err: (e as Error).message }, 'cannot remove the machine ledger');
     }
+  }
+
+  /** True when a worker of that name is attached or one of this pool's machines (its ledger) has it. */
+  #nameTaken(name: string): boolean {
+    return this.#attachedNames.has(name) || this.#machines.some((m) => m.name === name);
   }
 
   #fail(message: string, now: number): void {
