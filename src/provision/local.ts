@@ -57,7 +57,8 @@ export class LocalBackend implements Backend {
     const id = String(child.pid);
     this.#children.set(id, child);
     child.once('exit', (code, sig) => {
-      this.#exits.set(id, `worker process ${id} exited ${sig ? `on ${sig}` : `with code ${code}`} (log: ${log})`);
+      // the log's path and last line are the pool's to add (once)
+      this.#exits.set(id, `worker process ${id} exited ${sig ? `on ${sig}` : `with code ${code}`}`);
       this.#children.delete(id);
     });
     return { engineId: id, name };
