@@ -31,8 +31,12 @@ export interface Backend {
   readonly kind: 'slurm' | 'local';
   /** Shapes of machines it can start; a Slurm backend may read them from sinfo when none are configured. */
   shapes(): Promise<Shape[]>;
-  /** Starts a machine of `shape`. @throws StartError with the engine's message. */
-  provision(shape: Shape): Promise<Started>;
+  /**
+   * Starts a machine of `shape`, under a worker name for which `taken` is false (a backend that picks
+   * names, local, skips taken ones; Slurm's `<provisioner>-<jobid>` is unique by the job id).
+   * @throws StartError with the engine's message.
+   */
+  provision(shape: Shape, taken?: (name: string) => boolean): Promise<Started>;
   /**
    * Which of `ids` the engine still has (absent = gone: died, finished or cancelled outside berth).
    * @throws Error when it cannot tell.

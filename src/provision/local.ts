@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Shape } from '../placement/provisioner.js';
 import { groupAlive, groupGone, signalGroup } from '../workers/executors/kill.js';
-import { StartError, type Backend, type EngineState } from './backend.js';
+import { StartError, type Backend, type EngineState, type Started } from './backend.js';
 import { workerArgv, workerEnv, type WorkerTarget } from './worker-command.js';
 
 /** Grace between SIGTERM and SIGKILL when stopping a worker process, in ms. */
@@ -32,9 +32,13 @@ export class LocalBackend implements Backend {
     return this.configured;
   }
 
-  /** Spawns a worker named `<provisioner>-<n>`. @throws StartError when its log or process cannot be opened. */
-  async provision(shape: Shape): Promise<{ engineId: string; name: string }> {
-    const name = `${this.name}-${++this.#seq}`;
+  /**
+   * Spawns a worker named `<provisioner>-<n>`, the next n whose name is not `taken` (attached, or in the ledger).
+   * @throws StartError when its log or process cannot be opened.
+   */
+  async provision(shape: Shape, taken: (name: string) => boolean = () => false): Promise<Started> {
+    let name = `${this.name}-${++this.#seq}`;
+    while (taken(name)) name = `${this.name}-${++this.#seq}`;
     const log = this.logOf('', name);
     let fd: number;
     try {
@@ -53,7 +57,8 @@ export class LocalBackend implements Backend {
     const id = String(child.pid);
     this.#children.set(id, child);
     child.once('exit', (code, sig) => {
-      this.#exits.set(id, `worker process ${id} exited ${sig ? `on ${sig}` : `with code ${code}`} (log: ${log})`);
+      // the log's path and last line are the pool's to add (once)
+      this.#exits.set(id, `worker process ${id} exited ${sig ? `on ${sig}` : `with code ${code}`}`);
       this.#children.delete(id);
     });
     return { engineId: id, name };

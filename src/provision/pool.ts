@@ -36,6 +36,8 @@ interface Machine {
   unneededSince?: number;
   /** Left by a previous server (found in the ledger at start-up). */
   adopted?: boolean;
+  /** Its worker attached at least once: gone or late after that, it is lost, not a failed start. */
+  attached?: boolean;
 }
 
 /** How long a machine asked to stop may stay in its engine before it is asked again, in ms. */
@@ -52,6 +54,8 @@ export class Pool {
   #failures = 0;
   #retryAt = 0;
   #backoffMs = 0;
+  /** Names of the workers attached at the last plan (provisioned or not): a new machine takes none of them. */
+  #attachedNames: ReadonlySet<string> = new Set();
   readonly #ledger: Ledger;
 
   constructor(
@@ -94,6 +98,7 @@ export class Pool {
    * idle_timeout. Returns the claim ids whose reason changed.
    */
   plan(unmet: Unmet[], attached: Map<string, number>, waiting: Pick<Unmet, 'ask' | 'amount'>[] = [], now = Date.now()) {
+    this.#attachedNames = new Set(attached.keys());
     this.#follow(attached, now);
     const starting = this.#machines.filter((m) => m.state === 'submitting' || m.state === 'starting');
     const room = now < this.#retryAt ? 0 : this.cfg.maxMachines - this.#machines.length;
@@ -141,14 +146,15 @@ export class Pool {
         this.#stop(m, detail, now);
         changed = true;
       } else if (m.state === 'starting' && now - m.since >= this.cfg.startTimeoutMs) {
-        if (m.adopted) {
-          const within = `${this.cfg.startTimeoutMs / 1000} s`;
-          const detail = `${m.name} (${this.#describe(m)}), left by a previous server, did not attach within ${within}`;
-          this.#stop(m, detail, now);
+        const within = `${this.cfg.startTimeoutMs / 1000} s`;
+        if (m.adopted || m.attached) {
+          // not a failed start: no backoff, not the pool's last error
+          const what = m.attached ? 'detached and did not re-attach' : 'left by a previous server, did not attach';
+          this.#stop(m, `${m.name} (${this.backend.describe(m.engineId, m.engine)}), ${what} within ${within}`, now);
           changed = true;
           continue;
         }
-        const late = `${m.name} (${this.#describe(m)}) did not attach within ${this.cfg.startTimeoutMs / 1000} s`;
+        const late = `${m.name} (${this.#describe(m)}) did not attach within ${within}`;
         this.#fail(`${late}${this.#lastWords(m)}`, now);
         this.#stop(m, `${m.name} stopped: did not attach in time`, now);
         changed = true;
@@ -182,14 +188,15 @@ export class Pool {
       } else if (!s) {
         this.#machines.splice(this.#machines.indexOf(m), 1);
         changed = true;
-        if (m.state === 'stopping' || (m.adopted && m.state === 'starting')) continue;
+        if (m.state === 'stopping' || (m.adopted && !m.attached && m.state === 'starting')) continue;
         const was = this.backend.describe(m.engineId, m.engine);
         const gone = `${m.name} (${was}) is gone: ${this.backend.gone(m.engineId)}`;
-        if (m.state === 'starting') this.#fail(`${gone}; it never attached${this.#lastWords(m)}`, now);
+        if (m.state === 'starting' && !m.attached) this.#fail(`${gone}; it never attached${this.#lastWords(m)}`, now);
         else {
           const at = { provisioner: this.cfg.name, machine: m.name, engineId: m.engineId };
-          this.deps.log.warn(at, `${gone}; re-planning`);
-          const detail = `${this.cfg.name}: ${gone}; re-planning`;
+          const lost = `${gone}${this.#lastWords(m)}; re-planning`;
+          this.deps.log.warn(at, lost);
+          const detail = `${this.cfg.name}: ${lost}`;
           this.deps.events.emit({ kind: 'machine_lost', machine: m.name, detail });
         }
       }
@@ -232,6 +239,7 @@ export class Pool {
       const next: State = claims === undefined ? 'starting' : claims > 0 ? 'running' : 'idle';
       if (next === m.state) continue;
       if (m.state === 'starting' && next !== 'starting') this.#failures = 0;
+      if (next !== 'starting') m.attached = true;
       m.state = next;
       m.since = now;
       m.unneededSince = undefined;
@@ -243,7 +251,7 @@ export class Pool {
     this.#machines.push(m);
     // after the placer's decision returns: no process or file work inside a change of the books
     const p = Promise.resolve()
-      .then(() => this.backend.provision(shape))
+      .then(() => this.backend.provision(shape, (name) => this.#nameTaken(name)))
       .then(
         (s) => {
           m.engineId = s.engineId;
@@ -289,6 +297,11 @@ export class Pool {
     }
   }
 
+  /** True when a worker of that name is attached or one of this pool's machines (its ledger) has it. */
+  #nameTaken(name: string): boolean {
+    return this.#attachedNames.has(name) || this.#machines.some((m) => m.name === name);
+  }
+
   #fail(message: string, now: number): void {
     this.#lastError = message;
     this.#failures++;
@@ -313,7 +326,7 @@ export class Pool {
     return `all ${this.cfg.maxMachines} machine(s) it may start (max_machines) are up or starting`;
   }
 
-  /** "; its log (PATH) ends: LINE" for a machine that failed to start, '' when the log says nothing. */
+  /** "; its log (PATH) ends: LINE" for a machine that failed to start or was lost, '' when the log says nothing. */
   #lastWords(m: Machine): string {
     const log = this.backend.logOf(m.engineId, m.name);
     const words = lastWords(log);
@@ -322,8 +335,10 @@ export class Pool {
 
   #describe(m: Machine): string {
     if (m.state === 'submitting') return this.backend.describe('', undefined);
+    const engine = this.backend.describe(m.engineId, m.engine);
+    if (m.state === 'starting' && m.attached) return `${engine}, worker ${m.name} detached, not re-attached yet`;
     const waitsForWorker = m.state === 'starting' && m.engine?.state === 'running';
-    return this.backend.describe(m.engineId, m.engine) + (waitsForWorker ? `, worker ${m.name} not attached yet` : '');
+    return engine + (waitsForWorker ? `, worker ${m.name} not attached yet` : '');
   }
 }
 

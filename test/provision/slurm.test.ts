@@ -128,6 +128,31 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     events.cancel();
   }, 120_000);
 
+  it('a job scancelled outside berth after its worker attached is a lost machine, not a failed start', async () => {
+    t = await serverWith(slurm('hpch'));
+    const events = watch(t.placement);
+    await events.ready;
+    const c = claim(t.placement, hpc(2, 'big'));
+    const g = await c.granted;
+    const jobId = g.machine.replace('hpch-', '');
+    const noticed = events.next(
+      (e) =>
+        (e.kind === 'machine_start_failed' || e.kind === 'machine_lost') && e.detail.includes(`Slurm job ${jobId}`),
+    );
+    execFileSync('scancel', [jobId]);
+    const e = await noticed;
+    expect(e.kind).toBe('machine_lost');
+    expect(e.detail).toMatch(
+      new RegExp(
+        `^hpch: hpch-${jobId} \\(Slurm job ${jobId} [^)]*\\) is gone: Slurm job ${jobId} is no longer in squeue`,
+      ),
+    );
+    expect(e.detail).not.toContain('never attached');
+    await c.ended;
+    expect((await snapshot(t.placement)).provisioners[0].lastError).toBe('');
+    events.cancel();
+  }, 120_000);
+
   it(
     'without configured shapes, the shapes are the nodes sinfo ' + 'lists, labelled with the provisioner name',
     async () => {
