@@ -81,7 +81,7 @@ export class Identities {
     if (needed && !(given && this.o.token && sameSecret(given, this.o.token))) {
       throw new BerthError('unauthenticated', given ? 'wrong token' : MISSING_TOKEN);
     }
-    const cert = peerCertificate(call);
+    const cert = this.#peerCertificate(call);
     return { name: cert ? certNames(cert)[0] : '', scoped };
   }
 
@@ -107,7 +107,7 @@ export class Identities {
         );
       }
     }
-    const cert = peerCertificate(call);
+    const cert = this.#peerCertificate(call);
     if (cert) {
       const names = certNames(cert);
       const describe = `certificate ${describeCert(cert)}`;
@@ -117,6 +117,11 @@ export class Identities {
       return { tokenName, key: `token:${tokenName}`, describe: `worker token of '${tokenName}'` };
     }
     return { key: 'shared', describe: this.o.token ? 'the shared token' : 'no credential' };
+  }
+
+  /** The verified client certificate of `call`; none without mutual TLS, so its auth context is not even read. */
+  #peerCertificate(call: CallCredentials): PeerCertificate | undefined {
+    return this.o.mtls ? call.getAuthContext?.()?.sslPeerCertificate : undefined;
   }
 }
 
@@ -132,10 +137,6 @@ export function certNames(cert: PeerCertificate): string[] {
 function describeCert(cert: PeerCertificate): string {
   const cn = cert.subject?.CN;
   return `CN=${Array.isArray(cn) ? cn[0] : (cn ?? '')}${cert.subjectaltname ? ` (${cert.subjectaltname})` : ''}`;
-}
-
-function peerCertificate(call: CallCredentials): PeerCertificate | undefined {
-  return call.getAuthContext?.()?.sslPeerCertificate;
 }
 
 /** The token of `authorization: Bearer <token>` or `x-berth-token`, '' when none. */
