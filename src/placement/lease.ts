@@ -10,6 +10,7 @@ export class Lease implements Grant {
   #lost?: AbortController;
   #gone = false;
   #reason: unknown;
+  #makeReason?: () => unknown;
 
   constructor(
     readonly claimId: string,
@@ -28,7 +29,7 @@ export class Lease implements Grant {
   get lost(): AbortSignal {
     if (!this.#lost) {
       this.#lost = new AbortController();
-      if (this.#gone) this.#lost.abort(this.#reason);
+      if (this.#gone) this.#lost.abort(this.#why());
     }
     return this.#lost.signal;
   }
@@ -41,5 +42,21 @@ export class Lease implements Grant {
     this.#gone = true;
     this.#reason = reason;
     this.#lost?.abort(reason);
+  }
+
+  /** As `lose`, with the reason built by `make` only once someone reads `lost` (issue 9: no error per release). */
+  loseLazily(make: () => unknown): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.#makeReason = make;
+    if (this.#lost) this.#lost.abort(this.#why());
+  }
+
+  #why(): unknown {
+    if (this.#makeReason) {
+      this.#reason = this.#makeReason();
+      this.#makeReason = undefined;
+    }
+    return this.#reason;
   }
 }

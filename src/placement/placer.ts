@@ -48,11 +48,11 @@ interface Held {
 
 /**
  * When a released claim's resources may be granted again (SPEC R5): stops the runs inside claim
- * `claimId` with `reason` (leaves them running when `reason` is undefined) and returns a promise
+ * `claimId` with `reason()` (built on demand; leaves them running when `reason` is undefined) and returns a promise
  * that resolves once their processes are gone, or undefined when nothing runs inside it (the books
  * are given back at once).
  */
-export type ReleaseGate = (claimId: string, reason: BerthError | undefined) => Promise<void> | undefined;
+export type ReleaseGate = (claimId: string, reason: (() => BerthError) | undefined) => Promise<void> | undefined;
 
 const same = (x: Amount, y: Amount) => x.cpus === y.cpus && x.gpus === y.gpus && x.ramMb === y.ramMb;
 
@@ -153,6 +153,18 @@ export class Placer {
    * the signal's reason when it aborts while waiting.
    */
   claim(ask: NormalizedAsk, opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void }): Promise<Grant> {
+    const r = this.claimOrWait(ask, opts);
+    return r instanceof Promise ? r : Promise.resolve(r);
+  }
+
+  /**
+   * As `claim`, but a grant made at once is returned as it is, not in a promise (the Claim hot
+   * path, issue 9: no race with the stream when nothing waits). Errors still come as a rejection.
+   */
+  claimOrWait(
+    ask: NormalizedAsk,
+    opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void },
+  ): Grant | Promise<Grant> {
     if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
     let fit: { amount: Amount; clamped: boolean };
     try {
@@ -167,7 +179,7 @@ export class Placer {
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settle();
-      return Promise.resolve(g);
+      return g;
     }
     return new Promise<Grant>((resolve, reject) => {
       const { signal } = opts;
@@ -218,12 +230,15 @@ export class Placer {
   release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
     const h = this.#held.get(claimId);
     if (!h || h.releasing) return false;
-    const reason = new BerthError(
-      'cancelled',
-      why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`,
-    );
+    // Built only if a run inside must be stopped or someone reads the lease's `lost` (issue 9).
+    let made: BerthError | undefined;
+    const reason = () =>
+      (made ??= new BerthError(
+        'cancelled',
+        why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`,
+      ));
     const gate = this.releaseGate?.(claimId, opts.keepRuns ? undefined : reason);
-    if (!opts.keepRuns) h.grant.lose(reason);
+    if (!opts.keepRuns) h.grant.loseLazily(reason);
     if (!gate) return this.#give(claimId, h, why);
     h.releasing = true;
     void gate.then(() => this.#give(claimId, h, why));

@@ -261,10 +261,11 @@ export class WorkerHub {
    * Release gate (SPEC R5): stops the calls inside `claimId` with `reason` (none: they keep
    * running, a drain's grace); resolves once their processes are gone.
    */
-  #stopClaim(claimId: string, reason: BerthError | undefined): Promise<void> | undefined {
+  #stopClaim(claimId: string, makeReason: (() => BerthError) | undefined): Promise<void> | undefined {
     const set = this.#inClaim.get(claimId);
     if (!set?.size) return undefined;
     const all = [...set];
+    const reason = makeReason?.();
     for (const t of all) {
       if (reason && t.rec && !t.rec.ended) {
         t.rec.stop(reason);
