@@ -13,9 +13,10 @@ import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
-import { bidiStream } from '../edge.js';
+import { bidiStream, type CallScope } from '../edge.js';
 
-type Next = { kind: 'message'; msg: ClaimRequest } | { kind: 'end' } | { kind: 'lost'; err: unknown };
+type Next = IteratorResult<ClaimRequest>;
+type Lost = { lost: unknown };
 
 /** Builds the Claim handler. */
 export function claimHandler(ctx: ServerContext) {
@@ -32,59 +33,37 @@ export function claimHandler(ctx: ServerContext) {
         `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
     const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
-    const nextMessage = (): Promise<Next> =>
-      it.next().then((r) => (r.done ? { kind: 'end' } : { kind: 'message', msg: r.value }));
 
     // Wait for the grant on the call's own signal while watching the stream: any client message or
     // half-close abandons the wait (by ending that signal: no second controller, no AbortSignal.any).
-    let writes = Promise.resolve();
-    const write = (m: ClaimResponse) => (writes = writes.then(() => sink.write(m)));
-    const pending = nextMessage();
-    const onQueued = (q: QueuedInfo) => void write({ kind: { $case: 'queued', value: toQueued(q) } }).catch(() => {});
+    // A grant made at once skips the race and the write chain (issue 9: fewer promises per cycle).
+    const pending = it.next();
+    let writes: Promise<void> | undefined;
+    const onQueued = (q: QueuedInfo) => {
+      const m: ClaimResponse = { kind: { $case: 'queued', value: toQueued(q) } };
+      writes = (writes ?? Promise.resolve()).then(() => sink.write(m));
+      writes.catch(() => {});
+    };
     const decideStart = performance.now();
-    const claimed = ctx.placer.claim(ask, { signal, onQueued });
+    const claimed = ctx.placer.claimOrWait(ask, { signal, onQueued });
     ctx.metrics?.decided(performance.now() - decideStart);
-    const first2 = await Promise.race([
-      claimed.then(
-        (g) => ({ kind: 'granted' as const, g }),
-        (err: unknown) => ({ kind: 'failed' as const, err }),
-      ),
-      pending,
-    ]);
-    let grant: Grant;
-    if (first2.kind === 'granted') {
-      grant = first2.g;
-    } else if (first2.kind === 'failed') {
-      if (signal.aborted) throw signal.reason;
-      throw first2.err;
-    } else {
-      const abandoned = new BerthError('cancelled', 'abandoned while waiting');
-      scope.abort(abandoned);
-      const outcome = await claimed.then(
-        (g) => g,
-        () => undefined,
-      );
-      if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
-      if (signal.reason !== abandoned) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
-      if (first2.kind === 'end') return;
-      if (first2.kind === 'message' && first2.msg.kind?.$case === 'release') return; // released before the grant
-      throw unexpected(first2);
-    }
+    const grant = claimed instanceof Promise ? await waitForGrant(claimed, pending, signal, scope, ctx) : claimed;
+    if (!grant) return; // half-closed or released before the grant
     // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
     scope.keepThroughDrain();
 
     try {
-      await writes;
+      if (writes) await writes;
       await sink.write({ kind: { $case: 'granted', value: toGranted(grant) } });
       // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
       const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
-      if (next.kind === 'lost') throw next.err;
-      if (next.kind === 'end') {
+      if ('lost' in next) throw next.lost;
+      if (next.done) {
         if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
         ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
         return; // half-close ends the lease
       }
-      if (next.msg.kind?.$case === 'release') {
+      if (next.value.kind?.$case === 'release') {
         ctx.placer.release(grant.claimId, 'released');
         await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });
         return;
@@ -100,16 +79,54 @@ export function claimHandler(ctx: ServerContext) {
   });
 }
 
+/**
+ * Waits for a claim that did not get its grant at once, racing it against the stream: a client
+ * message or half-close first abandons the wait. Resolves with the grant, or undefined when the
+ * client half-closed or released before it; throws the drain's UNAVAILABLE, a claim error, or
+ * INVALID_ARGUMENT for any other message.
+ */
+async function waitForGrant(
+  claimed: Promise<Grant>,
+  pending: Promise<Next>,
+  signal: AbortSignal,
+  scope: CallScope,
+  ctx: ServerContext,
+): Promise<Grant | undefined> {
+  const first = await Promise.race([
+    claimed.then(
+      (g) => ({ kind: 'granted' as const, g }),
+      (err: unknown) => ({ kind: 'failed' as const, err }),
+    ),
+    pending.then((r) => ({ kind: 'stream' as const, r })),
+  ]);
+  if (first.kind === 'granted') return first.g;
+  if (first.kind === 'failed') {
+    if (signal.aborted) throw signal.reason;
+    throw first.err;
+  }
+  const abandoned = new BerthError('cancelled', 'abandoned while waiting');
+  scope.abort(abandoned);
+  const outcome = await claimed.then(
+    (g) => g,
+    () => undefined,
+  );
+  if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
+  if (signal.reason !== abandoned) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
+  if (first.r.done) return undefined;
+  if (first.r.value.kind?.$case === 'release') return undefined; // released before the grant
+  throw unexpected(first.r);
+}
+
 /** Resolves when the worker holding `grant` leaves (SPEC W3). */
-function lostOf(grant: Grant): Promise<Next> {
-  return new Promise<Next>((resolve) => {
-    if (grant.lost.aborted) resolve({ kind: 'lost', err: grant.lost.reason });
-    grant.lost.addEventListener('abort', () => resolve({ kind: 'lost', err: grant.lost.reason }), { once: true });
+function lostOf(grant: Grant): Promise<Lost> {
+  return new Promise<Lost>((resolve) => {
+    if (grant.lost.aborted) resolve({ lost: grant.lost.reason });
+    grant.lost.addEventListener('abort', () => resolve({ lost: grant.lost.reason }), { once: true });
   });
 }
 
 function unexpected(n: Next): BerthError {
-  const got = n.kind === 'message' ? (n.msg.kind?.$case ?? 'an empty message') : n.kind;
+  const got = n.done ? 'end' : (n.value.kind?.$case ?? 'an empty message');
   return new BerthError(
     'invalid_argument',
     `kind: only a release may follow the ask (got ${got === 'ask' ? 'a second ask' : got})`,
