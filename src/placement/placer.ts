@@ -160,12 +160,15 @@ export class Placer {
   /**
    * As `claim`, but a grant made at once is returned as it is, not in a promise (the Claim hot
    * path, issue 9: no race with the stream when nothing waits). Errors still come as a rejection.
+   * `signal` may be a function: called only when the claim has to wait (a caller that checked
+   * it is not aborted need not make an AbortSignal for a grant made at once).
    */
   claimOrWait(
     ask: NormalizedAsk,
-    opts: { signal: AbortSignal; onQueued?: (q: QueuedInfo) => void },
+    opts: { signal: AbortSignal | (() => AbortSignal); onQueued?: (q: QueuedInfo) => void },
   ): Grant | Promise<Grant> {
-    if (opts.signal.aborted) return Promise.reject(opts.signal.reason);
+    const given = opts.signal;
+    if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     let fit: { amount: Amount; clamped: boolean };
     try {
       this.#checkLabel(ask);
@@ -181,8 +184,9 @@ export class Placer {
       this.#settle();
       return g;
     }
+    const signal = typeof given === 'function' ? given() : given;
+    if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<Grant>((resolve, reject) => {
-      const { signal } = opts;
       const onAbort = () => this.#abandon(w, signal.reason);
       const w = this.#queue.add(
         {

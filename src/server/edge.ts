@@ -1,7 +1,7 @@
 /**
  * The transport edge: turns grpc-js calls into what domain code sees — a request, an AbortSignal
  * and a Sink that honours write()/'drain' — checks the token (SPEC R2), and maps errors through
- * the one status mapper. Domain code never sees a grpc call. One AbortController per call; the
+ * the one status mapper. Domain code never sees a grpc call. At most one AbortController per call; the
  * drain walks the registry of live calls (live-calls.ts) instead of a listener per stream.
  */
 import type {
@@ -183,27 +183,22 @@ export function serverStream<Req, Res>(
 }
 
 /**
- * Wraps a bidi domain function. `messages` iterates client messages until half-close; `signal`
- * follows cancel/disconnect and the drain until `scope.keepThroughDrain()` (not half-close: the
- * domain decides what 'end' means); `scope.abort(reason)` ends it early.
+ * Wraps a bidi domain function. `messages` iterates client messages until half-close; `scope`
+ * ends on cancel/disconnect and the drain until `scope.keepThroughDrain()` (not half-close: the
+ * domain decides what 'end' means); `scope.abort(reason)` ends it early. Its AbortSignal
+ * (`scope.signal`) is made only if the function reads it (issue 9).
  */
 export function bidiStream<Req, Res>(
   ctx: EdgeContext,
   rpc: string,
-  fn: (
-    messages: AsyncIterable<Req>,
-    sink: Sink<Res>,
-    signal: AbortSignal,
-    scope: CallScope,
-    caller: Caller,
-  ) => Promise<void>,
+  fn: (messages: AsyncIterable<Req>, sink: Sink<Res>, scope: CallScope, caller: Caller) => Promise<void>,
 ): handleBidiStreamingCall<Req, Res> {
   return (call: ServerDuplexStream<Req, Res>) => {
     void (async () => {
       const scope = callScope(call, ctx.live);
       try {
         const caller = authenticate(ctx, call);
-        await fn(readMessages<Req>(call, scope.signal, decoded), makeSink(call), scope.signal, scope, caller);
+        await fn(readMessages<Req>(call, scope, decoded), makeSink(call), scope, caller);
         if (!call.cancelled) call.end();
       } catch (err) {
         if (!call.cancelled) call.emit('error', toStatus(err, ctx.log, rpc));

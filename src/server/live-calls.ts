@@ -1,12 +1,15 @@
 /**
  * LiveCalls: the one registry of RPCs in progress that the drain walks (SPEC R3). Each call has
- * one AbortController (its CallScope); the drain aborts the calls that follow it, instead of every
- * stream adding a listener to a shared drain signal (issue 9: no MaxListenersExceededWarning with
- * 1,000 open streams, no per-message AbortSignal.any). Calls *kept* through the drain (a held
- * lease, a running call) get the grace; the server waits for them with `idle()`. Calls that
- * *linger* (event watchers) are neither ended by the drain nor waited for: `abortAll` ends them.
+ * at most one AbortController (its CallScope's, made when first read); the drain aborts the calls
+ * that follow it, instead of every stream adding a listener to a shared drain signal (issue 9: no
+ * MaxListenersExceededWarning with 1,000 open streams, no per-message AbortSignal.any). Calls
+ * *kept* through the drain (a held lease, a running call) get the grace; the server waits for them
+ * with `idle()`. Calls that *linger* (event watchers) are neither ended by the drain nor waited
+ * for: `abortAll` ends them.
  */
 import { BerthError } from '../errors.js';
+
+const noop = () => undefined;
 
 /** Why a call that follows the drain ends (UNAVAILABLE, SPEC R3). */
 export const DRAINING = 'server is draining';
@@ -23,7 +26,11 @@ export type DrainMode = 'follows' | 'kept' | 'lingers';
  * `close` leaves the registry once the handler is done.
  */
 export class CallScope {
-  readonly #ac = new AbortController();
+  /** Made on first read of `signal` (issue 9: a Claim granted at once never needs one). */
+  #ac?: AbortController;
+  #aborted = false;
+  #reason: unknown;
+  #listeners?: Array<() => void>;
   #kept: boolean;
   #closed = false;
   /** Not ended by the drain, not waited for (see DrainMode). */
@@ -37,9 +44,39 @@ export class CallScope {
     this.lingers = mode === 'lingers';
   }
 
-  /** Aborted when the client cancels, disconnects or half-closes (when asked), or the drain ends it. */
+  /**
+   * Aborted when the client cancels, disconnects or half-closes (when asked), or the drain ends it.
+   * The call's one AbortController, made on first read (already aborted if the scope is).
+   */
   get signal(): AbortSignal {
+    if (!this.#ac) {
+      this.#ac = new AbortController();
+      if (this.#aborted) this.#ac.abort(this.#reason);
+    }
     return this.#ac.signal;
+  }
+
+  /** True once ended (as `signal.aborted`, without making the signal). */
+  get aborted(): boolean {
+    return this.#aborted;
+  }
+
+  /** Why it ended (as `signal.reason`); undefined while it runs. */
+  get reason(): unknown {
+    return this.#reason;
+  }
+
+  /**
+   * Calls `fn` once when the scope ends (before the signal's listeners), unless unsubscribed with
+   * the function returned: a listener without an AbortController. Not called if already ended.
+   */
+  onAbort(fn: () => void): () => void {
+    if (this.#aborted) return noop;
+    (this.#listeners ??= []).push(fn);
+    return () => {
+      const i = this.#listeners?.indexOf(fn) ?? -1;
+      if (i >= 0) this.#listeners?.splice(i, 1);
+    };
   }
 
   /** True once kept through the drain. */
@@ -47,9 +84,15 @@ export class CallScope {
     return this.#kept;
   }
 
-  /** Ends the signal with `reason` unless it already ended. */
+  /** Ends the scope and its signal with `reason` unless it already ended. */
   abort(reason: unknown): void {
-    if (!this.#ac.signal.aborted) this.#ac.abort(reason);
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    if (listeners) for (const fn of listeners) fn();
+    this.#ac?.abort(reason);
   }
 
   /** From now on the drain does not end this call: it gets the grace, then `abortKept` ends it. */

@@ -9,17 +9,24 @@ import type { EventEmitter } from 'node:events';
 /** Messages buffered before the stream is paused (HTTP/2 flow control then holds the client back). */
 const HIGH_WATER = 16;
 
+/** What ends the reading early: a CallScope (a listener without an AbortController). */
+export interface Stopper {
+  readonly aborted: boolean;
+  /** Calls `fn` when it ends; returns the unsubscribe function. */
+  onAbort(fn: () => void): () => void;
+}
+
 /** A readable server call: what readMessages needs of it. */
 type Readable = EventEmitter & { pause(): unknown; resume(): unknown };
 
 /**
- * Client messages until half-close, or until `signal` aborts (then it just stops: the caller
- * reads `signal.reason`). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the
+ * Client messages until half-close, or until `until` ends (then it just stops: the caller
+ * reads its reason). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the
  * call, so a status can still be sent; `return()` stops listening. One `next()` at a time.
  */
 export function readMessages<T>(
   call: Readable,
-  signal: AbortSignal,
+  until: Stopper,
   check: (m: T) => T = (m) => m,
 ): AsyncIterableIterator<T> {
   const queue: T[] = [];
@@ -68,15 +75,16 @@ export function readMessages<T>(
     call.off('data', onData);
     call.off('end', onEnd);
     call.off('error', onError);
-    signal.removeEventListener('abort', stop);
+    unsubscribe();
     settle();
   };
-  if (signal.aborted) stopped = true;
+  let unsubscribe = () => {};
+  if (until.aborted) stopped = true;
   else {
     call.on('data', onData);
     call.once('end', onEnd);
     call.once('error', onError);
-    signal.addEventListener('abort', stop, { once: true });
+    unsubscribe = until.onAbort(stop);
   }
 
   return {

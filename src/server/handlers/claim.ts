@@ -20,11 +20,11 @@ type Lost = { lost: unknown };
 
 /** Builds the Claim handler. */
 export function claimHandler(ctx: ServerContext) {
-  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, signal, scope, caller) => {
+  return bidiStream<ClaimRequest, ClaimResponse>(ctx, 'Claim', async (messages, sink, scope, caller) => {
     const it = messages[Symbol.asyncIterator]();
     const first = await it.next();
     if (first.done) {
-      if (signal.aborted) throw signal.reason; // draining: UNAVAILABLE (a cancelled call hears nothing)
+      if (scope.aborted) throw scope.reason; // draining: UNAVAILABLE (a cancelled call hears nothing)
       return; // half-closed before asking: nothing to give back
     }
     if (first.value.kind?.$case !== 'ask')
@@ -35,7 +35,7 @@ export function claimHandler(ctx: ServerContext) {
     const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
 
     // Wait for the grant on the call's own signal while watching the stream: any client message or
-    // half-close abandons the wait (by ending that signal: no second controller, no AbortSignal.any).
+    // half-close abandons the wait (by ending the call's scope: no second controller, no AbortSignal.any).
     // A grant made at once skips the race and the write chain (issue 9: fewer promises per cycle).
     const pending = it.next();
     let writes: Promise<void> | undefined;
@@ -45,9 +45,10 @@ export function claimHandler(ctx: ServerContext) {
       writes.catch(() => {});
     };
     const decideStart = performance.now();
-    const claimed = ctx.placer.claimOrWait(ask, { signal, onQueued });
+    // The call's AbortSignal is made only if the claim has to wait (issue 9).
+    const claimed = ctx.placer.claimOrWait(ask, { signal: () => scope.signal, onQueued });
     ctx.metrics?.decided(performance.now() - decideStart);
-    const grant = claimed instanceof Promise ? await waitForGrant(claimed, pending, signal, scope, ctx) : claimed;
+    const grant = claimed instanceof Promise ? await waitForGrant(claimed, pending, scope, ctx) : claimed;
     if (!grant) return; // half-closed or released before the grant
     // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
     scope.keepThroughDrain();
@@ -59,7 +60,7 @@ export function claimHandler(ctx: ServerContext) {
       const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
       if ('lost' in next) throw next.lost;
       if (next.done) {
-        if (signal.aborted) throw signal.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
+        if (scope.aborted) throw scope.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
         ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
         return; // half-close ends the lease
       }
@@ -71,8 +72,8 @@ export function claimHandler(ctx: ServerContext) {
       throw unexpected(next);
     } finally {
       // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
-      const draining = signal.aborted && ctx.live.draining;
-      ctx.placer.release(grant.claimId, draining ? 'server draining' : signal.aborted ? 'stream ended' : 'released', {
+      const draining = scope.aborted && ctx.live.draining;
+      ctx.placer.release(grant.claimId, draining ? 'server draining' : scope.aborted ? 'stream ended' : 'released', {
         keepRuns: draining,
       });
     }
@@ -88,7 +89,6 @@ export function claimHandler(ctx: ServerContext) {
 async function waitForGrant(
   claimed: Promise<Grant>,
   pending: Promise<Next>,
-  signal: AbortSignal,
   scope: CallScope,
   ctx: ServerContext,
 ): Promise<Grant | undefined> {
@@ -101,7 +101,7 @@ async function waitForGrant(
   ]);
   if (first.kind === 'granted') return first.g;
   if (first.kind === 'failed') {
-    if (signal.aborted) throw signal.reason;
+    if (scope.aborted) throw scope.reason;
     throw first.err;
   }
   const abandoned = new BerthError('cancelled', 'abandoned while waiting');
@@ -111,7 +111,7 @@ async function waitForGrant(
     () => undefined,
   );
   if (outcome) ctx.placer.release(outcome.claimId, 'abandoned');
-  if (signal.reason !== abandoned) throw signal.reason; // drain: UNAVAILABLE; cancel: nobody is listening
+  if (scope.reason !== abandoned) throw scope.reason; // drain: UNAVAILABLE; cancel: nobody is listening
   if (first.r.done) return undefined;
   if (first.r.value.kind?.$case === 'release') return undefined; // released before the grant
   throw unexpected(first.r);

@@ -21,14 +21,15 @@ export function workerStreamHandler(ctx: ServerContext) {
         const credential = ctx.identities
           ? ctx.identities.worker(call)
           : (checkToken(call.metadata, ctx.token), undefined);
-        const signal = callScope(call, undefined).signal; // the drain is served by serveWorkerStream
+        const scope = callScope(call, undefined); // the drain is served by serveWorkerStream
+        const signal = scope.signal;
         const sink = makeSink(call);
         // This stream's own drain signal, fired from the registry: no listener per worker on a shared signal.
         const drain = new AbortController();
         stopFollowing = ctx.live.onDrain(() => drain.abort());
         await serveWorkerStream(
           ctx.hub,
-          readMessages<WorkerStreamRequest>(call, signal),
+          readMessages<WorkerStreamRequest>(call, scope),
           (f) => sink.write({ frame: f }),
           signal,
           {
