@@ -1,8 +1,8 @@
 /**
  * readMessages: the client messages of a grpc-js server stream as an async iterator, lean enough
- * for the claim hot path (issue 9): one 'data'/'end'/'error' listener and one abort listener per
- * call — no Node stream async iterator (whose end-of-stream watcher builds an error with a stack
- * on every close) and no listener added and removed per message.
+ * for the claim hot path (issue 9): one object per call with one 'data'/'end'/'error' listener
+ * and one scope listener — no Node stream async iterator (whose end-of-stream watcher builds an
+ * error with a stack on every close), no `once` wrappers, no listener added and removed per message.
  */
 import type { EventEmitter } from 'node:events';
 
@@ -21,94 +21,116 @@ type Readable = EventEmitter & { pause(): unknown; resume(): unknown };
 
 /**
  * Client messages until half-close, or until `until` ends (then it just stops: the caller
- * reads its reason). A stream error, or a message `check` throws on, rejects the next `next()`. Never destroys the
- * call, so a status can still be sent; `return()` stops listening. One `next()` at a time.
+ * reads its reason). A stream error, or a message `check` throws on, rejects the next `next()`.
+ * Never destroys the call, so a status can still be sent; `return()` stops listening. One
+ * `next()` at a time.
  */
 export function readMessages<T>(
   call: Readable,
   until: Stopper,
   check: (m: T) => T = (m) => m,
 ): AsyncIterableIterator<T> {
-  const queue: T[] = [];
-  let ended = false; // half-closed: deliver what is queued, then done
-  let stopped = false; // aborted or returned: done at once
-  let failure: { err: unknown } | undefined;
-  let waiter: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void } | undefined;
-  const DONE: IteratorResult<T> = { done: true, value: undefined };
+  return new MessageReader(call, until, check);
+}
 
-  const settle = () => {
-    if (!waiter) return;
-    const w = waiter;
-    if (queue.length && !stopped) {
-      waiter = undefined;
-      w.resolve({ done: false, value: queue.shift() as T });
-    } else if (failure && !stopped) {
-      waiter = undefined;
-      w.reject(failure.err);
-    } else if (ended || stopped) {
-      waiter = undefined;
-      w.resolve(DONE);
-    }
-  };
-  const onData = (m: T) => {
-    try {
-      queue.push(check(m));
-    } catch (err) {
-      onError(err); // e.g. an undecodable body: INVALID_ARGUMENT for the whole call
+const DONE: IteratorResult<never> = Object.freeze({ done: true, value: undefined });
+
+/** readMessages as one object per call: its listeners are the only closures (issue 9). */
+class MessageReader<T> implements AsyncIterableIterator<T> {
+  readonly #queue: T[] = [];
+  #ended = false; // half-closed: deliver what is queued, then done
+  #stopped = false; // aborted or returned: done at once
+  #failure: { err: unknown } | undefined;
+  #waiter: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void } | undefined;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(
+    readonly call: Readable,
+    until: Stopper,
+    readonly check: (m: T) => T,
+  ) {
+    if (until.aborted) {
+      this.#stopped = true;
       return;
     }
-    if (queue.length >= HIGH_WATER) call.pause();
-    settle();
-  };
-  const onEnd = () => {
-    ended = true;
-    settle();
-  };
-  const onError = (err: unknown) => {
-    failure = { err };
-    settle();
-  };
-  const stop = () => {
-    if (stopped) return;
-    stopped = true;
-    queue.length = 0;
-    call.off('data', onData);
-    call.off('end', onEnd);
-    call.off('error', onError);
-    unsubscribe();
-    settle();
-  };
-  let unsubscribe = () => {};
-  if (until.aborted) stopped = true;
-  else {
-    call.on('data', onData);
-    call.once('end', onEnd);
-    call.once('error', onError);
-    unsubscribe = until.onAbort(stop);
+    call.on('data', this.#onData);
+    call.on('end', this.#onEnd);
+    call.on('error', this.#onError);
+    this.#unsubscribe = until.onAbort(this.#stop);
   }
 
-  return {
-    next(): Promise<IteratorResult<T>> {
-      if (stopped) return Promise.resolve(DONE);
-      if (queue.length) {
-        const value = queue.shift() as T;
-        if (queue.length < HIGH_WATER / 2) call.resume();
-        return Promise.resolve({ done: false, value });
-      }
-      if (failure) return Promise.reject(failure.err);
-      if (ended) {
-        stop();
-        return Promise.resolve(DONE);
-      }
-      call.resume();
-      return new Promise((resolve, reject) => (waiter = { resolve, reject }));
-    },
-    return(): Promise<IteratorResult<T>> {
-      stop();
+  next(): Promise<IteratorResult<T>> {
+    if (this.#stopped) return Promise.resolve(DONE);
+    const queue = this.#queue;
+    if (queue.length) {
+      const value = queue.shift() as T;
+      if (queue.length < HIGH_WATER / 2) this.call.resume();
+      return Promise.resolve({ done: false, value });
+    }
+    if (this.#failure) return Promise.reject(this.#failure.err);
+    if (this.#ended) {
+      this.#stop();
       return Promise.resolve(DONE);
-    },
-    [Symbol.asyncIterator]() {
-      return this;
-    },
+    }
+    this.call.resume();
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject };
+    });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.#stop();
+    return Promise.resolve(DONE);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+
+  #settle(): void {
+    const w = this.#waiter;
+    if (!w) return;
+    if (this.#queue.length && !this.#stopped) {
+      this.#waiter = undefined;
+      w.resolve({ done: false, value: this.#queue.shift() as T });
+    } else if (this.#failure && !this.#stopped) {
+      this.#waiter = undefined;
+      w.reject(this.#failure.err);
+    } else if (this.#ended || this.#stopped) {
+      this.#waiter = undefined;
+      w.resolve(DONE);
+    }
+  }
+
+  readonly #onData = (m: T): void => {
+    try {
+      this.#queue.push(this.check(m));
+    } catch (err) {
+      this.#onError(err); // e.g. an undecodable body: INVALID_ARGUMENT for the whole call
+      return;
+    }
+    if (this.#queue.length >= HIGH_WATER) this.call.pause();
+    this.#settle();
+  };
+
+  readonly #onEnd = (): void => {
+    this.#ended = true;
+    this.#settle();
+  };
+
+  readonly #onError = (err: unknown): void => {
+    this.#failure ??= { err }; // the first error wins
+    this.#settle();
+  };
+
+  readonly #stop = (): void => {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#queue.length = 0;
+    this.call.off('data', this.#onData);
+    this.call.off('end', this.#onEnd);
+    this.call.off('error', this.#onError);
+    this.#unsubscribe?.();
+    this.#settle();
   };
 }
