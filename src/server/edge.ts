@@ -77,12 +77,32 @@ type CallLike = NodeJS.EventEmitter & { cancelled: boolean };
 
 const CANCELLED = 'the client cancelled the call or its connection was lost';
 
+/** Where a call keeps its scope for the shared listeners below (no closure per call, issue 9). */
+const SCOPE = Symbol('berth.callScope');
+type ScopedCall = CallLike & { [SCOPE]?: CallScope };
+
+// grpc-js emits 'close' and 'cancelled' at the end of every call, also a finished one: once the
+// handler is done (scope closed) no error is built for them (issue 11: one stack capture per call).
+function endScope(call: ScopedCall, why: string): void {
+  const scope = call[SCOPE];
+  if (scope && !scope.closed) scope.abort(new BerthError('cancelled', why));
+}
+function onCancelled(this: ScopedCall): void {
+  endScope(this, CANCELLED);
+}
+function onClose(this: ScopedCall): void {
+  endScope(this, 'call closed');
+}
+function onEnd(this: ScopedCall): void {
+  endScope(this, 'half-closed by client');
+}
+
 /**
- * The one AbortController of a call (issue 9: at most one per call), as a CallScope: aborted when
- * the client cancels, disconnects or its deadline passes ('cancelled', 'close'), and — for client
- * streams when `endAborts` — when the client half-closes ('end'). With `live`, the call joins the
- * registry the drain walks (SPEC R3): it ends UNAVAILABLE "server is draining" at the drain unless
- * kept (from the start, or later via keepThroughDrain) or lingering (`drain`: see DrainMode). The
+ * The call's CallScope (at most one AbortController per call, issue 9): aborted when the client
+ * cancels, disconnects or its deadline passes ('cancelled', 'close'), and — for client streams
+ * when `endAborts` — when the client half-closes ('end'). With `live`, the call joins the registry
+ * the drain walks (SPEC R3): it ends UNAVAILABLE "server is draining" at the drain unless kept
+ * (from the start, or later via keepThroughDrain) or lingering (`drain`: see DrainMode). The
  * caller must `close()` it when done.
  */
 export function callScope(
@@ -91,15 +111,11 @@ export function callScope(
   opts: { endAborts?: boolean; drain?: DrainMode } = {},
 ): CallScope {
   const scope = new CallScope(live, opts.drain);
-  // grpc-js emits 'close' and 'cancelled' at the end of every call, also a finished one: once the
-  // handler is done (scope closed) no error is built for them (issue 11: one stack capture per call).
-  const end = (why: string) => () => {
-    if (!scope.closed) scope.abort(new BerthError('cancelled', why));
-  };
   if (call.cancelled) scope.abort(new BerthError('cancelled', CANCELLED));
-  call.once('cancelled', end(CANCELLED));
-  call.once('close', end('call closed'));
-  if (opts.endAborts) call.once('end', end('half-closed by client'));
+  (call as ScopedCall)[SCOPE] = scope;
+  call.on('cancelled', onCancelled);
+  call.on('close', onClose);
+  if (opts.endAborts) call.on('end', onEnd);
   live?.add(scope);
   return scope;
 }
