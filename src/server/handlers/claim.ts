@@ -35,8 +35,9 @@ export function claimHandler(ctx: ServerContext) {
     const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
 
     // Wait for the grant on the call's own signal while watching the stream: any client message or
-    // half-close abandons the wait (by ending the call's scope: no second controller, no AbortSignal.any).
-    // A grant made at once skips the race and the write chain (issue 9: fewer promises per cycle).
+    // half-close abandons the wait (by ending the call's scope: no second controller, no
+    // AbortSignal.any). A grant made at once skips the race and the write chain (issue 9).
+    if (scope.aborted) throw scope.reason; // an ended call (drain, cancel) gets no grant
     const pending = it.next();
     let writes: Promise<void> | undefined;
     const onQueued = (q: QueuedInfo) => {
