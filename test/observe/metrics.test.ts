@@ -34,7 +34,7 @@ describe('metrics on --metrics-listen', () => {
     t = undefined;
   });
 
-  it('provisioned machines by state: every state has a series, 0 when empty, and a machine moves between them', async () => {
+  it('provisioned machines by state: a series per state, 0 when empty; a machine moves between them', async () => {
     const prov = testProvisioner({ cpus: 16, gpus: 2, ramMb: 65536, labels: [] });
     t = await startServer({ cpus: 4, provisioning: prov.make, flags: { metricsListen: '127.0.0.1:0' } });
     const series = (state: string) => `berth_provisioner_machines{provisioner="test",state="${state}"}`;

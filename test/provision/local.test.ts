@@ -194,7 +194,8 @@ describe('one server per state directory (issue 12: the ledgers there are adopte
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(
       new RegExp(
-        `state directory ${dir} belongs to another berth serve \\(pid ${first.child.pid}, serving 127\\.0\\.0\\.1:\\d+\\)`,
+        `state directory ${dir} belongs to another berth serve ` +
+          `\\(pid ${first.child.pid}, serving 127\\.0\\.0\\.1:\\d+\\)`,
       ),
     );
     expect(second.stderr).toContain('give this server its own --state-dir');
