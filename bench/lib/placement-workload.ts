@@ -1,0 +1,105 @@
+/**
+ * The placement grid's workload (issue 9 item 4), the same every run, built through Placer's public
+ * API only: 16-cpu machines, the even ones with 4 GPUs, every 10th labelled `gpu`; a quarter held
+ * whole (i % 8 = 3 or 6), the rest each pinned by one small claim (1 cpu, plus 1 GPU on GPU machines).
+ * Waiters in turn {16 cpu}, {1 cpu, 4 gpu}, {16 cpu, require gpu}, {8 cpu, 4 gpu, prefer gpu}: none
+ * fits anywhere, all can be held by some machine. Measured asks in turn {2 cpu, 1 gpu}, {4 cpu},
+ * {1 cpu, 2 gpu, prefer gpu}, {8 cpu}; each must be granted at once.
+ */
+import { EventBus } from '../../src/events.js';
+import { Placer } from '../../src/placement/placer.js';
+import type { LabelPolicy, NormalizedAsk } from '../../src/placement/types.js';
+
+const ask = (cpus: number, gpus: number, label = '', policy: LabelPolicy = 'prefer'): NormalizedAsk => ({
+  cpus,
+  gpus,
+  label,
+  policy,
+  node: 'bench',
+  runId: 'bench',
+  env: {},
+});
+
+/** Wall clock in ms (fractional). */
+export const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+const mustWait = (what: string) => () => {
+  throw new Error(`bench workload broken: ${what} waited`);
+};
+
+/** A placer holding the workload and its queued waiters. */
+export interface Workload {
+  placer: Placer;
+  /** Waiters queued (= asked for unless the budget was hit). */
+  queued: number;
+  /** Time to queue the waiters, ms. */
+  enqueueMs: number;
+  /** The budget was hit while queueing. */
+  timedOut: boolean;
+}
+
+/** Builds `machines` machines and queues `waiters` waiters; stops queueing after `budgetMs`. */
+export async function buildWorkload(machines: number, waiters: number, budgetMs: number): Promise<Workload> {
+  const placer = new Placer({
+    engine: { name: 'engine', labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: false },
+    events: new EventBus(),
+  });
+  const signal = new AbortController().signal;
+  // Attach machines one by one; everything else is fully held while machine i is set up, so each
+  // claim lands on machine i. Blockers (the rest of a pinned machine) are released at the end.
+  const blockers: string[] = [];
+  for (let i = 0; i < machines; i++) {
+    const gpus = i % 2 === 0 ? 4 : 0;
+    placer.attach({
+      name: `w${i}`,
+      labels: i % 10 === 0 ? ['gpu'] : [],
+      remote: true,
+      inventory: { cpus: 16, gpuIds: gpus ? [0, 1, 2, 3] : [] },
+    });
+    if (i % 8 === 3 || i % 8 === 6) {
+      await placer.claim(ask(16, gpus), { signal, onQueued: mustWait('a whole-machine fill') });
+    } else {
+      await placer.claim(ask(1, gpus ? 1 : 0), { signal, onQueued: mustWait('a pin') });
+      const b = await placer.claim(ask(15, gpus ? 3 : 0), { signal, onQueued: mustWait('a blocker') });
+      blockers.push(b.claimId);
+    }
+  }
+  for (const id of blockers) placer.release(id);
+
+  const waiterAsks = [ask(16, 0), ask(1, 4), ask(16, 0, 'gpu', 'require'), ask(8, 4, 'gpu', 'prefer')];
+  let queued = 0;
+  let timedOut = false;
+  // Each waiter has its own signal, as each Claim stream does in the server; made before the clock starts.
+  const signals = Array.from({ length: waiters }, () => new AbortController().signal);
+  const onQueued = () => queued++;
+  const t0 = now();
+  for (let i = 0; i < waiters; i++) {
+    void placer.claim(waiterAsks[i % 4], { signal: signals[i], onQueued }).then(() => {
+      throw new Error('bench workload broken: a waiter was granted');
+    });
+    if (now() - t0 > budgetMs) {
+      timedOut = true;
+      break;
+    }
+  }
+  const enqueueMs = now() - t0;
+  if (!timedOut && queued !== waiters) throw new Error(`bench workload broken: ${queued} of ${waiters} waiters queued`);
+  return { placer, queued, enqueueMs, timedOut };
+}
+
+const measured = [ask(2, 1), ask(4, 0), ask(1, 2, 'gpu', 'prefer'), ask(8, 0)];
+const anySignal = new AbortController().signal;
+const measuredWaited = mustWait('a measured ask');
+
+/** One timed claim+release (the r-th measured ask), µs. */
+export async function cycle(placer: Placer, r: number): Promise<number> {
+  const a = now();
+  const g = await placer.claim(measured[r % 4], { signal: anySignal, onQueued: measuredWaited });
+  placer.release(g.claimId);
+  return (now() - a) * 1000;
+}
+
+/** The p-th quantile (0..1) of ascending `sorted`, or null when empty. */
+export function quantile(sorted: readonly number[], p: number): number | null {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null;
+}
