@@ -1,14 +1,12 @@
 /**
- * Bench child: serves the Claim RPC on 127.0.0.1:0, either as the real BerthServer (`berth`) or as a
- * bare grpc-js bidi echo with the same messages (`echo`: answers an Ask with a fixed Granted and a
- * Release with Released, ends when the client half-closes). Talks to the orchestrator over IPC:
- * sends `{ port }` once bound; answers `'cpu'` with process.cpuUsage() (µs) and `'stop'` by exiting.
+ * Bench child: the bare grpc-js bidi echo that the claim cycle is measured against (berth itself runs as
+ * `berth serve`): serves the Claim RPC on 127.0.0.1:0 with the same messages, answers an Ask with a fixed
+ * Granted and a Release with Released, ends when the client half-closes. Talks to the orchestrator over IPC:
+ * sends `{ port }` once bound; answers `'stop'` by exiting.
  */
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
 import type { ClaimRequest, ClaimResponse } from '../../generated/ts/berth/v1/placement.js';
-import { resolveServeOptions } from '../../src/config/serve-options.js';
-import { BerthServer } from '../../src/server/server.js';
 
 const GRANTED: ClaimResponse = {
   kind: {
@@ -41,17 +39,8 @@ async function echo(): Promise<{ port: number; stop: () => void }> {
   return { port, stop: () => server.forceShutdown() };
 }
 
-async function berth(): Promise<{ port: number; stop: () => void }> {
-  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {});
-  const server = new BerthServer(options, { cpus: 4096, gpuIds: [] });
-  const port = await server.start();
-  return { port, stop: () => void server.stop(0) };
-}
-
-const kind = process.argv[2];
-const s = kind === 'echo' ? await echo() : await berth();
+const s = await echo();
 process.on('message', (m) => {
-  if (m === 'cpu') process.send!({ cpu: process.cpuUsage() });
   if (m === 'stop') {
     s.stop();
     process.exit(0);

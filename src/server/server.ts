@@ -87,6 +87,8 @@ export class BerthServer {
       'grpc.http2.min_ping_interval_without_data_ms': 5000,
       // Explicit, documented size limit (README "Workers"): far above every frame a worker sends.
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      // berth serves no channelz service, so grpc-js's per-call channelz counters and timestamps are pure cost.
+      'grpc.enable_channelz': 0,
     });
     const log = deps.log ?? silentLogger;
     this.#log = log;
