@@ -106,7 +106,7 @@ bench-placement: setup
 	node bin/bench.js placement
 
 ## bench-wire: only the claim cycle against a bare grpc-js echo (1/16/128 streams, server CPU per cycle)
-bench-wire: setup
+bench-wire: setup build
 	node bin/bench.js wire
 
 clean:
