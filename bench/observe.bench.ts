@@ -3,16 +3,16 @@
  * the Placer (an 8-core engine, immediate grants), side by side in one process, alternating
  * variants, median of 5 rounds each:
  *   bare     — the event bus with no subscriber
- *   logs     — + the decision log at info (pino JSON lines to /dev/null, synchronous like stderr)
+ *   logs     — + the decision log at info (JSON lines to /dev/null through the server's own logger: createLogger)
  *   metrics  — + the decision log + BerthMetrics (prom-client counters/histograms on the bus)
  * Prints µs per cycle and the ratios to bare; writes bench/results/observe.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { EventBus } from '../src/events.js';
 import { logDecisions } from '../src/log/decisions.js';
+import { createLogger } from '../src/log/logger.js';
 import { BerthMetrics } from '../src/observe/metrics.js';
 import { Placer } from '../src/placement/placer.js';
 import type { NormalizedAsk } from '../src/placement/types.js';
@@ -37,8 +37,7 @@ async function round(variant: Variant): Promise<number> {
     events,
   });
   const stops: (() => void)[] = [];
-  if (variant !== 'bare')
-    stops.push(logDecisions(events, pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }))));
+  if (variant !== 'bare') stops.push(logDecisions(events, createLogger('info', false, '/dev/null')));
   if (variant === 'metrics') {
     const m = new BerthMetrics(events, {
       snapshot: () => placer.snapshot(),
