@@ -13,6 +13,22 @@ export { LOG_LEVELS, type LogLevel } from './levels.js';
 const BUFFER_BYTES = 4096;
 const FLUSH_MS = 50;
 
+type Destination = ReturnType<typeof pino.destination>;
+/** Every buffered destination of this process, flushed together by one timer and once at exit. */
+const buffered = new Set<Destination>();
+let flushing = false;
+
+function flushAll(): void {
+  for (const d of buffered) d.flush();
+}
+
+function startFlushing(): void {
+  if (flushing) return;
+  flushing = true;
+  process.once('exit', flushAll);
+  setInterval(flushAll, FLUSH_MS).unref();
+}
+
 /**
  * Creates the process logger, writing to `to`: a file descriptor or a path (default 2, stderr, so stdout stays
  * free for command output). `pretty` defaults to whether stderr is a terminal. JSON lines are written within
@@ -35,9 +51,9 @@ export function createLogger(
   // sonic-boom's flushSync retries EPIPE forever, so pino's own exit flush of an async destination would
   // hang the exit once whoever read stderr has gone.
   const dest = pino.destination({ dest: to, sync: true, minLength: BUFFER_BYTES });
-  const timer = setInterval(() => dest.flush(), FLUSH_MS).unref();
-  dest.on('error', () => clearInterval(timer)); // stderr gone (EPIPE): drop logs, never block shutdown
-  process.once('exit', () => dest.flush());
+  buffered.add(dest);
+  dest.on('error', () => buffered.delete(dest)); // stderr gone (EPIPE): drop logs, never block shutdown
+  startFlushing();
   return pino({ level, base: { pid: process.pid } }, dest);
 }
 
