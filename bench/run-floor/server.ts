@@ -2,8 +2,8 @@
  * Bench child: the floor under berth's Run (issue 11). A bare grpc-js server with the same service and
  * messages whose Run does only what any Run must: write Started, send the call to one warm Python
  * process over a pipe (loop.py), wait for its answer line, write Result and end. No placement, no
- * claim lookup (its Claim grants at once and holds until half-close), no call ids, no events, no validation. Prints `{"port":N}` on stdout once bound;
- * SIGTERM ends it.
+ * claim lookup (its Claim grants at once and holds until half-close), no call ids, no events, no
+ * validation. Prints `{"port":N}` on stdout once bound; SIGTERM ends it.
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
