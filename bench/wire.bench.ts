@@ -1,17 +1,16 @@
 /**
  * Claim cycles over the wire against a bare grpc-js bidi echo (issue 9 item 3/4). Each point runs a
  * server child (the real `berth serve`, compiled as users run it, or an echo built here with the same
- * messages) and a client child that keeps
- * N streams cycling (open, Ask → Granted, Release → Released, close), server and client pinned to
- * separate cores with `taskset` when there are two or more. Prints, per stream count, the cycle
- * rate of both and the server CPU per cycle (user + system of the server process, from /proc),
- * with ratios measured side by side (each round runs echo and berth back to back; the median of the
- * rounds' ratios is judged, the worst shown), and writes
- * bench/results/wire.json. Targets: CPU ratio ≤ 2, rate ratio ≥ 0.6.
- * The 1-minute load average before and after is printed and saved: other processes on the cores
- * disturb the rates far more than the CPU per cycle (best-of keeps the least disturbed round).
+ * messages) and a client child that keeps N streams cycling (open, Ask → Granted, Release → Released,
+ * close), server and client pinned to separate cores with `taskset` when there are two or more.
+ * Prints, per stream count, the cycle rate of both and the server CPU per cycle (user + system of the
+ * server process, from /proc). Each round runs echo and berth back to back (order alternating), so both
+ * see the same neighbours; the ratios judged are the medians of the rounds' ratios, the worst round is
+ * shown beside them, and the rates and CPU shown are the best round's. Writes bench/results/wire.json.
+ * Targets: CPU ratio ≤ 2, rate ratio ≥ 0.6. The 1-minute load average before and after is printed and
+ * saved: other processes on the cores disturb the rates far more than the CPU per cycle.
  * Env: WIRE_ROUNDS (default 4), WIRE_MS (measured window, default 3000), WIRE_STREAMS (e.g. "1,16"),
- * WIRE_PROF=<dir> (the berth server child runs with --cpu-prof into <dir>), WIRE_LOG_LEVEL (berth's, default warn).
+ * WIRE_PROF=<dir> (the berth server runs with --cpu-prof into <dir>), WIRE_LOG_LEVEL (berth's, default warn).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
