@@ -7,6 +7,8 @@
  * Beside it, the floor this machine allows (bench/run-floor/server.ts: a bare grpc-js server with the same
  * service whose Run only writes Started, asks one warm Python loop over a pipe and writes Result), measured
  * before and after berth's 1-caller figure with the same client; the better of the two is kept.
+ * Env: BENCH_SECONDS (measured window per figure, default 3), BENCH_WARM_SECONDS (warm-up before each,
+ * default 10), BENCH_CALLERS (comma list, default "1,8,32"), BENCH_ENGINE_ONLY=1 (skip the remote worker).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';

@@ -3,6 +3,7 @@
  * the flag and the value. Only the subcommand being run is imported (src/cli/commands.ts).
  */
 import { Command, CommanderError } from 'commander';
+import { flushLogs } from '../log/flush.js';
 import { VERSION } from '../package-info.js';
 import { COMMANDS } from './commands.js';
 
@@ -47,6 +48,7 @@ export async function main(argv: string[]): Promise<void> {
     if (err instanceof CommanderError) {
       process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
     }
+    flushLogs(); // the log lines that led here come before the message
     if (isUsageError(err)) {
       process.stderr.write(`berth: ${(err as Error).message}\n`);
       process.exit(EXIT_USAGE);

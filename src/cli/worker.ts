@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
+import { flushLogs } from '../log/flush.js';
 import { createLogger } from '../log/logger.js';
 import { routeGrpcLogs } from '../server/grpc-log.js';
 import { formatRange } from '../resources/ranges.js';
@@ -93,6 +94,7 @@ export function workerCommand(): Command {
       await agent.finished;
       if (agent.fatal) {
         await agent.stop();
+        flushLogs(); // the log lines that led here come before the reason
         process.stderr.write(`berth worker: ${agent.fatal}\n`);
         process.exit(1);
       }

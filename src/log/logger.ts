@@ -5,6 +5,7 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
+import { onFlushLogs } from './flush.js';
 import type { LogLevel } from './levels.js';
 
 export { LOG_LEVELS, type LogLevel } from './levels.js';
@@ -14,12 +15,13 @@ const BUFFER_BYTES = 4096;
 const FLUSH_MS = 50;
 
 type Destination = ReturnType<typeof pino.destination>;
-/** Every buffered destination of this process, flushed together by one timer and once at exit. */
-const buffered = new Set<Destination>();
+/** Buffered destinations written to since their last flush; flushed together by one timer and at exit. */
+const dirty = new Set<Destination>();
 let flushing = false;
 
 function flushAll(): void {
-  for (const d of buffered) d.flush();
+  for (const d of dirty) d.flush();
+  dirty.clear();
 }
 
 function startFlushing(): void {
@@ -27,6 +29,7 @@ function startFlushing(): void {
   flushing = true;
   process.once('exit', flushAll);
   setInterval(flushAll, FLUSH_MS).unref();
+  onFlushLogs(flushAll);
 }
 
 /**
@@ -51,10 +54,21 @@ export function createLogger(
   // sonic-boom's flushSync retries EPIPE forever, so pino's own exit flush of an async destination would
   // hang the exit once whoever read stderr has gone.
   const dest = pino.destination({ dest: to, sync: true, minLength: BUFFER_BYTES });
-  buffered.add(dest);
-  dest.on('error', () => buffered.delete(dest)); // stderr gone (EPIPE): drop logs, never block shutdown
+  let broken = false;
+  dest.on('error', () => {
+    broken = true; // stderr gone (EPIPE): drop logs, never block shutdown
+    dirty.delete(dest);
+  });
   startFlushing();
-  return pino({ level, base: { pid: process.pid } }, dest);
+  // pino writes through this so the timer flushes only destinations that hold lines (no empty writes).
+  const stream = {
+    write(line: string): void {
+      if (broken) return;
+      dirty.add(dest);
+      dest.write(line);
+    },
+  };
+  return pino({ level, base: { pid: process.pid } }, stream);
 }
 
 /** A logger that drops everything (tests, embedded use). */

@@ -72,6 +72,23 @@ describe('berth CLI', () => {
     }
   });
 
+  it('a fatal message comes after the buffered log lines that led to it (last line of stderr)', async () => {
+    const holder = createServer();
+    const port = await new Promise<number>((resolve) =>
+      holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)),
+    );
+    try {
+      const r = await runBerth(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'info']);
+      expect(r.code).toBe(1);
+      const lines = r.stderr.trim().split('\n');
+      expect(lines.at(-1)).toBe(`berth: --listen 127.0.0.1:${port}: address already in use`);
+      const logged = lines.slice(0, -1).map((l) => JSON.parse(l) as { msg: string });
+      expect(logged.map((l) => l.msg)).toContain('engine inventory');
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   it('a bad BERTH_* env value exits 2 naming the variable', async () => {
     const r = await runBerth(['serve'], { BERTH_CPUS: 'many' });
     expect(r.code).toBe(2);
