@@ -2,6 +2,19 @@ import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { runBerth } from '../support/cli.js';
 
+/** Runs `fn` with a loopback port that another socket holds, and frees the port afterwards. */
+async function withTakenPort(fn: (port: number) => Promise<void>): Promise<void> {
+  const holder = createServer();
+  const port = await new Promise<number>((resolve) =>
+    holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)),
+  );
+  try {
+    await fn(port);
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+  }
+}
+
 describe('berth CLI', () => {
   it('--help lists serve, worker, dispatch and status', async () => {
     const r = await runBerth(['--help']);
@@ -59,34 +72,22 @@ describe('berth CLI', () => {
   });
 
   it('berth serve on a port already taken exits 1 with one line naming --listen, the address and why', async () => {
-    const holder = createServer();
-    const port = await new Promise<number>((resolve) =>
-      holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)),
-    );
-    try {
+    await withTakenPort(async (port) => {
       const r = await runBerth(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'warn']);
       expect(r.code).toBe(1);
       expect(r.stderr.trim()).toBe(`berth: --listen 127.0.0.1:${port}: address already in use`);
-    } finally {
-      await new Promise((resolve) => holder.close(resolve));
-    }
+    });
   });
 
   it('a fatal message comes after the buffered log lines that led to it (last line of stderr)', async () => {
-    const holder = createServer();
-    const port = await new Promise<number>((resolve) =>
-      holder.listen(0, '127.0.0.1', () => resolve((holder.address() as { port: number }).port)),
-    );
-    try {
+    await withTakenPort(async (port) => {
       const r = await runBerth(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'info']);
       expect(r.code).toBe(1);
       const lines = r.stderr.trim().split('\n');
       expect(lines.at(-1)).toBe(`berth: --listen 127.0.0.1:${port}: address already in use`);
       const logged = lines.slice(0, -1).map((l) => JSON.parse(l) as { msg: string });
       expect(logged.map((l) => l.msg)).toContain('engine inventory');
-    } finally {
-      await new Promise((resolve) => holder.close(resolve));
-    }
+    });
   });
 
   it('a bad BERTH_* env value exits 2 naming the variable', async () => {
