@@ -19,7 +19,12 @@ type Destination = ReturnType<typeof pino.destination>;
 const dirty = new Set<Destination>();
 let flushing = false;
 
+/** When lines were last written out (performance.now(), ms). */
+let lastFlush = -Infinity;
+
 function flushAll(): void {
+  if (dirty.size === 0) return;
+  lastFlush = performance.now();
   for (const d of dirty) d.flush();
   dirty.clear();
 }
@@ -34,8 +39,8 @@ function startFlushing(): void {
 
 /**
  * Creates the process logger, writing to `to`: a file descriptor or a path (default 2, stderr, so stdout stays
- * free for command output). `pretty` defaults to whether stderr is a terminal. JSON lines are written within
- * FLUSH_MS (50 ms) and at exit.
+ * free for command output). `pretty` defaults to whether stderr is a terminal. A JSON line is written at once
+ * after a quiet FLUSH_MS (50 ms), else within FLUSH_MS, and at exit.
  */
 export function createLogger(
   level: LogLevel = 'info',
@@ -49,8 +54,9 @@ export function createLogger(
     });
   }
   // Buffered (issue 9): a write(2) per grant and per release doubled the server's CPU per claim cycle at
-  // `info`. Lines are written once BUFFER_BYTES gather or FLUSH_MS after, whichever comes first, and what is
-  // left when the process exits (a crash included), so only SIGKILL loses lines. Writes stay synchronous:
+  // `info`. A line is written at once when none was in the last FLUSH_MS; lines that follow within it are
+  // written once BUFFER_BYTES gather or FLUSH_MS after, and what is left when the process exits (a crash
+  // included), so only SIGKILL loses lines. Writes stay synchronous:
   // sonic-boom's flushSync retries EPIPE forever, so pino's own exit flush of an async destination would
   // hang the exit once whoever read stderr has gone.
   const dest = pino.destination({ dest: to, sync: true, minLength: BUFFER_BYTES });
@@ -60,12 +66,14 @@ export function createLogger(
     dirty.delete(dest);
   });
   startFlushing();
-  // pino writes through this so the timer flushes only destinations that hold lines (no empty writes).
+  // pino writes through this: a line after a quiet FLUSH_MS is written at once (the timer may not fire while
+  // start-up work holds the event loop), later ones gather; the timer flushes only destinations holding lines.
   const stream = {
     write(line: string): void {
       if (broken) return;
       dirty.add(dest);
       dest.write(line);
+      if (performance.now() - lastFlush >= FLUSH_MS) flushAll();
     },
   };
   return pino({ level, base: { pid: process.pid } }, stream);

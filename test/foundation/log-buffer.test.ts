@@ -24,4 +24,21 @@ describe('buffered log lines', () => {
       .map((l) => JSON.parse(l) as { i: number });
     expect(json.map((l) => l.i)).toEqual(Array.from({ length: 200 }, (_, k) => k + 1));
   });
+
+  it('a line after a quiet spell is written at once, even while the event loop is held (start-up)', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/log-then-block.ts'], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      // The child answers only once its first line has arrived; a line held in the buffer would deadlock.
+      if (stderr.includes('first, while') && child.stdin!.writable) child.stdin!.end('go\n');
+    });
+    const stuck = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    clearTimeout(stuck);
+    expect(code).toBe(0);
+    expect(stderr).toContain('second, after the answer');
+  });
 });
