@@ -122,6 +122,36 @@ describe('python executor', () => {
     expect(tb).not.toContain('harness.py');
   });
 
+  it('a source run again (compiled once) still names its own call and line in a traceback', async () => {
+    const src = 'def process(n):\n    x = 1\n    raise ValueError(n)\n';
+    for (const callId of ['r1:flow.a', 'r2:flow.b']) {
+      const task: Task = { ...source(src, { n: callId }), callId };
+      const { outcome } = await run(task);
+      expect(outcome).toMatchObject({ ok: false, type: 'ValueError', message: callId });
+      const tb = outcome.ok === false ? outcome.traceback : '';
+      expect(tb).toContain(`File "<${callId}>", line 3, in process`);
+      expect(tb).toContain('raise ValueError(n)');
+    }
+  });
+
+  it('a syntax error still names the call it came in, also when the same source is sent again', async () => {
+    for (const callId of ['r1:flow.bad', 'r2:flow.bad']) {
+      const { outcome } = await run({ ...source('def process(:\n    pass\n'), callId });
+      expect(outcome).toMatchObject({ ok: false, type: 'SyntaxError' });
+      expect(outcome.ok === false ? outcome.traceback : '').toContain(`File "<${callId}>", line 1`);
+    }
+  });
+
+  it("a warm interpreter does not keep each finished call's source lines (no growth per call)", async () => {
+    const count = 'import linecache\ndef process():\n    return len(linecache.cache)\n';
+    const sizes: unknown[] = [];
+    for (let i = 0; i < 5; i++) {
+      const { outcome } = await run({ ...source(count), callId: `r${i}:flow.count` });
+      sizes.push(outcome.ok ? outcome.value : outcome);
+    }
+    expect(new Set(sizes).size).toBe(1);
+  });
+
   it('a value that is not JSON-able is a TypeError failure', async () => {
     const { outcome } = await run(source('def process():\n    return object()\n'));
     expect(outcome).toMatchObject({ ok: false, type: 'TypeError' });
