@@ -107,9 +107,15 @@ async function rate(address: string, label: string, callers: number): Promise<{ 
 
 /** Starts the floor server (bench/run-floor) and resolves with its address and the child. */
 async function startFloor(): Promise<{ address: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'run-floor', 'server.ts')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  // BENCH_NODE_ARGS (see startBerth) go to the floor server too, so both servers can be profiled side by side
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench', 'run-floor', 'server.ts')],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {

@@ -5,7 +5,7 @@
  * add a client certificate (mutual TLS); env BERTH_TLS_CA / BERTH_TLS_CERT / BERTH_TLS_KEY.
  */
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { address, OptionsError, parseOptions, readableFile, readFlagFile } from '../config/fields.js';
 
 /** Default address clients dial. */

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { valueAt } from '../errors.js';
 import { cannotRead, issueText, OptionsError } from './fields.js';
 import { provisionerObject, provisionersSchema, shapeSchema, type ProvisionerConfig } from './provisioner-options.js';

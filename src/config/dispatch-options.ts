@@ -2,7 +2,7 @@
  * Options of `berth dispatch`, validated once (SPEC D1–D8). Bad values throw OptionsError naming
  * the flag and the value (CLI exit 2): `-j 0`, duplicate ids in `--devices`, a malformed range.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { address, deviceRange, OptionsError, parseOptions } from './fields.js';
 
 export { jobsLimit } from './jobs-limit.js';

@@ -3,7 +3,7 @@
  * Each error message says what is expected; the caller prefixes the flag name and the value.
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { LOG_LEVELS } from '../log/levels.js';
 import { OptionsError } from './options-error.js';
 import { MAX_DEVICE_ID, MAX_DEVICES, parseRange, RangeSpecError, repeatedId } from '../resources/ranges.js';

@@ -2,7 +2,7 @@
  * The `provisioners:` list of the config file (SPEC V1, issue 12): what each provisioner can start
  * and how many, validated with zod. Keys are snake_case, as in the file; unknown keys are errors.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { plainName as name, positiveSeconds, seconds, wholeNumber } from './fields.js';
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */

@@ -5,7 +5,7 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { readTokenFile } from './token-file.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { OptionsError } from './fields.js';
 
 /** Shortest token accepted, in characters: a token is a secret, not a password to type. */

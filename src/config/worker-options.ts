@@ -4,7 +4,7 @@
  */
 import os from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   address,
   deviceRange,

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { valueAt } from '../errors.js';
 import { BatchError } from './batch-error.js';
 import type { Job } from './job.js';

@@ -5,7 +5,7 @@
  * zod, which either reports the error or (should the check be stricter than the schema) accepts.
  * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import { reservedEnvKey } from './env.js';

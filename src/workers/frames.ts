@@ -2,7 +2,7 @@
  * Validation of a worker's frames after Hello (SPEC R1): ids present, bounded sizes, finite
  * metric values. A bad frame ends the stream with INVALID_ARGUMENT naming the field.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError, valueAt } from '../errors.js';
 

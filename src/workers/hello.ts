@@ -1,7 +1,7 @@
 /**
  * Validation of a worker's Hello frame (SPEC R1) into the machine it brings.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Hello } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError, valueAt } from '../errors.js';
 import { MAX_CPUS, MAX_RAM_MB } from '../placement/ask.js';

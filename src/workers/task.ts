@@ -2,7 +2,7 @@
  * Conversions between the wire (berth.v1 Call payloads, Events, Results, Failures) and the
  * executors' Task/ExecEvent/Outcome. Validates payloads with zod (SPEC R1).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Command, Event, Failure, PythonSource, Result } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError, valueAt } from '../errors.js';

@@ -8,7 +8,7 @@
  * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. When client identities
  * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';

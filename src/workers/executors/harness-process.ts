@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
+import * as z from 'zod';
 import { clipText, LineSplitter, MAX_LINE, pipeLines } from './lines.js';
 import { exited, stopGroup } from './kill.js';
 import type { ExecEvent, Flow } from './types.js';
