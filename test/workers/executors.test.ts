@@ -142,6 +142,24 @@ describe('python executor', () => {
     }
   });
 
+  it("a compile-time warning is shown on every call, under that call's name, with its line", async () => {
+    const src = 'def process(x=1):\n    return x is 1\n';
+    for (const callId of ['r1:flow.warn', 'r2:flow.warn']) {
+      const { outcome, events } = await run({ ...source(src), callId });
+      expect(outcome).toEqual({ ok: true, value: true });
+      const lines = events.flatMap((e) => (e.kind === 'log' && e.stream === 'stderr' ? [e.line] : []));
+      expect(lines[0]).toMatch(new RegExp(`^<${callId}>:2: SyntaxWarning: "is" with a literal`));
+      expect(lines[1]).toBe('  return x is 1');
+    }
+  });
+
+  it('a source nested deeper than the renaming follows still runs, and compiles without killing its process', async () => {
+    const deep = `def process():\n    f = ${'lambda: '.repeat(600)}1\n    for _ in range(600):\n        f = f()\n    return f\n`;
+    expect((await run(source(deep))).outcome).toEqual({ ok: true, value: 1 });
+    expect(await ex.compile(deep, '<flow.deep>')).toBeUndefined();
+    expect((await run(source(deep))).outcome).toEqual({ ok: true, value: 1 });
+  });
+
   it("a warm interpreter does not keep each finished call's source lines (no growth per call)", async () => {
     const count = 'import linecache\ndef process():\n    return len(linecache.cache)\n';
     const sizes: unknown[] = [];

@@ -25,12 +25,14 @@ import threading
 import time
 import traceback
 import types
+import warnings
 
 _requests = os.fdopen(3, "r", encoding="utf-8", newline="\n")
 _answers = os.fdopen(4, "w", encoding="utf-8", newline="\n")
 
 
 CODE_CACHE = 256  # distinct node sources kept compiled
+_CAN_RENAME = hasattr(types.CodeType, "replace")  # Python 3.8+; before, every call compiles its source
 BATCH_LINES = 512
 BATCH_BYTES = 16 * 1024
 FLUSH_S = 0.005
@@ -157,9 +159,13 @@ def _failure(exc, filename):
 
 @functools.lru_cache(maxsize=CODE_CACHE)
 def _compiled(source):
-    """source compiled once (under a placeholder file name) with its lines: a node's source is the same from
-    call to call, and compiling it was about a third of a tiny node's time in this process (issue 11)."""
-    return compile(source, "<berth node>", "exec"), source.splitlines(True)
+    """source compiled once (under a placeholder file name), with its lines and the warnings compiling it gave (e.g.
+    SyntaxWarning), which each call shows again under its own name: a node's source is the same from call to call,
+    and compiling it was about a third of a tiny node's time in this process (issue 11)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = compile(source, "<berth node>", "exec")
+    return code, tuple(source.splitlines(True)), tuple((w.message, w.lineno) for w in caught)
 
 
 def _renamed(code, filename):
@@ -170,15 +176,23 @@ def _renamed(code, filename):
 
 def _define(source, filename):
     """Compiles source under filename, registered in linecache so tracebacks show its lines (until _forget)."""
-    try:
-        code, lines = _compiled(source)
-    except (SyntaxError, ValueError):
-        code = None  # not cached: compiled again below, outside this handler, so the error names filename
-    if code is None:
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        return compile(source, filename, "exec")
-    linecache.cache[filename] = (len(source), None, lines, filename)
-    return _renamed(code, filename)
+    cached = None
+    if _CAN_RENAME:
+        try:
+            cached = _compiled(source)
+        except (SyntaxError, ValueError):
+            pass  # not cached: compiled again below, outside this handler, so the error names filename
+    if cached is not None:
+        code, lines, caught = cached
+        linecache.cache[filename] = (len(source), None, list(lines), filename)  # a list of its own: calls share none
+        for message, lineno in caught:
+            warnings.warn_explicit(message, type(message), filename, lineno)
+        try:
+            return _renamed(code, filename)
+        except RecursionError:
+            pass  # nested deeper than the renaming can follow: compiled under its own name instead
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
 
 
 def _forget(filename):
@@ -244,7 +258,7 @@ def _compile(req):
     try:
         _define(req["source"], filename)
         _send({"t": "compiled"})
-    except (SyntaxError, ValueError) as exc:
+    except Exception as exc:  # SyntaxError, and what a pathological source raises (RecursionError, MemoryError)
         _send(_failure(exc, filename))
     finally:
         _forget(filename)
