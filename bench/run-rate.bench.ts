@@ -115,6 +115,39 @@ async function rate(
   return { warm, steady: perSecond };
 }
 
+/** What `sideBySide` measured: medians of both figures and of the per-round ratios (a / b), and the worst ratio. */
+interface Paired {
+  a: number;
+  b: number;
+  ratio: number;
+  worst: number;
+}
+
+/**
+ * Figures `a` and `b` side by side (these drift by 2× within minutes here, so a figure from a minute earlier is no
+ * baseline): PAIRS rounds of both back to back, alternating which goes first, each after PAIR_WARM_SECONDS.
+ */
+async function sideBySide(
+  a: { address: string; label: string },
+  b: { address: string; label: string },
+  callers: number,
+): Promise<Paired> {
+  const as: number[] = [];
+  const bs: number[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < PAIRS; round++) {
+    const first = round % 2 === 0 ? a : b;
+    const second = first === a ? b : a;
+    const x = (await rate(first.address, first.label, callers, PAIR_WARM_SECONDS)).steady;
+    const y = (await rate(second.address, second.label, callers, PAIR_WARM_SECONDS)).steady;
+    const [ra, rb] = first === a ? [x, y] : [y, x];
+    as.push(ra);
+    bs.push(rb);
+    ratios.push(ra / rb);
+  }
+  return { a: median(as), b: median(bs), ratio: median(ratios), worst: Math.min(...ratios) };
+}
+
 /** Starts the floor server (bench/run-floor) and resolves with its address and the child. */
 async function startFloor(): Promise<{ address: string; child: ChildProcess }> {
   // BENCH_NODE_ARGS (see startBerth) go to the floor server too, so both servers can be profiled side by side
@@ -143,9 +176,7 @@ try {
   const rows: BenchRow[] = [];
   const engine: Record<number, number> = {};
   const counts = (process.env.BENCH_CALLERS ?? '1,8,32').split(',').map(Number);
-  let floorRate = 0;
-  let floorRatio = 0;
-  let floorWorst = 0;
+  let againstFloor: Paired | undefined;
   for (const n of counts) {
     const got = await rate(berth.address, '', n);
     engine[n] = got.steady;
@@ -157,25 +188,15 @@ try {
       });
     }
     if (n === 1) {
-      // berth's one-caller figure and the floor's, side by side: PAIRS rounds of both back to back (alternating
-      // which goes first) after the floor's own warm-up; medians judged, the worst round's ratio shown.
+      // berth's one-caller figure is judged side by side with the floor's (after the floor's own warm-up).
       await rate(floor.address, '', 1);
-      const ours: number[] = [];
-      const floors: number[] = [];
-      const ratios: number[] = [];
-      for (let round = 0; round < PAIRS; round++) {
-        const order = round % 2 === 0 ? [floor.address, berth.address] : [berth.address, floor.address];
-        const got: Record<string, number> = {};
-        for (const address of order) got[address] = (await rate(address, '', 1, PAIR_WARM_SECONDS)).steady;
-        ours.push(got[berth.address]);
-        floors.push(got[floor.address]);
-        ratios.push(got[berth.address] / got[floor.address]);
-      }
-      engine[1] = median(ours);
-      floorRate = median(floors);
-      floorRatio = median(ratios);
-      floorWorst = Math.min(...ratios);
-      rows.push({ name: 'floor: bare grpc-js Run + warm Python pipe, 1 caller', value: floorRate, unit: 'calls/s' });
+      againstFloor = await sideBySide({ address: berth.address, label: '' }, { address: floor.address, label: '' }, 1);
+      engine[1] = againstFloor.a;
+      rows.push({
+        name: 'floor: bare grpc-js Run + warm Python pipe, 1 caller',
+        value: againstFloor.b,
+        unit: 'calls/s',
+      });
     }
     const base = n === 1 ? 1000 : engine[1];
     rows.push({
@@ -188,34 +209,23 @@ try {
     });
     if (n === 1)
       rows.push({
-        name: `engine host, 1 caller, against the floor; worst round ${floorWorst.toFixed(2)}×`,
+        name: `engine host, 1 caller, against the floor; worst round ${againstFloor!.worst.toFixed(2)}×`,
         value: engine[1],
         unit: 'calls/s',
-        ratio: floorRatio,
+        ratio: againstFloor!.ratio,
       });
   }
-  // Remote against engine, side by side: PAIRS rounds of both back to back (alternating which goes first), each
-  // after a short warm-up of its own; the ratio judged is the median of the rounds' ratios (these figures drift
-  // by 2× within minutes on this machine, so an engine figure from a minute earlier is no baseline).
+  // The worker's figures, side by side with the engine host's, after one warm-up of the remote pool.
   for (const n of process.env.BENCH_ENGINE_ONLY ? [] : counts) {
-    await rate(berth.address, 'remote', n); // the remote pool's first warm-up
-    const remote: number[] = [];
-    const ratios: number[] = [];
-    for (let round = 0; round < PAIRS; round++) {
-      const order = round % 2 === 0 ? ['remote', ''] : ['', 'remote'];
-      const got: Record<string, number> = {};
-      for (const label of order) got[label] = (await rate(berth.address, label, n, PAIR_WARM_SECONDS)).steady;
-      remote.push(got.remote);
-      ratios.push(got.remote / got['']);
-    }
-    const ratio = median(ratios);
+    await rate(berth.address, 'remote', n);
+    const r = await sideBySide({ address: berth.address, label: 'remote' }, { address: berth.address, label: '' }, n);
     rows.push({
-      name: `remote worker (loopback), ${n} caller(s); worst round ${Math.min(...ratios).toFixed(2)}×`,
-      value: median(remote),
+      name: `remote worker (loopback), ${n} caller(s); worst round ${r.worst.toFixed(2)}×`,
+      value: r.a,
       unit: 'calls/s',
-      ratio,
+      ratio: r.ratio,
       target: '≥ 0.7× engine',
-      met: ratio >= 0.7,
+      met: r.ratio >= 0.7,
     });
   }
   report(
