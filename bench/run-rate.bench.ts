@@ -148,6 +148,11 @@ async function sideBySide(
   return { a: median(as), b: median(bs), ratio: median(ratios), worst: Math.min(...ratios) };
 }
 
+/** "3 rounds, worst 0.55×" (the worst only when there was more than one round). */
+function rounds(p: Paired): string {
+  return PAIRS > 1 ? `${PAIRS} rounds, worst ${p.worst.toFixed(2)}×` : '1 round';
+}
+
 /** Starts the floor server (bench/run-floor) and resolves with its address and the child. */
 async function startFloor(): Promise<{ address: string; child: ChildProcess }> {
   // BENCH_NODE_ARGS (see startBerth) go to the floor server too, so both servers can be profiled side by side
@@ -209,7 +214,7 @@ try {
     });
     if (n === 1)
       rows.push({
-        name: `engine host, 1 caller, against the floor; worst round ${againstFloor!.worst.toFixed(2)}×`,
+        name: `engine host, 1 caller, against the floor's ${againstFloor!.b.toFixed(0)}/s (${rounds(againstFloor!)})`,
         value: engine[1],
         unit: 'calls/s',
         ratio: againstFloor!.ratio,
@@ -220,7 +225,7 @@ try {
     await rate(berth.address, 'remote', n);
     const r = await sideBySide({ address: berth.address, label: 'remote' }, { address: berth.address, label: '' }, n);
     rows.push({
-      name: `remote worker (loopback), ${n} caller(s); worst round ${r.worst.toFixed(2)}×`,
+      name: `remote worker (loopback), ${n} caller(s), against the engine's ${r.b.toFixed(0)}/s (${rounds(r)})`,
       value: r.a,
       unit: 'calls/s',
       ratio: r.ratio,
@@ -231,7 +236,8 @@ try {
   report(
     'run-rate',
     `tiny node via Run in a held 1-cpu claim, ${SECONDS} s per figure after ${WARM_SECONDS} s of warm-up ` +
-      `(ratios: engine 1 caller vs 1,000/s and vs the floor, others vs the engine's)`,
+      `(${PAIR_WARM_SECONDS} s in paired rounds; ratios: engine 1 caller vs 1,000/s and vs the floor, others vs ` +
+      `the engine's; a paired figure and its ratio are medians of ${PAIRS} rounds back to back)`,
     rows,
   );
 } finally {

@@ -49,11 +49,12 @@ export interface BenchRow {
 /** Prints `rows` as an aligned table and writes them as JSON to bench/results/<name>.json. */
 export function report(name: string, title: string, rows: BenchRow[]): void {
   console.log(title);
+  const width = Math.max(58, ...rows.map((r) => r.name.length)); // columns line up however long a name is
   for (const r of rows) {
     const ratio = r.ratio === undefined ? '' : `  ${r.ratio.toFixed(2).padStart(6)}×`;
     const target = r.target === undefined ? '' : `  target ${r.target}: ${r.met ? 'met' : 'NOT met'}`;
     const value = r.value >= 100 ? r.value.toFixed(0) : r.value.toFixed(2);
-    console.log(`  ${r.name.padEnd(58)} ${value.padStart(9)} ${r.unit.padEnd(8)}${ratio}${target}`);
+    console.log(`  ${r.name.padEnd(width)} ${value.padStart(9)} ${r.unit.padEnd(8)}${ratio}${target}`);
   }
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
