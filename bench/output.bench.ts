@@ -28,6 +28,7 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
           node: '',
           runId: '',
           env: {},
+          holdMs: 0,
         },
       },
       payload: { $case: 'source', value: { source: SOURCE, kwargs: {} } },
@@ -35,6 +36,8 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
       node,
       runId: 'out',
       timeoutMs: 0,
+      disconnectGraceMs: 0,
+      follow: undefined,
     });
     let next = 0;
     const line = (l: { stream: string; line: string }) => {

@@ -48,6 +48,7 @@ function holdClaim(client: PlacementServiceClient, label: string): Promise<{ id:
           node: '',
           runId: '',
           env: {},
+          holdMs: 0,
         },
       },
     });
@@ -63,6 +64,8 @@ function runOnce(client: PlacementServiceClient, claimId: string, runId: string,
       node: `n${i}`,
       runId,
       timeoutMs: 0,
+      disconnectGraceMs: 0,
+      follow: undefined,
     });
     let ok = false;
     call.on('data', (r: RunResponse) => {

@@ -35,13 +35,15 @@ function runOnce(i: number): Promise<void> {
     const call = client.run({
       placement: {
         $case: 'ask',
-        value: { gpus: 0, label: 'bench', policy: Policy.POLICY_REQUIRE, node: '', runId: '', env: {} },
+        value: { gpus: 0, label: 'bench', policy: Policy.POLICY_REQUIRE, node: '', runId: '', env: {}, holdMs: 0 },
       },
       payload: { $case: 'source', value: { source: 'def process(i):\n    return i\n', kwargs: { i } } },
       flow: 'bench',
       node: `n${i}`,
       runId: 'bench',
       timeoutMs: 0,
+      disconnectGraceMs: 0,
+      follow: undefined,
     });
     call.on('data', (r: RunResponse) => {
       if (r.kind?.$case === 'failure') reject(new Error(r.kind.value.message));

@@ -25,6 +25,7 @@ const call = client.run({
       node: '',
       runId: '',
       env: {},
+      holdMs: 0,
     },
   },
   payload: { $case: 'source', value: { source, kwargs: { x: 1 } } },
@@ -32,6 +33,8 @@ const call = client.run({
   node: 'inc',
   runId: 'r1',
   timeoutMs: 30_000,
+  disconnectGraceMs: 0,
+  follow: undefined,
 });
 call.on('data', (r: RunResponse) => console.log(JSON.stringify(r.kind)));
 call.on('error', (e) => {

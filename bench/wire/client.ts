@@ -22,6 +22,7 @@ const ASK: ClaimRequest = {
       node: 'bench.node',
       runId: 'bench',
       env: {},
+      holdMs: 0,
     },
   },
 };

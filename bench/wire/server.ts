@@ -18,6 +18,8 @@ const GRANTED: ClaimResponse = {
       clamped: false,
       fellBack: false,
       asked: { cpus: 1, gpus: 0 },
+      resumeToken: '',
+      resumed: false,
       allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' } },
     },
   },

@@ -122,6 +122,10 @@ export class WorkerAgent {
       inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb },
       maxParallel: this.options.maxParallel,
       version: AGENT_VERSION,
+      agentId: '',
+      instanceId: '',
+      heldCalls: [],
+      disconnectGraceMs: 0,
     };
   }
 

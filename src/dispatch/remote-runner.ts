@@ -45,6 +45,7 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
         node: `dispatch.${nodeName(job)}`,
         runId,
         env: {},
+        holdMs: 0,
       },
     },
     // no cwd: dispatch's own, as for a local job (relative ones are already resolved against the batch file)
@@ -53,6 +54,8 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
     node: nodeName(job),
     runId,
     timeoutMs: 0,
+    disconnectGraceMs: 0,
+    follow: undefined,
   };
 }
 

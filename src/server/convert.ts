@@ -2,6 +2,7 @@
  * Domain shapes → berth.v1 messages. Only the edge knows the wire types' field names.
  */
 import {
+  MachineState,
   ProvisionedState,
   type GetSnapshotResponse,
   type Granted,
@@ -51,6 +52,8 @@ export function toGranted(g: Grant): Granted {
     clamped: g.clamped,
     fellBack: g.fellBack,
     asked: toResources(g.ask),
+    resumeToken: '',
+    resumed: false,
   };
 }
 
@@ -73,6 +76,8 @@ export function toSnapshot(
       maxParallel: m.maxParallel,
       version: m.version,
       warmPools: undefined, // filled in by GetSnapshot from the hub
+      state: m.remote ? MachineState.MACHINE_STATE_CONNECTED : MachineState.MACHINE_STATE_UNSPECIFIED,
+      holdLeftMs: 0,
     })),
     waiting: s.waiting.map((w) => ({
       claimId: w.claimId,
@@ -115,6 +120,8 @@ export function toSnapshot(
         ramMb: h.allocation.ramMb,
         env: h.allocation.env,
       },
+      awaitingHolder: false,
+      holdLeftMs: 0,
     })),
   };
 }

@@ -7,6 +7,7 @@ import type { ServerContext } from './context.js';
 import { cancelHandler } from './handlers/cancel.js';
 import { claimHandler } from './handlers/claim.js';
 import { compileHandler } from './handlers/compile.js';
+import { drainHandler } from './handlers/drain.js';
 import { getSnapshotHandler } from './handlers/get-snapshot.js';
 import { runHandler } from './handlers/run.js';
 import { satisfiableHandler } from './handlers/satisfiable.js';
@@ -23,6 +24,7 @@ export function placementService(ctx: ServerContext): PlacementServiceServer {
     satisfiable: satisfiableHandler(ctx),
     getSnapshot: getSnapshotHandler(ctx),
     watchEvents: watchEventsHandler(ctx),
+    drain: drainHandler(ctx),
   };
 }
 

@@ -87,7 +87,7 @@ export class AttachedWorker {
     });
     this.calls.set(spec.callId, rec);
     const { owner: _owner, ...call } = spec;
-    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0 } });
+    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0, disconnectGraceMs: 0 } });
     return rec;
   }
 

@@ -56,7 +56,7 @@ export class EventBatcher {
     this.emit(
       lines.length === 1
         ? toEvent(this.callId, { kind: 'log', stream: this.#stream, line: lines[0] })
-        : { callId: this.callId, kind: { $case: 'logs', value: { stream: this.#stream, lines } } },
+        : { callId: this.callId, kind: { $case: 'logs', value: { stream: this.#stream, lines } }, seq: 0 },
     );
   }
 

@@ -47,7 +47,10 @@ export async function serveWorkerStream(
   if (credential) checkWorkerName(spec.name, credential);
   const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe });
   hub.attach(w);
-  await w.send({ $case: 'welcome', value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs } });
+  await w.send({
+    $case: 'welcome',
+    value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs, calls: [] },
+  });
   let held = false; // reading paused for a slow caller: the worker is not silent, berth is not listening
   const silence = setInterval(
     () => {

@@ -89,8 +89,8 @@ function check(payload: NonNullable<WirePayload>): void {
 /** The wire Event of an executor event. */
 export function toEvent(callId: string, e: ExecEvent): Event {
   return e.kind === 'metric'
-    ? { callId, kind: { $case: 'metric', value: { name: e.name, value: e.value } } }
-    : { callId, kind: { $case: 'log', value: { stream: e.stream, line: e.line } } };
+    ? { callId, kind: { $case: 'metric', value: { name: e.name, value: e.value } }, seq: 0 }
+    : { callId, kind: { $case: 'log', value: { stream: e.stream, line: e.line } }, seq: 0 };
 }
 
 /** The terminal frame of an outcome: a Result, or a Failure keeping class, message and traceback. */

@@ -52,7 +52,7 @@ describe('berth worker agent against a test-double server', () => {
 
   it('runs a Python call: events in order, heartbeats at the Welcome interval, then the result', async () => {
     const { conn } = await setup();
-    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 50 } });
+    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 50, calls: [] } });
     const source =
       'import time\ndef process(x):\n    report("loss", 1.0)\n    time.sleep(0.3)\n    print("done")\n' +
       '    return {"out": x + 1}\n';
@@ -66,6 +66,7 @@ describe('berth worker agent against a test-double server', () => {
         allocation: alloc(),
         payload: { $case: 'source', value: { source, kwargs: { x: 1 } } },
         timeoutMs: 0,
+        disconnectGraceMs: 0,
       },
     });
     const result = await conn.waitFor('result', (r) => r.callId === 'r1:flow.node');
@@ -77,7 +78,7 @@ describe('berth worker agent against a test-double server', () => {
 
   it('a CancelCall stops a running command and answers Failure Cancelled', async () => {
     const { conn } = await setup();
-    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
+    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     conn.send({
       $case: 'call',
       value: {
@@ -88,6 +89,7 @@ describe('berth worker agent against a test-double server', () => {
         allocation: alloc(),
         payload: { $case: 'command', value: { argv: ['sh', '-c', 'echo $$; sleep 60'], env: {}, cwd: '' } },
         timeoutMs: 0,
+        disconnectGraceMs: 0,
       },
     });
     const ev = await conn.waitFor('event', (e) => e.callId === 'r1:f.sleep');
@@ -113,7 +115,7 @@ describe('berth worker agent against a test-double server', () => {
 
   it('when the stream drops it stops its calls, then reconnects and re-sends Hello', async () => {
     const { hub, agent, conn } = await setup();
-    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
+    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     conn.send({
       $case: 'call',
       value: {
@@ -127,6 +129,7 @@ describe('berth worker agent against a test-double server', () => {
           value: { argv: ['sh', '-c', "trap '' TERM; echo $$; sleep 60"], env: {}, cwd: '' },
         },
         timeoutMs: 0,
+        disconnectGraceMs: 0,
       },
     });
     const ev = await conn.waitFor('event');
@@ -135,14 +138,14 @@ describe('berth worker agent against a test-double server', () => {
     const second = await hub.connection(1);
     await second.waitFor('hello');
     expect(processAlive(pid)).toBe(false); // the Hello came only after the process had exited
-    second.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
+    second.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     await until(() => agent.status().attached);
     expect(agent.status().attaches).toBe(2);
   });
 
   it('nodes with the same env share one pool; a different env adds one', async () => {
     const { agent, conn } = await setup();
-    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000 } });
+    conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     const source = 'def process():\n    return 1\n';
     const call = (id: string, env: Record<string, string>) =>
       conn.send({
@@ -155,6 +158,7 @@ describe('berth worker agent against a test-double server', () => {
           allocation: alloc(env),
           payload: { $case: 'source', value: { source, kwargs: {} } },
           timeoutMs: 0,
+          disconnectGraceMs: 0,
         },
       });
     call('r:f.a', { OMP_NUM_THREADS: '1' });

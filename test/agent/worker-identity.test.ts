@@ -186,7 +186,10 @@ describe('client identity under mutual TLS', () => {
       );
       held.on('error', () => undefined);
       held.write({
-        kind: { $case: 'ask', value: { cpus: 1, gpus: 0, label: 'gpu', policy: 2, node: 'n', runId: 'mine', env: {} } },
+        kind: {
+          $case: 'ask',
+          value: { cpus: 1, gpus: 0, label: 'gpu', policy: 2, node: 'n', runId: 'mine', env: {}, holdMs: 0 },
+        },
       });
       const claimId = await granted;
       const stolen = await run(other, runRequest({ claimId, runId: 'theirs', argv: ['true'] })).done;

@@ -243,6 +243,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             node: '',
             runId: '',
             env: {},
+            holdMs: 0,
           },
         },
     payload: {
@@ -257,6 +258,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     flow: 'chaos',
     node,
     timeoutMs: 0,
+    disconnectGraceMs: 0,
+    follow: undefined,
   });
   const runWithDeadline = (req: RunRequest) => {
     const call = client.run(req, deadline());

@@ -25,6 +25,8 @@ claim.on('data', (r: ClaimResponse) => {
     flow: 'chaos',
     node: 'client',
     timeoutMs: 0,
+    disconnectGraceMs: 0,
+    follow: undefined,
   });
   let said = false;
   run.on('data', (x: RunResponse) => {

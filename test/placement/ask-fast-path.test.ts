@@ -16,10 +16,11 @@ const base: Ask = {
   node: 'flow.node',
   runId: 'run-1',
   env: { XLA_FLAGS: '--x' },
+  holdMs: 0,
 };
 
 /** Values for each field: valid ones and every kind of bad one (bounds, types, characters). */
-const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
+const VALUES: Record<keyof Omit<Ask, 'onOversize' | 'holdMs'>, unknown[]> = {
   cpus: [undefined, 0, 1, 65_536, 65_537, -1, 1.5, NaN, Infinity, '2', null],
   gpus: [0, 4, 4096, 4097, -1, 0.5, NaN, undefined, '1'],
   ramMb: [undefined, 0, 1 << 30, (1 << 30) + 1, -5, 2.5, NaN],

@@ -37,7 +37,9 @@ describe('bad asks are refused naming the field, and change nothing (SPEC R1)', 
       const before = await snapshot(t.placement);
       const c = claim(t.placement, { cpus: 2 });
       await c.granted;
-      c.call.write({ kind: { $case: 'ask', value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {} } } });
+      c.call.write({
+        kind: { $case: 'ask', value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {}, holdMs: 0 } },
+      });
       const err = await c.ended;
       expect(err?.code).toBe(status.INVALID_ARGUMENT);
       expect(err?.details).toContain('second ask');

@@ -199,7 +199,7 @@ describe("a worker's bad metric", () => {
       w.call.write({
         frame: {
           $case: 'event',
-          value: { callId: id, kind: { $case: 'metric', value: { name: 'loss', value: NaN } } },
+          value: { callId: id, kind: { $case: 'metric', value: { name: 'loss', value: NaN } }, seq: 0 },
         },
       });
       const out = await first.done;

@@ -21,7 +21,7 @@ import type {
 
 /** A complete Ask from a partial one (wire defaults). */
 export function ask(a: Partial<Ask> = {}): Ask {
-  return { gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {}, ...a };
+  return { gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {}, holdMs: 0, ...a };
 }
 
 /** One open Claim stream. */
@@ -123,6 +123,10 @@ export function fakeWorker(
         inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb },
         maxParallel: 0,
         version: 'test',
+        agentId: '',
+        instanceId: '',
+        heldCalls: [],
+        disconnectGraceMs: 0,
       },
     },
   });

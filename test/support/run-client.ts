@@ -41,6 +41,7 @@ export function runRequest(o: {
     node: '',
     runId: '',
     env: {},
+    holdMs: 0,
   };
   return {
     placement: o.claimId ? { $case: 'claimId', value: o.claimId } : { $case: 'ask', value: ask },
@@ -51,6 +52,8 @@ export function runRequest(o: {
     node: o.node ?? 'node',
     runId: o.runId ?? 'r1',
     timeoutMs: o.timeoutMs ?? 0,
+    disconnectGraceMs: 0,
+    follow: undefined,
   };
 }
 

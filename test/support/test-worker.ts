@@ -24,6 +24,9 @@ export interface TestWorkerOptions {
   cpus?: number;
   gpuIds?: number[];
   maxParallel?: number;
+  /** Hello agent_id and instance_id (SPEC S2); default empty. */
+  agentId?: string;
+  instanceId?: string;
 }
 
 /** One connected test-double worker. */
@@ -61,6 +64,10 @@ export class TestWorker {
         inventory: { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [] },
         maxParallel: o.maxParallel ?? 0,
         version: 'test',
+        agentId: o.agentId ?? '',
+        instanceId: o.instanceId ?? '',
+        heldCalls: [],
+        disconnectGraceMs: 0,
       },
     });
   }

@@ -5,6 +5,7 @@ import { CallRecord, FLOW_HIGH, FLOW_LOW, MAX_REPLAY, type CallItem } from '../.
 const ev = (n: number) => ({
   callId: 'r:f.n',
   kind: { $case: 'log' as const, value: { stream: 'stdout', line: String(n) } },
+  seq: n + 1,
 });
 
 async function drain(it: AsyncGenerator<CallItem>): Promise<CallItem[]> {

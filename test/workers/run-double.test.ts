@@ -60,7 +60,10 @@ describe('Run on a remote worker (test double)', () => {
     const w = await worker(s, 'gpu1');
     const r = run(s.placement, runRequest({ label: 'gpu' }));
     const { callId } = await w.next('call');
-    w.send({ $case: 'event', value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } } } });
+    w.send({
+      $case: 'event',
+      value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } }, seq: 0 },
+    });
     w.send({ $case: 'heartbeat', value: { callId, warmPools: undefined } });
     w.result(callId, 7);
     const o = await r.done;

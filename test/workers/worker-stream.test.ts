@@ -90,7 +90,10 @@ describe('bad worker frames', () => {
       open.push(() => s.close());
       const w = await TestWorker.attach(s.address, { name: 'sloppy' });
       open.push(() => w.close());
-      w.send({ $case: 'event', value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } } } });
+      w.send({
+        $case: 'event',
+        value: { callId: '', kind: { $case: 'metric', value: { name: 'loss', value: 1 } }, seq: 0 },
+      });
       const ended = (await w.waitEnded()) as ServiceError;
       expect(ended.code).toBe(status.INVALID_ARGUMENT);
       expect(ended.details).toContain('event.call_id');

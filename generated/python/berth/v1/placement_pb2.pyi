@@ -9,6 +9,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class WorkerLinkState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKER_LINK_STATE_UNSPECIFIED: _ClassVar[WorkerLinkState]
+    WORKER_LINK_STATE_DISCONNECTED: _ClassVar[WorkerLinkState]
+    WORKER_LINK_STATE_RECONNECTED: _ClassVar[WorkerLinkState]
+
 class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     VERDICT_UNSPECIFIED: _ClassVar[Verdict]
@@ -18,6 +24,12 @@ class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERDICT_CLAMPED: _ClassVar[Verdict]
     VERDICT_IMPOSSIBLE: _ClassVar[Verdict]
 
+class MachineState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MACHINE_STATE_UNSPECIFIED: _ClassVar[MachineState]
+    MACHINE_STATE_CONNECTED: _ClassVar[MachineState]
+    MACHINE_STATE_DISCONNECTED: _ClassVar[MachineState]
+
 class ProvisionedState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PROVISIONED_STATE_UNSPECIFIED: _ClassVar[ProvisionedState]
@@ -25,12 +37,18 @@ class ProvisionedState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROVISIONED_STATE_RUNNING: _ClassVar[ProvisionedState]
     PROVISIONED_STATE_IDLE: _ClassVar[ProvisionedState]
     PROVISIONED_STATE_STOPPING: _ClassVar[ProvisionedState]
+WORKER_LINK_STATE_UNSPECIFIED: WorkerLinkState
+WORKER_LINK_STATE_DISCONNECTED: WorkerLinkState
+WORKER_LINK_STATE_RECONNECTED: WorkerLinkState
 VERDICT_UNSPECIFIED: Verdict
 VERDICT_RUNS_NOW: Verdict
 VERDICT_WAITS: Verdict
 VERDICT_WAITS_FOR_PROVISIONER: Verdict
 VERDICT_CLAMPED: Verdict
 VERDICT_IMPOSSIBLE: Verdict
+MACHINE_STATE_UNSPECIFIED: MachineState
+MACHINE_STATE_CONNECTED: MachineState
+MACHINE_STATE_DISCONNECTED: MachineState
 PROVISIONED_STATE_UNSPECIFIED: ProvisionedState
 PROVISIONED_STATE_STARTING: ProvisionedState
 PROVISIONED_STATE_RUNNING: ProvisionedState
@@ -42,12 +60,22 @@ class Release(_message.Message):
     def __init__(self) -> None: ...
 
 class ClaimRequest(_message.Message):
-    __slots__ = ("ask", "release")
+    __slots__ = ("ask", "release", "resume")
     ASK_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     ask: _resources_pb2.Ask
     release: Release
-    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ...) -> None: ...
+    resume: Resume
+    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., release: _Optional[_Union[Release, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ...) -> None: ...
+
+class Resume(_message.Message):
+    __slots__ = ("claim_id", "resume_token")
+    CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    claim_id: str
+    resume_token: str
+    def __init__(self, claim_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
 
 class Queued(_message.Message):
     __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked")
@@ -70,7 +98,7 @@ class Queued(_message.Message):
     def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
 
 class Granted(_message.Message):
-    __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back", "asked")
+    __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back", "asked", "resume_token", "resumed")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +106,8 @@ class Granted(_message.Message):
     CLAMPED_FIELD_NUMBER: _ClassVar[int]
     FELL_BACK_FIELD_NUMBER: _ClassVar[int]
     ASKED_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     machine: str
     remote: bool
@@ -85,7 +115,9 @@ class Granted(_message.Message):
     clamped: bool
     fell_back: bool
     asked: _resources_pb2.Resources
-    def __init__(self, claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., fell_back: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
+    resume_token: str
+    resumed: bool
+    def __init__(self, claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., fell_back: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., resume_token: _Optional[str] = ..., resumed: _Optional[bool] = ...) -> None: ...
 
 class Released(_message.Message):
     __slots__ = ("claim_id",)
@@ -104,7 +136,7 @@ class ClaimResponse(_message.Message):
     def __init__(self, queued: _Optional[_Union[Queued, _Mapping]] = ..., granted: _Optional[_Union[Granted, _Mapping]] = ..., released: _Optional[_Union[Released, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms")
+    __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms", "disconnect_grace_ms", "follow")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     ASK_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +145,8 @@ class RunRequest(_message.Message):
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    DISCONNECT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     ask: _resources_pb2.Ask
     command: _calls_pb2.Command
@@ -121,7 +155,29 @@ class RunRequest(_message.Message):
     node: str
     run_id: str
     timeout_ms: int
-    def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    disconnect_grace_ms: int
+    follow: FollowCall
+    def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., disconnect_grace_ms: _Optional[int] = ..., follow: _Optional[_Union[FollowCall, _Mapping]] = ...) -> None: ...
+
+class FollowCall(_message.Message):
+    __slots__ = ("call_id", "after_seq")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    call_id: str
+    after_seq: int
+    def __init__(self, call_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class WorkerLink(_message.Message):
+    __slots__ = ("state", "machine", "hold_left_ms", "detail")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    state: WorkerLinkState
+    machine: str
+    hold_left_ms: int
+    detail: str
+    def __init__(self, state: _Optional[_Union[WorkerLinkState, str]] = ..., machine: _Optional[str] = ..., hold_left_ms: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class CallStarted(_message.Message):
     __slots__ = ("call_id", "machine", "allocation", "clamped", "asked")
@@ -138,16 +194,18 @@ class CallStarted(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
 
 class RunResponse(_message.Message):
-    __slots__ = ("started", "event", "result", "failure")
+    __slots__ = ("started", "event", "result", "failure", "link")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
+    LINK_FIELD_NUMBER: _ClassVar[int]
     started: CallStarted
     event: _calls_pb2.Event
     result: _calls_pb2.Result
     failure: _calls_pb2.Failure
-    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ...) -> None: ...
+    link: WorkerLink
+    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ...) -> None: ...
 
 class CancelRequest(_message.Message):
     __slots__ = ("run_id",)
@@ -212,7 +270,7 @@ class GetSnapshotRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version", "warm_pools")
+    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version", "warm_pools", "state", "hold_left_ms")
     NAME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
@@ -224,6 +282,8 @@ class Machine(_message.Message):
     MAX_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     WARM_POOLS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.RepeatedScalarFieldContainer[str]
     remote: bool
@@ -235,7 +295,9 @@ class Machine(_message.Message):
     max_parallel: int
     version: str
     warm_pools: _calls_pb2.WarmPools
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ...) -> None: ...
+    state: MachineState
+    hold_left_ms: int
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ..., state: _Optional[_Union[MachineState, str]] = ..., hold_left_ms: _Optional[int] = ...) -> None: ...
 
 class WaitingClaim(_message.Message):
     __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label")
@@ -254,20 +316,24 @@ class WaitingClaim(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., reason: _Optional[_Union[Queued, _Mapping]] = ..., waited_ms: _Optional[int] = ..., label: _Optional[str] = ...) -> None: ...
 
 class HeldClaim(_message.Message):
-    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms")
+    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms", "awaiting_holder", "hold_left_ms")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     HELD_MS_FIELD_NUMBER: _ClassVar[int]
+    AWAITING_HOLDER_FIELD_NUMBER: _ClassVar[int]
+    HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     node: str
     run_id: str
     machine: str
     allocation: _resources_pb2.Allocation
     held_ms: int
-    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ...) -> None: ...
+    awaiting_holder: bool
+    hold_left_ms: int
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ..., awaiting_holder: _Optional[bool] = ..., hold_left_ms: _Optional[int] = ...) -> None: ...
 
 class CallInFlight(_message.Message):
     __slots__ = ("call_id", "run_id", "machine", "elapsed_ms")
@@ -328,6 +394,20 @@ class GetSnapshotResponse(_message.Message):
     provisioners: _containers.RepeatedCompositeFieldContainer[ProvisionerStatus]
     held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
     def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ...) -> None: ...
+
+class DrainRequest(_message.Message):
+    __slots__ = ("grace_ms",)
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    grace_ms: int
+    def __init__(self, grace_ms: _Optional[int] = ...) -> None: ...
+
+class DrainResponse(_message.Message):
+    __slots__ = ("finished", "cancelled")
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    finished: int
+    cancelled: int
+    def __init__(self, finished: _Optional[int] = ..., cancelled: _Optional[int] = ...) -> None: ...
 
 class WatchEventsRequest(_message.Message):
     __slots__ = ()

@@ -70,6 +70,11 @@ class PlacementServiceStub:
                 request_serializer=berth_dot_v1_dot_placement__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_placement__pb2.WatchEventsResponse.FromString,
                 _registered_method=True)
+        self.Drain = channel.unary_unary(
+                '/berth.v1.PlacementService/Drain',
+                request_serializer=berth_dot_v1_dot_placement__pb2.DrainRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_placement__pb2.DrainResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -135,6 +140,16 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Drain(self, request, context):
+        """Drain stops the server the way SPEC R3 says: no new claims, workers told, in-flight work given the grace and
+        then cancelled; it answers once the drain is over, just before the server stops (SPEC S5: a plain SIGTERM
+        stops the control plane and leaves the work running). Errors: UNAUTHENTICATED without the token;
+        PERMISSION_DENIED for a client that is not an admin when client identities are configured.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +187,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=berth_dot_v1_dot_placement__pb2.WatchEventsRequest.FromString,
                     response_serializer=berth_dot_v1_dot_placement__pb2.WatchEventsResponse.SerializeToString,
+            ),
+            'Drain': grpc.unary_unary_rpc_method_handler(
+                    servicer.Drain,
+                    request_deserializer=berth_dot_v1_dot_placement__pb2.DrainRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_placement__pb2.DrainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -364,6 +384,33 @@ class PlacementService:
             '/berth.v1.PlacementService/WatchEvents',
             berth_dot_v1_dot_placement__pb2.WatchEventsRequest.SerializeToString,
             berth_dot_v1_dot_placement__pb2.WatchEventsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Drain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/berth.v1.PlacementService/Drain',
+            berth_dot_v1_dot_placement__pb2.DrainRequest.SerializeToString,
+            berth_dot_v1_dot_placement__pb2.DrainResponse.FromString,
             options,
             channel_credentials,
             insecure,

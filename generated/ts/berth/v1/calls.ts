@@ -70,6 +70,12 @@ export interface Event {
      */
     { $case: "logs"; value: LogLines }
     | undefined;
+  /**
+   * Sequence number of the event within its call, from 1, assigned by the machine running the call (SPEC S1): a
+   * caller that follows the call again after a broken stream (RunRequest.follow) passes the last one it saw and gets
+   * the rest exactly once. 0 from an agent older than the survival rules.
+   */
+  seq: number;
 }
 
 /** Result is a call's successful value. */
@@ -595,7 +601,7 @@ export const LogLine: MessageFns<LogLine> = {
 };
 
 function createBaseEvent(): Event {
-  return { callId: "", kind: undefined };
+  return { callId: "", kind: undefined, seq: 0 };
 }
 
 export const Event: MessageFns<Event> = {
@@ -613,6 +619,9 @@ export const Event: MessageFns<Event> = {
       case "logs":
         LogLines.encode(message.kind.value, writer.uint32(34).fork()).join();
         break;
+    }
+    if (message.seq !== 0) {
+      writer.uint32(40).uint64(message.seq);
     }
     return writer;
   },
@@ -662,6 +671,14 @@ export const Event: MessageFns<Event> = {
             message.kind = { $case: "logs", value: LogLines.decode(reader, reader.uint32()) };
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -688,6 +705,7 @@ export const Event: MessageFns<Event> = {
         : isSet(object.logs)
         ? { $case: "logs", value: LogLines.fromJSON(object.logs) }
         : undefined,
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
     };
   },
 
@@ -702,6 +720,9 @@ export const Event: MessageFns<Event> = {
       obj.log = LogLine.toJSON(message.kind.value);
     } else if (message.kind?.$case === "logs") {
       obj.logs = LogLines.toJSON(message.kind.value);
+    }
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
     }
     return obj;
   },
@@ -732,6 +753,7 @@ export const Event: MessageFns<Event> = {
         break;
       }
     }
+    message.seq = object.seq ?? 0;
     return message;
   },
 };
@@ -1228,6 +1250,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isObject(value: any): boolean {
   return typeof value === "object" && value !== null;

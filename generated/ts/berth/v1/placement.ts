@@ -29,6 +29,49 @@ export const protobufPackage = "berth.v1";
 
 export const protobufFileName = "berth/v1/placement.proto";
 
+/** WorkerLinkState is the state of the link between berth and the worker running a call. */
+export enum WorkerLinkState {
+  /** WORKER_LINK_STATE_UNSPECIFIED - Not set. */
+  WORKER_LINK_STATE_UNSPECIFIED = 0,
+  /** WORKER_LINK_STATE_DISCONNECTED - The worker's stream broke; the call is held until hold_left_ms runs out (SPEC S2). */
+  WORKER_LINK_STATE_DISCONNECTED = 1,
+  /** WORKER_LINK_STATE_RECONNECTED - The worker came back within the hold; the call goes on. */
+  WORKER_LINK_STATE_RECONNECTED = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function workerLinkStateFromJSON(object: any): WorkerLinkState {
+  switch (object) {
+    case 0:
+    case "WORKER_LINK_STATE_UNSPECIFIED":
+      return WorkerLinkState.WORKER_LINK_STATE_UNSPECIFIED;
+    case 1:
+    case "WORKER_LINK_STATE_DISCONNECTED":
+      return WorkerLinkState.WORKER_LINK_STATE_DISCONNECTED;
+    case 2:
+    case "WORKER_LINK_STATE_RECONNECTED":
+      return WorkerLinkState.WORKER_LINK_STATE_RECONNECTED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return WorkerLinkState.UNRECOGNIZED;
+  }
+}
+
+export function workerLinkStateToJSON(object: WorkerLinkState): string {
+  switch (object) {
+    case WorkerLinkState.WORKER_LINK_STATE_UNSPECIFIED:
+      return "WORKER_LINK_STATE_UNSPECIFIED";
+    case WorkerLinkState.WORKER_LINK_STATE_DISCONNECTED:
+      return "WORKER_LINK_STATE_DISCONNECTED";
+    case WorkerLinkState.WORKER_LINK_STATE_RECONNECTED:
+      return "WORKER_LINK_STATE_RECONNECTED";
+    case WorkerLinkState.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Verdict is Satisfiable's structured answer. */
 export enum Verdict {
   /** VERDICT_UNSPECIFIED - Not set (never answered by the server). */
@@ -88,6 +131,49 @@ export function verdictToJSON(object: Verdict): string {
     case Verdict.VERDICT_IMPOSSIBLE:
       return "VERDICT_IMPOSSIBLE";
     case Verdict.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** MachineState says whether a machine's worker is connected. */
+export enum MachineState {
+  /** MACHINE_STATE_UNSPECIFIED - Not set (the engine host, and servers older than the survival rules). */
+  MACHINE_STATE_UNSPECIFIED = 0,
+  /** MACHINE_STATE_CONNECTED - Its worker's stream is open. */
+  MACHINE_STATE_CONNECTED = 1,
+  /** MACHINE_STATE_DISCONNECTED - Its worker's stream broke; held until hold_left_ms runs out. */
+  MACHINE_STATE_DISCONNECTED = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function machineStateFromJSON(object: any): MachineState {
+  switch (object) {
+    case 0:
+    case "MACHINE_STATE_UNSPECIFIED":
+      return MachineState.MACHINE_STATE_UNSPECIFIED;
+    case 1:
+    case "MACHINE_STATE_CONNECTED":
+      return MachineState.MACHINE_STATE_CONNECTED;
+    case 2:
+    case "MACHINE_STATE_DISCONNECTED":
+      return MachineState.MACHINE_STATE_DISCONNECTED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return MachineState.UNRECOGNIZED;
+  }
+}
+
+export function machineStateToJSON(object: MachineState): string {
+  switch (object) {
+    case MachineState.MACHINE_STATE_UNSPECIFIED:
+      return "MACHINE_STATE_UNSPECIFIED";
+    case MachineState.MACHINE_STATE_CONNECTED:
+      return "MACHINE_STATE_CONNECTED";
+    case MachineState.MACHINE_STATE_DISCONNECTED:
+      return "MACHINE_STATE_DISCONNECTED";
+    case MachineState.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
   }
@@ -164,7 +250,21 @@ export interface ClaimRequest {
     | //
     /** Later message: give the allocation back. */
     { $case: "release"; value: Release }
+    | //
+    /**
+     * First message instead of an ask: take back a claim whose stream broke (SPEC S3), answered by its Granted
+     * (same allocation, same GPU ids) or NOT_FOUND when no claim of that id and token is held.
+     */
+    { $case: "resume"; value: Resume }
     | undefined;
+}
+
+/** Resume names a held claim and proves it is its holder's. */
+export interface Resume {
+  /** Id of the claim, from its Granted. */
+  claimId: string;
+  /** The resume token from its Granted. */
+  resumeToken: string;
 }
 
 /** Queued says a claim waits and why (SPEC P6). */
@@ -208,7 +308,16 @@ export interface Granted {
   /** True when a preferred label was absent, too small or busy and another machine was used (SPEC P4). */
   fellBack: boolean;
   /** What was asked, before clamping (equal to the allocation's amounts when not clamped). */
-  asked: Resources | undefined;
+  asked:
+    | Resources
+    | undefined;
+  /**
+   * The secret that lets this claim's holder take it back after its stream broke (ClaimRequest.resume, SPEC S3):
+   * at least 122 random bits, never logged.
+   */
+  resumeToken: string;
+  /** True when this Granted answers a Resume: the claim was held for its holder, not granted anew. */
+  resumed: boolean;
 }
 
 /** Released acknowledges a Release; the stream closes after it. */
@@ -261,6 +370,37 @@ export interface RunRequest {
   runId: string;
   /** Deadline for the call in ms (0 = none); silence past it is DEADLINE_EXCEEDED. */
   timeoutMs: number;
+  /**
+   * How long the call outlives a lost link to its worker, in ms (SPEC S2): 0 (the default) means the server's
+   * worker hold (`--worker-hold`, 2 s); at most 3,600,000. While the link is down the caller gets WorkerLink events;
+   * when the hold runs out the call fails UNAVAILABLE "went away".
+   */
+  disconnectGraceMs: number;
+  /** Follow a call already started, instead of starting one (SPEC S3): payload and placement are then ignored. */
+  follow: FollowCall | undefined;
+}
+
+/** FollowCall names a call to follow again after a broken Run stream. */
+export interface FollowCall {
+  /** Call id "<run_id>:<flow>.<node>". */
+  callId: string;
+  /**
+   * The last event sequence number the caller saw (0: from the start); it gets every later event exactly once,
+   * then the ending.
+   */
+  afterSeq: number;
+}
+
+/** WorkerLink tells a caller that the link to the worker running its call went down or came back (SPEC S2). */
+export interface WorkerLink {
+  /** Down or back. */
+  state: WorkerLinkState;
+  /** The worker. */
+  machine: string;
+  /** While disconnected: ms left before the call fails "went away". */
+  holdLeftMs: number;
+  /** Human detail, e.g. "worker w1 disconnected: its stream was cut; holding its calls for 2000 ms". */
+  detail: string;
 }
 
 /** CallStarted says where a call was placed; it comes before any event. */
@@ -295,6 +435,9 @@ export interface RunResponse {
     | //
     /** The node's own error; last message. */
     { $case: "failure"; value: Failure }
+    | //
+    /** The link to the call's worker went down or came back (SPEC S2); never the last message. */
+    { $case: "link"; value: WorkerLink }
     | undefined;
 }
 
@@ -394,7 +537,16 @@ export interface Machine {
    * Warm Python interpreters: the engine's own, a worker's as of its last heartbeat (unset before
    * the first). Numbered 20 to stay clear of other fields added to Machine meanwhile.
    */
-  warmPools: WarmPools | undefined;
+  warmPools:
+    | WarmPools
+    | undefined;
+  /**
+   * Connected, or disconnected and held (SPEC S2, S6): a held machine keeps what its calls and claims hold, and
+   * nothing new is placed on it.
+   */
+  state: MachineState;
+  /** While disconnected: ms left of its hold. */
+  holdLeftMs: number;
 }
 
 /** WaitingClaim is a claim that fits some machine but not right now (SPEC P6). */
@@ -431,6 +583,10 @@ export interface HeldClaim {
     | undefined;
   /** How long it has been held, in ms. */
   heldMs: number;
+  /** True while its holder's stream is broken and the claim waits to be resumed (SPEC S3). */
+  awaitingHolder: boolean;
+  /** While awaiting its holder: ms left before it is given back. */
+  holdLeftMs: number;
 }
 
 /** CallInFlight is a call running on a machine. */
@@ -491,6 +647,20 @@ export interface GetSnapshotResponse {
   provisioners: ProvisionerStatus[];
   /** Granted claims. */
   held: HeldClaim[];
+}
+
+/** DrainRequest asks for a drain (SPEC R3). */
+export interface DrainRequest {
+  /** Grace for in-flight work, in ms; 0 means the server's `--grace`. */
+  graceMs: number;
+}
+
+/** DrainResponse says how the drain went; it is sent once it is over. */
+export interface DrainResponse {
+  /** Calls that finished within the grace. */
+  finished: number;
+  /** Calls and claims the grace's end cancelled. */
+  cancelled: number;
 }
 
 /** WatchEventsRequest has no fields. */
@@ -618,6 +788,9 @@ export const ClaimRequest: MessageFns<ClaimRequest> = {
       case "release":
         Release.encode(message.kind.value, writer.uint32(18).fork()).join();
         break;
+      case "resume":
+        Resume.encode(message.kind.value, writer.uint32(26).fork()).join();
+        break;
     }
     return writer;
   },
@@ -651,6 +824,14 @@ export const ClaimRequest: MessageFns<ClaimRequest> = {
             message.kind = { $case: "release", value: Release.decode(reader, reader.uint32()) };
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = { $case: "resume", value: Resume.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -669,6 +850,8 @@ export const ClaimRequest: MessageFns<ClaimRequest> = {
         ? { $case: "ask", value: Ask.fromJSON(object.ask) }
         : isSet(object.release)
         ? { $case: "release", value: Release.fromJSON(object.release) }
+        : isSet(object.resume)
+        ? { $case: "resume", value: Resume.fromJSON(object.resume) }
         : undefined,
     };
   },
@@ -679,6 +862,8 @@ export const ClaimRequest: MessageFns<ClaimRequest> = {
       obj.ask = Ask.toJSON(message.kind.value);
     } else if (message.kind?.$case === "release") {
       obj.release = Release.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "resume") {
+      obj.resume = Resume.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -701,7 +886,106 @@ export const ClaimRequest: MessageFns<ClaimRequest> = {
         }
         break;
       }
+      case "resume": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "resume", value: Resume.fromPartial(object.kind.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseResume(): Resume {
+  return { claimId: "", resumeToken: "" };
+}
+
+export const Resume: MessageFns<Resume> = {
+  encode(message: Resume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.claimId !== "") {
+      writer.uint32(10).string(message.claimId);
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(18).string(message.resumeToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Resume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.claimId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Resume {
+    return {
+      claimId: isSet(object.claimId)
+        ? globalThis.String(object.claimId)
+        : isSet(object.claim_id)
+        ? globalThis.String(object.claim_id)
+        : "",
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+    };
+  },
+
+  toJSON(message: Resume): unknown {
+    const obj: any = {};
+    if (message.claimId !== "") {
+      obj.claimId = message.claimId;
+    }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Resume>, I>>(base?: I): Resume {
+    return Resume.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Resume>, I>>(object: I): Resume {
+    const message = createBaseResume();
+    message.claimId = object.claimId ?? "";
+    message.resumeToken = object.resumeToken ?? "";
     return message;
   },
 };
@@ -927,6 +1211,8 @@ function createBaseGranted(): Granted {
     clamped: false,
     fellBack: false,
     asked: undefined,
+    resumeToken: "",
+    resumed: false,
   };
 }
 
@@ -952,6 +1238,12 @@ export const Granted: MessageFns<Granted> = {
     }
     if (message.asked !== undefined) {
       Resources.encode(message.asked, writer.uint32(58).fork()).join();
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(66).string(message.resumeToken);
+    }
+    if (message.resumed !== false) {
+      writer.uint32(72).bool(message.resumed);
     }
     return writer;
   },
@@ -1025,6 +1317,22 @@ export const Granted: MessageFns<Granted> = {
             message.asked = Resources.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.resumed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1054,6 +1362,12 @@ export const Granted: MessageFns<Granted> = {
         ? globalThis.Boolean(object.fell_back)
         : false,
       asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+      resumed: isSet(object.resumed) ? globalThis.Boolean(object.resumed) : false,
     };
   },
 
@@ -1080,6 +1394,12 @@ export const Granted: MessageFns<Granted> = {
     if (message.asked !== undefined) {
       obj.asked = Resources.toJSON(message.asked);
     }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    if (message.resumed !== false) {
+      obj.resumed = message.resumed;
+    }
     return obj;
   },
 
@@ -1099,6 +1419,8 @@ export const Granted: MessageFns<Granted> = {
     message.asked = (object.asked !== undefined && object.asked !== null)
       ? Resources.fromPartial(object.asked)
       : undefined;
+    message.resumeToken = object.resumeToken ?? "";
+    message.resumed = object.resumed ?? false;
     return message;
   },
 };
@@ -1299,7 +1621,16 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
 };
 
 function createBaseRunRequest(): RunRequest {
-  return { placement: undefined, payload: undefined, flow: "", node: "", runId: "", timeoutMs: 0 };
+  return {
+    placement: undefined,
+    payload: undefined,
+    flow: "",
+    node: "",
+    runId: "",
+    timeoutMs: 0,
+    disconnectGraceMs: 0,
+    follow: undefined,
+  };
 }
 
 export const RunRequest: MessageFns<RunRequest> = {
@@ -1331,6 +1662,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.timeoutMs !== 0) {
       writer.uint32(64).uint32(message.timeoutMs);
+    }
+    if (message.disconnectGraceMs !== 0) {
+      writer.uint32(72).uint32(message.disconnectGraceMs);
+    }
+    if (message.follow !== undefined) {
+      FollowCall.encode(message.follow, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1412,6 +1749,22 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.timeoutMs = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.disconnectGraceMs = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.follow = FollowCall.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1450,6 +1803,12 @@ export const RunRequest: MessageFns<RunRequest> = {
         : isSet(object.timeout_ms)
         ? globalThis.Number(object.timeout_ms)
         : 0,
+      disconnectGraceMs: isSet(object.disconnectGraceMs)
+        ? globalThis.Number(object.disconnectGraceMs)
+        : isSet(object.disconnect_grace_ms)
+        ? globalThis.Number(object.disconnect_grace_ms)
+        : 0,
+      follow: isSet(object.follow) ? FollowCall.fromJSON(object.follow) : undefined,
     };
   },
 
@@ -1476,6 +1835,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.timeoutMs !== 0) {
       obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.disconnectGraceMs !== 0) {
+      obj.disconnectGraceMs = Math.round(message.disconnectGraceMs);
+    }
+    if (message.follow !== undefined) {
+      obj.follow = FollowCall.toJSON(message.follow);
     }
     return obj;
   },
@@ -1517,6 +1882,224 @@ export const RunRequest: MessageFns<RunRequest> = {
     message.node = object.node ?? "";
     message.runId = object.runId ?? "";
     message.timeoutMs = object.timeoutMs ?? 0;
+    message.disconnectGraceMs = object.disconnectGraceMs ?? 0;
+    message.follow = (object.follow !== undefined && object.follow !== null)
+      ? FollowCall.fromPartial(object.follow)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFollowCall(): FollowCall {
+  return { callId: "", afterSeq: 0 };
+}
+
+export const FollowCall: MessageFns<FollowCall> = {
+  encode(message: FollowCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.afterSeq !== 0) {
+      writer.uint32(16).uint64(message.afterSeq);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FollowCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFollowCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.afterSeq = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FollowCall {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      afterSeq: isSet(object.afterSeq)
+        ? globalThis.Number(object.afterSeq)
+        : isSet(object.after_seq)
+        ? globalThis.Number(object.after_seq)
+        : 0,
+    };
+  },
+
+  toJSON(message: FollowCall): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.afterSeq !== 0) {
+      obj.afterSeq = Math.round(message.afterSeq);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FollowCall>, I>>(base?: I): FollowCall {
+    return FollowCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FollowCall>, I>>(object: I): FollowCall {
+    const message = createBaseFollowCall();
+    message.callId = object.callId ?? "";
+    message.afterSeq = object.afterSeq ?? 0;
+    return message;
+  },
+};
+
+function createBaseWorkerLink(): WorkerLink {
+  return { state: 0, machine: "", holdLeftMs: 0, detail: "" };
+}
+
+export const WorkerLink: MessageFns<WorkerLink> = {
+  encode(message: WorkerLink, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== 0) {
+      writer.uint32(8).int32(message.state);
+    }
+    if (message.machine !== "") {
+      writer.uint32(18).string(message.machine);
+    }
+    if (message.holdLeftMs !== 0) {
+      writer.uint32(24).uint32(message.holdLeftMs);
+    }
+    if (message.detail !== "") {
+      writer.uint32(34).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkerLink {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkerLink();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.machine = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.holdLeftMs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkerLink {
+    return {
+      state: isSet(object.state) ? workerLinkStateFromJSON(object.state) : 0,
+      machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
+      holdLeftMs: isSet(object.holdLeftMs)
+        ? globalThis.Number(object.holdLeftMs)
+        : isSet(object.hold_left_ms)
+        ? globalThis.Number(object.hold_left_ms)
+        : 0,
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+    };
+  },
+
+  toJSON(message: WorkerLink): unknown {
+    const obj: any = {};
+    if (message.state !== 0) {
+      obj.state = workerLinkStateToJSON(message.state);
+    }
+    if (message.machine !== "") {
+      obj.machine = message.machine;
+    }
+    if (message.holdLeftMs !== 0) {
+      obj.holdLeftMs = Math.round(message.holdLeftMs);
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<WorkerLink>, I>>(base?: I): WorkerLink {
+    return WorkerLink.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WorkerLink>, I>>(object: I): WorkerLink {
+    const message = createBaseWorkerLink();
+    message.state = object.state ?? 0;
+    message.machine = object.machine ?? "";
+    message.holdLeftMs = object.holdLeftMs ?? 0;
+    message.detail = object.detail ?? "";
     return message;
   },
 };
@@ -1681,6 +2264,9 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "failure":
         Failure.encode(message.kind.value, writer.uint32(34).fork()).join();
         break;
+      case "link":
+        WorkerLink.encode(message.kind.value, writer.uint32(42).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1730,6 +2316,14 @@ export const RunResponse: MessageFns<RunResponse> = {
             message.kind = { $case: "failure", value: Failure.decode(reader, reader.uint32()) };
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.kind = { $case: "link", value: WorkerLink.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1752,6 +2346,8 @@ export const RunResponse: MessageFns<RunResponse> = {
         ? { $case: "result", value: Result.fromJSON(object.result) }
         : isSet(object.failure)
         ? { $case: "failure", value: Failure.fromJSON(object.failure) }
+        : isSet(object.link)
+        ? { $case: "link", value: WorkerLink.fromJSON(object.link) }
         : undefined,
     };
   },
@@ -1766,6 +2362,8 @@ export const RunResponse: MessageFns<RunResponse> = {
       obj.result = Result.toJSON(message.kind.value);
     } else if (message.kind?.$case === "failure") {
       obj.failure = Failure.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "link") {
+      obj.link = WorkerLink.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -1797,6 +2395,12 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "failure": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "failure", value: Failure.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "link": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "link", value: WorkerLink.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -2474,6 +3078,8 @@ function createBaseMachine(): Machine {
     maxParallel: 0,
     version: "",
     warmPools: undefined,
+    state: 0,
+    holdLeftMs: 0,
   };
 }
 
@@ -2515,6 +3121,12 @@ export const Machine: MessageFns<Machine> = {
     }
     if (message.warmPools !== undefined) {
       WarmPools.encode(message.warmPools, writer.uint32(162).fork()).join();
+    }
+    if (message.state !== 0) {
+      writer.uint32(168).int32(message.state);
+    }
+    if (message.holdLeftMs !== 0) {
+      writer.uint32(176).uint32(message.holdLeftMs);
     }
     return writer;
   },
@@ -2630,6 +3242,22 @@ export const Machine: MessageFns<Machine> = {
             message.warmPools = WarmPools.decode(reader, reader.uint32());
             continue;
           }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.holdLeftMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2671,6 +3299,12 @@ export const Machine: MessageFns<Machine> = {
         : isSet(object.warm_pools)
         ? WarmPools.fromJSON(object.warm_pools)
         : undefined,
+      state: isSet(object.state) ? machineStateFromJSON(object.state) : 0,
+      holdLeftMs: isSet(object.holdLeftMs)
+        ? globalThis.Number(object.holdLeftMs)
+        : isSet(object.hold_left_ms)
+        ? globalThis.Number(object.hold_left_ms)
+        : 0,
     };
   },
 
@@ -2709,6 +3343,12 @@ export const Machine: MessageFns<Machine> = {
     if (message.warmPools !== undefined) {
       obj.warmPools = WarmPools.toJSON(message.warmPools);
     }
+    if (message.state !== 0) {
+      obj.state = machineStateToJSON(message.state);
+    }
+    if (message.holdLeftMs !== 0) {
+      obj.holdLeftMs = Math.round(message.holdLeftMs);
+    }
     return obj;
   },
 
@@ -2732,6 +3372,8 @@ export const Machine: MessageFns<Machine> = {
     message.warmPools = (object.warmPools !== undefined && object.warmPools !== null)
       ? WarmPools.fromPartial(object.warmPools)
       : undefined;
+    message.state = object.state ?? 0;
+    message.holdLeftMs = object.holdLeftMs ?? 0;
     return message;
   },
 };
@@ -2900,7 +3542,16 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
 };
 
 function createBaseHeldClaim(): HeldClaim {
-  return { claimId: "", node: "", runId: "", machine: "", allocation: undefined, heldMs: 0 };
+  return {
+    claimId: "",
+    node: "",
+    runId: "",
+    machine: "",
+    allocation: undefined,
+    heldMs: 0,
+    awaitingHolder: false,
+    holdLeftMs: 0,
+  };
 }
 
 export const HeldClaim: MessageFns<HeldClaim> = {
@@ -2922,6 +3573,12 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     }
     if (message.heldMs !== 0) {
       writer.uint32(48).uint32(message.heldMs);
+    }
+    if (message.awaitingHolder !== false) {
+      writer.uint32(56).bool(message.awaitingHolder);
+    }
+    if (message.holdLeftMs !== 0) {
+      writer.uint32(64).uint32(message.holdLeftMs);
     }
     return writer;
   },
@@ -2987,6 +3644,22 @@ export const HeldClaim: MessageFns<HeldClaim> = {
             message.heldMs = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.awaitingHolder = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.holdLeftMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3019,6 +3692,16 @@ export const HeldClaim: MessageFns<HeldClaim> = {
         : isSet(object.held_ms)
         ? globalThis.Number(object.held_ms)
         : 0,
+      awaitingHolder: isSet(object.awaitingHolder)
+        ? globalThis.Boolean(object.awaitingHolder)
+        : isSet(object.awaiting_holder)
+        ? globalThis.Boolean(object.awaiting_holder)
+        : false,
+      holdLeftMs: isSet(object.holdLeftMs)
+        ? globalThis.Number(object.holdLeftMs)
+        : isSet(object.hold_left_ms)
+        ? globalThis.Number(object.hold_left_ms)
+        : 0,
     };
   },
 
@@ -3042,6 +3725,12 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     if (message.heldMs !== 0) {
       obj.heldMs = Math.round(message.heldMs);
     }
+    if (message.awaitingHolder !== false) {
+      obj.awaitingHolder = message.awaitingHolder;
+    }
+    if (message.holdLeftMs !== 0) {
+      obj.holdLeftMs = Math.round(message.holdLeftMs);
+    }
     return obj;
   },
 
@@ -3058,6 +3747,8 @@ export const HeldClaim: MessageFns<HeldClaim> = {
       ? Allocation.fromPartial(object.allocation)
       : undefined;
     message.heldMs = object.heldMs ?? 0;
+    message.awaitingHolder = object.awaitingHolder ?? false;
+    message.holdLeftMs = object.holdLeftMs ?? 0;
     return message;
   },
 };
@@ -3664,6 +4355,164 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
   },
 };
 
+function createBaseDrainRequest(): DrainRequest {
+  return { graceMs: 0 };
+}
+
+export const DrainRequest: MessageFns<DrainRequest> = {
+  encode(message: DrainRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.graceMs !== 0) {
+      writer.uint32(8).uint32(message.graceMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DrainRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDrainRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.graceMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DrainRequest {
+    return {
+      graceMs: isSet(object.graceMs)
+        ? globalThis.Number(object.graceMs)
+        : isSet(object.grace_ms)
+        ? globalThis.Number(object.grace_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: DrainRequest): unknown {
+    const obj: any = {};
+    if (message.graceMs !== 0) {
+      obj.graceMs = Math.round(message.graceMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DrainRequest>, I>>(base?: I): DrainRequest {
+    return DrainRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DrainRequest>, I>>(object: I): DrainRequest {
+    const message = createBaseDrainRequest();
+    message.graceMs = object.graceMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseDrainResponse(): DrainResponse {
+  return { finished: 0, cancelled: 0 };
+}
+
+export const DrainResponse: MessageFns<DrainResponse> = {
+  encode(message: DrainResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.finished !== 0) {
+      writer.uint32(8).uint32(message.finished);
+    }
+    if (message.cancelled !== 0) {
+      writer.uint32(16).uint32(message.cancelled);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DrainResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDrainResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.finished = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.cancelled = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DrainResponse {
+    return {
+      finished: isSet(object.finished) ? globalThis.Number(object.finished) : 0,
+      cancelled: isSet(object.cancelled) ? globalThis.Number(object.cancelled) : 0,
+    };
+  },
+
+  toJSON(message: DrainResponse): unknown {
+    const obj: any = {};
+    if (message.finished !== 0) {
+      obj.finished = Math.round(message.finished);
+    }
+    if (message.cancelled !== 0) {
+      obj.cancelled = Math.round(message.cancelled);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DrainResponse>, I>>(base?: I): DrainResponse {
+    return DrainResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DrainResponse>, I>>(object: I): DrainResponse {
+    const message = createBaseDrainResponse();
+    message.finished = object.finished ?? 0;
+    message.cancelled = object.cancelled ?? 0;
+    return message;
+  },
+};
+
 function createBaseWatchEventsRequest(): WatchEventsRequest {
   return {};
 }
@@ -4251,6 +5100,21 @@ export const PlacementServiceService = {
     responseSerialize: (value: WatchEventsResponse): Buffer => Buffer.from(WatchEventsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WatchEventsResponse => WatchEventsResponse.decode(value),
   },
+  /**
+   * Drain stops the server the way SPEC R3 says: no new claims, workers told, in-flight work given the grace and
+   * then cancelled; it answers once the drain is over, just before the server stops (SPEC S5: a plain SIGTERM
+   * stops the control plane and leaves the work running). Errors: UNAUTHENTICATED without the token;
+   * PERMISSION_DENIED for a client that is not an admin when client identities are configured.
+   */
+  drain: {
+    path: "/berth.v1.PlacementService/Drain" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DrainRequest): Buffer => Buffer.from(DrainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DrainRequest => DrainRequest.decode(value),
+    responseSerialize: (value: DrainResponse): Buffer => Buffer.from(DrainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DrainResponse => DrainResponse.decode(value),
+  },
 } as const;
 
 export interface PlacementServiceServer extends UntypedServiceImplementation {
@@ -4284,6 +5148,13 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
   getSnapshot: handleUnaryCall<GetSnapshotRequest, GetSnapshotResponse>;
   /** WatchEvents streams placement and worker events as they happen. */
   watchEvents: handleServerStreamingCall<WatchEventsRequest, WatchEventsResponse>;
+  /**
+   * Drain stops the server the way SPEC R3 says: no new claims, workers told, in-flight work given the grace and
+   * then cancelled; it answers once the drain is over, just before the server stops (SPEC S5: a plain SIGTERM
+   * stops the control plane and leaves the work running). Errors: UNAUTHENTICATED without the token;
+   * PERMISSION_DENIED for a client that is not an admin when client identities are configured.
+   */
+  drain: handleUnaryCall<DrainRequest, DrainResponse>;
 }
 
 export interface PlacementServiceClient extends Client {
@@ -4381,6 +5252,27 @@ export interface PlacementServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchEventsResponse>;
+  /**
+   * Drain stops the server the way SPEC R3 says: no new claims, workers told, in-flight work given the grace and
+   * then cancelled; it answers once the drain is over, just before the server stops (SPEC S5: a plain SIGTERM
+   * stops the control plane and leaves the work running). Errors: UNAUTHENTICATED without the token;
+   * PERMISSION_DENIED for a client that is not an admin when client identities are configured.
+   */
+  drain(
+    request: DrainRequest,
+    callback: (error: ServiceError | null, response: DrainResponse) => void,
+  ): ClientUnaryCall;
+  drain(
+    request: DrainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DrainResponse) => void,
+  ): ClientUnaryCall;
+  drain(
+    request: DrainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DrainResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const PlacementServiceClient = makeGenericClientConstructor(
@@ -4404,6 +5296,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

@@ -140,7 +140,16 @@ export interface Ask {
   /** Extra environment variables the node must run with (e.g. XLA_FLAGS). */
   env: { [key: string]: string };
   /** What to do when no machine can ever hold the ask: clamp (absent or unspecified, the default) or fail. */
-  onOversize?: OnOversize | undefined;
+  onOversize?:
+    | OnOversize
+    | undefined;
+  /**
+   * How long the claim outlives a broken Claim stream while the server runs, in ms (SPEC S3): its holder may
+   * resume it with the Granted's resume token within that time and keeps the same allocation. 0 (the default): the
+   * claim is given back the moment its stream ends (SPEC P8). At most 3,600,000. After a server restart every
+   * journaled claim waits for its holder for the server's claim hold, whatever this says.
+   */
+  holdMs: number;
 }
 
 export interface Ask_EnvEntry {
@@ -406,6 +415,7 @@ function createBaseAsk(): Ask {
     runId: "",
     env: {},
     onOversize: undefined,
+    holdMs: 0,
   };
 }
 
@@ -437,6 +447,9 @@ export const Ask: MessageFns<Ask> = {
     });
     if (message.onOversize !== undefined) {
       writer.uint32(72).int32(message.onOversize);
+    }
+    if (message.holdMs !== 0) {
+      writer.uint32(80).uint32(message.holdMs);
     }
     return writer;
   },
@@ -529,6 +542,14 @@ export const Ask: MessageFns<Ask> = {
             message.onOversize = reader.int32() as any;
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.holdMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -577,6 +598,11 @@ export const Ask: MessageFns<Ask> = {
         : isSet(object.on_oversize)
         ? onOversizeFromJSON(object.on_oversize)
         : undefined,
+      holdMs: isSet(object.holdMs)
+        ? globalThis.Number(object.holdMs)
+        : isSet(object.hold_ms)
+        ? globalThis.Number(object.hold_ms)
+        : 0,
     };
   },
 
@@ -615,6 +641,9 @@ export const Ask: MessageFns<Ask> = {
     if (message.onOversize !== undefined) {
       obj.onOversize = onOversizeToJSON(message.onOversize);
     }
+    if (message.holdMs !== 0) {
+      obj.holdMs = Math.round(message.holdMs);
+    }
     return obj;
   },
 
@@ -640,6 +669,7 @@ export const Ask: MessageFns<Ask> = {
       {},
     );
     message.onOversize = object.onOversize ?? undefined;
+    message.holdMs = object.holdMs ?? 0;
     return message;
   },
 };

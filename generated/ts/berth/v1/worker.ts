@@ -41,6 +41,53 @@ export interface Hello {
   maxParallel: number;
   /** Agent version. */
   version: string;
+  /**
+   * Who the agent is across its restarts: "<host>:<state dir>" (SPEC S2, R7). Another agent id may not take a name
+   * whose worker is connected or held (PERMISSION_DENIED naming the host that holds it); the same agent id replaces
+   * the old stream (SPEC W1).
+   */
+  agentId: string;
+  /**
+   * This run of the agent (random, new at each start): a new instance of the same agent holds none of the old
+   * instance's calls, so those fail at once.
+   */
+  instanceId: string;
+  /** Calls this instance still holds from an earlier stream (running, or ended with the ending not yet acknowledged). */
+  heldCalls: HeldCall[];
+  /** How long the agent keeps calls running while it is disconnected, in ms (`--disconnect-grace`). */
+  disconnectGraceMs: number;
+}
+
+/** HeldCall is a call an agent kept through a lost stream. */
+export interface HeldCall {
+  /** Call id. */
+  callId: string;
+  /** Sequence number of its newest event. */
+  lastSeq: number;
+  /** True when it has ended (its Result or Failure waits to be delivered). */
+  ended: boolean;
+}
+
+/** CallAck says what the server has of one call (SPEC S1): the agent drops what is acknowledged and resends the rest. */
+export interface CallAck {
+  /** Call id. */
+  callId: string;
+  /** Every event up to this sequence number is delivered; the agent resends from the next. */
+  seq: number;
+  /** True once the call's Result or Failure is received: the agent forgets the call. */
+  ended: boolean;
+}
+
+/** Ack acknowledges call events and endings so that the agent can drop them (SPEC S1). */
+export interface Ack {
+  /** One entry per call that moved on. */
+  calls: CallAck[];
+}
+
+/** Stopping says the agent is stopping for good and its calls with it: the server fails them at once (SPEC S2). */
+export interface Stopping {
+  /** Why, e.g. "SIGTERM". */
+  reason: string;
 }
 
 /** Heartbeat says a call (or, with no call_id, the worker) is alive; never forwarded to callers. */
@@ -83,6 +130,9 @@ export interface WorkerStreamRequest {
     | //
     /** A compile check's answer. */
     { $case: "compileResult"; value: CompileResult }
+    | //
+    /** The agent stops for good (SPEC S2). */
+    { $case: "stopping"; value: Stopping }
     | undefined;
 }
 
@@ -95,6 +145,11 @@ export interface Welcome {
    * not; 3 missed intervals + 1 s detach it.
    */
   heartbeatMs: number;
+  /**
+   * Of the Hello's held calls, those the server still knows, with what it has of each (SPEC S1): the agent resends
+   * every later event and the ending, and stops every held call not listed.
+   */
+  calls: CallAck[];
 }
 
 /** Call asks the worker to run one node. */
@@ -122,6 +177,11 @@ export interface Call {
     | undefined;
   /** Deadline in ms (0 = none). */
   timeoutMs: number;
+  /**
+   * How long the server holds this call when the link breaks, in ms (SPEC S2); the agent keeps it running at least
+   * this long, or its own `--disconnect-grace` when that is longer.
+   */
+  disconnectGraceMs: number;
 }
 
 /** CancelCall stops a running call: SIGTERM, then SIGKILL after the grace. */
@@ -169,11 +229,24 @@ export interface WorkerStreamResponse {
     | //
     /** Server is draining. */
     { $case: "drain"; value: Drain }
+    | //
+    /** Events and endings received (SPEC S1). */
+    { $case: "ack"; value: Ack }
     | undefined;
 }
 
 function createBaseHello(): Hello {
-  return { name: "", labels: [], inventory: undefined, maxParallel: 0, version: "" };
+  return {
+    name: "",
+    labels: [],
+    inventory: undefined,
+    maxParallel: 0,
+    version: "",
+    agentId: "",
+    instanceId: "",
+    heldCalls: [],
+    disconnectGraceMs: 0,
+  };
 }
 
 export const Hello: MessageFns<Hello> = {
@@ -192,6 +265,18 @@ export const Hello: MessageFns<Hello> = {
     }
     if (message.version !== "") {
       writer.uint32(42).string(message.version);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(50).string(message.agentId);
+    }
+    if (message.instanceId !== "") {
+      writer.uint32(58).string(message.instanceId);
+    }
+    for (const v of message.heldCalls) {
+      HeldCall.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.disconnectGraceMs !== 0) {
+      writer.uint32(72).uint32(message.disconnectGraceMs);
     }
     return writer;
   },
@@ -249,6 +334,38 @@ export const Hello: MessageFns<Hello> = {
             message.version = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.instanceId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.heldCalls.push(HeldCall.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.disconnectGraceMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -272,6 +389,26 @@ export const Hello: MessageFns<Hello> = {
         ? globalThis.Number(object.max_parallel)
         : 0,
       version: isSet(object.version) ? globalThis.String(object.version) : "",
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      instanceId: isSet(object.instanceId)
+        ? globalThis.String(object.instanceId)
+        : isSet(object.instance_id)
+        ? globalThis.String(object.instance_id)
+        : "",
+      heldCalls: globalThis.Array.isArray(object?.heldCalls)
+        ? object.heldCalls.map((e: any) => HeldCall.fromJSON(e))
+        : globalThis.Array.isArray(object?.held_calls)
+        ? object.held_calls.map((e: any) => HeldCall.fromJSON(e))
+        : [],
+      disconnectGraceMs: isSet(object.disconnectGraceMs)
+        ? globalThis.Number(object.disconnectGraceMs)
+        : isSet(object.disconnect_grace_ms)
+        ? globalThis.Number(object.disconnect_grace_ms)
+        : 0,
     };
   },
 
@@ -292,6 +429,18 @@ export const Hello: MessageFns<Hello> = {
     if (message.version !== "") {
       obj.version = message.version;
     }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.instanceId !== "") {
+      obj.instanceId = message.instanceId;
+    }
+    if (message.heldCalls?.length) {
+      obj.heldCalls = message.heldCalls.map((e) => HeldCall.toJSON(e));
+    }
+    if (message.disconnectGraceMs !== 0) {
+      obj.disconnectGraceMs = Math.round(message.disconnectGraceMs);
+    }
     return obj;
   },
 
@@ -307,6 +456,358 @@ export const Hello: MessageFns<Hello> = {
       : undefined;
     message.maxParallel = object.maxParallel ?? 0;
     message.version = object.version ?? "";
+    message.agentId = object.agentId ?? "";
+    message.instanceId = object.instanceId ?? "";
+    message.heldCalls = object.heldCalls?.map((e) => HeldCall.fromPartial(e)) || [];
+    message.disconnectGraceMs = object.disconnectGraceMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseHeldCall(): HeldCall {
+  return { callId: "", lastSeq: 0, ended: false };
+}
+
+export const HeldCall: MessageFns<HeldCall> = {
+  encode(message: HeldCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.lastSeq !== 0) {
+      writer.uint32(16).uint64(message.lastSeq);
+    }
+    if (message.ended !== false) {
+      writer.uint32(24).bool(message.ended);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HeldCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHeldCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.lastSeq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ended = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HeldCall {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      lastSeq: isSet(object.lastSeq)
+        ? globalThis.Number(object.lastSeq)
+        : isSet(object.last_seq)
+        ? globalThis.Number(object.last_seq)
+        : 0,
+      ended: isSet(object.ended) ? globalThis.Boolean(object.ended) : false,
+    };
+  },
+
+  toJSON(message: HeldCall): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.lastSeq !== 0) {
+      obj.lastSeq = Math.round(message.lastSeq);
+    }
+    if (message.ended !== false) {
+      obj.ended = message.ended;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HeldCall>, I>>(base?: I): HeldCall {
+    return HeldCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HeldCall>, I>>(object: I): HeldCall {
+    const message = createBaseHeldCall();
+    message.callId = object.callId ?? "";
+    message.lastSeq = object.lastSeq ?? 0;
+    message.ended = object.ended ?? false;
+    return message;
+  },
+};
+
+function createBaseCallAck(): CallAck {
+  return { callId: "", seq: 0, ended: false };
+}
+
+export const CallAck: MessageFns<CallAck> = {
+  encode(message: CallAck, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== "") {
+      writer.uint32(10).string(message.callId);
+    }
+    if (message.seq !== 0) {
+      writer.uint32(16).uint64(message.seq);
+    }
+    if (message.ended !== false) {
+      writer.uint32(24).bool(message.ended);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallAck {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallAck();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.seq = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ended = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CallAck {
+    return {
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      ended: isSet(object.ended) ? globalThis.Boolean(object.ended) : false,
+    };
+  },
+
+  toJSON(message: CallAck): unknown {
+    const obj: any = {};
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.ended !== false) {
+      obj.ended = message.ended;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CallAck>, I>>(base?: I): CallAck {
+    return CallAck.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallAck>, I>>(object: I): CallAck {
+    const message = createBaseCallAck();
+    message.callId = object.callId ?? "";
+    message.seq = object.seq ?? 0;
+    message.ended = object.ended ?? false;
+    return message;
+  },
+};
+
+function createBaseAck(): Ack {
+  return { calls: [] };
+}
+
+export const Ack: MessageFns<Ack> = {
+  encode(message: Ack, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.calls) {
+      CallAck.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Ack {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAck();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.calls.push(CallAck.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Ack {
+    return { calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => CallAck.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: Ack): unknown {
+    const obj: any = {};
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => CallAck.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Ack>, I>>(base?: I): Ack {
+    return Ack.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Ack>, I>>(object: I): Ack {
+    const message = createBaseAck();
+    message.calls = object.calls?.map((e) => CallAck.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseStopping(): Stopping {
+  return { reason: "" };
+}
+
+export const Stopping: MessageFns<Stopping> = {
+  encode(message: Stopping, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reason !== "") {
+      writer.uint32(10).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Stopping {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStopping();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Stopping {
+    return { reason: isSet(object.reason) ? globalThis.String(object.reason) : "" };
+  },
+
+  toJSON(message: Stopping): unknown {
+    const obj: any = {};
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Stopping>, I>>(base?: I): Stopping {
+    return Stopping.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Stopping>, I>>(object: I): Stopping {
+    const message = createBaseStopping();
+    message.reason = object.reason ?? "";
     return message;
   },
 };
@@ -538,6 +1039,9 @@ export const WorkerStreamRequest: MessageFns<WorkerStreamRequest> = {
       case "compileResult":
         CompileResult.encode(message.frame.value, writer.uint32(50).fork()).join();
         break;
+      case "stopping":
+        Stopping.encode(message.frame.value, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -603,6 +1107,14 @@ export const WorkerStreamRequest: MessageFns<WorkerStreamRequest> = {
             message.frame = { $case: "compileResult", value: CompileResult.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.frame = { $case: "stopping", value: Stopping.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -631,6 +1143,8 @@ export const WorkerStreamRequest: MessageFns<WorkerStreamRequest> = {
         ? { $case: "compileResult", value: CompileResult.fromJSON(object.compileResult) }
         : isSet(object.compile_result)
         ? { $case: "compileResult", value: CompileResult.fromJSON(object.compile_result) }
+        : isSet(object.stopping)
+        ? { $case: "stopping", value: Stopping.fromJSON(object.stopping) }
         : undefined,
     };
   },
@@ -649,6 +1163,8 @@ export const WorkerStreamRequest: MessageFns<WorkerStreamRequest> = {
       obj.failure = Failure.toJSON(message.frame.value);
     } else if (message.frame?.$case === "compileResult") {
       obj.compileResult = CompileResult.toJSON(message.frame.value);
+    } else if (message.frame?.$case === "stopping") {
+      obj.stopping = Stopping.toJSON(message.frame.value);
     }
     return obj;
   },
@@ -695,13 +1211,19 @@ export const WorkerStreamRequest: MessageFns<WorkerStreamRequest> = {
         }
         break;
       }
+      case "stopping": {
+        if (object.frame?.value !== undefined && object.frame?.value !== null) {
+          message.frame = { $case: "stopping", value: Stopping.fromPartial(object.frame.value) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
 function createBaseWelcome(): Welcome {
-  return { serverVersion: "", heartbeatMs: 0 };
+  return { serverVersion: "", heartbeatMs: 0, calls: [] };
 }
 
 export const Welcome: MessageFns<Welcome> = {
@@ -711,6 +1233,9 @@ export const Welcome: MessageFns<Welcome> = {
     }
     if (message.heartbeatMs !== 0) {
       writer.uint32(16).uint32(message.heartbeatMs);
+    }
+    for (const v of message.calls) {
+      CallAck.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -744,6 +1269,14 @@ export const Welcome: MessageFns<Welcome> = {
             message.heartbeatMs = reader.uint32();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.calls.push(CallAck.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -768,6 +1301,7 @@ export const Welcome: MessageFns<Welcome> = {
         : isSet(object.heartbeat_ms)
         ? globalThis.Number(object.heartbeat_ms)
         : 0,
+      calls: globalThis.Array.isArray(object?.calls) ? object.calls.map((e: any) => CallAck.fromJSON(e)) : [],
     };
   },
 
@@ -779,6 +1313,9 @@ export const Welcome: MessageFns<Welcome> = {
     if (message.heartbeatMs !== 0) {
       obj.heartbeatMs = Math.round(message.heartbeatMs);
     }
+    if (message.calls?.length) {
+      obj.calls = message.calls.map((e) => CallAck.toJSON(e));
+    }
     return obj;
   },
 
@@ -789,12 +1326,22 @@ export const Welcome: MessageFns<Welcome> = {
     const message = createBaseWelcome();
     message.serverVersion = object.serverVersion ?? "";
     message.heartbeatMs = object.heartbeatMs ?? 0;
+    message.calls = object.calls?.map((e) => CallAck.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseCall(): Call {
-  return { callId: "", runId: "", flow: "", node: "", allocation: undefined, payload: undefined, timeoutMs: 0 };
+  return {
+    callId: "",
+    runId: "",
+    flow: "",
+    node: "",
+    allocation: undefined,
+    payload: undefined,
+    timeoutMs: 0,
+    disconnectGraceMs: 0,
+  };
 }
 
 export const Call: MessageFns<Call> = {
@@ -824,6 +1371,9 @@ export const Call: MessageFns<Call> = {
     }
     if (message.timeoutMs !== 0) {
       writer.uint32(64).uint32(message.timeoutMs);
+    }
+    if (message.disconnectGraceMs !== 0) {
+      writer.uint32(72).uint32(message.disconnectGraceMs);
     }
     return writer;
   },
@@ -905,6 +1455,14 @@ export const Call: MessageFns<Call> = {
             message.timeoutMs = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.disconnectGraceMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -942,6 +1500,11 @@ export const Call: MessageFns<Call> = {
         : isSet(object.timeout_ms)
         ? globalThis.Number(object.timeout_ms)
         : 0,
+      disconnectGraceMs: isSet(object.disconnectGraceMs)
+        ? globalThis.Number(object.disconnectGraceMs)
+        : isSet(object.disconnect_grace_ms)
+        ? globalThis.Number(object.disconnect_grace_ms)
+        : 0,
     };
   },
 
@@ -969,6 +1532,9 @@ export const Call: MessageFns<Call> = {
     }
     if (message.timeoutMs !== 0) {
       obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.disconnectGraceMs !== 0) {
+      obj.disconnectGraceMs = Math.round(message.disconnectGraceMs);
     }
     return obj;
   },
@@ -1000,6 +1566,7 @@ export const Call: MessageFns<Call> = {
       }
     }
     message.timeoutMs = object.timeoutMs ?? 0;
+    message.disconnectGraceMs = object.disconnectGraceMs ?? 0;
     return message;
   },
 };
@@ -1309,6 +1876,9 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
       case "drain":
         Drain.encode(message.frame.value, writer.uint32(42).fork()).join();
         break;
+      case "ack":
+        Ack.encode(message.frame.value, writer.uint32(50).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1366,6 +1936,14 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
             message.frame = { $case: "drain", value: Drain.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.frame = { $case: "ack", value: Ack.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1390,6 +1968,8 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
         ? { $case: "compile", value: CompileCall.fromJSON(object.compile) }
         : isSet(object.drain)
         ? { $case: "drain", value: Drain.fromJSON(object.drain) }
+        : isSet(object.ack)
+        ? { $case: "ack", value: Ack.fromJSON(object.ack) }
         : undefined,
     };
   },
@@ -1406,6 +1986,8 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
       obj.compile = CompileCall.toJSON(message.frame.value);
     } else if (message.frame?.$case === "drain") {
       obj.drain = Drain.toJSON(message.frame.value);
+    } else if (message.frame?.$case === "ack") {
+      obj.ack = Ack.toJSON(message.frame.value);
     }
     return obj;
   },
@@ -1443,6 +2025,12 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
       case "drain": {
         if (object.frame?.value !== undefined && object.frame?.value !== null) {
           message.frame = { $case: "drain", value: Drain.fromPartial(object.frame.value) };
+        }
+        break;
+      }
+      case "ack": {
+        if (object.frame?.value !== undefined && object.frame?.value !== null) {
+          message.frame = { $case: "ack", value: Ack.fromPartial(object.frame.value) };
         }
         break;
       }
@@ -1533,6 +2121,17 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;

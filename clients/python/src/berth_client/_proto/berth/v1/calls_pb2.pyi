@@ -50,16 +50,18 @@ class LogLine(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., line: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("call_id", "metric", "log", "logs")
+    __slots__ = ("call_id", "metric", "log", "logs", "seq")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     METRIC_FIELD_NUMBER: _ClassVar[int]
     LOG_FIELD_NUMBER: _ClassVar[int]
     LOGS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     metric: Metric
     log: LogLine
     logs: LogLines
-    def __init__(self, call_id: _Optional[str] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., log: _Optional[_Union[LogLine, _Mapping]] = ..., logs: _Optional[_Union[LogLines, _Mapping]] = ...) -> None: ...
+    seq: int
+    def __init__(self, call_id: _Optional[str] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., log: _Optional[_Union[LogLine, _Mapping]] = ..., logs: _Optional[_Union[LogLines, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class Result(_message.Message):
     __slots__ = ("call_id", "value")

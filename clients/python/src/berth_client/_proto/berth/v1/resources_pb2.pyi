@@ -47,7 +47,7 @@ class Resources(_message.Message):
     def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +64,7 @@ class Ask(_message.Message):
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
     ON_OVERSIZE_FIELD_NUMBER: _ClassVar[int]
+    HOLD_MS_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -73,7 +74,8 @@ class Ask(_message.Message):
     run_id: str
     env: _containers.ScalarMap[str, str]
     on_oversize: OnOversize
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ...) -> None: ...
+    hold_ms: int
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb", "env")

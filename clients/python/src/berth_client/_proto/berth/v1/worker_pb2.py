@@ -27,33 +27,41 @@ from berth_client._proto.berth.v1 import calls_pb2 as berth_dot_v1_dot_calls__pb
 from berth_client._proto.berth.v1 import resources_pb2 as berth_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/worker.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/calls.proto\x1a\x18\x62\x65rth/v1/resources.proto\"t\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12&\n\tinventory\x18\x03 \x01(\x0b\x32\x13.berth.v1.Inventory\x12\x14\n\x0cmax_parallel\x18\x04 \x01(\r\x12\x0f\n\x07version\x18\x05 \x01(\t\"E\n\tHeartbeat\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\'\n\nwarm_pools\x18\x02 \x01(\x0b\x32\x13.berth.v1.WarmPools\"S\n\rCompileResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\"\n\x07\x66\x61ilure\x18\x03 \x01(\x0b\x32\x11.berth.v1.Failure\"\x89\x02\n\x13WorkerStreamRequest\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.berth.v1.HelloH\x00\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.berth.v1.EventH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.berth.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.berth.v1.ResultH\x00\x12$\n\x07\x66\x61ilure\x18\x05 \x01(\x0b\x32\x11.berth.v1.FailureH\x00\x12\x31\n\x0e\x63ompile_result\x18\x06 \x01(\x0b\x32\x17.berth.v1.CompileResultH\x00\x42\x07\n\x05\x66rame\"7\n\x07Welcome\x12\x16\n\x0eserver_version\x18\x01 \x01(\t\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\r\"\xdc\x01\n\x04\x43\x61ll\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04\x66low\x18\x03 \x01(\t\x12\x0c\n\x04node\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\x12$\n\x07\x63ommand\x18\x06 \x01(\x0b\x32\x11.berth.v1.CommandH\x00\x12(\n\x06source\x18\x07 \x01(\x0b\x32\x16.berth.v1.PythonSourceH\x00\x12\x12\n\ntimeout_ms\x18\x08 \x01(\rB\t\n\x07payload\"-\n\nCancelCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"M\n\x0b\x43ompileCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66low\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r\"\xd9\x01\n\x14WorkerStreamResponse\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.berth.v1.WelcomeH\x00\x12\x1e\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x0e.berth.v1.CallH\x00\x12&\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x14.berth.v1.CancelCallH\x00\x12(\n\x07\x63ompile\x18\x04 \x01(\x0b\x32\x15.berth.v1.CompileCallH\x00\x12 \n\x05\x64rain\x18\x05 \x01(\x0b\x32\x0f.berth.v1.DrainH\x00\x42\x07\n\x05\x66rame2b\n\rWorkerService\x12Q\n\x0cWorkerStream\x12\x1d.berth.v1.WorkerStreamRequest\x1a\x1e.berth.v1.WorkerStreamResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/worker.proto\x12\x08\x62\x65rth.v1\x1a\x14\x62\x65rth/v1/calls.proto\x1a\x18\x62\x65rth/v1/resources.proto\"\xe0\x01\n\x05Hello\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06labels\x18\x02 \x03(\t\x12&\n\tinventory\x18\x03 \x01(\x0b\x32\x13.berth.v1.Inventory\x12\x14\n\x0cmax_parallel\x18\x04 \x01(\r\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x06 \x01(\t\x12\x13\n\x0binstance_id\x18\x07 \x01(\t\x12&\n\nheld_calls\x18\x08 \x03(\x0b\x32\x12.berth.v1.HeldCall\x12\x1b\n\x13\x64isconnect_grace_ms\x18\t \x01(\r\"<\n\x08HeldCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x10\n\x08last_seq\x18\x02 \x01(\x04\x12\r\n\x05\x65nded\x18\x03 \x01(\x08\"6\n\x07\x43\x61llAck\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\r\n\x05\x65nded\x18\x03 \x01(\x08\"\'\n\x03\x41\x63k\x12 \n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x11.berth.v1.CallAck\"\x1a\n\x08Stopping\x12\x0e\n\x06reason\x18\x01 \x01(\t\"E\n\tHeartbeat\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\'\n\nwarm_pools\x18\x02 \x01(\x0b\x32\x13.berth.v1.WarmPools\"S\n\rCompileResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\"\n\x07\x66\x61ilure\x18\x03 \x01(\x0b\x32\x11.berth.v1.Failure\"\xb1\x02\n\x13WorkerStreamRequest\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.berth.v1.HelloH\x00\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\x0f.berth.v1.EventH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.berth.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.berth.v1.ResultH\x00\x12$\n\x07\x66\x61ilure\x18\x05 \x01(\x0b\x32\x11.berth.v1.FailureH\x00\x12\x31\n\x0e\x63ompile_result\x18\x06 \x01(\x0b\x32\x17.berth.v1.CompileResultH\x00\x12&\n\x08stopping\x18\x07 \x01(\x0b\x32\x12.berth.v1.StoppingH\x00\x42\x07\n\x05\x66rame\"Y\n\x07Welcome\x12\x16\n\x0eserver_version\x18\x01 \x01(\t\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\r\x12 \n\x05\x63\x61lls\x18\x03 \x03(\x0b\x32\x11.berth.v1.CallAck\"\xf9\x01\n\x04\x43\x61ll\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0c\n\x04\x66low\x18\x03 \x01(\t\x12\x0c\n\x04node\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\x12$\n\x07\x63ommand\x18\x06 \x01(\x0b\x32\x11.berth.v1.CommandH\x00\x12(\n\x06source\x18\x07 \x01(\x0b\x32\x16.berth.v1.PythonSourceH\x00\x12\x12\n\ntimeout_ms\x18\x08 \x01(\r\x12\x1b\n\x13\x64isconnect_grace_ms\x18\t \x01(\rB\t\n\x07payload\"-\n\nCancelCall\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"M\n\x0b\x43ompileCall\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04\x66low\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0e\n\x06source\x18\x04 \x01(\t\"\x19\n\x05\x44rain\x12\x10\n\x08grace_ms\x18\x01 \x01(\r\"\xf7\x01\n\x14WorkerStreamResponse\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.berth.v1.WelcomeH\x00\x12\x1e\n\x04\x63\x61ll\x18\x02 \x01(\x0b\x32\x0e.berth.v1.CallH\x00\x12&\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x14.berth.v1.CancelCallH\x00\x12(\n\x07\x63ompile\x18\x04 \x01(\x0b\x32\x15.berth.v1.CompileCallH\x00\x12 \n\x05\x64rain\x18\x05 \x01(\x0b\x32\x0f.berth.v1.DrainH\x00\x12\x1c\n\x03\x61\x63k\x18\x06 \x01(\x0b\x32\r.berth.v1.AckH\x00\x42\x07\n\x05\x66rame2b\n\rWorkerService\x12Q\n\x0cWorkerStream\x12\x1d.berth.v1.WorkerStreamRequest\x1a\x1e.berth.v1.WorkerStreamResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'berth.v1.worker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HELLO']._serialized_start=83
-  _globals['_HELLO']._serialized_end=199
-  _globals['_HEARTBEAT']._serialized_start=201
-  _globals['_HEARTBEAT']._serialized_end=270
-  _globals['_COMPILERESULT']._serialized_start=272
-  _globals['_COMPILERESULT']._serialized_end=355
-  _globals['_WORKERSTREAMREQUEST']._serialized_start=358
-  _globals['_WORKERSTREAMREQUEST']._serialized_end=623
-  _globals['_WELCOME']._serialized_start=625
-  _globals['_WELCOME']._serialized_end=680
-  _globals['_CALL']._serialized_start=683
-  _globals['_CALL']._serialized_end=903
-  _globals['_CANCELCALL']._serialized_start=905
-  _globals['_CANCELCALL']._serialized_end=950
-  _globals['_COMPILECALL']._serialized_start=952
-  _globals['_COMPILECALL']._serialized_end=1029
-  _globals['_DRAIN']._serialized_start=1031
-  _globals['_DRAIN']._serialized_end=1056
-  _globals['_WORKERSTREAMRESPONSE']._serialized_start=1059
-  _globals['_WORKERSTREAMRESPONSE']._serialized_end=1276
-  _globals['_WORKERSERVICE']._serialized_start=1278
-  _globals['_WORKERSERVICE']._serialized_end=1376
+  _globals['_HELLO']._serialized_start=84
+  _globals['_HELLO']._serialized_end=308
+  _globals['_HELDCALL']._serialized_start=310
+  _globals['_HELDCALL']._serialized_end=370
+  _globals['_CALLACK']._serialized_start=372
+  _globals['_CALLACK']._serialized_end=426
+  _globals['_ACK']._serialized_start=428
+  _globals['_ACK']._serialized_end=467
+  _globals['_STOPPING']._serialized_start=469
+  _globals['_STOPPING']._serialized_end=495
+  _globals['_HEARTBEAT']._serialized_start=497
+  _globals['_HEARTBEAT']._serialized_end=566
+  _globals['_COMPILERESULT']._serialized_start=568
+  _globals['_COMPILERESULT']._serialized_end=651
+  _globals['_WORKERSTREAMREQUEST']._serialized_start=654
+  _globals['_WORKERSTREAMREQUEST']._serialized_end=959
+  _globals['_WELCOME']._serialized_start=961
+  _globals['_WELCOME']._serialized_end=1050
+  _globals['_CALL']._serialized_start=1053
+  _globals['_CALL']._serialized_end=1302
+  _globals['_CANCELCALL']._serialized_start=1304
+  _globals['_CANCELCALL']._serialized_end=1349
+  _globals['_COMPILECALL']._serialized_start=1351
+  _globals['_COMPILECALL']._serialized_end=1428
+  _globals['_DRAIN']._serialized_start=1430
+  _globals['_DRAIN']._serialized_end=1455
+  _globals['_WORKERSTREAMRESPONSE']._serialized_start=1458
+  _globals['_WORKERSTREAMRESPONSE']._serialized_end=1705
+  _globals['_WORKERSERVICE']._serialized_start=1707
+  _globals['_WORKERSERVICE']._serialized_end=1805
 # @@protoc_insertion_point(module_scope)
