@@ -65,7 +65,11 @@ export async function configReference(): Promise<string> {
     if (option) {
       const o = serve.options.find((x) => x.long === option.flag);
       const field = serveSchema.shape[option.key as keyof typeof serveSchema.shape] as z.ZodType;
-      if (!o) errors.push(`config key ${fileKey}: no flag ${option.flag} on berth serve`);
+      if (!o) {
+        errors.push(
+          `config key ${fileKey}: no option ${option.flag} on berth serve (src/cli/serve.ts), so no help text to show`,
+        );
+      }
       const value = valueWords(field) ?? '';
       rows.push([`\`${fileKey}\``, value, o ? defaultOf(o, field) : '', `\`${option.flag}\``, o ? meaningOf(o) : '']);
     } else if (SECTIONS[fileKey]) {

@@ -12,7 +12,14 @@ import { referencePages } from './reference.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const check = process.argv.includes('--check');
 const stale: string[] = [];
-for (const [path, text] of Object.entries(await referencePages(root))) {
+let pages: Record<string, string>;
+try {
+  pages = await referencePages(root);
+} catch (e) {
+  console.error(`make docs: ${(e as Error).message}`);
+  process.exit(1);
+}
+for (const [path, text] of Object.entries(pages)) {
   const file = join(root, path);
   const now = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   if (now === text) continue;

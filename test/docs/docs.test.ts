@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { brokenLinks } from '../../scripts/docs/links.js';
 import { referencePages } from '../../scripts/docs/reference.js';
+import { unexplainedRules } from '../../scripts/docs/rules-cited.js';
 import { ROOT, finished } from '../support/cli.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { freeOf, snapshot } from '../support/snapshot.js';
@@ -61,6 +62,27 @@ describe('links in README.md and docs/', () => {
         'README.md: docs/gone.md: no such file (docs/gone.md)',
         'README.md: docs/here.md#p6: docs/here.md has no anchor #p6',
       ]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the rules page', () => {
+  it('explains every rule the code, tests, protos and docs cite as SPEC X', () => {
+    expect(unexplainedRules(ROOT)).toEqual([]);
+  });
+
+  it('a citation of a rule it lacks, alone or inside a range, is reported with the file citing it', () => {
+    const root = mkdtempSync(join(tmpdir(), 'berth-rules-'));
+    try {
+      mkdirSync(join(root, 'docs'));
+      mkdirSync(join(root, 'src'));
+      writeFileSync(join(root, 'docs', 'rules.md'), '<a id="p1"></a>\n<a id="p2"></a>\n<a id="r8"></a>\n');
+      writeFileSync(join(root, 'README.md'), 'as SPEC P1–P3 says\n');
+      // Written in two pieces so that this file does not cite a rule X9 itself.
+      writeFileSync(join(root, 'src', 'x.ts'), `/** Refuses it (${'SPEC'} R8, X9). */\n`);
+      expect(unexplainedRules(root)).toEqual(['P3 (README.md)', 'X9 (src/x.ts)']);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
