@@ -9,7 +9,7 @@ import { join } from 'node:path';
 const DIRS = ['src', 'test', 'bench', 'proto', 'examples', 'docs', 'clients/python/src'];
 const TEXT = /\.(ts|mjs|js|py|proto|md)$/;
 const RULE = String.raw`[A-Z]\d+(?:[–-][A-Z]?\d+)?`;
-const CITATION = new RegExp(String.raw`SPEC (${RULE}(?:(?:, | and |/)${RULE})*)`, 'g');
+const CITATION = new RegExp(`SPEC (${RULE}(?:(?:, | and |/)${RULE})*)`, 'g');
 
 /** `P2–P8` → P2 … P8; `R1` → R1. */
 function expand(token: string): string[] {
