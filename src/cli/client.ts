@@ -84,3 +84,6 @@ export function authMetadata(token?: string): Metadata {
   if (token) md.set('authorization', `Bearer ${token}`);
   return md;
 }
+
+/** The flag table and schema of the dialling commands, read by the generated reference (scripts/gen-reference.ts). */
+export { ENV as CLIENT_FLAGS, schema as clientSchema };

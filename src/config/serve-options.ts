@@ -130,3 +130,6 @@ export function resolveServeOptions(
     config: configPath,
   };
 }
+
+/** The flag table and schema of `berth serve`, read by the generated reference (scripts/gen-reference.ts). */
+export { FLAGS as SERVE_FLAGS, schema as serveSchema };
