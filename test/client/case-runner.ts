@@ -183,7 +183,7 @@ async function runCaseRun(client: BerthClient, c: Json, want: Json): Promise<voi
         const got = o.ok.items.map(itemFields);
         const wanted = want.events as Json[];
         expect(got.map((g) => g.kind)).toEqual(wanted.map((w) => w.kind));
-        wanted.forEach((w, i) => expect(got[i]).toMatchObject(w));
+        for (const [i, w] of wanted.entries()) expect(got[i]).toMatchObject(w);
       }
     }
   } finally {
