@@ -3,12 +3,9 @@
  * addresses, `await using` and withClaim, AbortSignals, the default warning channel, a lease lost with
  * its worker. Through the real server (in-process on loopback) and, for the worker, a real `berth worker`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BerthClient, type Clamped, InvalidAsk, RemoteError, Unavailable, WorkerGone } from '../../src/client/index.js';
-import { finished, spawnBerth, waitForLine } from '../support/cli.js';
+import { startBerthWorker } from '../support/berth-worker.js';
 import { closedPort } from '../support/ports.js';
 import { startServer } from '../support/server.js';
 import { until } from '../support/until.js';
@@ -136,17 +133,9 @@ describe('BerthClient warnings and events', () => {
 describe('BerthClient with a real berth worker', () => {
   async function withWorker() {
     const { s, client } = await serverAndClient({ cpus: 0 });
-    const state = mkdtempSync(join(tmpdir(), 'berth-tsclient-'));
-    open.push(() => rmSync(state, { recursive: true, force: true }));
-    const args = ['worker', '--server', s.address, '--name', 'w1', '--labels', 'w', '--cpus', '2', '--gpus', ''];
-    const child = spawnBerth([...args, '--state-dir', state, '--log-level', 'info']);
-    const done = finished(child);
-    open.push(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      return done;
-    });
-    await waitForLine(child, /attached to server/);
-    return { client, child };
+    const w = await startBerthWorker(s.address, 'w1', ['--labels', 'w', '--cpus', '2', '--gpus', '']);
+    open.push(() => w.stop());
+    return { client, child: w.child };
   }
 
   it('aborting a streamed run cancels its call on the worker', async () => {
