@@ -85,6 +85,7 @@ export class NodeExited extends RemoteError {
 export class WorkerGone extends Unavailable {
   readonly remoteType = 'WorkerGone';
   readonly remoteTraceback = '';
+  readonly callId = '';
 }
 
 // `x instanceof RemoteError` also holds for a WorkerGone (Python's WorkerGone is both); subclasses test as usual.

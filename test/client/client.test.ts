@@ -87,6 +87,15 @@ describe('BerthClient leases', () => {
     await b.release();
   });
 
+  it('a hold that protobuf cannot carry is InvalidAsk naming ask.hold_ms, and nothing is claimed', async () => {
+    const { client } = await serverAndClient();
+    const err = await client.claim({ cpus: 1, holdMs: -5 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidAsk);
+    expect((err as InvalidAsk).field).toBe('ask.hold_ms');
+    expect((await client.snapshot()).held).toEqual([]);
+    expect(await client.withClaim({ cpus: 1, holdMs: 30_000 }, (lease) => lease.machine)).toBe('engine');
+  });
+
   it('aborting a waiting claim rejects with the signal reason and leaves no waiter', async () => {
     const { client } = await serverAndClient();
     await using _hog = await client.claim({ cpus: 2, node: 'study.hog' });
