@@ -85,7 +85,7 @@ export const gpuIds = z.string().transform((s, ctx) => {
     ctx.addIssue({
       code: 'custom',
       message:
-        `a bare number is ambiguous: these are GPU ids, not a count: for ${n === 0 ? 'no GPUs' : `${n} GPU${n === 1 ? "" : "s"}`} write ` +
+        `a bare number is ambiguous: these are GPU ids, not a count: for ${n === 0 ? 'no GPUs' : `${n} GPU${n === 1 ? '' : 's'}`} write ` +
         `${n === 0 ? "''" : `0-${n - 1}`}; for the one GPU with id ${n} write ${n}-${n} (or '${n},')`,
     });
     return z.NEVER;

@@ -506,7 +506,10 @@ export interface SatisfiableResponse {
   clampedTo:
     | Resources
     | undefined;
-  /** The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; empty when not clamped. */
+  /**
+   * The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; "label" (VERDICT_IMPOSSIBLE) for a required
+   * label no machine carries, none is coming back and no provisioner covers; empty when not clamped.
+   */
   limiting: string;
 }
 
