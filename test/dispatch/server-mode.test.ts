@@ -35,7 +35,7 @@ describe('dispatch --server checks before it starts anything', () => {
     const r = await dispatch(file, '--server', t.address);
     expect(r.code, r.stdout + r.stderr).toBe(2);
     expect(r.stderr).toMatch(
-      /1 job needs more devices than there are: the largest machine of berth at \S+ has no devices\n  jobs\[1\] \("big"\) needs 5 devices\n/,
+      /1 job needs more devices than there are: the largest machine of berth at \S+ has no devices\n {2}jobs\[1\] \("big"\) needs 5 devices\n/,
     );
     expect(r.stderr).toMatch(/nothing was started/);
     expect(started(s.dir, 'small')).toBe(false);
