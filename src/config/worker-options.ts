@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import {
   address,
-  deviceRange,
+  gpuIds,
   type FlagTable,
   labelList,
   logLevel,
@@ -24,7 +24,7 @@ const schema = z.object({
   name: plainName.default(os.hostname().split('.')[0] || 'worker'),
   labels: labelList.default([]),
   cpus: wholeNumber(0, 65536).optional(),
-  gpus: deviceRange.optional(),
+  gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),
