@@ -96,7 +96,9 @@ export class HeldCall implements Flow {
     this.#grace = setTimeout(() => {
       this.#lost = true;
       this.deps.log.warn({ call: this.id, graceMs: this.#graceMs }, 'disconnect grace ran out; stopping the call');
-      this.stop(new BerthError('unavailable', `the server was unreachable for the disconnect grace (${this.#graceMs} ms)`));
+      this.stop(
+        new BerthError('unavailable', `the server was unreachable for the disconnect grace (${this.#graceMs} ms)`),
+      );
     }, this.#graceMs);
   }
 

@@ -93,7 +93,10 @@ export class HeldCalls {
       }
       this.#calls.delete(c.id);
       if (c.running) {
-        this.o.log.info({ call: c.id }, a ? 'the server has this call’s ending; stopping it' : 'the server no longer knows this call; stopping it');
+        this.o.log.info(
+          { call: c.id },
+          a ? 'the server has this call’s ending; stopping it' : 'the server no longer knows this call; stopping it',
+        );
         c.stop(new BerthError('cancelled', 'the server no longer knows this call'));
         stopping.push(c.done.then(() => c.forget()));
       } else c.forget();
@@ -108,7 +111,7 @@ export class HeldCalls {
     for (const c of this.#calls.values()) c.detach();
   }
 
-  /** Starts `call` from stream `link` (ignored from a stream no longer linked, or when the id is held: it runs once). */
+  /** Starts `call` from stream `link`; ignored from a stream not linked, or when the id is held (it runs once). */
   start(link: FrameWriter, call: Call): void {
     const id = call.callId;
     if (link !== this.#link || !id || this.#calls.has(id)) return;

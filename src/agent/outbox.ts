@@ -121,10 +121,10 @@ export class Outbox {
     return n;
   }
 
-  /** True when memory is full and nothing more can go to disk: the producer must pause. */
+  /** True when nothing more fits — the spill files reached their cap (memory, with none): the producer must pause. */
   atCap(): boolean {
-    if (this.#memory < this.bounds.memoryBytes) return false;
-    return !this.spillDir || this.#spillBroken || this.#onDisk >= this.bounds.spillBytes;
+    if (this.spillDir && !this.#spillBroken) return this.#onDisk >= this.bounds.spillBytes;
+    return this.#memory >= this.bounds.memoryBytes;
   }
 
   /** Drops every event up to `seq` (the server has them). */

@@ -73,7 +73,10 @@ export class Session {
         this.#over = true;
         resolve(why);
       };
-      noWelcome = setTimeout(() => end(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`), this.welcomeTimeoutMs);
+      noWelcome = setTimeout(
+        () => end(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`),
+        this.welcomeTimeoutMs,
+      );
       this.#onWelcome = () => clearTimeout(noWelcome);
       this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code ??= err.code;
@@ -153,7 +156,10 @@ export class Session {
 
   /** The worker's heartbeat (with its warm pools) and one per running call. */
   #beat(): void {
-    void this.writer.send({ $case: 'heartbeat', value: { callId: '', warmPools: this.executors.python.pools.stats() } });
+    void this.writer.send({
+      $case: 'heartbeat',
+      value: { callId: '', warmPools: this.executors.python.pools.stats() },
+    });
     for (const id of this.calls.runningIds())
       void this.writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } });
   }

@@ -1,6 +1,7 @@
 /**
  * The agent's state directory (SPEC R5, issue 10 item 8): one file per process group the agent has
- * running, and the agent's own pid; calls' outboxes spill under the agent's own record (SPEC S1). An agent that starts ends the groups a killed predecessor left
+ * running, and the agent's own pid; calls' outboxes spill under the agent's own record (SPEC S1).
+ * An agent that starts ends the groups a killed predecessor left
  * (their watchdogs may have been killed too) before it says Hello, so the books never offer GPUs
  * that a leftover process still uses. A group file names the leader's pid and start time, so a
  * recycled pid is never taken for a leftover.
