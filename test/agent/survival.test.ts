@@ -103,7 +103,7 @@ async function pidOf(conn: FakeConnection, callId: string): Promise<number> {
 }
 
 describe('calls outlive a lost link (SPEC S1)', () => {
-  it('a cut link: the call runs on; after reconnect its events come once each, in order, from the acked seq', async () => {
+  it('a cut link: the call runs on; after reconnect its events come once, in order, from the acked seq', async () => {
     const { hub, link, agent, conn } = await setup();
     const id = 'r1:f.count';
     conn.send({ $case: 'call', value: command(id, 'for i in $(seq 1 60); do echo $i; sleep 0.03; done') });
