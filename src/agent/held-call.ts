@@ -25,6 +25,8 @@ export interface HeldCallDeps {
   spillDir?: string;
   /** Resolves when the calls stopped at the last Welcome are gone: this call starts after. */
   settled: Promise<void>;
+  /** Told after each round of frames handed to the link. */
+  onSent?: (c: HeldCall) => void;
 }
 
 /** One running or ended call and its unacknowledged frames. */
@@ -62,6 +64,16 @@ export class HeldCall implements Flow {
   /** Ended: the process is gone and its ending waits in the outbox. */
   get ended(): boolean {
     return this.outbox.terminal !== undefined;
+  }
+
+  /** Seq of the newest event handed to the linked stream. */
+  get sentSeq(): number {
+    return this.#sent;
+  }
+
+  /** True once the ending was handed to the linked stream. */
+  get endingSent(): boolean {
+    return this.#terminalSent;
   }
 
   /** True when every frame is handed to the linked stream (or none is linked). */
@@ -206,6 +218,7 @@ export class HeldCall implements Flow {
       }
     } finally {
       this.#pumping = false;
+      this.deps.onSent?.(this);
     }
   }
 }

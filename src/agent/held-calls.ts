@@ -15,6 +15,12 @@ import type { FrameWriter } from './frame-writer.js';
 import { HeldCall } from './held-call.js';
 import type { OutboxBounds } from './outbox.js';
 
+/**
+ * No Ack on a stream within this long of a call's ending reaching it, in ms: the server is older than the
+ * survival rules (it acknowledges nothing), and the agent drops each frame of that stream once sent.
+ */
+export const LEGACY_AFTER_MS = 5000;
+
 /** What the registry needs. Units: ms. */
 export interface HeldCallsOptions {
   executors: Executors;
@@ -42,6 +48,10 @@ export class HeldCalls {
   /** Calls stopped at the last Welcome: new calls start once these processes are gone (SPEC R5). */
   #settled: Promise<void> = Promise.resolve();
   #spills = 0;
+  /** An Ack came on the linked stream; #legacy: none came (see LEGACY_AFTER_MS). */
+  #acking = false;
+  #legacy = false;
+  #legacyTimer?: NodeJS.Timeout;
 
   constructor(readonly o: HeldCallsOptions) {}
 
@@ -83,6 +93,10 @@ export class HeldCalls {
    */
   attach(link: FrameWriter, listed: CallAck[]): void {
     this.#link = link;
+    this.#acking = listed.length > 0;
+    this.#legacy = false;
+    clearTimeout(this.#legacyTimer);
+    this.#legacyTimer = undefined;
     const known = new Map(listed.map((a) => [a.callId, a]));
     const stopping: Promise<void>[] = [];
     for (const c of [...this.#calls.values()]) {
@@ -108,6 +122,8 @@ export class HeldCalls {
   detach(link: FrameWriter): void {
     if (this.#link !== link) return;
     this.#link = undefined;
+    clearTimeout(this.#legacyTimer);
+    this.#legacyTimer = undefined;
     for (const c of this.#calls.values()) c.detach();
   }
 
@@ -120,6 +136,7 @@ export class HeldCalls {
       ...this.o,
       spillDir: root ? join(root, `call-${++this.#spills}`) : undefined,
       settled: this.#settled,
+      onSent: (held) => this.#sent(held),
     });
     this.#calls.set(id, c);
     this.o.log.debug({ call: id }, 'call started'); // per call: debug, as the server's call decisions (issue 11)
@@ -135,6 +152,9 @@ export class HeldCalls {
   /** Ack frame from `link`: trims each call's outbox; an acknowledged ending forgets the call. */
   ack(link: FrameWriter, acks: CallAck[]): void {
     if (link !== this.#link) return;
+    this.#acking = true;
+    clearTimeout(this.#legacyTimer);
+    this.#legacyTimer = undefined;
     for (const a of acks) {
       const c = this.#calls.get(a.callId);
       if (!c) continue;
@@ -144,6 +164,34 @@ export class HeldCalls {
         c.forget();
       }
     }
+  }
+
+  /**
+   * After frames of `c` went out: on a stream whose server acknowledges nothing they count as acknowledged
+   * (an ended call is forgotten); an ending sent on a stream with no Ack yet arms the LEGACY_AFTER_MS check.
+   */
+  #sent(c: HeldCall): void {
+    const link = this.#link;
+    if (!link || this.#acking) return;
+    if (this.#legacy) {
+      c.ack(c.sentSeq);
+      if (c.ended && c.flushed && this.#calls.get(c.id) === c) {
+        this.#calls.delete(c.id);
+        c.forget();
+      }
+      return;
+    }
+    if (!c.endingSent || this.#legacyTimer) return;
+    this.#legacyTimer = setTimeout(() => {
+      this.#legacyTimer = undefined;
+      if (this.#link !== link || this.#acking) return;
+      this.#legacy = true;
+      this.o.log.warn(
+        { afterMs: LEGACY_AFTER_MS },
+        'the server acknowledges no call events (older than the survival rules): frames are dropped once sent',
+      );
+      for (const held of [...this.#calls.values()]) this.#sent(held);
+    }, LEGACY_AFTER_MS);
   }
 
   /** Stops every running call with `reason`; resolves when their processes are gone. */

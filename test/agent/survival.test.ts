@@ -15,6 +15,8 @@ import { type AgentOptions, WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { type FakeConnection, FakeHub } from '../support/fake-hub.js';
 import { LinkProxy } from '../support/link-proxy.js';
+import { outputLines, run, runRequest } from '../support/run-client.js';
+import { startServer } from '../support/server.js';
 import { processAlive } from '../support/process-groups.js';
 import { until } from '../support/until.js';
 
@@ -248,6 +250,35 @@ describe('the outbox (SPEC S1)', () => {
         .filter((f) => f.includes('segment-')),
     ).toEqual([]);
   }, 90_000);
+});
+
+describe('forgetting what the server has (SPEC S1)', () => {
+  it('a finished call is forgotten once the server has its ending, through the real server', async () => {
+    const s = await startServer({ cpus: 1 });
+    open.push(() => s.close());
+    const agent = new WorkerAgent(
+      {
+        server: s.address,
+        name: 'w1',
+        labels: ['w'],
+        inventory: { cpus: 2, gpuIds: [] },
+        maxParallel: 0,
+        graceMs: 300,
+      },
+      silentLogger,
+    );
+    const attached = agent.nextAttach();
+    agent.start();
+    open.push(() => agent.stop());
+    await attached;
+    for (const n of [1, 2]) {
+      const o = await run(s.placement, runRequest({ label: 'w', node: `n${n}`, argv: ['seq', '1', '3000'] })).done;
+      expect(o.error).toBeNull();
+      expect(outputLines(o)).toHaveLength(3000);
+    }
+    // acknowledged (or, from a server older than the survival rules, noticed to acknowledge nothing): dropped
+    await until(() => agent.status().held === 0, 15_000);
+  });
 });
 
 describe('agent identity (SPEC S2)', () => {
