@@ -109,13 +109,13 @@ export class HeldCalls {
       if (c.running) {
         this.o.log.info(
           { call: c.id },
-          a ? 'the server has this call’s ending; stopping it' : 'the server no longer knows this call; stopping it',
+          a ? "the server has this call's ending; stopping it" : 'the server no longer knows this call; stopping it',
         );
         c.stop(new BerthError('cancelled', 'the server no longer knows this call'));
         stopping.push(c.done.then(() => c.forget()));
       } else c.forget();
     }
-    if (stopping.length) this.#settled = Promise.all(stopping).then(() => undefined);
+    if (stopping.length) this.#settled = Promise.all([this.#settled, ...stopping]).then(() => undefined);
   }
 
   /** Stream `link` is gone (ignored when another one is linked): calls run on for their disconnect grace. */
