@@ -127,10 +127,15 @@ export class HeldCalls {
     for (const c of this.#calls.values()) c.detach();
   }
 
-  /** Starts `call` from stream `link`; ignored from a stream not linked, or when the id is held (it runs once). */
+  /**
+   * Starts `call` from stream `link`; ignored from a stream not linked, or while a call of that id runs (it runs
+   * once). A held call of that id that has ended is forgotten: the server sending it again is done with it.
+   */
   start(link: FrameWriter, call: Call): void {
     const id = call.callId;
-    if (link !== this.#link || !id || this.#calls.has(id)) return;
+    const old = this.#calls.get(id);
+    if (link !== this.#link || !id || old?.running) return;
+    old?.forget();
     const root = this.o.spillRoot();
     const c = new HeldCall(call, {
       ...this.o,
