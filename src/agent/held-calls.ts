@@ -199,10 +199,10 @@ export class HeldCalls {
     }, LEGACY_AFTER_MS);
   }
 
-  /** Stops every running call with `reason`; resolves when their processes are gone. */
-  async stopAll(reason: BerthError): Promise<void> {
+  /** Stops every running call with `reason` (Failure type `type`); resolves when their processes are gone. */
+  async stopAll(reason: BerthError, type?: string): Promise<void> {
     const all = [...this.#calls.values()];
-    for (const c of all) if (c.running) c.stop(reason);
+    for (const c of all) if (c.running) c.stop(reason, type);
     await Promise.all(all.map((c) => c.done));
   }
 

@@ -209,7 +209,11 @@ describe('calls outlive a lost link (SPEC S1)', () => {
     expect(kinds.indexOf('stopping')).toBeGreaterThan(0);
     expect(kinds.indexOf('stopping')).toBeLessThan(kinds.indexOf('failure'));
     expect(await conn.waitFor('stopping')).toEqual({ reason: 'SIGTERM' });
-    expect(await conn.waitFor('failure')).toMatchObject({ callId: 'r1:f.long', type: 'Cancelled' });
+    expect(await conn.waitFor('failure')).toMatchObject({
+      callId: 'r1:f.long',
+      type: 'WorkerLost',
+      message: 'worker w1 stopping (SIGTERM)',
+    });
     await until(() => conn.closed);
   });
 });
