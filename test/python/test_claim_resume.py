@@ -11,8 +11,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from berth_client import ClaimLost, Client, InvalidAsk
+from berth_client import ClaimLost, Client, InvalidAsk, NotFound
 from conftest import Connect, machine, wait_until
+from processes import start_server
 
 
 class CutProxy:
@@ -21,7 +22,7 @@ class CutProxy:
 
     def __init__(self, target: str) -> None:
         host, port = target.rsplit(":", 1)
-        self._target = (host, int(port))
+        self.target = (host, int(port))  # may be changed: new connections go to the new target
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self._open: set[socket.socket] = set()
@@ -39,7 +40,11 @@ class CutProxy:
             if self._refusing:
                 inbound.close()
                 continue
-            outbound = socket.create_connection(self._target)
+            try:
+                outbound = socket.create_connection(self.target)
+            except OSError:
+                inbound.close()
+                continue
             with self._lock:
                 self.connections += 1
                 self._open.update((inbound, outbound))
@@ -133,6 +138,32 @@ def test_a_claim_that_cannot_be_taken_back_within_its_hold_raises_claim_lost(
         assert lost.value.claim_id == grant.claim_id
         assert grant.claim_id in str(lost.value) and "could not be resumed" in str(lost.value)
         assert books_full(direct)
+
+
+def test_a_server_restarted_without_the_claim_answers_the_resume_not_found_and_the_block_raises_claim_lost(
+    connect: Connect,
+) -> None:
+    first, address = start_server("--cpus", "2", "--gpus", "0")
+    proxy = CutProxy(address)
+    second = None
+    try:
+        with connect(proxy.address) as client:
+            with pytest.raises(ClaimLost, match="the server no longer holds it") as lost:
+                with client.claim(cpus=1, gpus=1, node="train.restart", hold=30) as grant:
+                    first.kill()  # the server dies; a new one (no journal) knows nothing of the claim
+                    second, address = start_server("--cpus", "2", "--gpus", "0")
+                    host, port = address.rsplit(":", 1)
+                    proxy.target = (host, int(port))
+                    with Client(address) as direct:
+                        wait_until(direct, lambda s: proxy.connections >= 2)
+                    time.sleep(0.5)  # the block goes on; its lease learnt the claim is gone
+            assert lost.value.claim_id == grant.claim_id
+            assert isinstance(lost.value, NotFound)
+    finally:
+        proxy.close()
+        first.stop()
+        if second is not None:
+            second.stop()
 
 
 def test_a_claim_without_a_hold_ends_with_its_stream_as_before(

@@ -70,6 +70,7 @@ class ResumableClaimLease(ClaimLease):
                         return self._finish(None)
                 return self._finish(None if self._releasing else BerthError("claim stream ended without a release"))
             except grpc.RpcError as err:
+                released_before = self._releasing  # Release sent before the break: it may have been done
                 code, details = code_of(err)
                 if self._stopped.is_set():
                     return self._finish(None)
@@ -78,8 +79,8 @@ class ResumableClaimLease(ClaimLease):
                 try:
                     self._resume(time.monotonic() + self._hold_s)
                 except BerthError as lost:
-                    # A break after Release was sent: the claim may be given back already, which is the point.
-                    return self._finish(None if self._releasing and isinstance(lost, ClaimLost) else lost)
+                    # Release sent, then the break: the claim may be given back already, which is the point.
+                    return self._finish(None if released_before and isinstance(lost, ClaimLost) else lost)
 
     def _resume(self, deadline: float) -> None:
         """Takes the claim back on a new stream, retrying until `deadline` (monotonic s)."""

@@ -52,14 +52,15 @@ class AsyncResumableClaimLease(AsyncClaimLease):
                         return None
                 return None if self._releasing else BerthError("claim stream ended without a release")
             except grpc.RpcError as err:
+                released_before = self._releasing  # Release sent before the break: it may have been done
                 code, details = code_of(err)
                 if not worth_resuming(code, details):
                     return from_rpc_error(err, label=self._spec.ask.label)
                 try:
                     await self._resume(time.monotonic() + self._hold_s)
                 except ClaimLost as lost:
-                    # A break after Release was sent: the claim may be given back already, which is the point.
-                    return None if self._releasing else lost
+                    # Release sent, then the break: the claim may be given back already, which is the point.
+                    return None if released_before else lost
                 except BerthError as failed:
                     return failed
 
