@@ -83,7 +83,8 @@ export class ClaimHolds {
    */
   hold(grant: Grant, tokenHash: Buffer, holdMs: number): void {
     this.forget(grant.claimId);
-    const e: Entry = { grant, hash: tokenHash, holdMs: grant.ask.holdMs ?? holdMs };
+    // Once resumed, the claim has its own ask's hold again (none: given back when its stream ends, SPEC P8).
+    const e: Entry = { grant, hash: tokenHash, holdMs: grant.ask.holdMs ?? 0 };
     this.#entries.set(grant.claimId, e);
     this.#await(e, holdMs, 'server restarted');
   }

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Granted, PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { BerthEvent, EventKind } from '../../src/events.js';
+import { hashToken, newResumeToken } from '../../src/server/claim-holds.js';
 import { claim, resumeClaim } from '../support/claims.js';
 import { startCutProxy } from '../support/cut-proxy.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
@@ -200,6 +201,30 @@ describe('a claim with hold_ms awaits its holder', () => {
     const back = resumeClaim(t.placement, g.claimId, g.resumeToken);
     expect((await back.granted).resumed).toBe(true);
     await back.release();
+  });
+});
+
+describe('a claim registered as awaiting its holder (a journal restoring it after a restart)', () => {
+  it('is resumed with its token, then given back when its stream ends if its own ask had no hold', async () => {
+    const { t, next } = await gpuServer();
+    const { placer, holds } = t.server.context;
+    const grant = placer.claimOrWait(
+      { cpus: 1, gpus: 1, label: '', policy: 'prefer', node: 'restored', runId: 'r', env: {} },
+      { signal: () => new AbortController().signal },
+    );
+    if (grant instanceof Promise) throw new Error('expected a grant at once');
+    const token = newResumeToken();
+    holds.hold(grant, hashToken(token), 5_000);
+    expect(holds.leftMs(grant.claimId)).toBeGreaterThan(4_000);
+    expect((await err(resumeClaim(t.placement, grant.claimId, 'x'.repeat(22))))?.code).toBe(status.NOT_FOUND);
+    const r = resumeClaim(t.placement, grant.claimId, token);
+    const back = await r.granted;
+    expect(back).toMatchObject({ claimId: grant.claimId, resumed: true, resumeToken: token });
+    expect(back.allocation?.gpuIds).toEqual(grant.allocation.gpuIds);
+    const released = next('claim_released');
+    r.call.cancel(); // no hold_ms of its own: a broken stream gives it back, as for any claim without one
+    expect((await released).claimId).toBe(grant.claimId);
+    expect(await freeOf(t.placement, engine(t))).toEqual({ cpus: 4, gpus: 4 });
   });
 });
 
