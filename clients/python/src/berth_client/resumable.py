@@ -20,10 +20,10 @@ from typing import Any
 import grpc
 
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from .claim_resume import backoff, claim_lost, code_of, resume_request, worth_resuming
 from .claims import ClaimLease
 from .errors import BerthError, ClaimLost, from_rpc_error
 from .prepare import ClaimSpec
-from .resume import backoff, claim_lost, code_of, resume_request, worth_resuming
 from .values import Grant
 from .watchdog import Watched
 

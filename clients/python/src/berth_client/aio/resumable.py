@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from ..claim_resume import backoff, claim_lost, code_of, resume_request, worth_resuming
 from ..errors import BerthError, ClaimLost, from_rpc_error
 from ..prepare import ClaimSpec
-from ..resume import backoff, claim_lost, code_of, resume_request, worth_resuming
 from ..values import Grant
 from .claims import AsyncClaimLease
 from .streams import Reader
