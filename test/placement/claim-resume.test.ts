@@ -14,7 +14,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Granted, PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { BerthEvent, EventKind } from '../../src/events.js';
 import { hashToken, newResumeToken } from '../../src/server/claim-holds.js';
-import { claim, resumeClaim } from '../support/claims.js';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { claim, fakeWorker, resumeClaim } from '../support/claims.js';
 import { startCutProxy } from '../support/cut-proxy.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -201,6 +202,37 @@ describe('a claim with hold_ms awaits its holder', () => {
     const back = resumeClaim(t.placement, g.claimId, g.resumeToken);
     expect((await back.granted).resumed).toBe(true);
     await back.release();
+  });
+});
+
+describe('a claim with hold_ms on a worker', () => {
+  it('resumed twice, still ends UNAVAILABLE "went away" when its worker leaves, and an awaiting one is dropped', async () => {
+    const { t, next } = await gpuServer();
+    const w = fakeWorker(t.worker, 'w1', { cpus: 2, gpuIds: [0, 1] }, ['gpu']);
+    await w.welcomed;
+    const ask = { cpus: 1, gpus: 1, label: 'gpu', policy: Policy.POLICY_REQUIRE, holdMs: 10_000 };
+    const first = claim(t.placement, ask);
+    const g = await first.granted;
+    expect(g.machine).toBe('w1');
+    let h = first;
+    for (let i = 0; i < 2; i++) {
+      const awaiting = next('claim_awaiting_holder');
+      h.call.cancel();
+      await awaiting;
+      h = resumeClaim(t.placement, g.claimId, g.resumeToken);
+      expect((await h.granted).allocation?.gpuIds).toEqual(g.allocation?.gpuIds);
+    }
+    const other = claim(t.placement, ask);
+    const go = await other.granted;
+    const awaiting = next('claim_awaiting_holder');
+    other.call.cancel();
+    await awaiting;
+    w.close(); // the worker leaves: the held claim is lost, the awaiting one with it
+    const e = await err(h);
+    expect(e?.code).toBe(status.UNAVAILABLE);
+    expect(e?.details).toContain('went away');
+    await until(() => t.server.context.holds.leftMs(go.claimId) === undefined);
+    expect((await err(resumeClaim(t.placement, go.claimId, go.resumeToken)))?.code).toBe(status.NOT_FOUND);
   });
 });
 

@@ -105,11 +105,13 @@ async function lease(
   scope: CallScope,
 ): Promise<void> {
   let given = false; // Release or half-close: the holder gave it back
+  let unlisten: (() => void) | undefined;
   try {
     if (writes) await writes;
     await sink.write({ kind: { $case: 'granted', value: granted } });
     // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
-    const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
+    // The listener goes when the stream does: a claim resumed many times must not pile them up.
+    const next = grant.remote ? await Promise.race([pending, lostOf(grant, (f) => (unlisten = f))]) : await pending;
     if ('lost' in next) throw next.lost;
     if (next.done) {
       // A grpc-js client's cancel sends END_STREAM, then RST_STREAM: the handler sees an end of messages
@@ -129,6 +131,7 @@ async function lease(
     }
     throw unexpected(next);
   } finally {
+    unlisten?.();
     // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
     const draining = scope.aborted && ctx.live.draining;
     const why = draining ? 'server draining' : scope.aborted ? 'stream ended' : 'released';
@@ -190,11 +193,13 @@ function cancelWithin(scope: CallScope, ms: number): Promise<void> {
   });
 }
 
-/** Resolves when the worker holding `grant` leaves (SPEC W3). */
-function lostOf(grant: Grant): Promise<Lost> {
+/** Resolves when the worker holding `grant` leaves (SPEC W3); `off` receives the function that stops listening. */
+function lostOf(grant: Grant, off: (unlisten: () => void) => void): Promise<Lost> {
   return new Promise<Lost>((resolve) => {
     if (grant.lost.aborted) resolve({ lost: grant.lost.reason });
-    grant.lost.addEventListener('abort', () => resolve({ lost: grant.lost.reason }), { once: true });
+    const onLost = () => resolve({ lost: grant.lost.reason });
+    grant.lost.addEventListener('abort', onLost, { once: true });
+    off(() => grant.lost.removeEventListener('abort', onLost));
   });
 }
 
