@@ -82,6 +82,22 @@ def callback(name: str, value: object) -> Callable[..., object] | None:
     return value
 
 
+HOLD_MAX_S = 3600  # the server's bound on Ask.hold_ms (one hour)
+
+
+def hold(value: object) -> int:
+    """The Ask's hold_ms for `hold` seconds: None or 0 (no hold) or a finite number of seconds in
+    (0, 3600]; InvalidAsk naming `hold` for other values, TypeError for other types."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise wrong_type("hold", "a number of seconds (0 to 3600) or None", value)
+    if not (math.isfinite(value) and 0 <= value <= HOLD_MAX_S):
+        message = f"hold: must be a number of seconds from 0 to {HOLD_MAX_S}, or None for no hold (got {_got(value)})"
+        raise InvalidAsk(message, field="hold")
+    return round(value * 1000)
+
+
 def argv(value: object) -> list[str] | None:
     """None or a non-empty list/tuple of str (a bare str is refused: it is not an argv)."""
     if value is None:

@@ -28,8 +28,8 @@ class Resumption:
     open); `delay()` is the next backoff with jitter, in seconds; `lost(err)` the error for a call that could
     not be picked up again."""
 
-    def __init__(self, window_s: float = RESUME_WINDOW_S) -> None:
-        self._window_s = window_s
+    def __init__(self, window_s: float | None = None) -> None:
+        self._window_s = RESUME_WINDOW_S if window_s is None else window_s
         self._first_break: float | None = None
         self._attempt = 0
 
