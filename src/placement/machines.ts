@@ -119,6 +119,16 @@ export class MachineSet {
     }
   }
 
+  /** As `take`, with exactly the holding `h` (a restored claim). @throws BooksError when it is not free. */
+  takeExact(e: MachineEntry, claimId: string, h: Holding): Holding {
+    e.cls.unindex(e);
+    try {
+      return e.books.takeExact(claimId, h);
+    } finally {
+      e.cls.index(e);
+    }
+  }
+
   /** Gives back what `claimId` holds on `e` (idempotent), keeping the index right while `e` is attached. */
   give(e: MachineEntry, claimId: string): boolean {
     if (!this.has(e)) return e.books.give(claimId);

@@ -15,6 +15,7 @@ import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import { withReason, type DemandView, type Provisioning, type Unmet } from './provisioner.js';
 import { queuedInfo } from './queued.js';
+import { comingBackDetail, restoreLease, type RestoredClaim } from './restore.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import { WaitQueue, type WaitClass, type Waiter } from './waiting.js';
@@ -67,6 +68,11 @@ export class Placer {
   readonly #queue = new WaitQueue();
   readonly #held = new Map<string, Held>();
   readonly #detachedLabels = new Map<string, number>();
+  /**
+   * Machines restored from the journal whose agents have not come back, with the end of their restart
+   * hold (ms since the epoch): never chosen for a grant, counted for clamping and labels (SPEC S6).
+   */
+  readonly #restored = new Map<MachineEntry, number>();
   /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
   readonly #changed = new Set<MachineEntry>();
   /** Machines with more room than before (release, attach, a reservation gone): may serve a waiter. */
@@ -94,8 +100,11 @@ export class Placer {
    * re-fitted (P11) and those it could serve woken (P7).
    */
   attach(m: MachineSpec): void {
+    const old = this.machines.get(m.name);
+    const back = old && this.#restored.has(old) ? this.#comeBack(old) : undefined;
     if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
+    if (back) this.#readopt(e, back);
     this.#events.emit({
       kind: 'worker_attached',
       machine: m.name,
@@ -120,6 +129,7 @@ export class Placer {
     const entry = this.machines.get(name);
     if (!entry?.spec.remote) return;
     this.machines.remove(name);
+    this.#restored.delete(entry);
     for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     }
@@ -178,7 +188,12 @@ export class Placer {
     }
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
-    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
+    const now = chooseNow(
+      this.machines,
+      ask,
+      amount,
+      (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)) && this.#placeable(m),
+    );
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settle();
@@ -204,6 +219,7 @@ export class Placer {
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = this.#queuedInfo(w, this.#queue.size);
+      info.detail += comingBackDetail(this.#restored, this.machines, ask, amount);
       const until = this.#comingBackUntil(ask);
       if (until)
         info.detail +=
@@ -267,6 +283,95 @@ export class Placer {
     });
     this.#settle();
     return true;
+  }
+
+  /**
+   * A machine the journal knows joins the books as not yet back (SPEC S6, issue 19 item 7): its
+   * books count for clamping, labels and Satisfiable, it is never chosen for a new grant, and claims
+   * restored on it keep their resources. `attach` of the same name brings it back with those claims;
+   * when `untilMs` (ms since the epoch) passes first, it is detached (its claims lost).
+   * @throws Error when a machine of that name is in the books already.
+   * TODO(lead, h-server): stand-in for h-server's restoreMachine (same signature, SURVIVAL.md); keep theirs on merge.
+   */
+  restoreMachine(m: MachineSpec, untilMs: number): void {
+    const e = this.machines.add({ ...m, remote: true });
+    this.#restored.set(e, untilMs);
+    const expire = () => {
+      if (this.#restored.get(e) !== untilMs) return;
+      if (Date.now() < untilMs) return void setTimeout(expire, untilMs - Date.now() + 1).unref();
+      this.detach(m.name, `worker ${m.name} did not come back within the restart hold`);
+    };
+    setTimeout(expire, Math.max(0, untilMs - Date.now()) + 1).unref();
+    this.#touched.add(e);
+    this.#refit();
+    this.#settle();
+  }
+
+  /**
+   * Takes back a claim read from the journal (SPEC S4): exactly `c.allocation` on `c.machine`, not
+   * through the queue, and returns its Grant. Emits node_placed ("restored from the journal").
+   * @throws BerthError FAILED_PRECONDITION when the machine is not in the books or those resources
+   *   are not free; the books are unchanged then.
+   */
+  restoreClaim(c: RestoredClaim): Grant {
+    if (this.#held.has(c.claimId))
+      throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: it is held already`);
+    const { lease, entry } = restoreLease(this.machines, c);
+    this.#held.set(c.claimId, { grant: lease, entry, since: Date.now() });
+    this.#changed.add(entry);
+    const a = lease.allocation;
+    this.#events.emit({
+      kind: 'node_placed',
+      claimId: c.claimId,
+      node: c.ask.node,
+      runId: c.ask.runId,
+      machine: entry.spec.name,
+      ...askFacts(c.ask, { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, lease.clamped),
+      granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
+      gpuIds: a.gpuIds,
+      detail:
+        `restored from the journal: ${describeAmount({ cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb })} ` +
+        `on ${entry.spec.name}${a.gpuIds.length ? ` (gpu ${a.gpuIds.join(',')})` : ''}`,
+    });
+    this.#settle();
+    return lease;
+  }
+
+  /** False for a restored machine whose agent has not come back (SPEC S6): nothing new goes there. */
+  #placeable(m: MachineEntry): boolean {
+    return this.#restored.size === 0 || !this.#restored.has(m);
+  }
+
+  /** Takes the claims held on the restored machine `old` off it (its books go with it) before it is replaced. */
+  #comeBack(old: MachineEntry): Held[] {
+    this.#restored.delete(old);
+    const mine = [...this.#held.values()].filter((h) => h.entry === old);
+    for (const h of mine) this.#held.delete(h.grant.claimId);
+    for (const h of mine) old.books.give(h.grant.claimId);
+    this.machines.remove(old.spec.name);
+    return mine;
+  }
+
+  /** Puts the claims of a machine that came back on its new books, same ids; one that no longer fits is lost. */
+  #readopt(e: MachineEntry, claims: Held[]): void {
+    for (const h of claims) {
+      const a = h.grant.allocation;
+      try {
+        this.machines.takeExact(e, h.grant.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb });
+        this.#held.set(h.grant.claimId, { ...h, entry: e });
+      } catch (err) {
+        const why = `worker ${e.spec.name} came back without what claim ${h.grant.claimId} held`;
+        (h.grant as Lease).lose(new BerthError('unavailable', `${why}: ${(err as Error).message}`));
+        this.#events.emit({
+          kind: 'claim_lost',
+          claimId: h.grant.claimId,
+          machine: e.spec.name,
+          detail: why,
+          ...heldFacts(h),
+          outcome: 'lost',
+        });
+      }
+    }
   }
 
   /** The held claim `claimId`, if any (not one being released). */
@@ -525,7 +630,12 @@ export class Placer {
         }
         if (!next) return;
         const w = next;
-        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.reserved.fitsBehind(m, w));
+        const c = chooseNow(
+          this.machines,
+          w.ask,
+          w.cls.amount,
+          (m) => this.#queue.reserved.fitsBehind(m, w) && this.#placeable(m),
+        );
         if (!c) {
           this.#woken.delete(w.cls);
           continue;

@@ -29,6 +29,8 @@ import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
+import { followEvents } from '../journal/follow.js';
+import { restoreFromJournal, type Restored } from './restore.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 
 /** After the drain, how long open streams (health watches, idle agents) get to close after the GOAWAY, in ms. */
@@ -61,6 +63,8 @@ export class BerthServer {
   #observe?: ObserveServer;
   #stopping?: Promise<void>;
   readonly #provisioning?: ProvisioningLoop;
+  #restored?: Restored;
+  #unfollow?: () => void;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
@@ -104,7 +108,10 @@ export class BerthServer {
       engine: { name: options.engineName, labels: options.engineLabels ?? [], inventory: engine, remote: false },
       events,
       reconnectGraceMs: options.reconnectGrace * 1000,
-      restartGraceMs: options.reconnectGrace * 1000, // workers reconnecting after a restart (issue 10 item 10)
+      // No blanket restart grace with the journal (SPEC S6): after a restart the workers it knows count, each for
+      // --restart-hold; a label none of them carried is unknown at once (an empty journal: a first start).
+      // Without it (--journal off), every start gives required labels the reconnect grace (issue 10 item 10).
+      restartGraceMs: options.journal === 'off' ? options.reconnectGrace * 1000 : 0,
       provisioning: this.#provisioning,
     });
     const hub = new WorkerHub({
@@ -185,16 +192,23 @@ export class BerthServer {
    */
   async start(): Promise<number> {
     const creds = this.#credentials();
-    this.#port = await new Promise<number>((resolve, reject) => {
-      this.#grpc.bindAsync(this.options.listen, creds, (err, port) =>
-        err ? reject(new ListenError(this.options.listen, err)) : resolve(port),
-      );
-    });
+    await this.#restore();
+    try {
+      this.#port = await new Promise<number>((resolve, reject) => {
+        this.#grpc.bindAsync(this.options.listen, creds, (err, port) =>
+          err ? reject(new ListenError(this.options.listen, err)) : resolve(port),
+        );
+      });
+    } catch (err) {
+      await this.#closeJournal();
+      throw err;
+    }
     if (this.#observe) {
       try {
         await this.#observe.start();
       } catch (err) {
         this.#grpc.forceShutdown();
+        await this.#closeJournal();
         throw err;
       }
       this.#log.info({ url: this.#observe.url, metrics: `${this.#observe.url}/metrics` }, 'status page and metrics');
@@ -204,6 +218,33 @@ export class BerthServer {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
     this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
     return this.#port;
+  }
+
+  /** What start-up restored from the journal (undefined before `start()`). */
+  get restored(): Restored | undefined {
+    return this.#restored;
+  }
+
+  /**
+   * Restore on start (SPEC S4, S6), before the port is bound: the journal of --state-dir is read and
+   * the workers and claims it holds put back in the books; from then on it follows the event bus.
+   */
+  async #restore(): Promise<void> {
+    if (this.options.journal === 'off') return;
+    const r = await restoreFromJournal(this.options, this.context.placer, this.#log);
+    this.#restored = r;
+    this.context.journal = r.journal;
+    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer);
+  }
+
+  /** Writes what the journal has queued, closes it and gives the state directory back. Idempotent. */
+  async #closeJournal(): Promise<void> {
+    const r = this.#restored;
+    if (!r) return;
+    this.#unfollow?.();
+    r.cancel();
+    await r.journal.close();
+    r.lock?.release();
   }
 
   /**
@@ -224,6 +265,7 @@ export class BerthServer {
   }
 
   async #stop(graceMs: number): Promise<void> {
+    this.context.journal?.freezeWorkers(); // stopping is not the workers leaving: they are restored at the next start
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
     this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
     this.lifecycle.to('draining');
@@ -249,6 +291,7 @@ export class BerthServer {
     // engine-host processes: SIGTERM, SIGKILL after the grace, gone; started machines: stopped, gone from their engine
     await Promise.all([this.context.hub.close(), this.#provisioning?.close()]);
     await this.#observe?.stop();
+    await this.#closeJournal();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }

@@ -56,6 +56,7 @@ export function claimHandler(ctx: ServerContext) {
 
     try {
       if (writes) await writes;
+      if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
       await sink.write({ kind: { $case: 'granted', value: toGranted(grant) } });
       // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
       const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
@@ -67,6 +68,7 @@ export function claimHandler(ctx: ServerContext) {
       }
       if (next.value.kind?.$case === 'release') {
         ctx.placer.release(grant.claimId, 'released');
+        if (ctx.journal) await durable(ctx, grant.claimId); // Released only once the release is journaled
         await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });
         return;
       }
@@ -116,6 +118,18 @@ async function waitForGrant(
   if (first.r.done) return undefined;
   if (first.r.value.kind?.$case === 'release') return undefined; // released before the grant
   throw unexpected(first.r);
+}
+
+/**
+ * Waits until the journal holds what the placer did to `claimId`.
+ * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written (the claim is released).
+ */
+async function durable(ctx: ServerContext, claimId: string): Promise<void> {
+  try {
+    await ctx.journal?.flushed();
+  } catch (err) {
+    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  }
 }
 
 /** Resolves when the worker holding `grant` leaves (SPEC W3). */

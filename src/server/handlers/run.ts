@@ -91,6 +91,7 @@ export function runHandler(ctx: ServerContext) {
       }
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
+        if (ask) await ctx.journal?.flushed(); // the claim is durable before its call is sent (SPEC S4)
         const rec = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal);
         grantOf.set(rec, grant);
         return { rec, grant };
