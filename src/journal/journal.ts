@@ -185,15 +185,15 @@ export class Journal {
     void this.store
       .write(ops)
       .then(
-      () => {
-        this.opts.onCommit?.(performance.now() - start, ops.length);
-        b.resolve();
-      },
-      (err: unknown) => {
-        const e = err instanceof StoreError ? err : new StoreError(this.store.where, String(err));
-        this.opts.onError?.(e);
-        b.reject(e);
-      },
+        () => {
+          this.opts.onCommit?.(performance.now() - start, ops.length);
+          b.resolve();
+        },
+        (err: unknown) => {
+          const e = err instanceof StoreError ? err : new StoreError(this.store.where, String(err));
+          this.opts.onError?.(e);
+          b.reject(e);
+        },
       )
       .then(() => {
         this.#writing = undefined;

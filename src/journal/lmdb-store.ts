@@ -5,7 +5,7 @@
  * commit) and resolves them once the commit is flushed to disk (its default overlapping sync).
  * One server per state directory: the caller holds state-lock.ts's lock first.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { StoreError, type Store, type StoreOp } from './store.js';
@@ -30,6 +30,7 @@ export class LmdbStore implements Store {
     const path = join(stateDir, JOURNAL_DIR);
     try {
       mkdirSync(path, { recursive: true, mode: 0o700 });
+      checkHeader(join(path, 'data.mdb'));
       const db = open<unknown, string>({ path, encoding: 'json', compression: false });
       db.getKeysCount(); // reads the meta pages now: a corrupt file fails here, not at the first write
       return new LmdbStore(path, db);
@@ -67,5 +68,32 @@ export class LmdbStore implements Store {
   close(): Promise<void> {
     this.#closed ??= this.db.close();
     return this.#closed;
+  }
+}
+
+/** LMDB's meta page magic (MDB_MAGIC), little-endian after the 16-byte page header and the 8-byte address. */
+const MDB_MAGIC = 0xbeefc0de;
+const MAGIC_AT = 24;
+
+/**
+ * Refuses a data file whose first meta page does not carry LMDB's magic: LMDB trusts its meta pages, and
+ * a file of garbage would crash the process instead of failing. A missing or empty file is a new journal.
+ * @throws Error "not an LMDB journal" for a file that is not one.
+ */
+function checkHeader(file: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    const b = Buffer.alloc(MAGIC_AT + 4);
+    const n = readSync(fd, b, 0, b.length, 0);
+    if (n === 0) return;
+    if (n < b.length || b.readUInt32LE(MAGIC_AT) !== MDB_MAGIC) throw new Error(`${file} is not an LMDB journal`);
+  } finally {
+    closeSync(fd);
   }
 }

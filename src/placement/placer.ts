@@ -349,6 +349,9 @@ export class Placer {
     for (const h of mine) this.#held.delete(h.grant.claimId);
     for (const h of mine) old.books.give(h.grant.claimId);
     this.machines.remove(old.spec.name);
+    for (const cls of this.#queue.reserved.classesOn(old)) {
+      this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
+    }
     return mine;
   }
 

@@ -29,13 +29,17 @@ export interface RestoredClaim {
  */
 export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: Lease; entry: MachineEntry } {
   const entry = machines.get(c.machine);
-  if (!entry) throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: no machine ${c.machine}`);
+  if (!entry)
+    throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: no machine ${c.machine}`);
   const a = c.allocation;
   try {
     machines.takeExact(entry, c.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb });
   } catch (err) {
     if (!(err instanceof BooksError)) throw err;
-    throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored on ${c.machine}: ${err.message}`);
+    throw new BerthError(
+      'failed_precondition',
+      `claim ${c.claimId} cannot be restored on ${c.machine}: ${err.message}`,
+    );
   }
   const allocation = { cpus: a.cpus, gpuIds: [...a.gpuIds].sort((x, y) => x - y), ramMb: a.ramMb, env: { ...a.env } };
   const lease = new Lease(
