@@ -116,7 +116,19 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
   const stateDir = benchStateDir();
   const server = spawn(
     process.execPath,
-    [...nodeArgs, BERTH_BIN, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', '', '--state-dir', stateDir],
+    [
+      ...nodeArgs,
+      BERTH_BIN,
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--cpus',
+      String(cpus),
+      '--gpus',
+      '',
+      '--state-dir',
+      stateDir,
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const line = await waitLine(server, /berth serving/);

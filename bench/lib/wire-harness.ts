@@ -86,7 +86,11 @@ export interface ServerChild {
  * GPU, logging at `logLevel` (at info every grant and release is a log line), with `flags` after; its journal
  * on a temporary state directory. `nodeArgs` go to node (e.g. --cpu-prof). Under `taskset`, pid is the server's.
  */
-export async function startBerthServer(flags: string[], logLevel: string, nodeArgs: string[] = []): Promise<ServerChild> {
+export async function startBerthServer(
+  flags: string[],
+  logLevel: string,
+  nodeArgs: string[] = [],
+): Promise<ServerChild> {
   const port = await freePort();
   const stateDir = benchStateDir();
   const serve = [BERTH_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--cpus', '4096', '--gpus', '', '--grace', '1'];

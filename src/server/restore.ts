@@ -74,10 +74,35 @@ export async function restoreFromJournal(
     t.unref();
     timers.push(t);
   }
+  // Calls in flight at the crash: nothing re-binds them yet, so once the restart hold is over they end as lost
+  // (kept as ended for the retention period, so the call id is not taken for a new execution).
+  // TODO(lead, h-server): re-bind them when their agent's Hello lists them (Welcome.calls) instead.
+  if (state.calls.length) {
+    const t = setTimeout(() => {
+      for (const c of state.calls)
+        journal.callEnded({
+          callId: c.callId,
+          runId: c.runId,
+          machine: c.machine,
+          outcome: 'lost',
+          failureType: 'ServerRestarted',
+          endedAt: Date.now(),
+        });
+    }, options.restartHold * 1000);
+    t.unref();
+    timers.push(t);
+  }
   const firstStart = state.workers.length + state.claims.length + state.calls.length + state.ended.length === 0;
   const ms = performance.now() - start;
   log.info(
-    { journal: journal.store.where, workers: state.workers.length, claims, dropped, ms: Math.round(ms) },
+    {
+      journal: journal.store.where,
+      workers: state.workers.length,
+      claims,
+      dropped,
+      calls: state.calls.length,
+      ms: Math.round(ms),
+    },
     firstStart ? 'journal empty: first start' : 'restored from the journal',
   );
   return {
