@@ -404,7 +404,7 @@ export class Placer {
       this.machines,
       (a) => this.#prov?.covers(a) ?? false,
       ask,
-      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)),
+      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)) && this.#placeable(m),
     );
   }
 
