@@ -667,7 +667,7 @@ export class Placer {
     }
     const machines: DemandView['machines'] = [];
     for (const m of this.machines.all())
-      if (m.spec.remote) machines.push({ name: m.spec.name, claims: m.books.claims });
+      if (m.spec.remote && this.#placeable(m)) machines.push({ name: m.spec.name, claims: m.books.claims }); // S6
     this.#prov.plan({ unmet, waiting, machines });
   }
 
@@ -679,10 +679,13 @@ export class Placer {
     );
   }
 
-  /** Provisioning gives an idle machine back: it leaves the books now, unless it holds a claim (SPEC V3). */
+  /**
+   * Provisioning gives a machine back: it leaves the books now, unless it is attached and holds a claim (SPEC V3).
+   * One restored from the journal whose worker is not back leaves with its claims (lost).
+   */
   #retire(name: string, why: string): boolean {
     const entry = this.machines.get(name);
-    if (entry?.books.claims) return false;
+    if (entry?.books.claims && this.#placeable(entry)) return false; // a machine not back leaves, claims and all
     if (entry) this.detach(name, why);
     return true;
   }
