@@ -11,6 +11,7 @@ import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
+import { MachineHolds } from './holds.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import { withReason, type DemandView, type Provisioning, type Unmet } from './provisioner.js';
@@ -76,10 +77,20 @@ export class Placer {
   #settling = false;
   /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
   releaseGate?: ReleaseGate;
+  /** Set by the worker hub: told when a disconnected machine's hold runs out, before it leaves (SPEC S2). */
+  holdExpired?: (name: string, reason: string) => void;
   readonly #newClaimId: () => string;
+  readonly #holds: MachineHolds;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
+    this.#holds = new MachineHolds({
+      machines: this.machines,
+      events: opts.events,
+      changed: (e) => this.#cameBack(e),
+      detach: (name, reason) => this.detach(name, reason),
+      expired: (name, reason) => this.holdExpired?.(name, reason),
+    });
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
     this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
     if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
@@ -91,10 +102,13 @@ export class Placer {
 
   /**
    * A worker's books join (SPEC P1); the same name replaces the old machine (W1). Waiters are
-   * re-fitted (P11) and those it could serve woken (P7).
+   * re-fitted (P11) and those it could serve woken (P7). A disconnected machine of that name with the same
+   * inventory reconnects instead (SPEC S2): its claims stay, with the same GPU ids.
    */
   attach(m: MachineSpec): void {
-    if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
+    const old = this.machines.get(m.name);
+    if (old && this.#holds.reconnect(old, m)) return;
+    if (old) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
     this.#events.emit({
       kind: 'worker_attached',
@@ -112,6 +126,30 @@ export class Placer {
   }
 
   /**
+   * Worker `name`'s stream broke (SPEC S2, S6): it stays, books and claims (their `lost` does not fire), as
+   * `disconnected` until `untilMs` (ms since the epoch; called again, the hold moves), never chosen for a new
+   * grant but counted for clamping, Satisfiable and required labels. `attach` of the same inventory reconnects
+   * it; `detach` ends the hold; when the hold runs out `holdExpired` is told and it is detached.
+   * @throws Error when no worker of that name is attached.
+   */
+  disconnect(name: string, untilMs: number, why: string): void {
+    this.#holds.disconnect(name, untilMs, why);
+  }
+
+  /** Attaches `spec` straight as disconnected until `untilMs` (a journaled machine after a restart, SPEC S4, S6). */
+  restoreMachine(spec: MachineSpec, untilMs: number): void {
+    this.#holds.restore(spec, untilMs);
+  }
+
+  /** A machine joined or came back: waiters are re-fitted and those it could serve woken. */
+  #cameBack(e: MachineEntry): void {
+    this.#touched.add(e);
+    this.#changed.add(e);
+    this.#refit();
+    this.#settle();
+  }
+
+  /**
    * A machine leaves with its books (SPEC W3): each claim on it loses its lease (`lost` aborts
    * with UNAVAILABLE "worker <name> went away"); waiters are re-fitted (P11) and woken. No-op for
    * unknown names.
@@ -119,6 +157,7 @@ export class Placer {
   detach(name: string, reason = `worker ${name} went away`): void {
     const entry = this.machines.get(name);
     if (!entry?.spec.remote) return;
+    this.#holds.clear(entry);
     this.machines.remove(name);
     for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
@@ -296,7 +335,7 @@ export class Placer {
       this.machines,
       (a) => this.#prov?.covers(a) ?? false,
       ask,
-      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)),
+      (m, amount) => m.hold === undefined && m.books.fitsNow(amount, this.#queue.reserved.on(m)),
     );
   }
 
