@@ -27,6 +27,11 @@ export function serveCommand(): Command {
       'seconds a detached worker label (and, after the server starts, ' +
         'any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)',
     )
+    .option(
+      '--worker-hold <s>',
+      'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
+        '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',
+    )
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')

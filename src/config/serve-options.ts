@@ -13,6 +13,7 @@ import {
   address,
   deviceRange,
   type FlagTable,
+  holdSeconds,
   labelList,
   logLevel,
   plainName,
@@ -35,6 +36,8 @@ const schema = z.object({
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),
+  /** How long a broken worker link holds its calls that asked for no hold (SPEC S2). */
+  workerHold: holdSeconds.default(2),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCert: readableFile.optional(),
@@ -49,7 +52,7 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace` and `workerHold` in seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: where provisioned workers log (default $XDG_STATE_HOME/berth or ~/.local/state/berth);
  * `advertise`: the address started workers dial (default: the bound listen address);
@@ -70,6 +73,7 @@ const FLAGS: FlagTable = {
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
   reconnectGrace: ['--reconnect-grace', 'BERTH_RECONNECT_GRACE'],
+  workerHold: ['--worker-hold', 'BERTH_WORKER_HOLD'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],

@@ -116,6 +116,7 @@ export class BerthServer {
       heartbeatMs: deps.heartbeatMs ?? 5000,
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
+      workerHoldMs: Math.round(options.workerHold * 1000),
     });
     const { live } = this.lifecycle;
     const identities = new Identities({
