@@ -120,17 +120,12 @@ export class Placer {
         `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)` +
         `${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
     });
-    this.#touched.add(e);
-    this.#refit();
-    this.#settle();
+    this.#cameBack(e);
   }
 
   /**
-   * Worker `name`'s stream broke (SPEC S2, S6): it stays, books and claims (their `lost` does not fire), as
-   * `disconnected` until `untilMs` (ms since the epoch; called again, the hold moves), never chosen for a new
-   * grant but counted for clamping, Satisfiable and required labels. `attach` of the same inventory reconnects
-   * it; `detach` ends the hold; when the hold runs out `holdExpired` is told and it is detached.
-   * @throws Error when no worker of that name is attached.
+   * Worker `name`'s stream broke: it is held as disconnected until `untilMs` (ms since the epoch), see holds.ts
+   * (SPEC S2, S6); `detach` ends the hold. @throws Error when no worker of that name is attached.
    */
   disconnect(name: string, untilMs: number, why: string): void {
     this.#holds.disconnect(name, untilMs, why);

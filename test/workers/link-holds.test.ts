@@ -170,6 +170,45 @@ describe('a lost worker link (SPEC S2)', () => {
     expect(s.invariantErrors).toEqual([]);
   });
 
+  it('a reconnect keeps a held claim with the same GPU ids; a new claim gets the others', async () => {
+    const s = await server();
+    const w = await worker(s, { gpuIds: [0, 1, 2, 3] });
+    const first = claim(s.placement, { cpus: 1, gpus: 2, label: 'gpu', policy: 2 });
+    open.push(() => first.call.cancel());
+    const g = await first.granted;
+    w.drop();
+    await until(
+      async () => machine(await snapshot(s.placement), 'w1').state === MachineState.MACHINE_STATE_DISCONNECTED,
+    );
+    const back = await worker(s, { gpuIds: [0, 1, 2, 3] });
+    await back.next('welcome');
+    const snap = await snapshot(s.placement);
+    expect(machine(snap, 'w1').state).toBe(MachineState.MACHINE_STATE_CONNECTED);
+    expect(snap.held.map((h) => [h.claimId, h.allocation?.gpuIds])).toEqual([[g.claimId, g.allocation?.gpuIds]]);
+    const second = claim(s.placement, { cpus: 1, gpus: 2, label: 'gpu', policy: 2 });
+    open.push(() => second.call.cancel());
+    const g2 = await second.granted;
+    expect([...(g.allocation?.gpuIds ?? []), ...(g2.allocation?.gpuIds ?? [])].sort()).toEqual([0, 1, 2, 3]);
+    await first.release();
+    await second.release();
+    expect(s.invariantErrors).toEqual([]);
+  });
+
+  it('a machine restored as disconnected (restoreMachine) makes a required ask wait, and its worker reconnects it', async () => {
+    const s = await server();
+    const placer = s.server.context.placer;
+    const spec = { name: 'w1', labels: ['gpu'], inventory: { cpus: 8, gpuIds: [] }, remote: true };
+    placer.restoreMachine(spec, Date.now() + 10_000);
+    expect(machine(await snapshot(s.placement), 'w1').state).toBe(MachineState.MACHINE_STATE_DISCONNECTED);
+    const waiting = claim(s.placement, { cpus: 4, label: 'gpu', policy: 2 });
+    open.push(() => waiting.call.cancel());
+    expect((await waiting.queued).wanted?.cpus).toBe(4);
+    const w = await worker(s);
+    await w.next('welcome');
+    expect((await waiting.granted).machine).toBe('w1');
+    await waiting.release();
+  });
+
   it('a Stopping frame fails the calls at once', async () => {
     const s = await server();
     const w = await worker(s);
