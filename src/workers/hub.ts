@@ -174,7 +174,7 @@ export class WorkerHub {
   #holdExpired(name: string, reason: string): void {
     const w = this.workers.get(name);
     if (!w || !this.#holds.has(w)) return;
-    this.#holds.forget(w);
+    this.#holds.expire(w);
     this.#forget(w);
     w.leave(new BerthError('unavailable', reason));
     this.workers.delete(name);

@@ -64,9 +64,7 @@ export class LinkHolds {
         detail: `worker ${w.name} disconnected: ${why}; holding the call for ${ms} ms`,
       });
       const t = setTimeout(() => {
-        if (w.calls.get(rec.callId) !== rec || !this.#held.has(w)) return;
-        rec.fail(new BerthError('unavailable', `worker ${w.name} went away: ${why}; its hold of ${ms} ms ran out`));
-        rec.markSettled();
+        if (w.calls.get(rec.callId) === rec && this.#held.has(w)) this.#runOut(w, rec.callId);
       }, ms);
       t.unref();
       held.timers.push(t);
@@ -112,6 +110,26 @@ export class LinkHolds {
     neu.welcomeCalls = welcome;
     old.successor = neu;
     this.log.info({ worker: old.name, awayMs: away, calls: welcome.length }, 'worker reconnected');
+  }
+
+  /**
+   * `w`'s machine hold ran out (the placer's timer): every call still held fails as its own hold would have;
+   * `w` is no longer held.
+   */
+  expire(w: AttachedWorker): void {
+    if (!this.#held.has(w)) return;
+    for (const id of [...w.calls.keys()]) this.#runOut(w, id);
+    this.forget(w);
+  }
+
+  /** Call `id`'s hold ran out: it fails UNAVAILABLE "went away" saying so, and is settled. */
+  #runOut(w: AttachedWorker, id: string): void {
+    const rec = w.calls.get(id)!;
+    const why = this.#held.get(w)!.why;
+    const ms = rec.holdMs || this.workerHoldMs;
+    rec.fail(new BerthError('unavailable', `worker ${w.name} went away: ${why}; its hold of ${ms} ms ran out`));
+    rec.markSettled();
+    w.calls.delete(id);
   }
 
   /** Ends `w`'s hold without failing anything (it is replaced or leaves; the caller fails its calls). */
