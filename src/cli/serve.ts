@@ -42,6 +42,11 @@ export function serveCommand(): Command {
       'keep what survives a restart under --state-dir; off: nothing survives (and every start gives required ' +
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',
     )
+    .option(
+      '--worker-hold <s>',
+      'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
+        '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',
+    )
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')

@@ -13,6 +13,7 @@ import {
   address,
   deviceRange,
   type FlagTable,
+  holdSeconds,
   labelList,
   logLevel,
   plainName,
@@ -35,6 +36,8 @@ const schema = z.object({
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),
+  /** How long a broken worker link holds its calls that asked for no hold (SPEC S2). */
+  workerHold: holdSeconds.default(2),
   /** After a restart, how long a worker the journal knows is held for its agent to come back (SPEC S6). */
   restartHold: seconds.default(60),
   /** After a restart, how long a journaled claim awaits its holder before it is released (SPEC S3). */
@@ -55,8 +58,8 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `restartHold` and `claimHold` in seconds,
- * `ramMb` in MB.
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold` and `claimHold` in
+ * seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4) and where provisioned workers log (default $XDG_STATE_HOME/berth or
  * ~/.local/state/berth); one server per directory;
@@ -78,6 +81,7 @@ const FLAGS: FlagTable = {
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
   reconnectGrace: ['--reconnect-grace', 'BERTH_RECONNECT_GRACE'],
+  workerHold: ['--worker-hold', 'BERTH_WORKER_HOLD'],
   restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   journal: ['--journal', 'BERTH_JOURNAL'],

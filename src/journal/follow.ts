@@ -8,8 +8,16 @@ import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
 import type { Journal } from './journal.js';
 
-/** Subscribes `journal` to `events`; returns the unsubscribe function. */
-export function followEvents(journal: Journal, events: EventBus, placer: Placer): () => void {
+/**
+ * Subscribes `journal` to `events`; returns the unsubscribe function. `agentOf(name)`: the agent id
+ * (`<host>:<state dir>`, SPEC S5) of the worker attached under `name`, '' when it sent none.
+ */
+export function followEvents(
+  journal: Journal,
+  events: EventBus,
+  placer: Placer,
+  agentOf: (name: string) => string = () => '',
+): () => void {
   return events.subscribe((e: BerthEvent) => {
     switch (e.kind) {
       case 'node_placed': {
@@ -34,7 +42,8 @@ export function followEvents(journal: Journal, events: EventBus, placer: Placer)
       case 'claim_lost':
         if (e.claimId !== undefined) journal.claimGone(e.claimId);
         return;
-      case 'worker_attached': {
+      case 'worker_attached':
+      case 'worker_reconnected': {
         const m = e.machine === undefined ? undefined : placer.machines.get(e.machine)?.spec;
         if (!m) return;
         journal.workerKnown({
@@ -43,7 +52,7 @@ export function followEvents(journal: Journal, events: EventBus, placer: Placer)
           inventory: { cpus: m.inventory.cpus, gpuIds: m.inventory.gpuIds, ramMb: m.inventory.ramMb },
           maxParallel: m.maxParallel ?? 0,
           version: m.version ?? '',
-          agentId: '', // TODO(lead, h-server): the Hello's agent_id once the hub keeps it on the spec
+          agentId: agentOf(m.name),
           at: e.timeMs,
         });
         return;

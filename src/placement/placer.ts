@@ -11,6 +11,7 @@ import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
+import { MachineHolds } from './holds.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import { withReason, type DemandView, type Provisioning, type Unmet } from './provisioner.js';
@@ -68,11 +69,6 @@ export class Placer {
   readonly #queue = new WaitQueue();
   readonly #held = new Map<string, Held>();
   readonly #detachedLabels = new Map<string, number>();
-  /**
-   * Machines restored from the journal whose agents have not come back, with the end of their restart
-   * hold (ms since the epoch): never chosen for a grant, counted for clamping and labels (SPEC S6).
-   */
-  readonly #restored = new Map<MachineEntry, number>();
   /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
   readonly #changed = new Set<MachineEntry>();
   /** Machines with more room than before (release, attach, a reservation gone): may serve a waiter. */
@@ -82,10 +78,20 @@ export class Placer {
   #settling = false;
   /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
   releaseGate?: ReleaseGate;
+  /** Set by the worker hub: told when a disconnected machine's hold runs out, before it leaves (SPEC S2). */
+  holdExpired?: (name: string, reason: string) => void;
   readonly #newClaimId: () => string;
+  readonly #holds: MachineHolds;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
+    this.#holds = new MachineHolds({
+      machines: this.machines,
+      events: opts.events,
+      changed: (e) => this.#cameBack(e),
+      detach: (name, reason) => this.detach(name, reason),
+      expired: (name, reason) => this.holdExpired?.(name, reason),
+    });
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
     this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
     if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
@@ -97,14 +103,14 @@ export class Placer {
 
   /**
    * A worker's books join (SPEC P1); the same name replaces the old machine (W1). Waiters are
-   * re-fitted (P11) and those it could serve woken (P7).
+   * re-fitted (P11) and those it could serve woken (P7). A disconnected machine of that name with the same
+   * inventory reconnects instead (SPEC S2): its claims stay, with the same GPU ids.
    */
   attach(m: MachineSpec): void {
     const old = this.machines.get(m.name);
-    const back = old && this.#restored.has(old) ? this.#comeBack(old) : undefined;
-    if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
+    if (old && this.#holds.reconnect(old, m)) return;
+    if (old) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
-    if (back) this.#readopt(e, back);
     this.#events.emit({
       kind: 'worker_attached',
       machine: m.name,
@@ -115,7 +121,26 @@ export class Placer {
         `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)` +
         `${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
     });
+    this.#cameBack(e);
+  }
+
+  /**
+   * Worker `name`'s stream broke: it is held as disconnected until `untilMs` (ms since the epoch), see holds.ts
+   * (SPEC S2, S6); `detach` ends the hold. @throws Error when no worker of that name is attached.
+   */
+  disconnect(name: string, untilMs: number, why: string): void {
+    this.#holds.disconnect(name, untilMs, why);
+  }
+
+  /** Attaches `spec` straight as disconnected until `untilMs` (a journaled machine after a restart, SPEC S4, S6). */
+  restoreMachine(spec: MachineSpec, untilMs: number): void {
+    this.#holds.restore(spec, untilMs);
+  }
+
+  /** A machine joined or came back: waiters are re-fitted and those it could serve woken. */
+  #cameBack(e: MachineEntry): void {
     this.#touched.add(e);
+    this.#changed.add(e);
     this.#refit();
     this.#settle();
   }
@@ -128,8 +153,8 @@ export class Placer {
   detach(name: string, reason = `worker ${name} went away`): void {
     const entry = this.machines.get(name);
     if (!entry?.spec.remote) return;
+    this.#holds.clear(entry);
     this.machines.remove(name);
-    this.#restored.delete(entry);
     for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     }
@@ -219,7 +244,7 @@ export class Placer {
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = this.#queuedInfo(w, this.#queue.size);
-      info.detail += comingBackDetail(this.#restored, this.machines, ask, amount);
+      info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#comingBackUntil(ask);
       if (until)
         info.detail +=
@@ -286,28 +311,6 @@ export class Placer {
   }
 
   /**
-   * A machine the journal knows joins the books as not yet back (SPEC S6, issue 19 item 7): its
-   * books count for clamping, labels and Satisfiable, it is never chosen for a new grant, and claims
-   * restored on it keep their resources. `attach` of the same name brings it back with those claims;
-   * when `untilMs` (ms since the epoch) passes first, it is detached (its claims lost).
-   * @throws Error when a machine of that name is in the books already.
-   * TODO(lead, h-server): stand-in for h-server's restoreMachine (same signature, SURVIVAL.md); keep theirs on merge.
-   */
-  restoreMachine(m: MachineSpec, untilMs: number): void {
-    const e = this.machines.add({ ...m, remote: true });
-    this.#restored.set(e, untilMs);
-    const expire = () => {
-      if (this.#restored.get(e) !== untilMs) return;
-      if (Date.now() < untilMs) return void setTimeout(expire, untilMs - Date.now() + 1).unref();
-      this.detach(m.name, `worker ${m.name} did not come back within the restart hold`);
-    };
-    setTimeout(expire, Math.max(0, untilMs - Date.now()) + 1).unref();
-    this.#touched.add(e);
-    this.#refit();
-    this.#settle();
-  }
-
-  /**
    * Takes back a claim read from the journal (SPEC S4): exactly `c.allocation` on `c.machine`, not
    * through the queue, and returns its Grant. Emits node_placed ("restored from the journal").
    * @throws BerthError FAILED_PRECONDITION when the machine is not in the books or those resources
@@ -337,44 +340,9 @@ export class Placer {
     return lease;
   }
 
-  /** False for a restored machine whose agent has not come back (SPEC S6): nothing new goes there. */
+  /** False for a disconnected (held) machine, restored or not (SPEC S2, S6): nothing new goes there. */
   #placeable(m: MachineEntry): boolean {
-    return this.#restored.size === 0 || !this.#restored.has(m);
-  }
-
-  /** Takes the claims held on the restored machine `old` off it (its books go with it) before it is replaced. */
-  #comeBack(old: MachineEntry): Held[] {
-    this.#restored.delete(old);
-    const mine = [...this.#held.values()].filter((h) => h.entry === old);
-    for (const h of mine) this.#held.delete(h.grant.claimId);
-    for (const h of mine) old.books.give(h.grant.claimId);
-    this.machines.remove(old.spec.name);
-    for (const cls of this.#queue.reserved.classesOn(old)) {
-      this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
-    }
-    return mine;
-  }
-
-  /** Puts the claims of a machine that came back on its new books, same ids; one that no longer fits is lost. */
-  #readopt(e: MachineEntry, claims: Held[]): void {
-    for (const h of claims) {
-      const a = h.grant.allocation;
-      try {
-        this.machines.takeExact(e, h.grant.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb });
-        this.#held.set(h.grant.claimId, { ...h, entry: e });
-      } catch (err) {
-        const why = `worker ${e.spec.name} came back without what claim ${h.grant.claimId} held`;
-        (h.grant as Lease).lose(new BerthError('unavailable', `${why}: ${(err as Error).message}`));
-        this.#events.emit({
-          kind: 'claim_lost',
-          claimId: h.grant.claimId,
-          machine: e.spec.name,
-          detail: why,
-          ...heldFacts(h),
-          outcome: 'lost',
-        });
-      }
-    }
+    return m.hold === undefined;
   }
 
   /** The held claim `claimId`, if any (not one being released). */
@@ -404,7 +372,7 @@ export class Placer {
       this.machines,
       (a) => this.#prov?.covers(a) ?? false,
       ask,
-      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)) && this.#placeable(m),
+      (m, amount) => m.hold === undefined && m.books.fitsNow(amount, this.#queue.reserved.on(m)),
     );
   }
 

@@ -55,22 +55,23 @@ export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: L
 }
 
 /**
- * The Queued detail's tail for an ask that waits for restored machines (S6): `waiting for <names> to come
- * back (restart hold, N s left)` when only machines still held after the restart could hold it; '' otherwise.
+ * The Queued detail's tail for an ask that waits for held machines (S6): `waiting for <names> to come back
+ * (restart hold, N s left)` when only machines whose workers are not back (restored after a restart, or
+ * disconnected) could hold it; '' otherwise. Cost: every machine, on the waiting path only.
  */
-export function comingBackDetail(
-  held: ReadonlyMap<MachineEntry, number>,
-  machines: MachineSet,
-  ask: NormalizedAsk,
-  amount: Amount,
-): string {
-  if (held.size === 0) return '';
+export function comingBackDetail(machines: MachineSet, ask: NormalizedAsk, amount: Amount): string {
   const could = (m: MachineEntry) => eligible(m, ask) && m.books.canEverHold(amount);
-  for (const m of machines.all()) if (!held.has(m) && could(m)) return '';
-  const back = [...held].filter(([m]) => could(m));
+  const back: MachineEntry[] = [];
+  for (const m of machines.all()) {
+    if (!could(m)) continue;
+    if (m.hold === undefined) return '';
+    back.push(m);
+  }
   if (back.length === 0) return '';
-  const until = Math.max(...back.map(([, u]) => u));
-  const names = back.map(([m]) => m.spec.name);
+  const until = Math.max(...back.map((m) => m.hold?.untilMs ?? 0));
+  const names = back.map((m) => m.spec.name);
   const shown = names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ');
-  return `: waiting for ${shown} to come back (restart hold, ${Math.max(0, Math.ceil((until - Date.now()) / 1000))} s left)`;
+  const left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+  const why = back.every((m) => m.hold?.why.startsWith('restored')) ? 'restart hold' : 'worker hold';
+  return `: waiting for ${shown} to come back (${why}, ${left} s left)`;
 }

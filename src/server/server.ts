@@ -123,6 +123,7 @@ export class BerthServer {
       heartbeatMs: deps.heartbeatMs ?? 5000,
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
+      workerHoldMs: Math.round(options.workerHold * 1000),
     });
     const { live } = this.lifecycle;
     const identities = new Identities({
@@ -234,7 +235,9 @@ export class BerthServer {
     const r = await restoreFromJournal(this.options, this.context.placer, this.#log);
     this.#restored = r;
     this.context.journal = r.journal;
-    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer);
+    const { hub } = this.context;
+    const agentOf = (name: string) => hub.workers.get(name)?.agent.agentId ?? '';
+    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer, agentOf);
   }
 
   /** Writes what the journal has queued, closes it and gives the state directory back. Idempotent. */

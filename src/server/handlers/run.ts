@@ -5,7 +5,9 @@
  * execution: a Run whose call id is in flight or being placed follows that call (CallIds). A Run
  * inside a claim ends CANCELLED "claim <id> released" when the claim is released (SPEC R5). Errors:
  * INVALID_ARGUMENT, FAILED_PRECONDITION (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"),
- * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. When client identities
+ * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. While the link to the call's worker
+ * is down the caller gets WorkerLink items (DISCONNECTED with the hold left, RECONNECTED), in order with the
+ * events; `disconnect_grace_ms` (0 to 3,600,000) is the call's hold (SPEC S2). When client identities
  * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  */
 import * as z from 'zod';
@@ -13,7 +15,7 @@ import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/pla
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import type { CallRecord, Terminal } from '../../workers/call-record.js';
+import { isTerminal, type CallRecord, type Terminal } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
@@ -31,6 +33,8 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 
 /** Longest `timeout_ms` a Run may name: 30 days (longer ones would overflow Node's timers). */
 export const MAX_TIMEOUT_MS = 2_592_000_000;
+/** Longest `disconnect_grace_ms` a Run may ask (SPEC S2): an hour. */
+export const MAX_DISCONNECT_GRACE_MS = 3_600_000;
 /** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
 const grantOf = new WeakMap<CallRecord, Grant>();
 
@@ -63,6 +67,13 @@ export function runHandler(ctx: ServerContext) {
         `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`,
       );
     }
+    if (!(req.disconnectGraceMs >= 0 && req.disconnectGraceMs <= MAX_DISCONNECT_GRACE_MS)) {
+      throw new BerthError(
+        'invalid_argument',
+        `disconnect_grace_ms: at most ${MAX_DISCONNECT_GRACE_MS} (an hour), 0 = the server's --worker-hold ` +
+          `(got ${req.disconnectGraceMs})`,
+      );
+    }
     const { runId, flow, node } = ids.data;
     const callId = `${runId}:${flow}.${node}`;
     toTask(callId, undefined, req.payload); // validate the payload before anything is claimed or followed
@@ -92,7 +103,16 @@ export function runHandler(ctx: ServerContext) {
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
         if (ask) await ctx.journal?.flushed(); // the claim is durable before its call is sent (SPEC S4)
-        const rec = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal);
+        const spec = {
+          callId,
+          runId,
+          flow,
+          node,
+          payload: req.payload,
+          owner,
+          disconnectGraceMs: req.disconnectGraceMs,
+        };
+        const rec = await ctx.hub.start(spec, grant, signal);
         grantOf.set(rec, grant);
         return { rec, grant };
       } catch (err) {
@@ -195,7 +215,7 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
     let end: Terminal | undefined;
     for await (const item of rec.follow(signal)) {
       await sink.write({ kind: item });
-      if (item.$case !== 'event') end = item;
+      if (isTerminal(item)) end = item;
     }
     return end;
   } catch (err) {
