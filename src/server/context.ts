@@ -7,6 +7,7 @@ import type { EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
+import type { ClaimHolds } from './claim-holds.js';
 import type { EdgeContext } from './edge.js';
 
 /** Shared by all handlers of one server. */
@@ -19,6 +20,8 @@ export interface ServerContext extends EdgeContext {
   events: EventBus;
   /** The books of every machine and the claims on them. */
   placer: Placer;
+  /** Resume tokens, and claims awaiting their holder after their stream broke (SPEC S3). */
+  holds: ClaimHolds;
   /** Attached workers and calls in flight. */
   hub: WorkerHub;
   /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */

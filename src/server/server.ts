@@ -11,6 +11,7 @@ import { readFlagFile } from '../config/fields.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
+import { ClaimHolds, withHolds } from './claim-holds.js';
 import { buildProvisioning } from '../provision/build.js';
 import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
@@ -124,7 +125,8 @@ export class BerthServer {
       clientTokens: options.clientTokens,
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
-    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub };
+    const holds = new ClaimHolds(placer, events, live);
+    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub, holds };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),
@@ -136,7 +138,7 @@ export class BerthServer {
         metrics,
         token: options.token,
         toJson: toWatchEvent,
-        snapshot: () => toSnapshot(placer.snapshot(), hub.callsInFlight(), hub.runningByMachine()),
+        snapshot: () => toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
       });
     }
     this.#grpc.addService(tolerantDecoding(PlacementServiceService), placementService(this.context));
