@@ -15,6 +15,7 @@ from .client import Client
 from .errors import (
     BerthError,
     Cancelled,
+    ClaimLost,
     Clamped,
     InvalidAsk,
     NodeExited,
@@ -54,6 +55,7 @@ __all__ = [
     "CancelCounts",
     "Cancelled",
     "ClaimLease",
+    "ClaimLost",
     "Clamped",
     "Client",
     "Compiled",
