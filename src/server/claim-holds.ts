@@ -9,23 +9,16 @@
  * through the drain like a held lease (SPEC R3) and released 'server draining' when the grace ends.
  * Tokens are never logged nor put in events.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant } from '../placement/types.js';
 import { CallScope, type LiveCalls } from './live-calls.js';
+import { hashToken, newResumeToken } from './resume-tokens.js';
 
-/** A fresh resume token: 16 random bytes (128 bits) as base64url (22 characters). */
-export function newResumeToken(): string {
-  return randomBytes(16).toString('base64url');
-}
-
-/** What the server keeps of a token (and what a journal stores): its SHA-256, 32 bytes. */
-export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
-}
+export { hashToken, newResumeToken } from './resume-tokens.js';
 
 /** Longest claim id or token a Resume may name (ids are `c-<uuid>`, tokens 22 characters). */
 const MAX_RESUME_FIELD = 256;
