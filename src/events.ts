@@ -15,6 +15,8 @@ export type EventKind =
   | 'node_abandoned'
   | 'claim_released'
   | 'claim_lost'
+  | 'claim_awaiting_holder' // a claim's stream broke without Release; it awaits its holder for its hold (SPEC S3)
+  | 'claim_resumed' // its holder took the awaiting claim back with its resume token (SPEC S3)
   | 'worker_attached'
   | 'worker_detached'
   | 'worker_replaced'
@@ -61,14 +63,15 @@ export interface EventFacts {
   label?: string;
   /**
    * How it ended: claim_released "released" | "half_closed" | "stream_ended" | "run_ended" | "abandoned" |
-   * "server_draining"; claim_lost "lost"; call_finished "result" | "failure" | "error".
+   * "server_draining" | "hold_ran_out"; claim_lost "lost"; call_finished "result" | "failure" | "error".
    */
   outcome?: string;
   /** Class name of a call's failure (call_finished, outcome "failure"). */
   failureType?: string;
   /**
    * ms: node_placed time waited, claim_released time held, call_finished time running; worker_disconnected the
-   * hold, worker_reconnected and worker_hold_expired the time disconnected.
+   * hold, worker_reconnected and worker_hold_expired the time disconnected; claim_awaiting_holder the hold,
+   * claim_resumed time awaited.
    */
   durationMs?: number;
   /** node_clamped: the first dimension no machine can hold ("cpus", "gpus" or "ram_mb"). */

@@ -81,9 +81,11 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   if (s.held.length === 0) out.push('held: none');
   else {
     out.push(`held: ${s.held.length}`);
+    // Claims whose holder's stream broke (SPEC S3) add a HOLDER column: how long each still awaits its holder.
+    const awaiting = s.held.some((h) => h.awaitingHolder);
     out.push(
       headed(
-        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD'],
+        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD', ...(awaiting ? ['HOLDER'] : [])],
         s.held.map((h) => [
           h.claimId,
           h.node || '-',
@@ -91,6 +93,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
           String(h.allocation?.cpus ?? 0),
           formatRange(h.allocation?.gpuIds ?? []) || '-',
           secs(h.heldMs),
+          ...(awaiting ? [h.awaitingHolder ? `awaiting, ${secs(h.holdLeftMs)} left` : 'connected'] : []),
         ]),
       ),
     );

@@ -35,6 +35,7 @@ const ask = z.object({
   env: z.record(z.string(), z.string()),
   owner: z.string().optional(),
   onOversize: z.enum(['clamp', 'fail']).optional(),
+  holdMs: z.number().int().nonnegative().optional(),
 });
 
 const claim = z.object({

@@ -15,6 +15,8 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   node_abandoned: 'info',
   claim_released: 'info',
   claim_lost: 'info',
+  claim_awaiting_holder: 'info',
+  claim_resumed: 'info',
   worker_attached: 'info',
   worker_detached: 'info',
   worker_replaced: 'info',

@@ -26,6 +26,7 @@ const RELEASE_OUTCOMES = new Set([
   'lost',
   'half_closed',
   'cancelled',
+  'hold_ran_out',
 ]);
 
 /** Turns a release reason into a bounded label value (e.g. "stream ended" → "stream_ended"). */
@@ -60,7 +61,7 @@ export class BerthMetrics {
     const released = counter(
       'berth_claims_released_total',
       'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, ' +
-        'other (SPEC P8).',
+        'hold_ran_out, other (SPEC P8, S3).',
       ['outcome'],
     );
     const abandoned = counter(
@@ -86,6 +87,15 @@ export class BerthMetrics {
       'berth_calls_total',
       'Calls ended, by outcome (result, failure, cancelled, error) and failure type.',
       ['outcome', 'failure_type'],
+    );
+    const awaiting = counter(
+      'berth_claims_awaiting_holder_total',
+      'Claims whose stream broke without Release and that awaited their holder for their hold (SPEC S3).',
+    );
+    const resumed = counter('berth_claims_resumed_total', 'Awaiting claims taken back by their holder (SPEC S3).');
+    const ranOut = counter(
+      'berth_claim_holds_ran_out_total',
+      'Awaiting claims given back because their hold ran out before their holder came back (SPEC S3).',
     );
     const attaches = counter('berth_worker_attaches_total', 'Worker attaches (SPEC W1).');
     const detaches = counter('berth_worker_detaches_total', 'Worker detaches (SPEC W3).');
@@ -113,6 +123,13 @@ export class BerthMetrics {
           break;
         case 'claim_released':
           released.inc({ outcome: outcomeLabel(e.outcome) });
+          if (e.outcome === 'hold_ran_out') ranOut.inc();
+          break;
+        case 'claim_awaiting_holder':
+          awaiting.inc();
+          break;
+        case 'claim_resumed':
+          resumed.inc();
           break;
         case 'claim_lost':
           released.inc({ outcome: 'lost' });

@@ -151,7 +151,8 @@ function render() {
   fill('held', snap.held.map((h) => ({
     key: h.claimId,
     cells: [h.claimId, h.node || '-', h.runId || '-', h.machine, num(h.allocation.cpus),
-      h.allocation.gpuIds.join(',') || '-', dur(h.heldMs + age)],
+      h.allocation.gpuIds.join(',') || '-', dur(h.heldMs + age) + (h.awaitingHolder
+        ? ', awaiting its holder (' + dur(Math.max(0, h.holdLeftMs - age)) + ' left)' : '')],
   })), 7);
   fill('waiting', snap.waiting.map((w) => {
     const why = w.reason.detail + (w.label ? ' on a machine labelled ' + w.label : '');

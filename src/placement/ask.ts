@@ -3,7 +3,8 @@
  * the value in every error. A well-formed ask takes a precompiled check that allocates nothing
  * (issue 9: zod was ~4% of the server's time per claim); anything it does not accept goes through
  * zod, which either reports the error or (should the check be stricter than the schema) accepts.
- * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13).
+ * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13). `hold_ms` (SPEC S3): 0..3,600,000, kept
+ * on the normalized ask only when above 0.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
@@ -33,6 +34,8 @@ const MAX_LABEL = 63;
 const MAX_NODE = 256;
 const MAX_RUN_ID = 128;
 const MAX_ENV_VALUE = 65_536;
+/** Longest a claim may await its holder after its stream broke, in ms (SPEC S3: one hour). */
+export const MAX_HOLD_MS = 3_600_000;
 
 const name = (what: string, max: number) =>
   z.string().max(max, `at most ${max} characters`).regex(NAME, `${what} may hold only letters, digits and _ . : -`);
@@ -53,6 +56,12 @@ const schema = z.object({
   ),
   node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`).regex(NODE, 'no control characters'),
   runId: name('a run id', MAX_RUN_ID),
+  holdMs: z
+    .number()
+    .int('a whole number of ms')
+    .min(0, 'at least 0 ms')
+    .max(MAX_HOLD_MS, `at most ${MAX_HOLD_MS} ms (one hour)`)
+    .optional(),
   env: z
     .record(
       z
@@ -80,7 +89,7 @@ export function envBytes(env: Record<string, string>): number {
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id' };
+const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id', holdMs: 'hold_ms' };
 
 const count = (v: unknown, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 const text = (v: unknown, max: number, re?: RegExp): boolean =>
@@ -104,6 +113,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (!text(ask.label, MAX_LABEL, LABEL) || !text(ask.node, MAX_NODE, NODE)) return false;
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
+  if (ask.holdMs !== undefined && !count(ask.holdMs, MAX_HOLD_MS)) return false;
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   let keys = 0;
@@ -168,7 +178,9 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
   return normalized({ ...r.data, onOversize: over });
 }
 
-type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'>;
+type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'> & {
+  holdMs?: number;
+};
 
 /** The defaults applied to a valid ask. */
 function normalized(a: AskFields): NormalizedAsk {
@@ -182,5 +194,6 @@ function normalized(a: AskFields): NormalizedAsk {
     runId: a.runId,
     env: { ...a.env },
     ...(a.onOversize === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
+    ...(a.holdMs ? { holdMs: a.holdMs } : {}),
   };
 }

@@ -51,6 +51,8 @@ export interface PlacerSnapshot {
     allocation: AllocationGrant;
     heldMs: number;
     owner?: string;
+    /** While it awaits its holder after its stream broke (SPEC S3): ms left of its hold (set by the server). */
+    holdLeftMs?: number;
   }[];
   provisioners: ProvisionerView[];
 }

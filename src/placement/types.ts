@@ -34,6 +34,11 @@ export interface NormalizedAsk {
   owner?: string;
   /** What happens when no machine can ever hold it (issue 13): clamp (absent = clamp) or fail. */
   onOversize?: 'clamp' | 'fail';
+  /**
+   * How long the claim awaits its holder after its Claim stream broke without Release, in ms (SPEC S3);
+   * absent = 0: given back the moment the stream ends (P8).
+   */
+  holdMs?: number;
 }
 
 /** What a claim holds on one machine (SPEC P9). */

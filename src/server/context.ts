@@ -8,6 +8,7 @@ import type { Journal } from '../journal/journal.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
+import type { ClaimHolds } from './claim-holds.js';
 import type { EdgeContext } from './edge.js';
 
 /** Shared by all handlers of one server. */
@@ -20,6 +21,8 @@ export interface ServerContext extends EdgeContext {
   events: EventBus;
   /** The books of every machine and the claims on them. */
   placer: Placer;
+  /** Resume tokens, and claims awaiting their holder after their stream broke (SPEC S3). */
+  holds: ClaimHolds;
   /** Attached workers and calls in flight. */
   hub: WorkerHub;
   /**

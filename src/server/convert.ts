@@ -43,7 +43,7 @@ export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
   };
 }
 
-/** Grant → berth.v1.Granted. */
+/** Grant → berth.v1.Granted (without its resume token, which the Claim handler adds). */
 export function toGranted(g: Grant): Granted {
   return {
     claimId: g.claimId,
@@ -126,8 +126,8 @@ export function toSnapshot(
         ramMb: h.allocation.ramMb,
         env: h.allocation.env,
       },
-      awaitingHolder: false,
-      holdLeftMs: 0,
+      awaitingHolder: h.holdLeftMs !== undefined,
+      holdLeftMs: clampU32(h.holdLeftMs ?? 0),
     })),
   };
 }

@@ -2,7 +2,8 @@
  * Restore on start (SPEC S4, S6; issue 19 items 4 and 7), before the port serves anything: the
  * state directory's lock is taken, the journal read back, the workers it knows put in the books as
  * not yet back for `--restart-hold`, and the claims it holds taken back with exactly their
- * resources, each awaiting its holder for `--claim-hold` and released when that runs out.
+ * resources, each awaiting its holder for `--claim-hold` (ClaimHolds: resumable with its resume token) and
+ * released when that runs out.
  */
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
@@ -12,6 +13,8 @@ import type { Store } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
+import { randomBytes } from 'node:crypto';
+import type { ClaimHolds } from './claim-holds.js';
 
 /** What start-up restored, for the log line and tests. */
 export interface Restored {
@@ -24,7 +27,7 @@ export interface Restored {
   /** An empty journal: a first start (no label is coming back, SPEC S6). */
   firstStart: boolean;
   ms: number;
-  /** Cancels the claim-hold timers (server stop). */
+  /** Cancels its timers (the calls journaled in flight end as lost after the restart hold; server stop). */
   cancel: () => void;
 }
 
@@ -36,6 +39,7 @@ export interface Restored {
 export async function restoreFromJournal(
   options: ServeOptions,
   placer: Placer,
+  holds: ClaimHolds,
   log: Logger,
   store?: Store,
 ): Promise<Restored> {
@@ -61,18 +65,17 @@ export async function restoreFromJournal(
   let dropped = 0;
   for (const c of state.claims) {
     try {
-      placer.restoreClaim(c);
+      const grant = placer.restoreClaim(c);
+      // Awaits its holder for --claim-hold: resumable with its token (a claim without one, e.g. a Run's, only
+      // keeps its resources until then: no token hashes to random bytes), released 'hold ran out' after it.
+      const hash = c.tokenHash ? Buffer.from(c.tokenHash, 'base64') : randomBytes(32);
+      holds.hold(grant, hash, options.claimHold * 1000);
       claims++;
     } catch (err) {
       dropped++;
       journal.claimGone(c.claimId);
       log.warn({ claimId: c.claimId, machine: c.machine, reason: (err as Error).message }, 'journaled claim dropped');
-      continue;
     }
-    // TODO(lead, h-claims): register through the claim-holds module (resume by token) instead of this timer.
-    const t = setTimeout(() => placer.release(c.claimId, 'claim hold ran out'), options.claimHold * 1000);
-    t.unref();
-    timers.push(t);
   }
   // Calls in flight at the crash: nothing re-binds them yet, so once the restart hold is over they end as lost
   // (kept as ended for the retention period, so the call id is not taken for a new execution).

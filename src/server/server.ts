@@ -11,6 +11,7 @@ import { readFlagFile } from '../config/fields.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
+import { ClaimHolds, withHolds } from './claim-holds.js';
 import { buildProvisioning } from '../provision/build.js';
 import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
@@ -132,7 +133,8 @@ export class BerthServer {
       clientTokens: options.clientTokens,
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
-    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub };
+    const holds = new ClaimHolds(placer, events, live);
+    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub, holds };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),
@@ -144,7 +146,7 @@ export class BerthServer {
         metrics,
         token: options.token,
         toJson: toWatchEvent,
-        snapshot: () => toSnapshot(placer.snapshot(), hub.callsInFlight(), hub.runningByMachine()),
+        snapshot: () => toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
       });
     }
     this.#grpc.addService(tolerantDecoding(PlacementServiceService), placementService(this.context));
@@ -232,7 +234,7 @@ export class BerthServer {
    */
   async #restore(): Promise<void> {
     if (this.options.journal === 'off') return;
-    const r = await restoreFromJournal(this.options, this.context.placer, this.#log);
+    const r = await restoreFromJournal(this.options, this.context.placer, this.context.holds, this.#log);
     this.#restored = r;
     this.context.journal = r.journal;
     const { hub } = this.context;

@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { finished, spawnBerth, waitForLine } from '../support/cli.js';
-import { claim } from '../support/claims.js';
+import { claim, resumeClaim } from '../support/claims.js';
 import { snapshot } from '../support/snapshot.js';
 import { until } from '../support/until.js';
 
@@ -111,6 +111,26 @@ describe('the journal across a server SIGKILL', () => {
       await Promise.all([one.release(), two.release()]);
     },
   );
+
+  it('a holder takes its claim back after the SIGKILL with its resume token: same claim, GPU ids and env', async () => {
+    const dir = tempDir('berth-state-');
+    const s1 = await serve(dir, ['--cpus', '2', '--gpus', '0-1']);
+    const c = claim(s1.client, { cpus: 1, gpus: 1, env: { STUDY: 'a' } });
+    const g = await c.granted;
+    await kill(s1.child);
+    await c.ended;
+
+    const s2 = await serve(dir, ['--cpus', '2', '--gpus', '0-1', '--claim-hold', '30']);
+    const wrong = resumeClaim(s2.client, g.claimId, 'A'.repeat(22));
+    expect((await wrong.ended)?.code).toBe(status.NOT_FOUND);
+    const r = resumeClaim(s2.client, g.claimId, g.resumeToken);
+    const back = await r.granted;
+    expect(back).toMatchObject({ claimId: g.claimId, machine: 'engine', allocation: g.allocation, resumed: true });
+    expect(back.allocation?.env.STUDY).toBe('a');
+    expect(s2.log()).not.toContain(g.resumeToken); // never logged
+    await r.release();
+    expect((await snapshot(s2.client)).held).toEqual([]);
+  });
 
   it(
     'a journaled GPU worker counts during the restart hold: a gpus=1 ask waits for it instead of being ' +

@@ -20,7 +20,7 @@ const base: Ask = {
 };
 
 /** Values for each field: valid ones and every kind of bad one (bounds, types, characters). */
-const VALUES: Record<keyof Omit<Ask, 'onOversize' | 'holdMs'>, unknown[]> = {
+const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   cpus: [undefined, 0, 1, 65_536, 65_537, -1, 1.5, NaN, Infinity, '2', null],
   gpus: [0, 4, 4096, 4097, -1, 0.5, NaN, undefined, '1'],
   ramMb: [undefined, 0, 1 << 30, (1 << 30) + 1, -5, 2.5, NaN],
@@ -28,6 +28,7 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize' | 'holdMs'>, unknown[]> = {
   policy: [0, 1, 2, 3, -1, 7, undefined, '1'],
   node: ['', 'a.b', 'n'.repeat(256), 'n'.repeat(257), 'sp ace', undefined],
   runId: ['', 'r:1.x-y_z', 'r'.repeat(128), 'r'.repeat(129), 'r 1', 'r/1', undefined],
+  holdMs: [0, 1, 30_000, 3_600_000, 3_600_001, -1, 1.5, NaN, Infinity, '10', undefined, null],
   env: [
     {},
     { A: '' },
@@ -99,5 +100,10 @@ describe('ask validation fast path (issue 9)', () => {
       /ask\.env\.A: an env value may not contain NUL/,
     );
     expect(() => normalizeAsk({ ...base, env: { 'A=B': 'x' } })).toThrow(/ask\.env: key "A=B" is not a variable name/);
+    expect(() => normalizeAsk({ ...base, holdMs: 3_600_001 })).toThrow(
+      /ask\.hold_ms: at most 3600000 ms \(one hour\) \(got 3600001\)/,
+    );
+    expect(normalizeAsk({ ...base, holdMs: 30_000 }).holdMs).toBe(30_000);
+    expect(normalizeAsk(base).holdMs).toBeUndefined();
   });
 });

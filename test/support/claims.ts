@@ -41,6 +41,16 @@ export interface ClaimHandle {
 
 /** Opens a Claim stream and sends the ask. */
 export function claim(client: PlacementServiceClient, a: Partial<Ask>): ClaimHandle {
+  return openClaim(client, { kind: { $case: 'ask', value: ask(a) } });
+}
+
+/** Opens a Claim stream that takes back the held claim `claimId` with its resume token (SPEC S3). */
+export function resumeClaim(client: PlacementServiceClient, claimId: string, resumeToken: string): ClaimHandle {
+  return openClaim(client, { kind: { $case: 'resume', value: { claimId, resumeToken } } });
+}
+
+/** Opens a Claim stream and sends `first`. */
+function openClaim(client: PlacementServiceClient, first: ClaimRequest): ClaimHandle {
   const call = client.claim();
   const responses: ClaimResponse[] = [];
   let onGranted!: (g: Granted) => void;
@@ -66,7 +76,7 @@ export function claim(client: PlacementServiceClient, a: Partial<Ask>): ClaimHan
     if (r.kind?.$case === 'granted') onGranted(r.kind.value);
     if (r.kind?.$case === 'queued') onQueued(r.kind.value);
   });
-  call.write({ kind: { $case: 'ask', value: ask(a) } });
+  call.write(first);
   return {
     call,
     granted,

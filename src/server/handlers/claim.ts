@@ -3,19 +3,30 @@
  * writes zero or more Queued, then Granted. The lease ends on Release (answered by Released),
  * half-close, cancel, disconnect, deadline, error, the machine leaving (UNAVAILABLE), or the drain:
  * a waiting claim ends UNAVAILABLE "server is draining" at once, a held one when the grace ends (R3).
- * Errors: INVALID_ARGUMENT naming the field (bad ask, a first message that is not an ask, a second
- * ask, anything but Release after the grant); FAILED_PRECONDITION naming a missing label, or the
- * dimension no machine can hold for an `on_oversize: fail` ask (issue 13).
+ * Every Granted carries a resume token. A claim whose ask has hold_ms > 0 is not given back when its
+ * stream ends without Release or half-close (cancel, disconnect, error): it awaits its holder for
+ * hold_ms (claim-holds.ts, SPEC S3), and a first message `resume` (claim id + token) takes it back,
+ * answered by the same Granted with resumed=true; the stream is then a lease as after an ask.
+ * Errors: INVALID_ARGUMENT naming the field (bad ask or resume, a first message that is neither, a
+ * second ask, anything but Release after the grant); FAILED_PRECONDITION naming a missing label, or
+ * the dimension no machine can hold for an `on_oversize: fail` ask (issue 13); for a resume, NOT_FOUND
+ * (unknown id, wrong token, another identity's claim: one message) or FAILED_PRECONDITION "held by a
+ * live stream" (see ClaimHolds.resume).
  */
-import type { ClaimRequest, ClaimResponse } from '../../../generated/ts/berth/v1/placement.js';
+import type { ClaimRequest, ClaimResponse, Granted, Resume } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
-import { bidiStream, type CallScope } from '../edge.js';
+import { hashToken } from '../resume-tokens.js';
+import { bidiStream, type CallScope, type Sink } from '../edge.js';
+import type { Caller } from '../identity.js';
 
 type Next = IteratorResult<ClaimRequest>;
+
+/** How long an end of messages waits for a following cancel before it counts as a half-close (held claims). */
+const HALF_CLOSE_SETTLE_MS = 100;
 type Lost = { lost: unknown };
 
 /** Builds the Claim handler. */
@@ -27,10 +38,11 @@ export function claimHandler(ctx: ServerContext) {
       if (scope.aborted) throw scope.reason; // draining: UNAVAILABLE (a cancelled call hears nothing)
       return; // half-closed before asking: nothing to give back
     }
+    if (first.value.kind?.$case === 'resume') return resume(ctx, first.value.kind.value, it, sink, scope, caller);
     if (first.value.kind?.$case !== 'ask')
       throw new BerthError(
         'invalid_argument',
-        `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
+        `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
     const ask = { ...normalizeAsk(first.value.kind.value, 'ask'), owner: caller.scoped ? caller.name : undefined };
 
@@ -54,33 +66,83 @@ export function claimHandler(ctx: ServerContext) {
     // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
     scope.keepThroughDrain();
 
-    try {
-      if (writes) await writes;
-      if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
-      await sink.write({ kind: { $case: 'granted', value: toGranted(grant) } });
-      // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
-      const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
-      if ('lost' in next) throw next.lost;
-      if (next.done) {
-        if (scope.aborted) throw scope.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
-        ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
-        return; // half-close ends the lease
-      }
-      if (next.value.kind?.$case === 'release') {
-        ctx.placer.release(grant.claimId, 'released');
-        if (ctx.journal) await durable(ctx, grant.claimId); // Released only once the release is journaled
-        await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });
-        return;
-      }
-      throw unexpected(next);
-    } finally {
-      // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
-      const draining = scope.aborted && ctx.live.draining;
-      ctx.placer.release(grant.claimId, draining ? 'server draining' : scope.aborted ? 'stream ended' : 'released', {
-        keepRuns: draining,
-      });
-    }
+    const token = ctx.holds.issue(grant);
+    // Every journaled claim can be taken back within --claim-hold after a restart (SPEC S3, S4): its token's hash.
+    ctx.journal?.claimHolder(grant.claimId, hashToken(token).toString('base64'), grant.ask.holdMs ?? 0);
+    const granted = { ...toGranted(grant), resumeToken: token };
+    await lease(ctx, grant, granted, writes, pending, sink, scope);
   });
+}
+
+/**
+ * A Claim stream opened with `resume`: takes back the awaiting claim (ClaimHolds.resume, whose
+ * errors it throws), answers the same Granted with resumed=true, then serves the lease.
+ */
+async function resume(
+  ctx: ServerContext,
+  r: Resume,
+  it: AsyncIterator<ClaimRequest>,
+  sink: Sink<ClaimResponse>,
+  scope: CallScope,
+  caller: Caller,
+): Promise<void> {
+  if (scope.aborted) throw scope.reason; // draining: UNAVAILABLE, and the claim keeps awaiting its holder
+  const grant = ctx.holds.resume(r.claimId, r.resumeToken, caller.scoped ? caller.name : undefined);
+  scope.keepThroughDrain();
+  const granted = { ...toGranted(grant), resumeToken: r.resumeToken, resumed: true };
+  await lease(ctx, grant, granted, undefined, it.next(), sink, scope);
+}
+
+/**
+ * Serves a granted lease on its stream: writes `granted`, then waits for Release (answered by
+ * Released), half-close, the machine leaving, or the stream's end. Release and half-close give the
+ * claim back at once; any other ending lets a claim with a hold await its holder (ClaimHolds.letGo),
+ * else gives it back as before (SPEC P8, R3, R5).
+ */
+async function lease(
+  ctx: ServerContext,
+  grant: Grant,
+  granted: Granted,
+  writes: Promise<void> | undefined,
+  pending: Promise<Next>,
+  sink: Sink<ClaimResponse>,
+  scope: CallScope,
+): Promise<void> {
+  let given = false; // Release or half-close: the holder gave it back
+  try {
+    if (writes) await writes;
+    if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
+    await sink.write({ kind: { $case: 'granted', value: granted } });
+    // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
+    const next = grant.remote ? await Promise.race([pending, lostOf(grant)]) : await pending;
+    if ('lost' in next) throw next.lost;
+    if (next.done) {
+      // A grpc-js client's cancel sends END_STREAM, then RST_STREAM: the handler sees an end of messages
+      // just before the cancel. For a claim with a hold, a half-close (which gives it back) is one that
+      // no cancel follows within HALF_CLOSE_SETTLE_MS.
+      if (grant.ask.holdMs) await cancelWithin(scope, HALF_CLOSE_SETTLE_MS);
+      if (scope.aborted) throw scope.reason; // drain ends the lease UNAVAILABLE; a cancelled call hears nothing
+      given = true;
+      ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
+      return; // half-close ends the lease
+    }
+    if (next.value.kind?.$case === 'release') {
+      given = true;
+      ctx.placer.release(grant.claimId, 'released');
+      if (ctx.journal) await durable(ctx, grant.claimId); // Released only once the release is journaled
+      await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });
+      return;
+    }
+    throw unexpected(next);
+  } finally {
+    // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
+    const draining = scope.aborted && ctx.live.draining;
+    const why = draining ? 'server draining' : scope.aborted ? 'stream ended' : 'released';
+    if (given || draining || !ctx.holds.letGo(grant.claimId, scope.aborted ? 'stream ended' : 'stream error')) {
+      ctx.holds.forget(grant.claimId);
+      ctx.placer.release(grant.claimId, why, { keepRuns: draining });
+    }
+  }
 }
 
 /**
@@ -130,6 +192,20 @@ async function durable(ctx: ServerContext, claimId: string): Promise<void> {
   } catch (err) {
     throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
   }
+}
+
+/** Resolves once `scope` ends, or after `ms` if it does not. */
+function cancelWithin(scope: CallScope, ms: number): Promise<void> {
+  if (scope.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      off();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const off = scope.onAbort(done);
+  });
 }
 
 /** Resolves when the worker holding `grant` leaves (SPEC W3). */

@@ -4,6 +4,7 @@
  * identities' claims are shown without their ids (SPEC R7). Never fails once authenticated.
  */
 import type { GetSnapshotRequest, GetSnapshotResponse } from '../../../generated/ts/berth/v1/placement.js';
+import { withHolds } from '../claim-holds.js';
 import type { ServerContext } from '../context.js';
 import { toSnapshot } from '../convert.js';
 import { unary } from '../edge.js';
@@ -11,7 +12,7 @@ import { unary } from '../edge.js';
 /** Builds the GetSnapshot handler. */
 export function getSnapshotHandler(ctx: ServerContext) {
   return unary<GetSnapshotRequest, GetSnapshotResponse>(ctx, 'GetSnapshot', (_req, _signal, caller) => {
-    const s = ctx.placer.snapshot();
+    const s = withHolds(ctx.placer.snapshot(), ctx.holds); // before hiding ids: awaiting claims are found by id
     if (caller.scoped) {
       // Others' claims are listed, their ids are not: a claim id lets its holder run in it (SPEC R7).
       const hide = <T extends { claimId: string; owner?: string }>(c: T): T =>

@@ -15,6 +15,7 @@ from .client import Client
 from .errors import (
     BerthError,
     Cancelled,
+    ClaimLost,
     Clamped,
     InvalidAsk,
     NodeExited,
@@ -66,6 +67,7 @@ __all__ = [
     "CancelCounts",
     "Cancelled",
     "ClaimLease",
+    "ClaimLost",
     "Clamped",
     "Client",
     "Compiled",

@@ -48,6 +48,22 @@ def timeout(value: object) -> float | None:
     return float(value)
 
 
+HOLD_MAX_S = 3600  # the server's bound on Ask.hold_ms (one hour)
+
+
+def hold(value: object) -> int:
+    """The Ask's hold_ms for `hold` seconds: None or 0 (no hold) or a finite number of seconds in
+    (0, 3600]; InvalidAsk naming `hold` for other values, TypeError for other types."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise wrong_type("hold", "a number of seconds (0 to 3600) or None", value)
+    if not (math.isfinite(value) and 0 <= value <= HOLD_MAX_S):
+        message = f"hold: must be a number of seconds from 0 to {HOLD_MAX_S}, or None for no hold (got {_got(value)})"
+        raise InvalidAsk(message, field="hold")
+    return round(value * 1000)
+
+
 def env(name: str, value: object) -> dict[str, str] | None:
     """None or a mapping of str to str (copied); else TypeError naming the argument and the key."""
     if value is None:

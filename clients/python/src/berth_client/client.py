@@ -15,6 +15,7 @@ from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream
+from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
 from .snapshots import Compiled, Satisfiability, Snapshot
 from .values import CancelCounts, Queued, RunEvent
@@ -71,6 +72,7 @@ class Client:
         on_queued: Callable[[Queued], object] | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        hold: float | None = None,
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -81,6 +83,12 @@ class Client:
         Clamped, SPEC P5) or "fail" (raises Oversize). Arguments are checked before anything is
         sent: TypeError (wrong type) or InvalidAsk (bad value), naming the argument. Raises NoWorker
         (a required label no machine carries), Unavailable.
+
+        `hold` (s, 0 to 3600; None = 0): the server keeps the claim that long after its stream broke
+        (SPEC S3), and the lease takes it back by itself (same claim id, same GPU ids) when the stream
+        breaks with UNAVAILABLE (a server restart, a cut link), retrying with backoff for as long as the
+        hold; leaving the block then raises ClaimLost if it could not. Without it the claim ends with
+        its stream, as always. A process that dies holding such a claim leaves it held for the hold.
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -94,7 +102,10 @@ class Client:
             on_oversize=on_oversize,
             on_queued=on_queued,
             timeout=timeout,
+            hold=hold,
         )
+        if spec.ask.hold_ms:
+            return ResumableClaimLease(self._stub, spec, self._metadata)
         return ClaimLease(self._stub, spec, self._metadata)
 
     def acquire(
@@ -110,11 +121,12 @@ class Client:
         on_queued: Callable[[Queued], object] | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        hold: float | None = None,
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
         Hold several at once; a lease not released ends with the client's channel."""
-        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize)
+        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
         lease.acquire()
         return lease
 

@@ -49,6 +49,16 @@ class NotFound(BerthError, LookupError):
     code = grpc.StatusCode.NOT_FOUND
 
 
+class ClaimLost(NotFound):
+    """A claim with a hold whose stream broke could not be taken back (SPEC S3): the server answered
+    NOT_FOUND (its hold ran out, or the server restarted without it), or the hold ran out while the
+    server could not be reached. `claim_id` names it; its allocation is no longer held."""
+
+    def __init__(self, message: str, claim_id: str = "") -> None:
+        super().__init__(message)
+        self.claim_id = claim_id
+
+
 class Unavailable(BerthError, ConnectionError):
     """UNAVAILABLE: the server cannot be reached or is draining."""
 

@@ -53,9 +53,12 @@ def claim_spec(
     on_oversize: str,
     on_queued: Callable[[Queued], object] | None,
     timeout: float | None,
+    hold: float | None = None,
 ) -> ClaimSpec:
-    """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim)."""
+    """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
+    Ask's hold_ms."""
     timeout = checks.timeout(timeout)
+    hold_ms = checks.hold(hold)
     checks.callback("on_queued", on_queued)
     ask = build_ask(
         cpus=cpus,
@@ -68,6 +71,7 @@ def claim_spec(
         env=env,
         on_oversize=on_oversize,
     )
+    ask.hold_ms = hold_ms
     return ClaimSpec(ask, on_queued, timeout)
 
 

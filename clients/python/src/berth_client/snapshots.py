@@ -59,7 +59,8 @@ class WaitingClaim:
 
 @dataclass(frozen=True)
 class HeldClaim:
-    """A granted claim: on which `machine`, its `allocation`, held for `held_ms`."""
+    """A granted claim: on which `machine`, its `allocation`, held for `held_ms`; `awaiting_holder` while
+    its holder's stream is broken and it waits to be resumed, with `hold_left_ms` left (SPEC S3)."""
 
     claim_id: str
     node: str
@@ -67,6 +68,8 @@ class HeldClaim:
     machine: str
     allocation: Allocation
     held_ms: int
+    awaiting_holder: bool = False
+    hold_left_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,16 @@ class Snapshot:
             for w in msg.waiting
         )
         held = tuple(
-            HeldClaim(h.claim_id, h.node, h.run_id, h.machine, Allocation.from_proto(h.allocation), h.held_ms)
+            HeldClaim(
+                h.claim_id,
+                h.node,
+                h.run_id,
+                h.machine,
+                Allocation.from_proto(h.allocation),
+                h.held_ms,
+                flag(h, "awaiting_holder"),
+                h.hold_left_ms if "hold_left_ms" in h.DESCRIPTOR.fields_by_name else 0,
+            )
             for h in msg.held
         )
         calls = tuple(CallInFlight(c.call_id, c.run_id, c.machine, c.elapsed_ms) for c in msg.calls)

@@ -61,7 +61,9 @@ class Allocation:
 @dataclass(frozen=True)
 class Grant:
     """A granted claim: where (`machine`, `remote`), what (`allocation`), and how (`clamped`, `fell_back`);
-    `asked` is the ask before clamping (None when the server does not say)."""
+    `asked` is the ask before clamping (None when the server does not say). `resume_token` is the secret
+    that takes the claim back after its stream broke (SPEC S3; not shown in repr, never log it);
+    `resumed` is True on the Granted that answered such a resume."""
 
     claim_id: str
     machine: str
@@ -70,13 +72,17 @@ class Grant:
     clamped: bool
     fell_back: bool
     asked: Amount | None = None
+    resume_token: str = field(default="", repr=False)
+    resumed: bool = False
 
     @classmethod
     def from_proto(cls, msg: placement_pb2.Granted) -> Grant:
         """Builds a Grant from its message."""
         alloc = Allocation.from_proto(msg.allocation)
         asked = optional_amount(msg, "asked")
-        return cls(msg.claim_id, msg.machine, msg.remote, alloc, msg.clamped, msg.fell_back, asked)
+        token = msg.resume_token if "resume_token" in msg.DESCRIPTOR.fields_by_name else ""
+        resumed = flag(msg, "resumed")
+        return cls(msg.claim_id, msg.machine, msg.remote, alloc, msg.clamped, msg.fell_back, asked, token, resumed)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..errors import from_rpc_error
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
 from .claims import AsyncClaimLease
+from .resumable import AsyncResumableClaimLease
 from .runs import AsyncRunStream, execute
 from .streams import AsyncEventStream
 
@@ -72,9 +73,11 @@ class AsyncClient:
         on_queued: Callable[[Queued], object] | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        hold: float | None = None,
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
-        release's acknowledgement, cancelling the task ends the claim at once."""
+        release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
+        the server then holds the claim for the hold, as for any broken stream)."""
         spec = prepare.claim_spec(
             cpus=cpus,
             gpus=gpus,
@@ -87,7 +90,10 @@ class AsyncClient:
             on_oversize=on_oversize,
             on_queued=on_queued,
             timeout=timeout,
+            hold=hold,
         )
+        if spec.ask.hold_ms:
+            return AsyncResumableClaimLease(self._stub, spec, self._metadata)
         return AsyncClaimLease(self._stub, spec, self._metadata)
 
     async def acquire(
@@ -103,9 +109,10 @@ class AsyncClient:
         on_queued: Callable[[Queued], object] | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        hold: float | None = None,
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
-        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize)
+        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
         await lease.acquire()
         return lease
 
