@@ -187,11 +187,14 @@ export class BerthServer {
   }
 
   /**
-   * Binds `options.listen`, starts the provisioning loop (shapes, a first reconcile) and starts
-   * serving; health turns SERVING.
+   * Restores from the journal of `--state-dir` (SPEC S4, S6; unless `--journal off`), then binds
+   * `options.listen`, starts the provisioning loop (shapes, a first reconcile) and starts serving;
+   * health turns SERVING.
    * @throws ListenError when the address cannot be bound (in use, not on this host, not allowed),
    *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file;
-   *   Error when a provisioner cannot read its shapes (sinfo fails).
+   *   Error when a provisioner cannot read its shapes (sinfo fails); Error naming the state directory
+   *   when another live server holds it or it cannot be written; StoreError `journal <dir>: …` when the
+   *   journal is corrupt or unreadable.
    */
   async start(): Promise<number> {
     const creds = this.#credentials();

@@ -186,10 +186,14 @@ export class WorkerHub {
    * (SPEC W4: the claim is already held, so the two never deadlock), or on the engine host.
    * The call is bound to the claim's lease: releasing the claim stops it, and the claim's books
    * are given back only once its process is gone (SPEC R5).
+   * `ready`, when given, is awaited first (the claim's journal record, SPEC S4: nothing is sent before it is
+   * durable); meanwhile the call counts as waiting for a slot, so Cancel(run_id) reaches it.
    * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
-   *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot.
+   *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot;
+   *   whatever `ready` rejects with; the Cancel's CANCELLED when it came while waiting for `ready`.
    */
-  async start(spec: CallSpec, grant: Grant, signal: AbortSignal): Promise<CallRecord> {
+  async start(spec: CallSpec, grant: Grant, signal: AbortSignal, ready?: Promise<void>): Promise<CallRecord> {
+    if (ready) await this.#whileWaiting(spec, ready);
     const a = grant.allocation;
     const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
     // The call's lease: the caller's signal and the claim's. No AbortSignal.any per call (issue 11: it
@@ -229,6 +233,18 @@ export class WorkerHub {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
     });
     return rec;
+  }
+
+  /** Awaits `ready` with the call listed as waiting for a slot (a Cancel aborts it); throws the Cancel's reason. */
+  async #whileWaiting(spec: CallSpec, ready: Promise<void>): Promise<void> {
+    const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
+    this.#waitingForSlot.add(waiting);
+    try {
+      await ready;
+    } finally {
+      this.#waitingForSlot.delete(waiting);
+    }
+    waiting.abort.signal.throwIfAborted();
   }
 
   /**

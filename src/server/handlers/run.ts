@@ -17,6 +17,7 @@ import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
 import { isTerminal, type CallRecord, type Terminal } from '../../workers/call-record.js';
 import { toTask } from '../../workers/task.js';
+import type { Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
@@ -102,7 +103,6 @@ export function runHandler(ctx: ServerContext) {
       }
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-        if (ask) await ctx.journal?.flushed(); // the claim is durable before its call is sent (SPEC S4)
         const spec = {
           callId,
           runId,
@@ -112,7 +112,9 @@ export function runHandler(ctx: ServerContext) {
           owner,
           disconnectGraceMs: req.disconnectGraceMs,
         };
-        const rec = await ctx.hub.start(spec, grant, signal);
+        // The claim is durable before its call is sent (SPEC S4).
+        const ready = ask && ctx.journal ? journaled(ctx.journal, grant.claimId) : undefined;
+        const rec = await ctx.hub.start(spec, grant, signal, ready);
         grantOf.set(rec, grant);
         return { rec, grant };
       } catch (err) {
@@ -191,6 +193,13 @@ export function runHandler(ctx: ServerContext) {
 }
 
 /** Another identity's call under this id (SPEC R7): neither followed nor shown. */
+/** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
+function journaled(journal: Journal, claimId: string): Promise<void> {
+  return journal.flushed().catch((err: unknown) => {
+    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  });
+}
+
 function othersCall(callId: string): BerthError {
   return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
 }
