@@ -98,7 +98,8 @@ export class BerthServer {
     const log = deps.log ?? silentLogger;
     this.#log = log;
     const events = new EventBus();
-    logDecisions(events, log); // issue 13: one structured line per decision, from the event bus
+    // issue 13: one structured line per decision, from the event bus — from start(), after the restore, which logs
+    // one line for all it restored (a line per restored claim made a restart of 10,000 claims 2 s slower)
     const target = () => ({ server: this.advertised, token: options.token, stateDir: options.stateDir });
     this.#provisioning =
       deps.provisioning?.(events, log) ??
@@ -199,6 +200,7 @@ export class BerthServer {
   async start(): Promise<number> {
     const creds = this.#credentials();
     await this.#restore();
+    logDecisions(this.context.events, this.#log);
     try {
       this.#port = await new Promise<number>((resolve, reject) => {
         this.#grpc.bindAsync(this.options.listen, creds, (err, port) =>
