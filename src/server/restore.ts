@@ -58,7 +58,12 @@ export async function restoreFromJournal(
   const now = Date.now();
   for (const w of state.workers) {
     const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
-    placer.restoreMachine({ ...spec, version: w.version }, now + options.restartHold * 1000);
+    try {
+      placer.restoreMachine({ ...spec, version: w.version }, now + options.restartHold * 1000);
+    } catch (err) {
+      journal.workerGone(w.name); // e.g. it has the engine host's name now
+      log.warn({ worker: w.name, reason: (err as Error).message }, 'journaled worker dropped');
+    }
   }
   const timers: NodeJS.Timeout[] = [];
   let claims = 0;
@@ -68,7 +73,8 @@ export async function restoreFromJournal(
       const grant = placer.restoreClaim(c);
       // Awaits its holder for --claim-hold: resumable with its token (a claim without one, e.g. a Run's, only
       // keeps its resources until then: no token hashes to random bytes), released 'hold ran out' after it.
-      const hash = c.tokenHash ? Buffer.from(c.tokenHash, 'base64') : randomBytes(32);
+      const kept = Buffer.from(c.tokenHash, 'base64');
+      const hash = kept.length === 32 ? kept : randomBytes(32); // a SHA-256, or nothing any token matches
       holds.hold(grant, hash, options.claimHold * 1000);
       claims++;
     } catch (err) {
