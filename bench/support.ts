@@ -3,7 +3,7 @@
  * writes under bench/results/<name>.json (figures as measured, with the machine they came from).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,6 +69,11 @@ export function report(name: string, title: string, rows: BenchRow[]): void {
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(record, null, 2)}\n`);
 }
 
+/** A fresh temporary state directory for a bench server (its journal; never ~/.local/state). */
+export function benchStateDir(): string {
+  return mkdtempSync(join(os.tmpdir(), 'berth-bench-'));
+}
+
 /** A real `berth serve` (and optionally a `berth worker`) started from bin/berth.js for a bench. */
 export interface BenchServer {
   address: string;
@@ -108,9 +113,22 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
   const env = { ...process.env, BERTH_LOG_LEVEL: 'info' };
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the server and worker processes, for profiling
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const stateDir = benchStateDir();
   const server = spawn(
     process.execPath,
-    [...nodeArgs, BERTH_BIN, 'serve', '--listen', '127.0.0.1:0', '--cpus', String(cpus), '--gpus', ''],
+    [
+      ...nodeArgs,
+      BERTH_BIN,
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--cpus',
+      String(cpus),
+      '--gpus',
+      '',
+      '--state-dir',
+      stateDir,
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const line = await waitLine(server, /berth serving/);
@@ -148,6 +166,7 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
         await ended(c);
         clearTimeout(t);
       }
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }

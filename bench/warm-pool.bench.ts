@@ -3,6 +3,9 @@
  * real server and a real agent, against 100 starts of the same interpreter. Prints both and the ratio.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
 import { PlacementServiceClient, type RunResponse } from '../generated/ts/berth/v1/placement.js';
 import { Policy } from '../generated/ts/berth/v1/resources.js';
@@ -12,7 +15,11 @@ import { silentLogger } from '../src/log/logger.js';
 import { BerthServer } from '../src/server/server.js';
 
 const N = 100;
-const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}), { cpus: 1, gpuIds: [] });
+const stateDir = mkdtempSync(join(tmpdir(), 'berth-bench-')); // its journal, never ~/.local/state
+const server = new BerthServer(resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir }, {}), {
+  cpus: 1,
+  gpuIds: [],
+});
 await server.start();
 const agent = new WorkerAgent(
   {

@@ -12,14 +12,11 @@
  * Env: WIRE_ROUNDS (default 4), WIRE_MS (measured window, default 3000), WIRE_STREAMS (e.g. "1,16"),
  * WIRE_PROF=<dir> (the berth server runs with --cpu-prof into <dir>), WIRE_LOG_LEVEL (berth's, default warn).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism, loadavg } from 'node:os';
-import { Client, credentials } from '@grpc/grpc-js';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BERTH_BIN } from '../src/berth-bin.js';
+import { child, cpuMicros, nextMessage, pinned, startBerthServer, type ServerChild } from './lib/wire-harness.js';
 import { median } from './support.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,104 +24,30 @@ const ROUNDS = Number(process.env.WIRE_ROUNDS ?? 4);
 const RUN_MS = Number(process.env.WIRE_MS ?? 3000);
 const WARM_MS = 1000;
 const STREAMS = (process.env.WIRE_STREAMS ?? '1,16,128').split(',').map(Number);
-const pinned = availableParallelism() >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
 type Kind = 'echo' | 'berth';
 
-/** `cmd` pinned to `core` when the machine allows. */
-function pin(cmd: string[], core: number): [string, string[]] {
-  const [c, ...rest] = pinned ? ['taskset', '-c', String(core), ...cmd] : cmd;
-  return [c, rest];
-}
-
-/** Spawns `script` under node+tsx (pinned to `core` when possible) with an IPC channel. */
-function child(script: string, args: string[], core: number): ChildProcess {
-  const [cmd, rest] = pin([process.execPath, '--import', 'tsx', join(here, 'wire', script), ...args], core);
-  return spawn(cmd, rest, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-}
-
-function nextMessage<T>(c: ChildProcess): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`bench child exited ${code}`));
-    c.once('exit', onExit);
-    c.once('message', (m) => {
-      c.off('exit', onExit);
-      resolve(m as T);
-    });
-  });
-}
-
-const TICK_US = 1e6 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
-/** CPU time (user + system, µs) the process `pid` has used so far, from /proc (Linux). */
-function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-}
-
-/** A loopback port free a moment ago (berth at warn prints no "berth serving" line to read it from). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Resolves once a gRPC channel to 127.0.0.1:`port` is ready (berth is serving). */
-function health(port: number): Promise<void> {
-  const c = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
-  return new Promise<void>((resolve, reject) =>
-    c.waitForReady(Date.now() + 20_000, (e) => {
-      c.close();
-      if (e) reject(e);
-      else resolve();
-    }),
-  );
-}
-
-/** A started server child: its port and process. */
-interface ServerChild {
-  port: number;
-  proc: ChildProcess;
-}
-
 /**
- * The server of a point. `berth` is the real CLI as users run it (`node bin/berth.js serve`, compiled
- * JavaScript), logging at warn (at the default info every grant and release is a log line); `echo` is
- * the bare grpc-js server of wire/server.ts. Under `taskset`, pid is the server's own: taskset execs it.
+ * The server of a point. `berth` is the real CLI (wire-harness.ts), logging at warn; `echo` is the bare
+ * grpc-js server of wire/server.ts.
  */
 async function startServer(kind: Kind): Promise<ServerChild> {
   if (kind === 'echo') {
     const proc = child('server.ts', [], 0);
     const { port } = await nextMessage<{ port: number }>(proc);
-    return { port, proc };
+    return {
+      port,
+      proc,
+      async stop() {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.send('stop');
+        await exited;
+      },
+    };
   }
   const dir = process.env.WIRE_PROF;
   const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
-  const port = await freePort();
-  const serve = [BERTH_BIN, 'serve', '--listen', `127.0.0.1:${port}`, '--cpus', '4096', '--gpus', '', '--grace', '1'];
-  const [cmd, rest] = pin([process.execPath, ...prof, ...serve], 0);
-  const env = { ...process.env, BERTH_LOG_LEVEL: process.env.WIRE_LOG_LEVEL ?? 'warn' };
-  const proc = spawn(cmd, rest, { stdio: ['ignore', 'ignore', 'pipe'], env });
-  let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
-  const exited = new Promise<never>((_, reject) =>
-    proc.once('exit', (code) => reject(new Error(`berth serve exited ${code}: ${err}`))),
-  );
-  exited.catch(() => {});
-  await Promise.race([health(port), exited]);
-  return { port, proc };
-}
-
-async function stopServer(kind: Kind, s: ServerChild): Promise<void> {
-  const exited = new Promise((r) => s.proc.once('exit', r));
-  if (kind === 'echo') s.proc.send('stop');
-  else s.proc.kill('SIGTERM');
-  await exited;
+  return startBerthServer([], process.env.WIRE_LOG_LEVEL ?? 'warn', prof);
 }
 
 /** One point: cycles per second seen by the client and server CPU µs per cycle. */
@@ -135,7 +58,7 @@ async function point(kind: Kind, streams: number): Promise<{ rate: number; cpuUs
   const before = cpuMicros(server.proc.pid!);
   const { cycles, ms } = await nextMessage<{ cycles: number; ms: number }>(client);
   const after = cpuMicros(server.proc.pid!);
-  await stopServer(kind, server);
+  await server.stop();
   return { rate: (cycles * 1000) / ms, cpuUs: (after - before) / cycles };
 }
 

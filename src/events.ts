@@ -20,6 +20,9 @@ export type EventKind =
   | 'worker_attached'
   | 'worker_detached'
   | 'worker_replaced'
+  | 'worker_disconnected' // a worker's stream broke: held, nothing new placed on it (SPEC S2)
+  | 'worker_reconnected' // it came back within its hold
+  | 'worker_hold_expired' // its hold ran out: it leaves, its calls failed "went away"
   | 'call_started'
   | 'call_finished'
   | 'call_cancelled'
@@ -67,8 +70,9 @@ export interface EventFacts {
   /** Class name of a call's failure (call_finished, outcome "failure"). */
   failureType?: string;
   /**
-   * ms: node_placed time waited, claim_released time held, call_finished time running, claim_awaiting_holder
-   * the hold, claim_resumed time awaited.
+   * ms: node_placed time waited, claim_released time held, call_finished time running; worker_disconnected the
+   * hold, worker_reconnected and worker_hold_expired the time disconnected; claim_awaiting_holder the hold,
+   * claim_resumed time awaited.
    */
   durationMs?: number;
   /** node_clamped: the first dimension no machine can hold ("cpus", "gpus" or "ram_mb"). */

@@ -1,8 +1,8 @@
 /**
- * Renders a GetSnapshot response as the text `berth status` prints: machines with their books,
- * waiting claims with their reasons and wait times, held claims and calls in flight.
+ * Renders a GetSnapshot response as the text `berth status` prints: machines with their books (a disconnected
+ * worker with its hold left), waiting claims with their reasons and wait times, held claims and calls in flight.
  */
-import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
+import { MachineState, type GetSnapshotResponse, type Machine } from '../../generated/ts/berth/v1/placement.js';
 import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
@@ -15,6 +15,14 @@ function headed(head: string[], rows: string[][]): string {
 /** Seconds with one decimal, e.g. "12.3s". */
 function secs(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
+}
+
+/** engine, worker, or a held worker with its hold left: "worker (disconnected, 1.5s left)" (SPEC S2). */
+function kindOf(m: Machine): string {
+  if (!m.remote) return 'engine';
+  return m.state === MachineState.MACHINE_STATE_DISCONNECTED
+    ? `worker (disconnected, ${secs(m.holdLeftMs)} left)`
+    : 'worker';
 }
 
 /** The full status text for snapshot `raw`; control characters in any text are shown escaped (printable.ts). */
@@ -36,7 +44,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
       ],
       s.machines.map((m) => [
         m.name,
-        m.remote ? 'worker' : 'engine',
+        kindOf(m),
         m.labels.join(',') || '-',
         `${m.free?.cpus ?? 0}/${m.total?.cpus ?? 0}`,
         `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,

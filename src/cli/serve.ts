@@ -28,6 +28,26 @@ export function serveCommand(): Command {
       'seconds a detached worker label (and, after the server starts, ' +
         'any required label) still counts as coming back [env BERTH_RECONNECT_GRACE] (default 30)',
     )
+    .option(
+      '--restart-hold <s>',
+      'after a restart, seconds a worker the journal knows is held for its agent to come back; asks wait for it ' +
+        '[env BERTH_RESTART_HOLD] (default 60)',
+    )
+    .option(
+      '--claim-hold <s>',
+      'after a restart, seconds a journaled claim awaits its holder before it is released ' +
+        '[env BERTH_CLAIM_HOLD] (default 30)',
+    )
+    .option(
+      '--journal <on|off>',
+      'keep what survives a restart under --state-dir; off: nothing survives (and every start gives required ' +
+        'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',
+    )
+    .option(
+      '--worker-hold <s>',
+      'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
+        '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',
+    )
     .option('--token <token>', 'require this token of clients and workers [env BERTH_TOKEN]')
     .option('--tls-cert <file>', 'serve TLS with this certificate chain (PEM) [env BERTH_TLS_CERT]')
     .option('--tls-key <file>', 'private key for --tls-cert (PEM) [env BERTH_TLS_KEY]')
@@ -57,7 +77,8 @@ export function serveCommand(): Command {
     )
     .option(
       '--state-dir <dir>',
-      'where started workers log [env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)',
+      'the journal (what survives a restart) and where started workers log; one server per directory ' +
+        '[env BERTH_STATE_DIR] (default $XDG_STATE_HOME/berth or ~/.local/state/berth)',
     )
     .option(
       '--advertise <host:port>',

@@ -38,6 +38,15 @@ export const seconds = z.preprocess(
   z.number({ error: 'expected seconds, e.g. 10 or 0.5' }).min(0, 'must be at least 0'),
 );
 
+/** A hold in seconds, 0 to 3600 (decimals allowed): `--worker-hold` (SPEC S2). */
+export const holdSeconds = z.preprocess(
+  numeric,
+  z
+    .number({ error: 'expected seconds, e.g. 2 or 0.5' })
+    .min(0, 'must be at least 0')
+    .max(3600, 'at most 3600 (an hour); a longer hold is asked per call with disconnect_grace_ms'),
+);
+
 /** A number of seconds above 0 (decimals allowed): for timeouts that 0 would make fire at once. */
 export const positiveSeconds = z.preprocess(
   numeric,

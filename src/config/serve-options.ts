@@ -13,6 +13,7 @@ import {
   address,
   gpuIds,
   type FlagTable,
+  holdSeconds,
   labelList,
   logLevel,
   plainName,
@@ -35,6 +36,14 @@ const schema = z.object({
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
   reconnectGrace: seconds.default(30),
+  /** How long a broken worker link holds its calls that asked for no hold (SPEC S2). */
+  workerHold: holdSeconds.default(2),
+  /** After a restart, how long a worker the journal knows is held for its agent to come back (SPEC S6). */
+  restartHold: seconds.default(60),
+  /** After a restart, how long a journaled claim awaits its holder before it is released (SPEC S3). */
+  claimHold: seconds.default(30),
+  /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
+  journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCert: readableFile.optional(),
@@ -51,9 +60,11 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold` and `claimHold` in
+ * seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
- * `stateDir`: where provisioned workers log (default $XDG_STATE_HOME/berth or ~/.local/state/berth);
+ * `stateDir`: the journal (SPEC S4) and where provisioned workers log (default $XDG_STATE_HOME/berth or
+ * ~/.local/state/berth); one server per directory;
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);
@@ -74,6 +85,10 @@ const FLAGS: FlagTable = {
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
   reconnectGrace: ['--reconnect-grace', 'BERTH_RECONNECT_GRACE'],
+  workerHold: ['--worker-hold', 'BERTH_WORKER_HOLD'],
+  restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
+  claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
+  journal: ['--journal', 'BERTH_JOURNAL'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],

@@ -99,6 +99,9 @@ export class BerthMetrics {
     );
     const attaches = counter('berth_worker_attaches_total', 'Worker attaches (SPEC W1).');
     const detaches = counter('berth_worker_detaches_total', 'Worker detaches (SPEC W3).');
+    const disconnects = counter('berth_worker_disconnects_total', 'Worker streams broken and held (SPEC S2).');
+    const reconnects = counter('berth_worker_reconnects_total', 'Held workers that came back within the hold.');
+    const expired = counter('berth_worker_holds_expired_total', 'Held workers whose hold ran out (calls failed).');
     this.#unsubscribe = events.subscribe((e: BerthEvent) => {
       switch (e.kind) {
         case 'node_placed':
@@ -143,6 +146,15 @@ export class BerthMetrics {
           break;
         case 'worker_detached':
           detaches.inc();
+          break;
+        case 'worker_disconnected':
+          disconnects.inc();
+          break;
+        case 'worker_reconnected':
+          reconnects.inc();
+          break;
+        case 'worker_hold_expired':
+          expired.inc();
           break;
         default:
           break;

@@ -141,7 +141,10 @@ function render() {
   for (const h of snap.held) for (const id of h.allocation.gpuIds) holder.set(h.machine + '/' + id, h);
   fill('machines', snap.machines.map((m) => {
     const ram = m.total.ramMb === undefined ? 'not limited' : (m.free.ramMb ?? 0) + ' / ' + m.total.ramMb;
-    const cells = [m.name, m.remote ? 'worker' : 'engine', m.labels.join(', ') || '-',
+    // state 2 = MACHINE_STATE_DISCONNECTED: a held worker and the time left of its hold (SPEC S2)
+    const kind = !m.remote ? 'engine'
+      : m.state === 2 ? 'worker (disconnected, ' + dur(Math.max(0, m.holdLeftMs - age)) + ' left)' : 'worker';
+    const cells = [m.name, kind, m.labels.join(', ') || '-',
       num(m.free.cpus + ' / ' + m.total.cpus), gpuCells(m, holder), ram, num(m.claims), num(m.runningCalls)];
     return { key: m.name, cells };
   }), 8);

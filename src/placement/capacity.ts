@@ -113,8 +113,8 @@ export class MachineClass {
 
   /**
    * The first machine in best-fit order (fewest free GPUs, then fewest free cores) with at least
-   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations), `skip` aside. Within a
-   * bucket the machine filed last comes first: the one just released is reused, warm in cache.
+   * `a.gpus` and `a.cpus` free that passes `ok` (memory, reservations), `skip` and disconnected (held) machines
+   * aside (SPEC S2). Within a bucket the machine filed last comes first: the one just released is reused, warm.
    */
   bestFit(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
     const width = this.cpus + 1;
@@ -123,7 +123,7 @@ export class MachineClass {
       const list = this.#buckets.get(k)!;
       for (let i = list.length - 1; i >= 0; i--) {
         const m = list[i];
-        if (m !== skip && ok(m)) return m;
+        if (m !== skip && m.hold === undefined && ok(m)) return m;
       }
     }
     return undefined;

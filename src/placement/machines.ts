@@ -17,6 +17,16 @@ export interface MachineEntry {
   /** Its free-capacity bucket inside the class and its slot there (kept by MachineClass). */
   bucket: number;
   slot: number;
+  /** Set while its worker is disconnected and held (SPEC S2, S6): never chosen for a new grant. */
+  hold: MachineHold | undefined;
+}
+
+/** A disconnected machine's hold (holds.ts): until when (ms since the epoch), why, since when. */
+export interface MachineHold {
+  untilMs: number;
+  why: string;
+  since: number;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 const classKey = (s: MachineSpec) =>
@@ -32,6 +42,32 @@ export class MachineSet {
   /** Adds `spec` (the engine when `spec.remote` is false). @throws Error if the name is taken. */
   add(spec: MachineSpec): MachineEntry {
     if (this.#byName.has(spec.name)) throw new Error(`machine ${spec.name} already attached`);
+    const cls = this.#classFor(spec);
+    const books = new ResourceAccountant(spec.inventory);
+    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1, slot: -1, hold: undefined };
+    this.#byName.set(spec.name, e);
+    if (!spec.remote) this.#engine ??= e;
+    cls.add(e);
+    return e;
+  }
+
+  /**
+   * Gives attached `e` a new spec with the same inventory (a reconnected worker, SPEC S2): its books stay, it is
+   * filed under the class of its new labels.
+   */
+  respec(e: MachineEntry, spec: MachineSpec): void {
+    if (classKey(spec) === classKey(e.spec)) {
+      e.spec = spec;
+      return;
+    }
+    this.remove(e.spec.name);
+    e.spec = spec;
+    e.cls = this.#classFor(spec);
+    this.#byName.set(spec.name, e);
+    e.cls.add(e);
+  }
+
+  #classFor(spec: MachineSpec): MachineClass {
     const k = classKey(spec);
     let cls = this.#classes.get(k);
     if (!cls) {
@@ -43,12 +79,7 @@ export class MachineSet {
         set.add(cls);
       }
     }
-    const books = new ResourceAccountant(spec.inventory);
-    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1, slot: -1 };
-    this.#byName.set(spec.name, e);
-    if (!spec.remote) this.#engine ??= e;
-    cls.add(e);
-    return e;
+    return cls;
   }
 
   /** Removes the machine named `name`; returns it, or undefined. */
@@ -114,6 +145,16 @@ export class MachineSet {
     e.cls.unindex(e);
     try {
       return e.books.take(claimId, a);
+    } finally {
+      e.cls.index(e);
+    }
+  }
+
+  /** As `take`, with exactly the holding `h` (a restored claim). @throws BooksError when it is not free. */
+  takeExact(e: MachineEntry, claimId: string, h: Holding): Holding {
+    e.cls.unindex(e);
+    try {
+      return e.books.takeExact(claimId, h);
     } finally {
       e.cls.index(e);
     }

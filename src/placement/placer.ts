@@ -11,10 +11,12 @@ import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
 import { askVerdict, limitingDimension, noCores, noCoresError, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
+import { MachineHolds } from './holds.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import { withReason, type DemandView, type Provisioning, type Unmet } from './provisioner.js';
 import { queuedInfo } from './queued.js';
+import { comingBackDetail, restoreLease, type RestoredClaim } from './restore.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import { WaitQueue, type WaitClass, type Waiter } from './waiting.js';
@@ -76,11 +78,21 @@ export class Placer {
   #settling = false;
   /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
   releaseGate?: ReleaseGate;
+  /** Set by the worker hub: told when a disconnected machine's hold runs out, before it leaves (SPEC S2). */
+  holdExpired?: (name: string, reason: string) => void;
   readonly #newClaimId: () => string;
   #frozen = false;
+  readonly #holds: MachineHolds;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
+    this.#holds = new MachineHolds({
+      machines: this.machines,
+      events: opts.events,
+      changed: (e) => this.#cameBack(e),
+      detach: (name, reason) => this.detach(name, reason),
+      expired: (name, reason) => this.holdExpired?.(name, reason),
+    });
     this.#graceMs = opts.reconnectGraceMs ?? 30_000;
     this.#restartUntil = Date.now() + (opts.restartGraceMs ?? 0);
     if (opts.restartGraceMs) setTimeout(() => this.#expireLabels(), opts.restartGraceMs + 1).unref();
@@ -92,10 +104,13 @@ export class Placer {
 
   /**
    * A worker's books join (SPEC P1); the same name replaces the old machine (W1). Waiters are
-   * re-fitted (P11) and those it could serve woken (P7).
+   * re-fitted (P11) and those it could serve woken (P7). A disconnected machine of that name with the same
+   * inventory reconnects instead (SPEC S2): its claims stay, with the same GPU ids.
    */
   attach(m: MachineSpec): void {
-    if (this.machines.get(m.name)) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
+    const old = this.machines.get(m.name);
+    if (old && this.#holds.reconnect(old, m)) return;
+    if (old) this.detach(m.name, `worker ${m.name} was replaced by a new stream`);
     const e = this.machines.add({ ...m, remote: true });
     this.#events.emit({
       kind: 'worker_attached',
@@ -107,7 +122,26 @@ export class Placer {
         `${m.name}: ${m.inventory.cpus} cpu(s), ${m.inventory.gpuIds.length} gpu(s)` +
         `${m.labels.length ? `, labels ${m.labels.join(',')}` : ''}`,
     });
+    this.#cameBack(e);
+  }
+
+  /**
+   * Worker `name`'s stream broke: it is held as disconnected until `untilMs` (ms since the epoch), see holds.ts
+   * (SPEC S2, S6); `detach` ends the hold. @throws Error when no worker of that name is attached.
+   */
+  disconnect(name: string, untilMs: number, why: string): void {
+    this.#holds.disconnect(name, untilMs, why);
+  }
+
+  /** Attaches `spec` straight as disconnected until `untilMs` (a journaled machine after a restart, SPEC S4, S6). */
+  restoreMachine(spec: MachineSpec, untilMs: number): void {
+    this.#holds.restore(spec, untilMs);
+  }
+
+  /** A machine joined or came back: waiters are re-fitted and those it could serve woken. */
+  #cameBack(e: MachineEntry): void {
     this.#touched.add(e);
+    this.#changed.add(e);
     this.#refit();
     this.#settle();
   }
@@ -121,6 +155,7 @@ export class Placer {
     if (this.#frozen) return;
     const entry = this.machines.get(name);
     if (!entry?.spec.remote) return;
+    this.#holds.clear(entry);
     this.machines.remove(name);
     for (const cls of this.#queue.reserved.classesOn(entry)) {
       this.#queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
@@ -180,7 +215,12 @@ export class Placer {
     }
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
-    const now = chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)));
+    const now = chooseNow(
+      this.machines,
+      ask,
+      amount,
+      (m) => m.books.fitsNow(amount, this.#queue.reserved.on(m)) && this.#placeable(m),
+    );
     if (now) {
       const g = this.#grant(claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settle();
@@ -206,6 +246,7 @@ export class Placer {
       );
       signal.addEventListener('abort', onAbort, { once: true });
       const info = this.#queuedInfo(w, this.#queue.size);
+      info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#comingBackUntil(ask);
       if (until)
         info.detail +=
@@ -281,6 +322,41 @@ export class Placer {
     return true;
   }
 
+  /**
+   * Takes back a claim read from the journal (SPEC S4): exactly `c.allocation` on `c.machine`, not
+   * through the queue, and returns its Grant. Emits node_placed ("restored from the journal").
+   * @throws BerthError FAILED_PRECONDITION when the machine is not in the books or those resources
+   *   are not free; the books are unchanged then.
+   */
+  restoreClaim(c: RestoredClaim): Grant {
+    if (this.#held.has(c.claimId))
+      throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: it is held already`);
+    const { lease, entry } = restoreLease(this.machines, c);
+    this.#held.set(c.claimId, { grant: lease, entry, since: Date.now() });
+    this.#changed.add(entry);
+    const a = lease.allocation;
+    this.#events.emit({
+      kind: 'node_placed',
+      claimId: c.claimId,
+      node: c.ask.node,
+      runId: c.ask.runId,
+      machine: entry.spec.name,
+      ...askFacts(c.ask, { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb }, lease.clamped),
+      granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
+      gpuIds: a.gpuIds,
+      detail:
+        `restored from the journal: ${describeAmount({ cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb })} ` +
+        `on ${entry.spec.name}${a.gpuIds.length ? ` (gpu ${a.gpuIds.join(',')})` : ''}`,
+    });
+    this.#settle();
+    return lease;
+  }
+
+  /** False for a disconnected (held) machine, restored or not (SPEC S2, S6): nothing new goes there. */
+  #placeable(m: MachineEntry): boolean {
+    return m.hold === undefined;
+  }
+
   /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
     const h = this.#held.get(claimId);
@@ -311,7 +387,7 @@ export class Placer {
       this.machines,
       (a) => this.#prov?.covers(a) ?? false,
       ask,
-      (m, amount) => m.books.fitsNow(amount, this.#queue.reserved.on(m)),
+      (m, amount) => m.hold === undefined && m.books.fitsNow(amount, this.#queue.reserved.on(m)),
     );
   }
 
@@ -552,7 +628,12 @@ export class Placer {
         }
         if (!next) return;
         const w = next;
-        const c = chooseNow(this.machines, w.ask, w.cls.amount, (m) => this.#queue.reserved.fitsBehind(m, w));
+        const c = chooseNow(
+          this.machines,
+          w.ask,
+          w.cls.amount,
+          (m) => this.#queue.reserved.fitsBehind(m, w) && this.#placeable(m),
+        );
         if (!c) {
           this.#woken.delete(w.cls);
           continue;
@@ -581,7 +662,7 @@ export class Placer {
     }
     const machines: DemandView['machines'] = [];
     for (const m of this.machines.all())
-      if (m.spec.remote) machines.push({ name: m.spec.name, claims: m.books.claims });
+      if (m.spec.remote && this.#placeable(m)) machines.push({ name: m.spec.name, claims: m.books.claims }); // S6
     this.#prov.plan({ unmet, waiting, machines });
   }
 
@@ -593,10 +674,13 @@ export class Placer {
     );
   }
 
-  /** Provisioning gives an idle machine back: it leaves the books now, unless it holds a claim (SPEC V3). */
+  /**
+   * Provisioning gives a machine back: it leaves the books now, unless it is attached and holds a claim (SPEC V3).
+   * One restored from the journal whose worker is not back leaves with its claims (lost).
+   */
   #retire(name: string, why: string): boolean {
     const entry = this.machines.get(name);
-    if (entry?.books.claims) return false;
+    if (entry?.books.claims && this.#placeable(entry)) return false; // a machine not back leaves, claims and all
     if (entry) this.detach(name, why);
     return true;
   }

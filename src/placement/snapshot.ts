@@ -20,6 +20,10 @@ export interface MachineView {
   claims: number;
   maxParallel: number;
   version: string;
+  /** A worker's link (SPEC S2): connected, or disconnected and held; undefined for the engine host. */
+  state?: 'connected' | 'disconnected';
+  /** While disconnected: ms left of its hold (0 otherwise). */
+  holdLeftMs: number;
 }
 
 /** The whole placer state; times in ms. */
@@ -80,6 +84,8 @@ export function placerSnapshot(
       claims: m.books.claims,
       maxParallel: m.spec.maxParallel ?? 0,
       version: m.spec.version ?? '',
+      state: m.spec.remote ? (m.hold ? 'disconnected' : 'connected') : undefined,
+      holdLeftMs: m.hold ? Math.max(0, m.hold.untilMs - now) : 0,
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId,

@@ -150,7 +150,9 @@ export class Pool {
         if (m.adopted || m.attached) {
           // not a failed start: no backoff, not the pool's last error
           const what = m.attached ? 'detached and did not re-attach' : 'left by a previous server, did not attach';
-          this.#stop(m, `${m.name} (${this.backend.describe(m.engineId, m.engine)}), ${what} within ${within}`, now);
+          const detail = `${m.name} (${this.backend.describe(m.engineId, m.engine)}), ${what} within ${within}`;
+          retire(m.name, detail); // the journal may have restored it as not yet back (SPEC S6): it leaves the books
+          this.#stop(m, detail, now);
           changed = true;
           continue;
         }

@@ -108,6 +108,28 @@ export class ResourceAccountant {
     return h;
   }
 
+  /**
+   * Takes exactly `h` for `claimId` (a claim restored from the journal, SPEC S4): those cores, those
+   * device ids, that memory. @throws BooksError naming what is not free, or when the claim id already holds.
+   */
+  takeExact(claimId: string, h: Holding): Holding {
+    if (this.#held.has(claimId)) throw new BooksError(`claim ${claimId} already holds resources`);
+    if (h.cpus > this.#freeCpus) throw new BooksError(`claim ${claimId}: ${h.cpus} cpu(s) not free`);
+    if (h.ramMb !== undefined && this.#freeRam !== undefined && h.ramMb > this.#freeRam)
+      throw new BooksError(`claim ${claimId}: ${h.ramMb} MB RAM not free`);
+    const ids = [...h.gpuIds].sort((a, b) => a - b);
+    const free = new Set(this.#devices.freeIds());
+    const busy = ids.filter((id) => !free.has(id));
+    if (busy.length || new Set(ids).size !== ids.length)
+      throw new BooksError(`claim ${claimId}: gpu ${busy.join(',') || ids.join(',')} not free`);
+    this.#devices.take(ids);
+    this.#freeCpus -= h.cpus;
+    if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam -= h.ramMb;
+    const held: Holding = { cpus: h.cpus, gpuIds: ids, ramMb: h.ramMb };
+    this.#held.set(claimId, held);
+    return held;
+  }
+
   /** Gives back what `claimId` holds. Idempotent: returns false when it holds nothing. */
   give(claimId: string): boolean {
     const h = this.#held.get(claimId);

@@ -4,6 +4,7 @@
  */
 import type { ServeOptions } from '../config/serve-options.js';
 import type { EventBus } from '../events.js';
+import type { Journal } from '../journal/journal.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
@@ -24,6 +25,11 @@ export interface ServerContext extends EdgeContext {
   holds: ClaimHolds;
   /** Attached workers and calls in flight. */
   hub: WorkerHub;
+  /**
+   * The journal (SPEC S4), from `start()` on: a handler awaits `journal.flushed()` before it
+   * acknowledges what the placer did (Granted, Released, a call sent to a worker).
+   */
+  journal?: Journal;
   /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */
   metrics?: { decided(ms: number): void };
   /**

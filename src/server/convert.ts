@@ -23,6 +23,12 @@ const PROVISIONED_STATE = {
   stopping: ProvisionedState.PROVISIONED_STATE_STOPPING,
 } as const;
 
+/** A worker's link → berth.v1.MachineState (SPEC S2). */
+const MACHINE_STATE = {
+  connected: MachineState.MACHINE_STATE_CONNECTED,
+  disconnected: MachineState.MACHINE_STATE_DISCONNECTED,
+} as const;
+
 /** QueuedInfo → berth.v1.Queued. */
 export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
   return {
@@ -76,8 +82,8 @@ export function toSnapshot(
       maxParallel: m.maxParallel,
       version: m.version,
       warmPools: undefined, // filled in by GetSnapshot from the hub
-      state: m.remote ? MachineState.MACHINE_STATE_CONNECTED : MachineState.MACHINE_STATE_UNSPECIFIED,
-      holdLeftMs: 0,
+      state: m.state ? MACHINE_STATE[m.state] : MachineState.MACHINE_STATE_UNSPECIFIED,
+      holdLeftMs: clampU32(m.holdLeftMs),
     })),
     waiting: s.waiting.map((w) => ({
       claimId: w.claimId,

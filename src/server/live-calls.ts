@@ -171,6 +171,14 @@ export class LiveCalls {
     return () => this.#onDrain.delete(fn);
   }
 
+  /**
+   * The server stops without draining (SPEC S5): the streams that handle the drain themselves are not told (no
+   * Drain frame reaches a worker); `drain()` then only ends the calls.
+   */
+  halt(): void {
+    this.#onDrain.clear();
+  }
+
   /** Starts the drain: every call not kept ends UNAVAILABLE "server is draining" (SPEC R3). Idempotent. */
   drain(): void {
     if (this.#draining) return;

@@ -5,7 +5,13 @@
  */
 import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
-import type { CompileResult, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import type {
+  CallAck,
+  CompileResult,
+  HeldCall,
+  WorkerStreamRequest,
+  WorkerStreamResponse,
+} from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import type { MachineSpec } from '../placement/types.js';
 import { CallRecord } from './call-record.js';
@@ -25,13 +31,33 @@ export interface CallSpec {
   payload: WirePayload;
   /** Who runs it, when client identities are configured (SPEC R7). */
   owner?: string;
+  /** How long the call is held when its worker's link breaks, in ms (0: the server's `--worker-hold`; SPEC S2). */
+  disconnectGraceMs?: number;
 }
+
+/** Who the agent behind a stream is (SPEC S2): its Hello's agent_id, instance_id and the calls it still holds. */
+export interface AgentHello {
+  agentId: string;
+  instanceId: string;
+  heldCalls: HeldCall[];
+}
+
+/** Most ms between a worker's events and their Ack frame (SPEC S1): at most one Ack per worker per interval. */
+export const ACK_INTERVAL_MS = 200;
 
 /** A worker attached over one stream. */
 export class AttachedWorker {
   readonly calls = new Map<string, CallRecord>();
   readonly #compiles = new Map<string, (r: CompileResult | BerthError) => void>();
-  readonly slots: Slots;
+  /** Its slots (SPEC W4); a reconnected stream takes over those of the stream it succeeds. */
+  slots: Slots;
+  /** The stream that took over this one's calls after a reconnect (SPEC S2): frames to them go there. */
+  successor?: AttachedWorker;
+  /** Welcome.calls for a reconnect: the held calls the server still knows, with what it has of each (SPEC S1). */
+  welcomeCalls: CallAck[] = [];
+  /** Calls whose events or ending moved on since the last Ack (only for agents with an agent id). */
+  readonly #acking?: Set<CallRecord>;
+  #ackTimer?: ReturnType<typeof setTimeout>;
   /** Aborted (with the reason) when this stream is no longer the worker's: ended, replaced, silent. */
   readonly gone = new AbortController();
   /** How the stream itself ends when that differs from what its calls are told (replaced: FAILED_PRECONDITION). */
@@ -47,12 +73,16 @@ export class AttachedWorker {
    * @param identity who attached it (SPEC R7): a stream with another `key` may not replace it;
    *   default: the shared identity (any stream of the same name replaces it, SPEC W1).
    */
+  #severed = false;
+
   constructor(
     readonly spec: MachineSpec,
     readonly sink: FrameSink,
     readonly identity: { key: string; describe: string } = { key: 'shared', describe: 'no credential' },
+    readonly agent: AgentHello = { agentId: '', instanceId: '', heldCalls: [] },
   ) {
     this.slots = new Slots(spec.maxParallel ?? 0);
+    if (agent.agentId) this.#acking = new Set();
   }
 
   /** Name of the machine. */
@@ -60,10 +90,20 @@ export class AttachedWorker {
     return this.spec.name;
   }
 
-  /** Queues a frame in order; a failed write (stream gone) is ignored: `gone` says it. */
+  /**
+   * Queues a frame in order; a failed write (stream gone) is ignored: `gone` says it. Once a reconnected stream
+   * took over (`successor`), frames go there.
+   */
   send(frame: WorkerStreamResponse['frame']): Promise<void> {
+    if (this.#severed) return Promise.resolve();
+    if (this.successor) return this.successor.send(frame);
     this.#chain = this.#chain.then(() => this.sink(frame)).catch(() => undefined);
     return this.#chain;
+  }
+
+  /** The server stops without draining (SPEC S5): from now on nothing is sent to this worker, not even a Cancel. */
+  sever(): void {
+    this.#severed = true;
   }
 
   /**
@@ -81,13 +121,15 @@ export class AttachedWorker {
     const rec = new CallRecord(spec.callId, spec.runId, this.name, allocation, (reason) => {
       void this.send({ $case: 'cancel', value: { callId: spec.callId, reason: reason.message } });
     });
+    rec.holdMs = spec.disconnectGraceMs ?? 0;
     void rec.settled.then(() => {
       release();
-      if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
+      for (let w: AttachedWorker | undefined = this; w; w = w.successor)
+        if (w.calls.get(spec.callId) === rec) w.calls.delete(spec.callId);
     });
     this.calls.set(spec.callId, rec);
-    const { owner: _owner, ...call } = spec;
-    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0, disconnectGraceMs: 0 } });
+    const { owner: _owner, disconnectGraceMs = 0, ...call } = spec;
+    void this.send({ $case: 'call', value: { ...call, allocation, timeoutMs: 0, disconnectGraceMs } });
     return rec;
   }
 
@@ -134,18 +176,27 @@ export class AttachedWorker {
       case 'heartbeat':
         if (frame.value.callId === '' && frame.value.warmPools) this.warmPools = frame.value.warmPools;
         return;
-      case 'event':
-        this.calls.get(frame.value.callId)?.event(frame.value);
+      case 'event': {
+        const rec = this.calls.get(frame.value.callId);
+        if (!rec) return;
+        if (frame.value.seq > 0 && frame.value.seq <= rec.lastSeq) return; // a resend after a reconnect (SPEC S1)
+        rec.event(frame.value);
+        if (this.#acking) this.#ackLater(rec);
         return;
+      }
       case 'result':
       case 'failure': {
         const rec = this.calls.get(frame.value.callId);
-        rec?.finish(
+        if (!rec) return;
+        rec.finish(
           frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value },
         );
-        rec?.markSettled();
+        rec.markSettled();
+        if (this.#acking) this.#ackLater(rec);
         return;
       }
+      case 'stopping':
+        return; // the stream's server acts on it (serve-stream.ts)
       case 'compileResult': {
         const done = this.#compiles.get(frame.value.requestId);
         this.#compiles.delete(frame.value.requestId);
@@ -155,6 +206,54 @@ export class AttachedWorker {
       case 'hello':
         throw new BerthError('invalid_argument', 'frame: hello may only be the first frame');
     }
+  }
+
+  /** Sends one Ack within ACK_INTERVAL_MS for `rec` and every other call that moved on meanwhile. */
+  #ackLater(rec: CallRecord): void {
+    this.#acking!.add(rec);
+    if (this.#ackTimer) return;
+    this.#ackTimer = setTimeout(() => this.#flushAcks(), ACK_INTERVAL_MS);
+    this.#ackTimer.unref();
+  }
+
+  /**
+   * One Ack frame (SPEC S1): per call, the newest seq handed to every current follower (none following: nothing
+   * new), and `ended` once its Result or Failure is recorded. Calls whose followers still lag are looked at again
+   * at the next interval.
+   */
+  #flushAcks(): void {
+    this.#ackTimer = undefined;
+    const calls: CallAck[] = [];
+    let again = false;
+    for (const rec of this.#acking!) {
+      const ended = rec.finished;
+      const safe = ended ? rec.lastSeq : (rec.safeSeq() ?? 0);
+      if (safe > rec.ackedSeq || ended) {
+        rec.ackedSeq = Math.max(safe, rec.ackedSeq);
+        calls.push({ callId: rec.callId, seq: rec.ackedSeq, ended });
+      }
+      if (!ended && rec.followers > 0 && rec.ackedSeq < rec.lastSeq) again = true;
+      else this.#acking!.delete(rec);
+    }
+    if (calls.length) void this.send({ $case: 'ack', value: { calls } });
+    if (again) {
+      this.#ackTimer = setTimeout(() => this.#flushAcks(), ACK_INTERVAL_MS);
+      this.#ackTimer.unref();
+    }
+  }
+
+  /**
+   * The link broke but the worker is held (SPEC S2): nothing new is sent to this stream (new calls and slot
+   * waiters get `reason`, pending compiles too); its calls stay, for a reconnect or until their holds run out.
+   */
+  unlink(reason: BerthError): void {
+    if (this.gone.signal.aborted) return;
+    this.gone.abort(reason);
+    for (const done of this.#compiles.values()) done(reason);
+    this.#compiles.clear();
+    if (this.#ackTimer) clearTimeout(this.#ackTimer);
+    this.#ackTimer = undefined;
+    this.#acking?.clear();
   }
 
   /**
@@ -179,9 +278,11 @@ export class AttachedWorker {
    * compiles get it too; the stream ends with `streamEnd` (default `reason`). Idempotent.
    */
   leave(reason: BerthError, streamEnd: BerthError = reason): void {
-    if (this.gone.signal.aborted) return;
-    this.streamEnd = streamEnd;
-    this.gone.abort(reason);
+    if (!this.gone.signal.aborted) {
+      this.streamEnd = streamEnd;
+      this.gone.abort(reason);
+    }
+    if (this.#ackTimer) clearTimeout(this.#ackTimer);
     for (const c of this.calls.values()) {
       c.fail(reason);
       c.markSettled();

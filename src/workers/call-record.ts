@@ -10,6 +10,7 @@
  * changes neither how much is replayed nor when a slow follower pauses the process.
  */
 import type { Event, Failure, Result } from '../../generated/ts/berth/v1/calls.js';
+import type { WorkerLink } from '../../generated/ts/berth/v1/placement.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import type { Flow } from './executors/types.js';
@@ -26,14 +27,21 @@ export const FLOW_LOW = 500;
 /** The one ending of a call: its Result or its Failure. */
 export type Terminal = { $case: 'result'; value: Result } | { $case: 'failure'; value: Failure };
 
-/** What a follower receives, in order: events, then exactly one terminal. */
-export type CallItem = { $case: 'event'; value: Event } | Terminal;
+/** What a follower receives, in order: events and link changes (SPEC S2), then exactly one terminal. */
+export type CallItem = { $case: 'event'; value: Event } | { $case: 'link'; value: WorkerLink } | Terminal;
+
+/** True for the one ending of a call. */
+export const isTerminal = (item: CallItem): item is Terminal => item.$case === 'result' || item.$case === 'failure';
 
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
 export class CallRecord implements Flow {
   readonly startedAt = Date.now();
   /** Who started it, when client identities are configured (SPEC R7): only it cancels or follows it. */
   owner?: string;
+  /** How long the call is held when its worker's link breaks, in ms (0: the server's worker hold; SPEC S2). */
+  holdMs = 0;
+  /** The newest seq acknowledged to the machine (SPEC S1). */
+  ackedSeq = 0;
   #items: CallItem[] = [];
   /** Absolute index of #items[0]. */
   #base = 0;
@@ -46,7 +54,7 @@ export class CallRecord implements Flow {
   #lastSeq = 0;
   readonly #wakers = new Set<() => void>();
   /** Absolute next index of each follower. */
-  readonly #cursors = new Set<{ i: number }>();
+  readonly #cursors = new Set<{ i: number; seq: number }>();
   readonly #roomWaiters = new Set<() => void>();
   #settle!: () => void;
   /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */
@@ -104,6 +112,28 @@ export class CallRecord implements Flow {
     this.#wake();
   }
 
+  /** Tells the followers the link to the call's worker went down or came back (SPEC S2; ignored after the end). */
+  link(l: WorkerLink): void {
+    if (this.#end) return;
+    this.#push({ $case: 'link', value: l }, 1);
+    this.#wake();
+  }
+
+  /**
+   * The newest event sequence number every follower has been handed (written to its stream): what the
+   * machine may drop (SPEC S1). Undefined with no follower: nothing new is safe then.
+   */
+  safeSeq(): number | undefined {
+    let min: number | undefined;
+    for (const c of this.#cursors) if (min === undefined || c.seq < min) min = c.seq;
+    return min;
+  }
+
+  /** True once the machine's own Result or Failure is recorded (not an RPC error of the server's). */
+  get finished(): boolean {
+    return this.#end !== undefined && !(this.#end instanceof BerthError);
+  }
+
   /** Ends the call with its Result or Failure (first ending wins). */
   finish(t: Terminal): void {
     if (this.#end) return;
@@ -131,7 +161,7 @@ export class CallRecord implements Flow {
    * behind. @throws BerthError failed_precondition when events after `afterSeq` are no longer kept.
    */
   async *follow(signal: AbortSignal, afterSeq = 0): AsyncGenerator<CallItem> {
-    const cur = { i: afterSeq > 0 ? this.#indexAfter(afterSeq) : this.#base };
+    const cur = { i: afterSeq > 0 ? this.#indexAfter(afterSeq) : this.#base, seq: afterSeq };
     this.#cursors.add(cur);
     try {
       for (;;) {
@@ -146,7 +176,8 @@ export class CallRecord implements Flow {
           cur.i++;
           if (this.#roomWaiters.size) this.#wakeRoom();
           yield item;
-          if (item.$case !== 'event') return;
+          if (item.$case === 'event') cur.seq = item.value.seq;
+          else if (item.$case !== 'link') return;
         }
         if (this.#end instanceof BerthError) throw this.#end;
         signal.throwIfAborted();

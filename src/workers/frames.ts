@@ -48,6 +48,7 @@ const schemas: Record<string, z.ZodType> = {
   }),
   result: z.object({ callId, value: z.unknown() }),
   failure: failure.extend({ callId, type: z.string().min(1, 'required').max(256) }),
+  stopping: z.object({ reason: z.string().max(4096, 'at most 4096 characters') }),
   compileResult: z.object({ requestId: z.string().min(1, 'required'), ok: z.boolean(), failure: failure.optional() }),
 };
 

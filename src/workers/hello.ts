@@ -37,6 +37,11 @@ const schema = z.object({
   ),
   maxParallel: z.number().int().min(0).max(65_536),
   version: z.string().max(64),
+  agentId: z.string().max(1024, 'at most 1024 characters'),
+  instanceId: z.string().max(128, 'at most 128 characters'),
+  heldCalls: z
+    .array(z.object({ callId: z.string().min(1, 'required').max(512, 'at most 512 characters') }))
+    .max(65_536, 'at most 65536 held calls'),
 });
 
 /** A value for an error message: JSON, cut to 80 characters (a status must stay small). */

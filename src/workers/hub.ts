@@ -16,6 +16,7 @@ import type { AttachedWorker, CallSpec } from './attached.js';
 import { CallIds } from './call-ids.js';
 import type { CallRecord } from './call-record.js';
 import { EngineRunner } from './engine-runner.js';
+import { LinkHolds } from './link-holds.js';
 
 export type { CallSpec } from './attached.js';
 
@@ -48,6 +49,8 @@ export interface HubOptions {
   graceMs: number;
   /** The engine's cores: the cap of its warm Python processes (default 64). */
   engineCpus?: number;
+  /** How long a broken worker link holds a call that asked for no hold (`--worker-hold`, SPEC S2; default 2000). */
+  workerHoldMs?: number;
 }
 
 /** All attached workers and all calls in flight of one server. */
@@ -63,10 +66,14 @@ export class WorkerHub {
   readonly #inClaim = new Map<string, Set<InClaim>>();
   /** Calls that ended lately, oldest first, for a caller following one again (SPEC S3). */
   readonly #ended = new Map<string, { rec: CallRecord; at: number }>();
+  /** Workers whose link broke, held (SPEC S2). */
+  readonly #holds: LinkHolds;
 
   constructor(readonly o: HubOptions) {
     this.#engine = new EngineRunner(o.engineName, o.graceMs, o.engineCpus);
+    this.#holds = new LinkHolds(o.placer, o.log, o.workerHoldMs ?? 2000);
     o.placer.releaseGate = (claimId, reason) => this.#stopClaim(claimId, reason);
+    o.placer.holdExpired = (name, reason) => this.#holdExpired(name, reason);
   }
 
   /** Warm Python pools by machine: the engine's now, each worker's as of its last heartbeat. */
@@ -82,13 +89,16 @@ export class WorkerHub {
   }
 
   /**
-   * Attaches `w` (its Hello was valid): replaces a worker of the same name (SPEC W1), joins the
-   * books. The old stream's calls fail UNAVAILABLE ("went away"); the old stream itself ends
-   * FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a live agent not to reconnect.
-   * @throws BerthError permission_denied when a live stream of another identity holds the name
-   *   (SPEC R7); nothing changes then.
+   * Attaches `w` (its Hello was valid) and returns the worker to serve its stream. The same agent instance
+   * (agent_id and instance_id) coming back for a held or still-attached worker is a reconnect (SPEC S2): the held
+   * calls it lists are re-bound (returned worker: `w`, with `welcomeCalls`), the rest fail, the claims stay. Else a
+   * worker of the same name is replaced (SPEC W1): its calls fail UNAVAILABLE ("went away", at once: a new instance
+   * of the agent holds none of them), the old stream ends FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a
+   * live agent not to reconnect, and the books join anew.
+   * @throws BerthError permission_denied when a live stream of another identity holds the name (SPEC R7), or
+   *   another agent id holds it, connected or held (SPEC S2: naming the host); nothing changes then.
    */
-  attach(w: AttachedWorker): void {
+  attach(w: AttachedWorker): AttachedWorker {
     const old = this.workers.get(w.name);
     if (old && old.identity.key !== w.identity.key) {
       throw new BerthError(
@@ -97,15 +107,37 @@ export class WorkerHub {
           `this stream has ${w.identity.describe}`,
       );
     }
+    const was = old?.agent;
+    if (old && was?.agentId && w.agent.agentId && was.agentId !== w.agent.agentId) {
+      const state = this.#holds.has(old) ? `disconnected, ${this.#holds.leftMs(old)} ms of its hold left` : 'connected';
+      throw new BerthError(
+        'permission_denied',
+        `worker ${w.name} is held by the agent on ${hostOf(was.agentId)} (agent id ${was.agentId}, ${state}); ` +
+          `this stream is from the agent on ${hostOf(w.agent.agentId)} (agent id ${w.agent.agentId}): ` +
+          'give it another --name, or stop the other agent',
+      );
+    }
+    if (old && was?.agentId && was.agentId === w.agent.agentId && was.instanceId === w.agent.instanceId) {
+      // The old stream may still look open (a cut the server has not noticed): it is over all the same.
+      this.#holds.hold(old, 'a new stream of the same agent instance arrived');
+      this.#holds.resume(old, w);
+      this.workers.set(w.name, w);
+      this.o.placer.attach(w.spec);
+      return w;
+    }
     if (old) {
+      const restarted = was?.agentId && was.agentId === w.agent.agentId;
+      const why = restarted ? 'the agent restarted (a new instance of it attached)' : REPLACED_MESSAGE;
+      this.#holds.forget(old);
       this.#forget(old);
       old.leave(
-        new BerthError('unavailable', `worker ${w.name} went away: ${REPLACED_MESSAGE}`),
+        new BerthError('unavailable', `worker ${w.name} went away: ${why}`),
         new BerthError(
           'failed_precondition',
           `worker ${w.name}: ${REPLACED_MESSAGE} (another worker holds the name now)`,
         ),
       );
+      this.o.placer.detach(w.name, `worker ${w.name} was replaced by a new stream`);
       this.o.events.emit({
         kind: 'worker_replaced',
         machine: w.name,
@@ -118,10 +150,15 @@ export class WorkerHub {
       { worker: w.name, labels: w.spec.labels, cpus: w.spec.inventory.cpus, gpus: w.spec.inventory.gpuIds.length },
       'worker attached',
     );
+    return w;
   }
 
-  /** `w`'s stream is over (end, error, silence): its calls fail, its books leave (SPEC W3). Idempotent. */
+  /**
+   * `w`'s stream is over for good (clean end, Stopping, bad frame, drain): its calls fail at once, its books
+   * leave (SPEC W3). Idempotent; nothing for a worker held or succeeded by a reconnected stream.
+   */
   leave(w: AttachedWorker, why: string): void {
+    if (this.#holds.has(w)) return;
     this.#forget(w);
     w.leave(new BerthError('unavailable', `worker ${w.name} went away: ${why}`));
     if (this.workers.get(w.name) !== w) return;
@@ -131,14 +168,38 @@ export class WorkerHub {
   }
 
   /**
+   * `w`'s link broke (cut, silent) without a Stopping: it is held (SPEC S2, LinkHolds) — unless it is no longer
+   * the worker of its name, when this is `leave`.
+   */
+  lost(w: AttachedWorker, why: string): void {
+    if (this.workers.get(w.name) !== w || (w.gone.signal.aborted && !this.#holds.has(w))) return this.leave(w, why);
+    this.#holds.hold(w, why);
+  }
+
+  /** A held worker's hold ran out (the placer's timer): its calls still held fail, it leaves the hub. */
+  #holdExpired(name: string, reason: string): void {
+    const w = this.workers.get(name);
+    if (!w || !this.#holds.has(w)) return;
+    this.#holds.expire(w);
+    this.#forget(w);
+    w.leave(new BerthError('unavailable', reason));
+    this.workers.delete(name);
+    this.o.log.info({ worker: name, why: reason }, 'worker detached: its hold ran out');
+  }
+
+  /**
    * Starts a call inside `grant` on its machine: on a worker after taking one of its slots
    * (SPEC W4: the claim is already held, so the two never deadlock), or on the engine host.
    * The call is bound to the claim's lease: releasing the claim stops it, and the claim's books
    * are given back only once its process is gone (SPEC R5).
+   * `ready`, when given, is awaited first (the claim's journal record, SPEC S4: nothing is sent before it is
+   * durable); meanwhile the call counts as waiting for a slot, so Cancel(run_id) reaches it.
    * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
-   *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot.
+   *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot;
+   *   whatever `ready` rejects with; the Cancel's CANCELLED when it came while waiting for `ready`.
    */
-  async start(spec: CallSpec, grant: Grant, signal: AbortSignal): Promise<CallRecord> {
+  async start(spec: CallSpec, grant: Grant, signal: AbortSignal, ready?: Promise<void>): Promise<CallRecord> {
+    if (ready) await this.#whileWaiting(spec, ready);
     const a = grant.allocation;
     const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
     // The call's lease: the caller's signal and the claim's. No AbortSignal.any per call (issue 11: it
@@ -179,6 +240,18 @@ export class WorkerHub {
       this.#keepEnded(rec);
     });
     return rec;
+  }
+
+  /** Awaits `ready` with the call listed as waiting for a slot (a Cancel aborts it); throws the Cancel's reason. */
+  async #whileWaiting(spec: CallSpec, ready: Promise<void>): Promise<void> {
+    const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
+    this.#waitingForSlot.add(waiting);
+    try {
+      await ready;
+    } finally {
+      this.#waitingForSlot.delete(waiting);
+    }
+    waiting.abort.signal.throwIfAborted();
   }
 
   /**
@@ -231,7 +304,7 @@ export class WorkerHub {
     source: string,
     signal: AbortSignal,
   ): Promise<{ worker: string; failure?: Failure } | undefined> {
-    const w = [...this.workers.values()].find((x) => x.spec.labels.includes(label));
+    const w = [...this.workers.values()].find((x) => x.spec.labels.includes(label) && !x.gone.signal.aborted);
     if (!w) return undefined;
     return { worker: w.name, failure: await w.compile(flow, node, source, signal) };
   }
@@ -260,6 +333,14 @@ export class WorkerHub {
    */
   close(): Promise<void> {
     return this.#engine.close();
+  }
+
+  /**
+   * The server stops without draining (SPEC S5): no frame reaches any worker from now on, so the calls they run are
+   * neither cancelled nor told; they keep running through the agents' disconnect grace.
+   */
+  sever(): void {
+    for (const w of this.workers.values()) w.sever();
   }
 
   /** SIGKILLs the engine host's running calls' process groups now (synchronous; second signal). */
@@ -306,4 +387,10 @@ export class WorkerHub {
   #forget(w: AttachedWorker): void {
     for (const [id, rec] of w.calls) if (this.calls.get(id) === rec) this.calls.delete(id);
   }
+}
+
+/** The host part of an agent id `<host>:<state dir>`. */
+function hostOf(agentId: string): string {
+  const i = agentId.indexOf(':');
+  return i > 0 ? agentId.slice(0, i) : agentId;
 }

@@ -3,7 +3,9 @@
  * Welcome back, then frames routed until the stream ends, errors, or stays silent past the
  * keepalive; on drain the worker is sent Drain and the stream ends once its calls are done.
  * A stream replaced by a newer one under the same name (SPEC W1) ends FAILED_PRECONDITION (its
- * calls fail UNAVAILABLE "went away"); a silent one ends UNAVAILABLE.
+ * calls fail UNAVAILABLE "went away"); a silent one ends UNAVAILABLE. A cut or silent stream leaves its worker
+ * held (SPEC S2, hub.lost), and so does a stream ended without a Stopping frame; a Stopping frame, a bad frame or
+ * a drain lets it go at once.
  */
 import type { WorkerStreamRequest } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
@@ -45,17 +47,22 @@ export async function serveWorkerStream(
   if (spec.name === hub.o.engineName)
     throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
   if (credential) checkWorkerName(spec.name, credential);
-  const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe });
+  const hello = first.value.frame.value;
+  const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe }, {
+    agentId: hello.agentId,
+    instanceId: hello.instanceId,
+    heldCalls: hello.heldCalls,
+  });
   hub.attach(w);
   await w.send({
     $case: 'welcome',
-    value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs, calls: [] },
+    value: { serverVersion: hub.o.serverVersion, heartbeatMs: hub.o.heartbeatMs, calls: w.welcomeCalls },
   });
   let held = false; // reading paused for a slow caller: the worker is not silent, berth is not listening
   const silence = setInterval(
     () => {
       if (held) w.lastSeen = Date.now();
-      else if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.leave(w, `silent for more than ${hub.keepaliveMs} ms`);
+      else if (Date.now() - w.lastSeen > hub.keepaliveMs) hub.lost(w, `silent for more than ${hub.keepaliveMs} ms`);
     },
     Math.min(1000, hub.o.heartbeatMs),
   );
@@ -63,6 +70,8 @@ export async function serveWorkerStream(
   if (drain.signal.aborted) onDrain();
   else drain.signal.addEventListener('abort', onDrain, { once: true });
   let why = 'stream ended';
+  let cut = false; // the link broke (no Stopping, no clean end): the worker is held (SPEC S2)
+  let stopping = false;
   try {
     // SPEC R3: a draining worker stays while it runs calls or holds claims (they get the grace too).
     const busy = () => w.calls.size > 0 || (hub.o.placer.machines.get(spec.name)?.books.claims ?? 0) > 0;
@@ -72,6 +81,12 @@ export async function serveWorkerStream(
       if (next.done) break;
       const frame = next.value.frame;
       w.receive(frame);
+      if (frame?.$case === 'stopping') {
+        // SPEC S2: the agent stops for good, its calls with it: they fail at once, the books leave.
+        stopping = true;
+        hub.leave(w, `the agent is stopping (${frame.value.reason.slice(0, 200) || 'no reason given'})`);
+        break;
+      }
       // Backpressure end to end (issue 11): while this call's callers lag, read no more frames, so
       // HTTP/2 flow control pauses the agent's writer and the agent stops reading the process's output.
       const rec = frame?.$case === 'event' ? w.calls.get(frame.value.callId) : undefined;
@@ -82,9 +97,12 @@ export async function serveWorkerStream(
         w.lastSeen = Date.now();
       }
     }
+    if (stopping) return;
     // replaced: FAILED_PRECONDITION; silent: UNAVAILABLE
     if (w.gone.signal.aborted) throw w.streamEnd ?? w.gone.signal.reason;
     // gRPC reports a torn-down stream (agent killed, network cut) as 'cancelled': nobody cancelled anything.
+    // An end without a Stopping is a lost link too (the cancel may be seen just after the end): held (SPEC S2).
+    cut = !drain.signal.aborted;
     if (signal.aborted)
       why =
         signal.reason instanceof BerthError && signal.reason.kind === 'cancelled'
@@ -93,11 +111,13 @@ export async function serveWorkerStream(
     else if (drain.signal.aborted) why = 'server drained';
   } catch (err) {
     why = err instanceof Error ? err.message : String(err);
+    cut = !(err instanceof BerthError); // a transport error, not a refusal of ours: the link broke
     throw err;
   } finally {
     clearInterval(silence);
     drain.signal.removeEventListener('abort', onDrain);
-    hub.leave(w, why);
+    if (cut) hub.lost(w, why);
+    else hub.leave(w, why);
   }
 }
 

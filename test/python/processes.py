@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -24,6 +26,10 @@ class BerthProcess:
     def __init__(self, args: list[str]) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
         env["BERTH_LOG_LEVEL"] = "info"
+        # A server's journal goes to a temporary state directory, never ~/.local/state (removed by kill()).
+        self.state_dir = ""
+        if args[:1] == ["serve"] and "--state-dir" not in args:
+            self.state_dir = env["BERTH_STATE_DIR"] = tempfile.mkdtemp(prefix="berth-serve-")
         self.args = args
         self.proc = subprocess.Popen(
             ["node", str(BERTH_BIN), *args],
@@ -70,6 +76,8 @@ class BerthProcess:
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=10)
+        if self.state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after `grace` s."""

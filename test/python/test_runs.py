@@ -8,7 +8,13 @@ import threading
 import time
 
 import pytest
-from berth_client import Client, RemoteError, Started, WorkerGone
+from berth_client import (
+    Client,
+    RemoteError,
+    Started,
+    WorkerGone,
+    WorkerLink,
+)
 from conftest import Connect, wait_until
 from processes import BerthProcess
 
@@ -70,6 +76,28 @@ def test_a_worker_killed_mid_call_raises_worker_gone_well_before_the_deadline(
         assert time.monotonic() - began < 20  # the deadline was 60 s
         killer.join(30)
         wait_until(client, lambda snap: all(m.name != "doomed" for m in snap.machines))
+
+
+def test_a_killed_worker_is_reported_disconnected_at_once_then_gone_when_its_hold_runs_out(
+    run_ready: str, doomed_worker: BerthProcess, connect: Connect
+) -> None:
+    """SPEC S2: the caller sees a WorkerLink("disconnected", hold left) event at once, then WorkerGone."""
+    with connect(run_ready) as client:
+        started = threading.Event()
+        events: list[object] = []
+
+        def on_event(e: object) -> None:
+            events.append(e)
+            if isinstance(e, Started):
+                started.set()
+
+        killer = threading.Thread(target=lambda: started.wait(30) and doomed_worker.kill())
+        killer.start()
+        with pytest.raises(WorkerGone, match="hold of 2000 ms ran out"):
+            client.run(source=SLEEPS, node="sleep", label="doomed", policy="require", timeout=60, on_event=on_event)
+        killer.join(30)
+        links = [e for e in events if isinstance(e, WorkerLink)]
+        assert [(x.machine, x.state, x.hold_left_ms) for x in links] == [("doomed", "disconnected", 2000)]
 
 
 def test_a_claim_whose_worker_leaves_raises_worker_gone_when_the_block_ends(

@@ -2,6 +2,9 @@
  * Test support: runs the real `berth` CLI (bin/berth.js) as a subprocess.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { BERTH_BIN, BERTH_ROOT } from '../../src/berth-bin.js';
 
 /** Repository root. */
@@ -16,14 +19,24 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Starts `berth ...args` in the background (env merged over process.env, BERTH_* cleared), in `cwd` (default ROOT). */
+/**
+ * Starts `berth ...args` in the background (env merged over process.env, BERTH_* cleared), in `cwd` (default ROOT).
+ * A `serve` given no --state-dir (flag or BERTH_STATE_DIR) gets a temporary one, removed when it exits: tests
+ * never write a journal to ~/.local/state.
+ */
 export function spawnBerth(args: string[], env: Record<string, string> = {}, cwd = ROOT): ChildProcess {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('BERTH_')));
-  return spawn(process.execPath, [BERTH_BIN, ...args], {
-    env: { ...clean, ...env },
+  const temp =
+    args[0] === 'serve' && !args.includes('--state-dir') && env.BERTH_STATE_DIR === undefined
+      ? mkdtempSync(join(tmpdir(), 'berth-serve-'))
+      : undefined;
+  const child = spawn(process.execPath, [BERTH_BIN, ...args], {
+    env: { ...clean, ...env, ...(temp ? { BERTH_STATE_DIR: temp } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd,
   });
+  if (temp) child.once('close', () => rmSync(temp, { recursive: true, force: true }));
+  return child;
 }
 
 /** Waits for a spawned process to exit and returns its output. */

@@ -32,6 +32,8 @@ export function runRequest(o: {
   argv?: string[];
   timeoutMs?: number;
   policy?: Policy;
+  /** The call's hold when its worker's link breaks, in ms (SPEC S2); default 0 (the server's). */
+  disconnectGraceMs?: number;
 }): RunRequest {
   const ask: Ask = {
     cpus: o.cpus,
@@ -52,7 +54,7 @@ export function runRequest(o: {
     node: o.node ?? 'node',
     runId: o.runId ?? 'r1',
     timeoutMs: o.timeoutMs ?? 0,
-    disconnectGraceMs: 0,
+    disconnectGraceMs: o.disconnectGraceMs ?? 0,
     follow: undefined,
   };
 }

@@ -3,6 +3,9 @@
  * Every test closes its clients and awaits shutdown through `close()`.
  */
 import { credentials, Metadata, type CallOptions } from '@grpc/grpc-js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
@@ -18,7 +21,10 @@ export interface TestServerOptions {
   ramMb?: number;
   /** Builds the provisioning loop (SPEC P10) on the server's event bus; without it, the config file's provisioners. */
   provisioning?: (events: EventBus) => ProvisioningLoop;
-  /** Extra `berth serve` flags (as option keys, e.g. { token: 's3cret', grace: 1 }). */
+  /**
+   * Extra `berth serve` flags (as option keys, e.g. { token: 's3cret', grace: 1 }). Without `stateDir` the server
+   * gets a temporary state directory (its journal), removed by `close()`.
+   */
   flags?: Record<string, unknown>;
   /** Server keepalive (default DEFAULT_KEEPALIVE: 10 s ping, 5 s timeout). */
   keepalive?: KeepaliveOptions;
@@ -38,10 +44,15 @@ export interface TestServer {
 
 /** Starts a server on 127.0.0.1:0 with the given engine inventory (default 4 cpus, no GPU). */
 export async function startServer(o: TestServerOptions = {}): Promise<TestServer> {
-  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, ...o.flags }, {});
+  const temp = o.flags?.stateDir === undefined ? tempStateDir() : undefined;
+  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir: temp, ...o.flags }, {});
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
   const server = new BerthServer(options, engine, { provisioning: o.provisioning, keepalive: o.keepalive });
-  await server.start();
+  const removeTemp = () => temp && rmSync(temp, { recursive: true, force: true });
+  await server.start().catch((err: unknown) => {
+    removeTemp();
+    throw err;
+  });
   const address = server.address;
   const invariantErrors: string[] = [];
   server.context.events.subscribe((e) => {
@@ -63,9 +74,15 @@ export async function startServer(o: TestServerOptions = {}): Promise<TestServer
       placement.close();
       worker.close();
       await server.stop(graceMs);
+      removeTemp();
       if (invariantErrors.length) throw new Error(`books invariants broken (SPEC P8):\n${invariantErrors.join('\n')}`);
     },
   };
+}
+
+/** A fresh temporary state directory for a test server (the caller removes it). */
+export function tempStateDir(): string {
+  return mkdtempSync(join(tmpdir(), 'berth-state-'));
 }
 
 /** Call options with a deadline `ms` from now. */

@@ -27,6 +27,8 @@ export interface TestWorkerOptions {
   /** Hello agent_id and instance_id (SPEC S2); default empty. */
   agentId?: string;
   instanceId?: string;
+  /** Hello held_calls: calls this instance still holds from an earlier stream (SPEC S1). */
+  heldCalls?: { callId: string; lastSeq: number; ended?: boolean }[];
 }
 
 /** One connected test-double worker. */
@@ -66,7 +68,7 @@ export class TestWorker {
         version: 'test',
         agentId: o.agentId ?? '',
         instanceId: o.instanceId ?? '',
-        heldCalls: [],
+        heldCalls: (o.heldCalls ?? []).map((c) => ({ callId: c.callId, lastSeq: c.lastSeq, ended: c.ended ?? false })),
         disconnectGraceMs: 0,
       },
     });
@@ -116,6 +118,16 @@ export class TestWorker {
   /** Answers call `callId` with a value. */
   result(callId: string, value: unknown): void {
     this.send({ $case: 'result', value: { callId, value } });
+  }
+
+  /** Sends one stdout line of call `callId` as an event with sequence number `seq` (SPEC S1). */
+  line(callId: string, seq: number, line: string): void {
+    this.send({ $case: 'event', value: { callId, seq, kind: { $case: 'log', value: { stream: 'stdout', line } } } });
+  }
+
+  /** Says the agent stops for good (SPEC S2). */
+  stopping(reason: string): void {
+    this.send({ $case: 'stopping', value: { reason } });
   }
 
   /** Answers call `callId` with a failure. */

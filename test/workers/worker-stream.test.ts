@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/log/logger.js';
 import { BerthServer } from '../../src/server/server.js';
 import { runBerth } from '../support/cli.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
-import { startServer } from '../support/server.js';
+import { startServer, tempStateDir } from '../support/server.js';
 import { TestWorker } from '../support/test-worker.js';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { credentials } from '@grpc/grpc-js';
@@ -22,7 +22,7 @@ afterEach(async () => {
 describe('WorkerStream lifecycle', () => {
   it('a worker silent past the keepalive is dropped: its call fails with "went away" and its books leave', async () => {
     const server = new BerthServer(
-      resolveServeOptions({ listen: '127.0.0.1:0', grace: 1 }, {}),
+      resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir: tempStateDir() }, {}),
       { cpus: 1, gpuIds: [] },
       { heartbeatMs: 100 },
     );

@@ -19,6 +19,7 @@ import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toQueued } from '../convert.js';
+import { hashToken } from '../resume-tokens.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
 
@@ -65,7 +66,10 @@ export function claimHandler(ctx: ServerContext) {
     // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
     scope.keepThroughDrain();
 
-    const granted = { ...toGranted(grant), resumeToken: ctx.holds.issue(grant) };
+    const token = ctx.holds.issue(grant);
+    // Every journaled claim can be taken back within --claim-hold after a restart (SPEC S3, S4): its token's hash.
+    ctx.journal?.claimHolder(grant.claimId, hashToken(token).toString('base64'), grant.ask.holdMs ?? 0);
+    const granted = { ...toGranted(grant), resumeToken: token };
     await lease(ctx, grant, granted, writes, pending, sink, scope);
   });
 }
@@ -108,6 +112,7 @@ async function lease(
   let unlisten: (() => void) | undefined;
   try {
     if (writes) await writes;
+    if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
     await sink.write({ kind: { $case: 'granted', value: granted } });
     // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
     // The listener goes when the stream does: a claim resumed many times must not pile them up.
@@ -126,6 +131,7 @@ async function lease(
     if (next.value.kind?.$case === 'release') {
       given = true;
       ctx.placer.release(grant.claimId, 'released');
+      if (ctx.journal) await durable(ctx, grant.claimId); // Released only once the release is journaled
       await sink.write({ kind: { $case: 'released', value: { claimId: grant.claimId } } });
       return;
     }
@@ -177,6 +183,18 @@ async function waitForGrant(
   if (first.r.done) return undefined;
   if (first.r.value.kind?.$case === 'release') return undefined; // released before the grant
   throw unexpected(first.r);
+}
+
+/**
+ * Waits until the journal holds what the placer did to `claimId`.
+ * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written (the claim is released).
+ */
+async function durable(ctx: ServerContext, claimId: string): Promise<void> {
+  try {
+    await ctx.journal?.flushed();
+  } catch (err) {
+    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  }
 }
 
 /** Resolves once `scope` ends, or after `ms` if it does not. */

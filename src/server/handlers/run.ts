@@ -5,7 +5,9 @@
  * execution: a Run whose call id is in flight or being placed follows that call (CallIds). A Run
  * inside a claim ends CANCELLED "claim <id> released" when the claim is released (SPEC R5). Errors:
  * INVALID_ARGUMENT, FAILED_PRECONDITION (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"),
- * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. When client identities
+ * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. While the link to the call's worker
+ * is down the caller gets WorkerLink items (DISCONNECTED with the hold left, RECONNECTED), in order with the
+ * events; `disconnect_grace_ms` (0 to 3,600,000) is the call's hold (SPEC S2). When client identities
  * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  * `follow` (SPEC S3) follows a call already started from the caller's last event sequence number instead: NOT_FOUND
  * when no such call is in flight or ended within the last minute. A Run with `disconnect_grace_ms` keeps its call
@@ -16,9 +18,10 @@ import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/pla
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import type { CallRecord, Terminal } from '../../workers/call-record.js';
+import { isTerminal, type CallRecord, type Terminal } from '../../workers/call-record.js';
 import { ENDED_KEPT_MS } from '../../workers/hub.js';
 import { toTask } from '../../workers/task.js';
+import type { Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
@@ -77,7 +80,7 @@ export function runHandler(ctx: ServerContext) {
     if (!(req.disconnectGraceMs >= 0 && req.disconnectGraceMs <= MAX_DISCONNECT_GRACE_MS)) {
       throw new BerthError(
         'invalid_argument',
-        `disconnect_grace_ms: at most ${MAX_DISCONNECT_GRACE_MS} (an hour), 0 = the server's worker hold ` +
+        `disconnect_grace_ms: at most ${MAX_DISCONNECT_GRACE_MS} (an hour), 0 = the server's --worker-hold ` +
           `(got ${req.disconnectGraceMs})`,
       );
     }
@@ -109,7 +112,18 @@ export function runHandler(ctx: ServerContext) {
       }
       try {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-        const rec = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal);
+        const spec = {
+          callId,
+          runId,
+          flow,
+          node,
+          payload: req.payload,
+          owner,
+          disconnectGraceMs: req.disconnectGraceMs,
+        };
+        // The claim is durable before its call is sent (SPEC S4).
+        const ready = ask && ctx.journal ? journaled(ctx.journal, grant.claimId) : undefined;
+        const rec = await ctx.hub.start(spec, grant, signal, ready);
         grantOf.set(rec, grant);
         if (req.disconnectGraceMs > 0) callerHold.set(rec, req.disconnectGraceMs);
         return { rec, grant };
@@ -219,6 +233,13 @@ export function runHandler(ctx: ServerContext) {
 }
 
 /** Another identity's call under this id (SPEC R7): neither followed nor shown. */
+/** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
+function journaled(journal: Journal, claimId: string): Promise<void> {
+  return journal.flushed().catch((err: unknown) => {
+    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  });
+}
+
 function othersCall(callId: string): BerthError {
   return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
 }
@@ -248,7 +269,7 @@ async function follow(
     let end: Terminal | undefined;
     for await (const item of rec.follow(signal, afterSeq)) {
       await sink.write({ kind: item });
-      if (item.$case !== 'event') end = item;
+      if (isTerminal(item)) end = item;
     }
     return end;
   } catch (err) {

@@ -45,7 +45,19 @@ from .snapshots import (
     Verdict,
     WaitingClaim,
 )
-from .values import Allocation, Amount, CancelCounts, Grant, LogLine, Metric, Queued, Result, RunEvent, Started
+from .values import (
+    Allocation,
+    Amount,
+    CancelCounts,
+    Grant,
+    LogLine,
+    Metric,
+    Queued,
+    Result,
+    RunEvent,
+    Started,
+    WorkerLink,
+)
 
 __all__ = [
     "Allocation",
@@ -89,5 +101,6 @@ __all__ = [
     "Verdict",
     "WaitingClaim",
     "WorkerGone",
+    "WorkerLink",
 ]
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from ._proto.berth.v1 import calls_pb2, placement_pb2
 from .errors import BerthError, Clamped
 from .failures import exception_from_failure
-from .values import Amount, Result, RunEvent, Started, run_events
+from .values import Amount, Result, RunEvent, Started, WorkerLink, run_events
 
 
 def value_of(msg: struct_pb2.Value) -> Any:
@@ -94,7 +94,7 @@ class RunDecoder:
         return self._outcome is not None
 
     def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
-        """The events `msg` carries (Started, Metric, LogLine), in order; none for a result, a failure or
+        """The events `msg` carries (Started, Metric, LogLine, WorkerLink), in order; none for a result, a failure or
         a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
@@ -109,6 +109,8 @@ class RunDecoder:
                 return []  # already seen (never sent twice by the server; a guard all the same)
             self.last_seq = max(self.last_seq, msg.event.seq)
             return list(run_events(msg.event))  # a batch of lines: one LogLine each, in order
+        if kind == "link":
+            return [WorkerLink.from_proto(msg.link)]  # the worker's link went down or came back (SPEC S2)
         if kind == "result" and self._outcome is None:
             self._outcome = Result(msg.result.call_id, value_of(msg.result.value))
         elif kind == "failure" and self._outcome is None:

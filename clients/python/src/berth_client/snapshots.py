@@ -40,6 +40,9 @@ class Machine:
     running_calls: int
     max_parallel: int
     version: str
+    state: str = "connected"
+    """A worker's link (SPEC S2): "connected", or "disconnected" (held `hold_left_ms` more); "" for the engine."""
+    hold_left_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class Snapshot:
                 m.running_calls,
                 m.max_parallel,
                 m.version,
+                {1: "connected", 2: "disconnected"}.get(m.state, ""),
+                m.hold_left_ms,
             )
             for m in msg.machines
         )

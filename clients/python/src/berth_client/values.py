@@ -164,7 +164,24 @@ class Result:
     value: Any
 
 
-RunEvent = Union[Started, Metric, LogLine]
+@dataclass(frozen=True)
+class WorkerLink:
+    """The link to the worker running a call went down or came back (SPEC S2): `state` is "disconnected"
+    (the call is held for `hold_left_ms` more, then fails Unavailable "went away") or "reconnected"."""
+
+    machine: str
+    state: str
+    hold_left_ms: int
+    detail: str
+
+    @classmethod
+    def from_proto(cls, msg: placement_pb2.WorkerLink) -> WorkerLink:
+        """Builds a WorkerLink from its message."""
+        state = {1: "disconnected", 2: "reconnected"}.get(msg.state, "unknown")
+        return cls(msg.machine, state, msg.hold_left_ms, msg.detail)
+
+
+RunEvent = Union[Started, Metric, LogLine, WorkerLink]
 """What `run(on_event=...)` receives, in order, before the call's value."""
 
 

@@ -1,0 +1,87 @@
+/**
+ * Feeds the journal from the event bus (issue 19 item 4): every grant, release and loss of a claim,
+ * every worker attached or gone, every call started and ended becomes a queued journal change, made
+ * synchronously when the event is emitted. The placer never waits for the journal; the handlers
+ * that acknowledge await `journal.flushed()` before they answer (SPEC S4).
+ */
+import type { BerthEvent, EventBus } from '../events.js';
+import type { Placer } from '../placement/placer.js';
+import type { Journal } from './journal.js';
+
+/**
+ * Subscribes `journal` to `events`; returns the unsubscribe function. `agentOf(name)`: the agent id
+ * (`<host>:<state dir>`, SPEC S5) of the worker attached under `name`, '' when it sent none.
+ */
+export function followEvents(
+  journal: Journal,
+  events: EventBus,
+  placer: Placer,
+  agentOf: (name: string) => string = () => '',
+): () => void {
+  return events.subscribe((e: BerthEvent) => {
+    switch (e.kind) {
+      case 'node_placed': {
+        const g = e.claimId === undefined ? undefined : placer.get(e.claimId);
+        if (!g || journal.holds(g.claimId)) return; // a restored claim is journaled already
+        const a = g.allocation;
+        journal.claimHeld({
+          claimId: g.claimId,
+          machine: g.machine,
+          remote: g.remote,
+          allocation: { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env },
+          clamped: g.clamped,
+          fellBack: g.fellBack,
+          ask: g.ask,
+          tokenHash: '',
+          holdMs: 0,
+          at: e.timeMs,
+        });
+        return;
+      }
+      case 'claim_released':
+      case 'claim_lost':
+        if (e.claimId !== undefined) journal.claimGone(e.claimId);
+        return;
+      case 'worker_attached':
+      case 'worker_reconnected': {
+        const m = e.machine === undefined ? undefined : placer.machines.get(e.machine)?.spec;
+        if (!m) return;
+        journal.workerKnown({
+          name: m.name,
+          labels: m.labels,
+          inventory: { cpus: m.inventory.cpus, gpuIds: m.inventory.gpuIds, ramMb: m.inventory.ramMb },
+          maxParallel: m.maxParallel ?? 0,
+          version: m.version ?? '',
+          agentId: agentOf(m.name),
+          at: e.timeMs,
+        });
+        return;
+      }
+      case 'worker_detached':
+        if (e.machine !== undefined) journal.workerGone(e.machine);
+        return;
+      case 'call_started':
+        if (e.callId !== undefined)
+          journal.callStarted({
+            callId: e.callId,
+            claimId: e.claimId ?? '',
+            machine: e.machine ?? '',
+            runId: e.runId ?? '',
+            at: e.timeMs,
+          });
+        return;
+      case 'call_finished':
+      case 'call_cancelled':
+        if (e.callId !== undefined)
+          journal.callEnded({
+            callId: e.callId,
+            runId: e.runId ?? '',
+            machine: e.machine ?? '',
+            outcome: e.outcome ?? 'result',
+            failureType: e.failureType,
+            endedAt: e.timeMs,
+          });
+        return;
+    }
+  });
+}

@@ -1,0 +1,212 @@
+/**
+ * The journal (issue 19 item 4, SPEC S4): berth's durable records on a Store, written by group
+ * commit. Changes are queued synchronously (never awaited by the placer: the journal is off the
+ * placement hot path); one batch is written at a time, and what queued meanwhile goes in the next
+ * batch, so many claims share one commit. A handler that acknowledges something awaits
+ * `flushed()` first: what the server acknowledged is durable (Granted only after the grant's record).
+ * Within a batch the last change of a key wins.
+ */
+import { StoreError, type Store, type StoreOp } from './store.js';
+import {
+  KEYS,
+  parseRecords,
+  type CallRecord,
+  type ClaimRecord,
+  type EndedRecord,
+  type JournalState,
+  type WorkerRecord,
+} from './records.js';
+
+/** Default time an ended call's record is kept: one day, in ms. */
+export const DEFAULT_RETENTION_MS = 24 * 3600_000;
+
+interface Batch {
+  ops: Map<string, StoreOp>;
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  done.catch(() => {}); // a failed batch is reported to whoever awaits it, never unhandled
+  return { ops: new Map(), done, resolve, reject };
+}
+
+/** Journal options: retention of ended calls (ms) and a commit observer (latency in ms, records written). */
+export interface JournalOptions {
+  retentionMs?: number;
+  onCommit?: (ms: number, records: number) => void;
+  onError?: (err: StoreError) => void;
+}
+
+/** berth's journal on one Store. Open with `Journal.open`. */
+export class Journal {
+  #filling?: Batch;
+  #writing?: Batch;
+  #closed = false;
+  #frozenWorkers = false;
+  readonly #claims = new Map<string, ClaimRecord>();
+  readonly #ended = new Map<string, number>();
+  readonly #retentionMs: number;
+  #prune?: NodeJS.Timeout;
+
+  private constructor(
+    readonly store: Store,
+    readonly opts: JournalOptions,
+  ) {
+    this.#retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
+  }
+
+  /**
+   * Loads everything `store` holds and returns the journal with that state; ended calls past the
+   * retention are dropped (written at the first commit).
+   * @throws StoreError naming the store when it cannot be read or holds a record of the wrong shape.
+   */
+  static async open(store: Store, opts: JournalOptions = {}): Promise<{ journal: Journal; state: JournalState }> {
+    let state: JournalState;
+    try {
+      state = parseRecords(await store.load());
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+      throw new StoreError(store.where, `${(err as Error).message}; move it away to start empty`);
+    }
+    const j = new Journal(store, opts);
+    const now = Date.now();
+    const kept = state.ended.filter((e) => now - e.endedAt <= j.#retentionMs);
+    for (const e of state.ended) {
+      if (now - e.endedAt <= j.#retentionMs) j.#ended.set(e.callId, e.endedAt);
+      else j.#queue({ key: KEYS.ended(e.callId), delete: true });
+    }
+    state.ended = kept;
+    for (const c of state.claims) j.#claims.set(c.claimId, c);
+    j.#prune = setInterval(() => j.#pruneEnded(), Math.min(j.#retentionMs, 60_000));
+    j.#prune.unref();
+    return { journal: j, state };
+  }
+
+  /** Resolves once every change queued so far is durable; rejects with StoreError when its batch failed. */
+  flushed(): Promise<void> {
+    return this.#filling?.done ?? this.#writing?.done ?? Promise.resolve();
+  }
+
+  /** A worker attached (or re-attached with a new spec): it is known across restarts until it leaves for good. */
+  workerKnown(w: WorkerRecord): void {
+    this.#queue({ key: KEYS.worker(w.name), value: w });
+  }
+
+  /** A worker left for good (stopped, or its hold ran out). Ignored after `freezeWorkers` (the server stopping). */
+  workerGone(name: string): void {
+    if (!this.#frozenWorkers) this.#queue({ key: KEYS.worker(name), delete: true });
+  }
+
+  /**
+   * From now on workers leaving are not recorded: the server is stopping, which is not its workers
+   * leaving (they come back after the restart).
+   */
+  freezeWorkers(): void {
+    this.#frozenWorkers = true;
+  }
+
+  /** A claim was granted (or restored): its record with exactly its allocation. */
+  claimHeld(c: ClaimRecord): void {
+    this.#claims.set(c.claimId, c);
+    this.#queue({ key: KEYS.claim(c.claimId), value: c });
+  }
+
+  /**
+   * The holder of claim `claimId` may take it back after a broken stream (SPEC S3): the hash of its
+   * resume token and its own hold in ms are added to its record. No-op for a claim not journaled.
+   */
+  claimHolder(claimId: string, tokenHash: string, holdMs: number): void {
+    const c = this.#claims.get(claimId);
+    if (c) this.claimHeld({ ...c, tokenHash, holdMs });
+  }
+
+  /** The claim was released or lost: its record goes. No-op for a claim not journaled. */
+  claimGone(claimId: string): void {
+    if (this.#claims.delete(claimId)) this.#queue({ key: KEYS.claim(claimId), delete: true });
+  }
+
+  /** True when claim `claimId` is journaled (held, or restored and awaiting its holder). */
+  holds(claimId: string): boolean {
+    return this.#claims.has(claimId);
+  }
+
+  /** The claim ids journaled now (held, or restored and awaiting their holder). */
+  get claims(): number {
+    return this.#claims.size;
+  }
+
+  /** A call started. */
+  callStarted(c: CallRecord): void {
+    this.#queue({ key: KEYS.call(c.callId), value: c });
+  }
+
+  /** A call ended: its in-flight record goes and how it ended is kept for the retention period. */
+  callEnded(e: EndedRecord): void {
+    this.#ended.set(e.callId, e.endedAt);
+    this.#queue({ key: KEYS.call(e.callId), delete: true });
+    this.#queue({ key: KEYS.ended(e.callId), value: e });
+  }
+
+  /** Writes what is queued, then closes the store. Changes queued after this are dropped. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#prune);
+    await this.flushed().catch(() => {});
+    await this.store.close();
+  }
+
+  #queue(op: StoreOp): void {
+    if (this.#closed) return;
+    if (!this.#filling) {
+      this.#filling = newBatch();
+      if (!this.#writing) setImmediate(() => this.#next());
+    }
+    this.#filling.ops.delete(op.key); // the last change of a key wins, in the order it was made
+    this.#filling.ops.set(op.key, op);
+  }
+
+  /** Writes the filling batch, then the one that filled meanwhile, one at a time (group commit). */
+  #next(): void {
+    const b = this.#filling;
+    if (!b || this.#writing) return;
+    this.#filling = undefined;
+    const ops = [...b.ops.values()];
+    const start = performance.now();
+    this.#writing = b;
+    void this.store
+      .write(ops)
+      .then(
+        () => {
+          this.opts.onCommit?.(performance.now() - start, ops.length);
+          b.resolve();
+        },
+        (err: unknown) => {
+          const e = err instanceof StoreError ? err : new StoreError(this.store.where, String(err));
+          this.opts.onError?.(e);
+          b.reject(e);
+        },
+      )
+      .then(() => {
+        this.#writing = undefined;
+        this.#next();
+      });
+  }
+
+  #pruneEnded(): void {
+    const cut = Date.now() - this.#retentionMs;
+    for (const [id, at] of this.#ended) {
+      if (at >= cut) continue;
+      this.#ended.delete(id);
+      this.#queue({ key: KEYS.ended(id), delete: true });
+    }
+  }
+}

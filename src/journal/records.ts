@@ -1,0 +1,128 @@
+/**
+ * What the journal keeps (issue 19 item 4), one record per key: `worker/<name>` (a worker known),
+ * `claim/<id>` (a claim held), `call/<id>` (a call in flight) and `ended/<id>` (how an ended call
+ * ended, kept for the retention period: one call id = one execution across restarts). Read back
+ * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
+ * Units: ms since the Unix epoch for times, ms for holds, cores, MB.
+ */
+import * as z from 'zod';
+
+const inventory = z.object({
+  cpus: z.number().int().nonnegative(),
+  gpuIds: z.array(z.number().int().nonnegative()),
+  ramMb: z.number().int().nonnegative().optional(),
+});
+
+const worker = z.object({
+  name: z.string().min(1),
+  labels: z.array(z.string()),
+  inventory,
+  maxParallel: z.number().int().nonnegative(),
+  version: z.string(),
+  /** `<hostname>:<state dir>` of the agent (SPEC S5); '' for agents that send none. */
+  agentId: z.string(),
+  at: z.number(),
+});
+
+const ask = z.object({
+  cpus: z.number().nonnegative(),
+  gpus: z.number().int().nonnegative(),
+  ramMb: z.number().int().nonnegative().optional(),
+  label: z.string(),
+  policy: z.enum(['prefer', 'require']),
+  node: z.string(),
+  runId: z.string(),
+  env: z.record(z.string(), z.string()),
+  owner: z.string().optional(),
+  onOversize: z.enum(['clamp', 'fail']).optional(),
+  holdMs: z.number().int().nonnegative().optional(),
+});
+
+const claim = z.object({
+  claimId: z.string().min(1),
+  machine: z.string().min(1),
+  remote: z.boolean(),
+  /** Exactly what the claim holds: restored as it is (SPEC S4: nothing granted twice). */
+  allocation: z.object({
+    cpus: z.number().nonnegative(),
+    gpuIds: z.array(z.number().int().nonnegative()),
+    ramMb: z.number().int().nonnegative().optional(),
+    env: z.record(z.string(), z.string()),
+  }),
+  clamped: z.boolean(),
+  fellBack: z.boolean(),
+  ask,
+  /** Hash of the claim's resume token (SPEC S3); '' when it has none. The token itself is never kept. */
+  tokenHash: z.string(),
+  /** The holder's own hold (Ask.hold_ms), 0 when none. */
+  holdMs: z.number().int().nonnegative(),
+  at: z.number(),
+});
+
+const call = z.object({
+  callId: z.string().min(1),
+  claimId: z.string(),
+  machine: z.string(),
+  runId: z.string(),
+  at: z.number(),
+});
+
+const ended = z.object({
+  callId: z.string().min(1),
+  runId: z.string(),
+  machine: z.string(),
+  /** "result" | "failure" | "error" (call_finished's outcome). */
+  outcome: z.string(),
+  failureType: z.string().optional(),
+  endedAt: z.number(),
+});
+
+/** A worker the journal knows: restored as disconnected after a restart (SPEC S6). */
+export type WorkerRecord = z.infer<typeof worker>;
+/** A held claim: restored with exactly its allocation, awaiting its holder. */
+export type ClaimRecord = z.infer<typeof claim>;
+/** A call in flight. */
+export type CallRecord = z.infer<typeof call>;
+/** How an ended call ended, kept for the retention period. */
+export type EndedRecord = z.infer<typeof ended>;
+
+/** Everything the journal held at start. */
+export interface JournalState {
+  workers: WorkerRecord[];
+  claims: ClaimRecord[];
+  calls: CallRecord[];
+  ended: EndedRecord[];
+}
+
+/** Key prefixes, one per record kind. */
+export const KEYS = {
+  worker: (name: string) => `worker/${name}`,
+  claim: (id: string) => `claim/${id}`,
+  call: (id: string) => `call/${id}`,
+  ended: (id: string) => `ended/${id}`,
+} as const;
+
+const SCHEMAS = { worker, claim, call, ended } as const;
+
+/**
+ * Sorts loaded records into a JournalState.
+ * @throws Error `record <key>: <field>: <why>` for a record of the wrong shape or an unknown kind.
+ */
+export function parseRecords(entries: Iterable<[string, unknown]>): JournalState {
+  const state: JournalState = { workers: [], claims: [], calls: [], ended: [] };
+  for (const [key, value] of entries) {
+    const kind = key.slice(0, key.indexOf('/')) as keyof typeof SCHEMAS;
+    const schema = SCHEMAS[kind];
+    if (!schema) throw new Error(`record ${key}: unknown kind '${kind}'`);
+    const r = schema.safeParse(value);
+    if (!r.success) {
+      const issue = r.error.issues[0];
+      throw new Error(`record ${key}: ${issue.path.join('.') || 'value'}: ${issue.message}`);
+    }
+    if (kind === 'worker') state.workers.push(r.data as WorkerRecord);
+    else if (kind === 'claim') state.claims.push(r.data as ClaimRecord);
+    else if (kind === 'call') state.calls.push(r.data as CallRecord);
+    else state.ended.push(r.data as EndedRecord);
+  }
+  return state;
+}
