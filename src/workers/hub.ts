@@ -162,8 +162,8 @@ export class WorkerHub {
   }
 
   /**
-   * `w`'s link broke (cut, silent, ended without a Stopping): it is held (SPEC S2, LinkHolds) — unless it is no longer
-   * the worker of its name, when this is `leave`.
+   * `w`'s link broke (cut, silent, ended without a Stopping): it is held (SPEC S2, LinkHolds) — unless it is no
+   * longer the worker of its name, when this is `leave`.
    */
   lost(w: AttachedWorker, why: string): void {
     if (this.workers.get(w.name) !== w || (w.gone.signal.aborted && !this.#holds.has(w))) return this.leave(w, why);

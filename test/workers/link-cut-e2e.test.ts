@@ -24,7 +24,8 @@ afterEach(async () => {
 const LINES = 40;
 
 describe('a real berth worker through a cut link', () => {
-  it('a running command keeps running through a 3 s cut when its Run asked disconnect_grace_ms 10000; every line once, in order', async () => {
+  it('a running command keeps running through a 3 s cut when its Run asked disconnect_grace_ms 10000; ' +
+    'every line once, in order', async () => {
     const s = await startServer({ cpus: 1 });
     open.push(() => s.close());
     const proxy = new LinkProxy(s.address);
