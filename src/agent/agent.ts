@@ -149,7 +149,7 @@ export class WorkerAgent {
    * up, then stops every call (SIGTERM, then SIGKILL after the grace) and sends their Failures, then ends the
    * stream, forgets the calls and closes the pools. Idempotent.
    */
-  stop(reason = 'worker stopping'): Promise<void> {
+  stop(reason = 'stop requested'): Promise<void> {
     this.#stopped ??= this.#shutdown(reason);
     return this.#stopped;
   }
@@ -158,7 +158,8 @@ export class WorkerAgent {
     this.#stop.abort();
     const s = this.#session;
     if (s?.welcomed) void s.stopping(reason);
-    await this.calls.stopAll(new BerthError('cancelled', `worker stopping: ${reason}`));
+    const name = this.options.name;
+    await this.calls.stopAll(new BerthError('unavailable', `worker ${name} stopping (${reason})`), 'WorkerLost');
     if (s?.welcomed) {
       await this.calls.flushed(2000);
       await s.close();
@@ -242,7 +243,10 @@ export class WorkerAgent {
       await sleep(delay, this.#stop.signal);
     }
     // giving up (see fatal): nothing will take the calls' endings, so their processes go now
-    if (this.fatal) await this.calls.stopAll(new BerthError('cancelled', `worker stopping: ${this.fatal}`));
+    if (this.fatal) {
+      const why = new BerthError('unavailable', `worker ${this.options.name} stopping (${this.fatal})`);
+      await this.calls.stopAll(why, 'WorkerLost');
+    }
   }
 
   #onAttached(): void {

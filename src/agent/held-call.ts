@@ -45,7 +45,8 @@ export class HeldCall implements Flow {
   /** Output lines of the events after #sent. */
   #unsent = 0;
   #pumping = false;
-  #lost = false;
+  /** The Failure type of the ending when stopped by the agent itself (e.g. WorkerLost). */
+  #endType?: string;
   #grace?: NodeJS.Timeout;
   readonly #roomWaiters = new Set<() => void>();
 
@@ -106,11 +107,9 @@ export class HeldCall implements Flow {
     this.#wake();
     if (!this.running || this.#grace) return;
     this.#grace = setTimeout(() => {
-      this.#lost = true;
       this.deps.log.warn({ call: this.id, graceMs: this.#graceMs }, 'disconnect grace ran out; stopping the call');
-      this.stop(
-        new BerthError('unavailable', `the server was unreachable for the disconnect grace (${this.#graceMs} ms)`),
-      );
+      const why = `the server was unreachable for the disconnect grace (${this.#graceMs} ms)`;
+      this.stop(new BerthError('unavailable', why), 'WorkerLost');
     }, this.#graceMs);
   }
 
@@ -120,8 +119,13 @@ export class HeldCall implements Flow {
     this.#wake();
   }
 
-  /** Stops the process (SIGTERM, then SIGKILL after the executors' grace); the ending says `reason`. */
-  stop(reason: BerthError): void {
+  /**
+   * Stops the process (SIGTERM, then SIGKILL after the executors' grace); the ending's Failure says `reason`,
+   * with type `type` (default from the reason's kind: Cancelled, InvalidCall or WorkerError).
+   */
+  stop(reason: BerthError, type?: string): void {
+    if (this.#abort.signal.aborted) return;
+    this.#endType = type;
     this.#abort.abort(reason);
   }
 
@@ -173,8 +177,8 @@ export class HeldCall implements Flow {
     } catch (err) {
       batch.close();
       const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));
-      const type = this.#lost
-        ? 'WorkerLost'
+      const type = this.#endType
+        ? this.#endType
         : e.kind === 'cancelled'
           ? 'Cancelled'
           : e.kind === 'invalid_argument'

@@ -127,10 +127,15 @@ export class HeldCalls {
     for (const c of this.#calls.values()) c.detach();
   }
 
-  /** Starts `call` from stream `link`; ignored from a stream not linked, or when the id is held (it runs once). */
+  /**
+   * Starts `call` from stream `link`; ignored from a stream not linked, or while a call of that id runs (it runs
+   * once). A held call of that id that has ended is forgotten: the server sending it again is done with it.
+   */
   start(link: FrameWriter, call: Call): void {
     const id = call.callId;
-    if (link !== this.#link || !id || this.#calls.has(id)) return;
+    const old = this.#calls.get(id);
+    if (link !== this.#link || !id || old?.running) return;
+    old?.forget();
     const root = this.o.spillRoot();
     const c = new HeldCall(call, {
       ...this.o,
@@ -194,10 +199,10 @@ export class HeldCalls {
     }, LEGACY_AFTER_MS);
   }
 
-  /** Stops every running call with `reason`; resolves when their processes are gone. */
-  async stopAll(reason: BerthError): Promise<void> {
+  /** Stops every running call with `reason` (Failure type `type`); resolves when their processes are gone. */
+  async stopAll(reason: BerthError, type?: string): Promise<void> {
     const all = [...this.#calls.values()];
-    for (const c of all) if (c.running) c.stop(reason);
+    for (const c of all) if (c.running) c.stop(reason, type);
     await Promise.all(all.map((c) => c.done));
   }
 

@@ -189,6 +189,16 @@ describe('calls outlive a lost link (SPEC S1)', () => {
     expect(agent.status().held).toBe(1); // r1:f.next, until its ending is acknowledged
   });
 
+  it('a call id sent again once its call ended (ending not yet acknowledged) runs again', async () => {
+    const { conn } = await setup();
+    conn.send({ $case: 'call', value: command('r1:f.again', 'echo ran') });
+    await conn.waitFor('result', (r) => r.callId === 'r1:f.again');
+    conn.send({ $case: 'call', value: command('r1:f.again', 'echo ran') });
+    await until(() => conn.of('r1:f.again').filter((f) => f.$case === 'result').length === 2);
+    expect(lines(conn.events('r1:f.again'))).toEqual(['ran', 'ran']);
+    expect(conn.events('r1:f.again').map((e) => e.seq)).toEqual([1, 1]); // a new execution numbers from 1
+  });
+
   it('stop() sends Stopping first, then the Failures of its calls, then ends the stream', async () => {
     const { agent, conn } = await setup();
     conn.send({ $case: 'call', value: command('r1:f.long', 'echo $$; sleep 60') });
@@ -199,7 +209,11 @@ describe('calls outlive a lost link (SPEC S1)', () => {
     expect(kinds.indexOf('stopping')).toBeGreaterThan(0);
     expect(kinds.indexOf('stopping')).toBeLessThan(kinds.indexOf('failure'));
     expect(await conn.waitFor('stopping')).toEqual({ reason: 'SIGTERM' });
-    expect(await conn.waitFor('failure')).toMatchObject({ callId: 'r1:f.long', type: 'Cancelled' });
+    expect(await conn.waitFor('failure')).toMatchObject({
+      callId: 'r1:f.long',
+      type: 'WorkerLost',
+      message: 'worker w1 stopping (SIGTERM)',
+    });
     await until(() => conn.closed);
   });
 });
