@@ -65,11 +65,12 @@ export class MachineHolds {
     if (!hold || !sameInventory(e.spec, spec)) return false;
     this.clear(e);
     this.host.machines.respec(e, { ...spec, remote: true });
+    const away = Date.now() - hold.since;
     this.host.events.emit({
       kind: 'worker_reconnected',
       machine: spec.name,
-      durationMs: Date.now() - hold.since,
-      detail: `worker ${spec.name} reconnected after ${Date.now() - hold.since} ms; its ${e.books.claims} claim(s) kept`,
+      durationMs: away,
+      detail: `worker ${spec.name} reconnected after ${away} ms; its ${e.books.claims} claim(s) kept`,
     });
     this.host.changed(e);
     return true;

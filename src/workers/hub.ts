@@ -89,9 +89,9 @@ export class WorkerHub {
   }
 
   /**
-   * Attaches `w` (its Hello was valid) and returns the worker to serve its stream. The same agent instance
-   * (agent_id and instance_id) coming back for a held or still-attached worker is a reconnect (SPEC S2): the held
-   * calls it lists are re-bound (returned worker: `w`, with `welcomeCalls`), the rest fail, the claims stay. Else a
+   * Attaches `w` (its Hello was valid) and returns it. The same agent instance (agent_id and instance_id) coming
+   * back for a held or still-attached worker is a reconnect (SPEC S2): the held calls it lists move to `w` (its
+   * `welcomeCalls` answer them), the rest fail, the claims stay. Else a
    * worker of the same name is replaced (SPEC W1): its calls fail UNAVAILABLE ("went away", at once: a new instance
    * of the agent holds none of them), the old stream ends FAILED_PRECONDITION (REPLACED_MESSAGE), which tells a
    * live agent not to reconnect, and the books join anew.
@@ -154,8 +154,8 @@ export class WorkerHub {
   }
 
   /**
-   * `w`'s stream is over for good (clean end, Stopping, bad frame, drain): its calls fail at once, its books
-   * leave (SPEC W3). Idempotent; nothing for a worker held or succeeded by a reconnected stream.
+   * `w`'s stream is over for good (Stopping, bad frame, drain, replaced): its calls fail at once, its books
+   * leave (SPEC W3). Idempotent; nothing for a held worker (its holds decide).
    */
   leave(w: AttachedWorker, why: string): void {
     if (this.#holds.has(w)) return;
@@ -168,8 +168,8 @@ export class WorkerHub {
   }
 
   /**
-   * `w`'s link broke (cut, silent) without a Stopping: it is held (SPEC S2, LinkHolds) — unless it is no longer
-   * the worker of its name, when this is `leave`.
+   * `w`'s link broke (cut, silent, ended without a Stopping): it is held (SPEC S2, LinkHolds) — unless it is no
+   * longer the worker of its name, when this is `leave`.
    */
   lost(w: AttachedWorker, why: string): void {
     if (this.workers.get(w.name) !== w || (w.gone.signal.aborted && !this.#holds.has(w))) return this.leave(w, why);

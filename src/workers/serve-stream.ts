@@ -70,7 +70,7 @@ export async function serveWorkerStream(
   if (drain.signal.aborted) onDrain();
   else drain.signal.addEventListener('abort', onDrain, { once: true });
   let why = 'stream ended';
-  let cut = false; // the link broke (no Stopping, no clean end): the worker is held (SPEC S2)
+  let cut = false; // the link broke (no Stopping, no drain, no refusal of ours): the worker is held (SPEC S2)
   let stopping = false;
   try {
     // SPEC R3: a draining worker stays while it runs calls or holds claims (they get the grace too).
@@ -108,7 +108,7 @@ export async function serveWorkerStream(
         signal.reason instanceof BerthError && signal.reason.kind === 'cancelled'
           ? STREAM_CUT
           : ((signal.reason as Error)?.message ?? STREAM_CUT);
-    else if (drain.signal.aborted) why = 'server drained';
+    else why = drain.signal.aborted ? 'server drained' : STREAM_CUT;
   } catch (err) {
     why = err instanceof Error ? err.message : String(err);
     cut = !(err instanceof BerthError); // a transport error, not a refusal of ours: the link broke

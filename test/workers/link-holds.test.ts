@@ -46,42 +46,46 @@ function seen(responses: RunResponse[]): string[] {
 }
 
 describe('a lost worker link (SPEC S2)', () => {
-  it('a 1 s break with the default hold costs nothing: the caller sees DISCONNECTED, RECONNECTED and the result, every line once', async () => {
-    const s = await server();
-    const w = await worker(s);
-    const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 30_000 }));
-    const call = await w.next('call');
-    w.line(call.callId, 1, 'one');
-    await until(() => seen(r.responses).includes('line:one'));
-    w.drop();
-    await until(() => seen(r.responses).includes('DISCONNECTED'));
-    const link = r.responses.find((x) => x.kind?.$case === 'link')!.kind as { value: { holdLeftMs: number } };
-    expect(link.value.holdLeftMs).toBe(2000);
-    const held = machine(await snapshot(s.placement), 'w1');
-    expect(held.state).toBe(MachineState.MACHINE_STATE_DISCONNECTED);
-    expect(held.holdLeftMs).toBeGreaterThan(0);
-    expect(held.holdLeftMs).toBeLessThanOrEqual(2000);
-    expect(held.claims).toBe(1);
+  it(
+    'a 1 s break with the default hold costs nothing: ' +
+      'the caller sees DISCONNECTED, RECONNECTED and the result, every line once',
+    async () => {
+      const s = await server();
+      const w = await worker(s);
+      const r = run(s.placement, runRequest({ label: 'gpu', timeoutMs: 30_000 }));
+      const call = await w.next('call');
+      w.line(call.callId, 1, 'one');
+      await until(() => seen(r.responses).includes('line:one'));
+      w.drop();
+      await until(() => seen(r.responses).includes('DISCONNECTED'));
+      const link = r.responses.find((x) => x.kind?.$case === 'link')!.kind as { value: { holdLeftMs: number } };
+      expect(link.value.holdLeftMs).toBe(2000);
+      const held = machine(await snapshot(s.placement), 'w1');
+      expect(held.state).toBe(MachineState.MACHINE_STATE_DISCONNECTED);
+      expect(held.holdLeftMs).toBeGreaterThan(0);
+      expect(held.holdLeftMs).toBeLessThanOrEqual(2000);
+      expect(held.claims).toBe(1);
 
-    await sleep(1000); // the break
-    const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 2 }] });
-    const welcome = await back.next('welcome');
-    expect(welcome.calls).toEqual([{ callId: call.callId, seq: 1, ended: false }]);
-    back.line(call.callId, 1, 'one'); // resent: already delivered
-    back.line(call.callId, 2, 'two');
-    back.line(call.callId, 2, 'two'); // a duplicate resend
-    back.result(call.callId, 42);
-    const o = await r.done;
-    expect(o.error).toBeNull();
-    expect(seen(o.responses)).toEqual(['line:one', 'DISCONNECTED', 'RECONNECTED', 'line:two', 'result']);
-    expect(terminal(o)?.value).toMatchObject({ value: 42 });
-    const ack = await back.next('ack', (a) => a.calls.some((c) => c.callId === call.callId && c.ended));
-    expect(ack.calls.find((c) => c.callId === call.callId)?.seq).toBe(2);
-    expect(machine(await snapshot(s.placement), 'w1').state).toBe(MachineState.MACHINE_STATE_CONNECTED);
-    expect(s.invariantErrors).toEqual([]);
-  });
+      await sleep(1000); // the break
+      const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 2 }] });
+      const welcome = await back.next('welcome');
+      expect(welcome.calls).toEqual([{ callId: call.callId, seq: 1, ended: false }]);
+      back.line(call.callId, 1, 'one'); // resent: already delivered
+      back.line(call.callId, 2, 'two');
+      back.line(call.callId, 2, 'two'); // a duplicate resend
+      back.result(call.callId, 42);
+      const o = await r.done;
+      expect(o.error).toBeNull();
+      expect(seen(o.responses)).toEqual(['line:one', 'DISCONNECTED', 'RECONNECTED', 'line:two', 'result']);
+      expect(terminal(o)?.value).toMatchObject({ value: 42 });
+      const ack = await back.next('ack', (a) => a.calls.some((c) => c.callId === call.callId && c.ended));
+      expect(ack.calls.find((c) => c.callId === call.callId)?.seq).toBe(2);
+      expect(machine(await snapshot(s.placement), 'w1').state).toBe(MachineState.MACHINE_STATE_CONNECTED);
+      expect(s.invariantErrors).toEqual([]);
+    },
+  );
 
-  it('a break past the hold fails the call within hold + 1 s, not at its deadline, and the books come back', async () => {
+  it('a break past the hold fails the call within hold + 1 s, not at its deadline; books come back', async () => {
     const s = await server();
     const events = watch(s.placement);
     open.push(() => events.cancel());
@@ -106,7 +110,7 @@ describe('a lost worker link (SPEC S2)', () => {
     expect(s.invariantErrors).toEqual([]);
   });
 
-  it('a Run with disconnect_grace_ms 10000 survives a 3 s break while a default-hold call on the same worker fails', async () => {
+  it('disconnect_grace_ms 10000 survives a 3 s break while a default-hold call on the same worker fails', async () => {
     const s = await server();
     const w = await worker(s);
     const long = run(s.placement, runRequest({ runId: 'long', label: 'gpu', disconnectGraceMs: 10_000 }));
@@ -141,34 +145,37 @@ describe('a lost worker link (SPEC S2)', () => {
     expect(s.invariantErrors).toEqual([]);
   });
 
-  it('nothing new is placed on a disconnected machine, but an ask needing it waits (not clamped) during the hold', async () => {
-    const s = await server();
-    const w = await worker(s);
-    const r = run(s.placement, runRequest({ label: 'gpu', disconnectGraceMs: 10_000 }));
-    const call = await w.next('call');
-    w.drop();
-    await until(() => seen(r.responses).includes('DISCONNECTED'));
-    // w1 has 7 cores free, but it is disconnected: the labelled ask waits, the big one is not clamped to the engine.
-    const labelled = claim(s.placement, { cpus: 1, label: 'gpu', policy: 2 });
-    open.push(() => labelled.call.cancel());
-    const big = claim(s.placement, { cpus: 6 });
-    open.push(() => big.call.cancel());
-    await labelled.queued;
-    const q = await big.queued;
-    expect(q.wanted?.cpus).toBe(6);
-    expect(s.server.context.placer.verdict({ ...ask6(), cpus: 6 }).verdict).toBe('waits');
-    expect((await snapshot(s.placement)).held.map((h) => h.machine)).toEqual(['w1']);
-    const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 0 }] });
-    await back.next('welcome');
-    const [g1, g2] = await Promise.all([labelled.granted, big.granted]);
-    expect([g1.machine, g2.machine]).toEqual(['w1', 'w1']);
-    expect(g2.clamped).toBe(false);
-    back.result(call.callId, 1);
-    expect((await r.done).error).toBeNull();
-    await labelled.release();
-    await big.release();
-    expect(s.invariantErrors).toEqual([]);
-  });
+  it(
+    'nothing new is placed on a disconnected machine, ' + 'but an ask needing it waits (not clamped) during the hold',
+    async () => {
+      const s = await server();
+      const w = await worker(s);
+      const r = run(s.placement, runRequest({ label: 'gpu', disconnectGraceMs: 10_000 }));
+      const call = await w.next('call');
+      w.drop();
+      await until(() => seen(r.responses).includes('DISCONNECTED'));
+      // w1 has 7 cores free, but it is disconnected: the labelled ask waits, the big one is not clamped to the engine.
+      const labelled = claim(s.placement, { cpus: 1, label: 'gpu', policy: 2 });
+      open.push(() => labelled.call.cancel());
+      const big = claim(s.placement, { cpus: 6 });
+      open.push(() => big.call.cancel());
+      await labelled.queued;
+      const q = await big.queued;
+      expect(q.wanted?.cpus).toBe(6);
+      expect(s.server.context.placer.verdict({ ...ask6(), cpus: 6 }).verdict).toBe('waits');
+      expect((await snapshot(s.placement)).held.map((h) => h.machine)).toEqual(['w1']);
+      const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 0 }] });
+      await back.next('welcome');
+      const [g1, g2] = await Promise.all([labelled.granted, big.granted]);
+      expect([g1.machine, g2.machine]).toEqual(['w1', 'w1']);
+      expect(g2.clamped).toBe(false);
+      back.result(call.callId, 1);
+      expect((await r.done).error).toBeNull();
+      await labelled.release();
+      await big.release();
+      expect(s.invariantErrors).toEqual([]);
+    },
+  );
 
   it('a reconnect keeps a held claim with the same GPU ids; a new claim gets the others', async () => {
     const s = await server();
@@ -194,20 +201,23 @@ describe('a lost worker link (SPEC S2)', () => {
     expect(s.invariantErrors).toEqual([]);
   });
 
-  it('a machine restored as disconnected (restoreMachine) makes a required ask wait, and its worker reconnects it', async () => {
-    const s = await server();
-    const placer = s.server.context.placer;
-    const spec = { name: 'w1', labels: ['gpu'], inventory: { cpus: 8, gpuIds: [] }, remote: true };
-    placer.restoreMachine(spec, Date.now() + 10_000);
-    expect(machine(await snapshot(s.placement), 'w1').state).toBe(MachineState.MACHINE_STATE_DISCONNECTED);
-    const waiting = claim(s.placement, { cpus: 4, label: 'gpu', policy: 2 });
-    open.push(() => waiting.call.cancel());
-    expect((await waiting.queued).wanted?.cpus).toBe(4);
-    const w = await worker(s);
-    await w.next('welcome');
-    expect((await waiting.granted).machine).toBe('w1');
-    await waiting.release();
-  });
+  it(
+    'a machine restored as disconnected (restoreMachine) makes a required ask wait, ' + 'and its worker reconnects it',
+    async () => {
+      const s = await server();
+      const placer = s.server.context.placer;
+      const spec = { name: 'w1', labels: ['gpu'], inventory: { cpus: 8, gpuIds: [] }, remote: true };
+      placer.restoreMachine(spec, Date.now() + 10_000);
+      expect(machine(await snapshot(s.placement), 'w1').state).toBe(MachineState.MACHINE_STATE_DISCONNECTED);
+      const waiting = claim(s.placement, { cpus: 4, label: 'gpu', policy: 2 });
+      open.push(() => waiting.call.cancel());
+      expect((await waiting.queued).wanted?.cpus).toBe(4);
+      const w = await worker(s);
+      await w.next('welcome');
+      expect((await waiting.granted).machine).toBe('w1');
+      await waiting.release();
+    },
+  );
 
   it('a Stopping frame fails the calls at once', async () => {
     const s = await server();
@@ -243,31 +253,35 @@ describe('a lost worker link (SPEC S2)', () => {
     expect(s.invariantErrors).toEqual([]);
   });
 
-  it('another agent taking a live or held worker’s name is refused PERMISSION_DENIED naming the host; the call completes', async () => {
-    const s = await server();
-    const w = await worker(s);
-    const r = run(s.placement, runRequest({ label: 'gpu', disconnectGraceMs: 10_000 }));
-    const call = await w.next('call');
-    const intruder = new TestWorker(s.address, { name: 'w1', agentId: 'host-b:/srv/berth', instanceId: 'x' });
-    open.push(() => intruder.close());
-    const refused = (await intruder.waitEnded()) as ServiceError;
-    expect(refused.code).toBe(status.PERMISSION_DENIED);
-    expect(refused.details).toContain('worker w1 is held by the agent on host-a');
-    expect(refused.details).toContain('connected');
-    w.drop(); // held now: still refused
-    await until(() => seen(r.responses).includes('DISCONNECTED'));
-    const again = new TestWorker(s.address, { name: 'w1', agentId: 'host-b:/srv/berth', instanceId: 'x' });
-    open.push(() => again.close());
-    const refusedHeld = (await again.waitEnded()) as ServiceError;
-    expect(refusedHeld.code).toBe(status.PERMISSION_DENIED);
-    expect(refusedHeld.details).toMatch(/held by the agent on host-a .*disconnected, \d+ ms of its hold left/);
-    const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 0 }] });
-    await back.next('welcome');
-    back.result(call.callId, 'mine');
-    const o = await r.done;
-    expect(o.error).toBeNull();
-    expect(terminal(o)?.value).toMatchObject({ value: 'mine' });
-  });
+  it(
+    'another agent taking a live or held worker’s name is refused PERMISSION_DENIED naming the host; ' +
+      'the call completes',
+    async () => {
+      const s = await server();
+      const w = await worker(s);
+      const r = run(s.placement, runRequest({ label: 'gpu', disconnectGraceMs: 10_000 }));
+      const call = await w.next('call');
+      const intruder = new TestWorker(s.address, { name: 'w1', agentId: 'host-b:/srv/berth', instanceId: 'x' });
+      open.push(() => intruder.close());
+      const refused = (await intruder.waitEnded()) as ServiceError;
+      expect(refused.code).toBe(status.PERMISSION_DENIED);
+      expect(refused.details).toContain('worker w1 is held by the agent on host-a');
+      expect(refused.details).toContain('connected');
+      w.drop(); // held now: still refused
+      await until(() => seen(r.responses).includes('DISCONNECTED'));
+      const again = new TestWorker(s.address, { name: 'w1', agentId: 'host-b:/srv/berth', instanceId: 'x' });
+      open.push(() => again.close());
+      const refusedHeld = (await again.waitEnded()) as ServiceError;
+      expect(refusedHeld.code).toBe(status.PERMISSION_DENIED);
+      expect(refusedHeld.details).toMatch(/held by the agent on host-a .*disconnected, \d+ ms of its hold left/);
+      const back = await worker(s, { heldCalls: [{ callId: call.callId, lastSeq: 0 }] });
+      await back.next('welcome');
+      back.result(call.callId, 'mine');
+      const o = await r.done;
+      expect(o.error).toBeNull();
+      expect(terminal(o)?.value).toMatchObject({ value: 'mine' });
+    },
+  );
 
   it('--worker-hold is validated with the flag named, and sets the default hold', async () => {
     const { resolveServeOptions } = await import('../../src/config/serve-options.js');
