@@ -51,7 +51,8 @@ const schema = z.object({
 /**
  * Validated `berth serve` options. Units: `grace` and `reconnectGrace` in seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
- * `stateDir`: where provisioned workers log (default $XDG_STATE_HOME/berth or ~/.local/state/berth);
+ * `stateDir`: where provisioned workers log, and local ones keep their records (default $XDG_STATE_HOME/berth or
+ * ~/.local/state/berth);
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `provisioners`: from the config file (SPEC V1), [] without one.
  */
