@@ -130,7 +130,7 @@ describe('the package installed from its tarball into an empty prefix', () => {
     expect((await finished(worker)).code).toBe(0);
     server.kill('SIGTERM');
     expect((await finished(server)).code).toBe(0);
-  });
+  }, 60_000); // three CLI processes and a Python harness start: about 3 s, 20 s seen at a load of 30
 
   it('berth dispatch runs a local batch from any directory', async () => {
     writeFileSync(join(cwd, 'batch.yaml'), 'jobs:\n  - argv: ["echo", "hello"]\n');
