@@ -1,14 +1,23 @@
 /**
- * Vitest global setup: fails the run when its tests left new entries in the user's real berth
- * state directories ($XDG_STATE_HOME/berth as the user has it, and ~/.local/state/berth), compared
- * before and after. Tests keep their state in temporary directories (state-home.ts); an entry
- * found here means a code path ignored XDG_STATE_HOME or a test passed a state dir of the user's.
+ * Vitest global setup: makes the run's temporary state root (each test file's XDG_STATE_HOME is a
+ * directory in it, state-home.ts), removed whole at the end (with what skipped files left), and
+ * fails the run when its tests left new entries in the user's real berth state directories
+ * ($XDG_STATE_HOME/berth as the user has it, and ~/.local/state/berth), compared before and after:
+ * an entry there means a code path ignored XDG_STATE_HOME or a test passed a state dir of the user's.
  * Another berth test run on the same machine at the same time (by the same user) can add entries
  * too: BERTH_TEST_STATE_LEAKS=warn prints them instead of failing.
  */
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's temporary directory for test files' state homes. */
+    stateRoot: string;
+  }
+}
 
 /** The user's berth state directories (where berth writes without --state-dir). */
 export function realStateDirs(env: NodeJS.ProcessEnv = process.env): string[] {
@@ -30,10 +39,13 @@ export function entries(dirs: string[]): Set<string> {
   return found;
 }
 
-export default function setup(): () => void {
+export default function setup(project: TestProject): () => void {
   const dirs = realStateDirs();
   const before = entries(dirs);
+  const root = mkdtempSync(join(os.tmpdir(), 'berth-test-state-'));
+  project.provide('stateRoot', root);
   return () => {
+    rmSync(root, { recursive: true, force: true });
     const left = [...entries(dirs)].filter((e) => !before.has(e));
     if (!left.length) return;
     const message =
