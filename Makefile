@@ -11,7 +11,7 @@ PY_GEN := generated/python
 PY_VENDORED := clients/python/src/berth_client/_proto
 PROTOS := $(sort $(wildcard proto/berth/v1/*.proto))
 
-.PHONY: setup build venv generate check-generated lint format test test-python run bench bench-fast bench-placement \
+.PHONY: setup build venv generate check-generated docs check-docs lint format test test-python run bench bench-fast bench-placement \
   bench-wire chaos clean
 
 BUILD_STAMP := dist/.berth-build
@@ -52,6 +52,16 @@ check-generated: generate
 	@if [ -n "$$(git status --porcelain -- generated $(PY_VENDORED))" ]; then \
 	  echo "generated/ is stale: run 'make generate' and commit" >&2; \
 	  git status --porcelain -- generated $(PY_VENDORED) >&2; exit 1; fi
+
+## docs: regenerate docs/reference/ (every CLI flag, every config key) from the CLI's and config file's definitions
+docs: $(SETUP_STAMP)
+	$(NPX) tsx scripts/docs/gen-reference.ts
+
+## check-docs: fail when docs/reference/ is not what `make docs` writes, or a relative link in README.md or docs/
+##   names a missing file or anchor (targets other branches add: scripts/docs/pending-links.txt)
+check-docs: $(SETUP_STAMP)
+	$(NPX) tsx scripts/docs/gen-reference.ts --check
+	$(NPX) tsx scripts/docs/check-links.ts
 
 ## lint: biome ci (formatting + lint, fails on any difference; biome.json), buf lint (STANDARD), buf breaking against
 ##   main, tsc --noEmit (strict), mypy --strict (Python client), ruff format --check and ruff check (ruff.toml)

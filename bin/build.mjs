@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts with esbuild into dist/,
-// one chunk per subcommand (each loaded only when run). package.json's `dependencies` (what an
-// installed package gets, `npm install -g berth-*.tgz`) stay in node_modules; everything else the
-// sources import (the small pure-JS devDependencies commander, yaml, zod) is inlined, so start-up
-// reads a few files instead of hundreds. Type checking is `tsc --noEmit` (make lint), not this step.
+// one chunk per subcommand (each loaded only when run), and the TypeScript client for engines
+// (src/client/index.ts → dist/client.js, the package's `berth/client` export; its type declarations
+// are `tsc -p tsconfig.client.json`, in `npm run build` and `make build`). package.json's
+// `dependencies` (what an installed package gets, `npm install -g berth-*.tgz`) stay in node_modules;
+// everything else the sources import (the small pure-JS devDependencies commander, yaml, zod) is
+// inlined, so start-up reads a few files instead of hundreds. Type checking is `tsc --noEmit` (make
+// lint), not this step.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -18,7 +21,7 @@ const out = join(root, 'dist');
 mkdirSync(out, { recursive: true });
 const result = await build({
   metafile: true,
-  entryPoints: { main: join(root, 'src', 'cli', 'main.ts') },
+  entryPoints: { main: join(root, 'src', 'cli', 'main.ts'), client: join(root, 'src', 'client', 'index.ts') },
   bundle: true,
   splitting: true,
   format: 'esm',

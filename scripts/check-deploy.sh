@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the systemd units in deploy/ (issue 24 item 4) against the package as it installs: packs the
-# tarball (`npm pack`, whose prepack builds dist/), installs it with `npm install -g --prefix` into a
+# tarball (`npm pack`, whose prepack runs `npm run build`: dist/ and the client's type declarations,
+# checked to be in it), installs it with `npm install -g --prefix` into a
 # temporary /usr/local, checks that every ExecStart runs the CLI that install provides
 # (/usr/local/bin/berth, docs/deploy.md), then runs `systemd-analyze verify` on the units with that
 # path pointed at the temporary install. Any message from verify fails the check. Installs the
@@ -15,6 +16,13 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/berth-deploy-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 tarball=$(npm pack --silent --pack-destination "$tmp" | tail -n 1)
+listing=$(tar -tzf "$tmp/$tarball")
+for f in dist/main.js dist/client.js dist/types/src/client/index.d.ts; do
+  if ! grep -qx "package/$f" <<<"$listing"; then
+    echo "check-deploy: $tarball lacks $f (prepack: npm run build)" >&2
+    exit 1
+  fi
+done
 npm install -g --silent --prefix "$tmp/usr/local" --prefer-offline --no-audit --no-fund "$tmp/$tarball" 2>/dev/null
 installed="$tmp/usr/local/bin/berth"
 "$installed" --version >/dev/null

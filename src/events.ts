@@ -22,6 +22,7 @@ export type EventKind =
   | 'call_finished'
   | 'call_cancelled'
   | 'server_draining'
+  | 'server_stopping'
   | 'machine_started' // a provisioner started a machine (SPEC V2)
   | 'machine_start_failed' // a start failed or never attached: the engine's message (SPEC V4)
   | 'machine_stopping' // an idle or unneeded machine is given back (SPEC V3)

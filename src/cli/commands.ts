@@ -25,6 +25,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     description: 'run a batch of device-hungry jobs in parallel up to the devices that exist',
     load: async () => (await import('./dispatch.js')).dispatchCommand(),
   },
+  drain: {
+    description: 'drain a running server (no new claims, in-flight work gets the grace) and stop it',
+    load: async () => (await import('./drain.js')).drainCommand(),
+  },
   status: {
     description: 'show machines (books, free GPU ids), waiting claims with their reasons, calls in flight',
     load: async () => (await import('./status.js')).statusCommand(),

@@ -1,6 +1,7 @@
 /**
- * `berth serve`: detect the engine host, start the server (and its provisioners, from --config),
- * drain on SIGINT/SIGTERM (SPEC R3): started workers and Slurm jobs are stopped before it exits.
+ * `berth serve`: detect the engine host, start the server (and its provisioners, from --config). SIGINT/SIGTERM
+ * stop the control plane and leave the work running (SPEC S5), or drain first with `--on-stop drain` (SPEC R3:
+ * then started workers and Slurm jobs are stopped before it exits); a Drain RPC (`berth drain`) drains and exits.
  */
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
@@ -62,6 +63,11 @@ export function serveCommand(): Command {
       '--advertise <host:port>',
       'address started workers dial [env BERTH_ADVERTISE] (default the listen address)',
     )
+    .option(
+      '--on-stop <stop|drain>',
+      'what SIGTERM/SIGINT do: stop the control plane and leave the work running, or drain it first ' +
+        '[env BERTH_ON_STOP] (default stop)',
+    )
     .action(async (flags: Record<string, unknown>) => {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
@@ -80,9 +86,13 @@ export function serveCommand(): Command {
           server.killNow();
           process.exit(130);
         }
-        log.info({ sig }, 'shutting down');
-        void server.stop().then(() => process.exit(0));
+        log.info({ sig, onStop: options.onStop }, 'shutting down');
+        void (options.onStop === 'drain' ? server.stop() : server.halt()).then(() => process.exit(0));
       };
+      // A Drain RPC (`berth drain`) stops the server too: exit once it has.
+      server.lifecycle.onChange((state) => {
+        if (state === 'stopped') setImmediate(() => process.exit(0));
+      });
       // Handlers go in before binding, so a signal right after "berth serving" still drains.
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);

@@ -104,3 +104,6 @@ export function resolveDispatchOptions(flags: Record<string, unknown>): Dispatch
     throw new OptionsError(`--max-overtakes: only used with --backfill (got ${maxOvertakes})`);
   return { ...o, overtakes: o.backfill ? (maxOvertakes ?? DEFAULT_MAX_OVERTAKES) : 0 };
 }
+
+/** The flag table and schema of `berth dispatch`, read by the generated reference (scripts/gen-reference.ts). */
+export { FLAGS as DISPATCH_FLAGS, schema as dispatchSchema };

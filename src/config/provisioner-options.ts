@@ -7,22 +7,30 @@ import { plainName as name, positiveSeconds, seconds, wholeNumber } from './fiel
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
 export const shapeSchema = z.strictObject({
-  cpus: wholeNumber(1, 65536),
-  gpus: wholeNumber(0, 1024).default(0),
-  ram_mb: wholeNumber(1, 1 << 30).optional(),
-  labels: z.array(name).default([]),
+  cpus: wholeNumber(1, 65536).describe('cores of the machine'),
+  gpus: wholeNumber(0, 1024).default(0).describe('how many GPUs (a count, not ids)'),
+  ram_mb: wholeNumber(1, 1 << 30)
+    .optional()
+    .describe('memory in MB; absent = not limited'),
+  labels: z.array(name).default([]).describe('labels the started worker carries, for asks to require or prefer'),
 });
 
 /** One entry of `provisioners:` (its `.shape` lists the keys an entry may have). */
 export const provisionerObject = z.strictObject({
-  name,
-  kind: z.enum(['slurm', 'local'], { error: 'expected slurm or local' }),
-  partition: name.optional(),
-  shapes: z.array(shapeSchema).min(1, 'list at least one shape').optional(),
-  max_machines: wholeNumber(1, 10_000).default(1),
-  idle_timeout: seconds.default(60),
-  start_timeout: positiveSeconds.default(300),
-  sbatch_args: z.array(z.string()).default([]),
+  name: name.describe('unique; shown in status and events; the machines it starts are named after it'),
+  kind: z
+    .enum(['slurm', 'local'], { error: 'expected slurm or local' })
+    .describe('`slurm`: a `berth worker` batch job per machine; `local`: a `berth worker` child process per machine'),
+  partition: name.optional().describe('the Slurm partition jobs are submitted to (slurm only)'),
+  shapes: z
+    .array(shapeSchema)
+    .min(1, 'list at least one shape')
+    .optional()
+    .describe('the machines it can start; required for local, read from sinfo when absent for slurm'),
+  max_machines: wholeNumber(1, 10_000).default(1).describe('most machines started or starting at once'),
+  idle_timeout: seconds.default(60).describe('seconds a started machine may hold no claim before it is given back'),
+  start_timeout: positiveSeconds.default(300).describe('seconds a started machine has to attach'),
+  sbatch_args: z.array(z.string()).default([]).describe('extra arguments passed to sbatch (slurm only)'),
 });
 
 const provisionerSchema = provisionerObject.superRefine((p, ctx) => {

@@ -46,6 +46,8 @@ const schema = z.object({
   metricsListen: address.optional(),
   stateDir: z.string().min(1, 'must not be empty').optional(),
   advertise: address.optional(),
+  /** What SIGTERM/SIGINT do (SPEC S5): `stop` the control plane and leave the work running, or `drain` (SPEC R3). */
+  onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
 });
 
 /**
@@ -54,6 +56,8 @@ const schema = z.object({
  * `stateDir`: where provisioned workers log, and local ones keep their records (default $XDG_STATE_HOME/berth or
  * ~/.local/state/berth);
  * `advertise`: the address started workers dial (default: the bound listen address);
+ * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
+ * `drain` (SPEC R3);
  * `provisioners`: from the config file (SPEC V1), [] without one.
  */
 export type ServeOptions = z.output<typeof schema> & {
@@ -81,6 +85,7 @@ const FLAGS: FlagTable = {
   metricsListen: ['--metrics-listen', 'BERTH_METRICS_LISTEN'],
   stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
+  onStop: ['--on-stop', 'BERTH_ON_STOP'],
 };
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
@@ -126,3 +131,6 @@ export function resolveServeOptions(
     config: configPath,
   };
 }
+
+/** The flag table and schema of `berth serve`, read by the generated reference (scripts/gen-reference.ts). */
+export { FLAGS as SERVE_FLAGS, schema as serveSchema };

@@ -84,3 +84,6 @@ export function defaultStateDir(name: string, server: string, env: NodeJS.Proces
   const base = env.XDG_STATE_HOME || join(os.homedir(), '.local', 'state');
   return join(base, 'berth', `worker-${name}@${server.replace(/[^A-Za-z0-9_.-]/g, '_')}`);
 }
+
+/** The flag table and schema of `berth worker`, read by the generated reference (scripts/gen-reference.ts). */
+export { FLAGS as WORKER_FLAGS, schema as workerSchema };

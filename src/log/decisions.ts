@@ -19,6 +19,7 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   worker_detached: 'info',
   worker_replaced: 'info',
   server_draining: 'info',
+  server_stopping: 'info',
   machine_started: 'info',
   machine_start_failed: 'info',
   machine_stopping: 'info',

@@ -77,6 +77,7 @@ export class Placer {
   /** Set by the worker hub: defers a release until the runs inside the claim are gone (SPEC R5). */
   releaseGate?: ReleaseGate;
   readonly #newClaimId: () => string;
+  #frozen = false;
 
   constructor(opts: PlacerOptions) {
     this.#events = opts.events;
@@ -117,6 +118,7 @@ export class Placer {
    * unknown names.
    */
   detach(name: string, reason = `worker ${name} went away`): void {
+    if (this.#frozen) return;
     const entry = this.machines.get(name);
     if (!entry?.spec.remote) return;
     this.machines.remove(name);
@@ -225,6 +227,15 @@ export class Placer {
   }
 
   /**
+   * The control plane stops without draining (SPEC S5): from now on nothing is released or detached, so the streams
+   * that end as the server goes down neither stop the work inside their claims nor give anything back — the work
+   * keeps running and a restarted server restores the books from its journal. Irreversible.
+   */
+  freeze(): void {
+    this.#frozen = true;
+  }
+
+  /**
    * Gives a claim back (SPEC P8, R5). Its lease ends now: `lost` aborts with CANCELLED "claim <id>
    * released (<why>)" and runs inside it are stopped; its books are given back (waking waiters it
    * could serve) once `releaseGate` says their processes are gone. `keepRuns` (a drain, SPEC R3):
@@ -232,6 +243,7 @@ export class Placer {
    * holds nothing.
    */
   release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
+    if (this.#frozen) return false;
     const h = this.#held.get(claimId);
     if (!h || h.releasing) return false;
     // Built only if a run inside must be stopped or someone reads the lease's `lost` (issue 9).

@@ -23,4 +23,11 @@ export interface ServerContext extends EdgeContext {
   hub: WorkerHub;
   /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */
   metrics?: { decided(ms: number): void };
+  /**
+   * Drains the server and stops it (SPEC R3; the Drain RPC): resolves once the drain is over, before the port closes,
+   * with how many kept calls finished within the grace and how many its end cancelled. Grace in ms.
+   */
+  drain?: (graceMs: number) => Promise<{ finished: number; cancelled: number }>;
+  /** The grace of the drain under way, in ms (sent to workers in Drain); unset before a drain. */
+  drainGraceMs?: number;
 }

@@ -60,6 +60,8 @@ export class BerthServer {
   #port = 0;
   #observe?: ObserveServer;
   #stopping?: Promise<void>;
+  /** Resolves once the drain is over (before the port closes): kept calls finished within the grace, and cancelled. */
+  #drained?: Promise<{ finished: number; cancelled: number }>;
   readonly #provisioning?: ProvisioningLoop;
 
   /**
@@ -125,6 +127,10 @@ export class BerthServer {
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
     this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub };
+    this.context.drain = (graceMs) => {
+      void this.stop(graceMs);
+      return this.#drained ?? Promise.resolve({ finished: 0, cancelled: 0 });
+    };
     if (options.metricsListen) {
       const metrics = new BerthMetrics(events, {
         snapshot: () => placer.snapshot(),
@@ -219,22 +225,60 @@ export class BerthServer {
    * awaited (local process groups gone, Slurm jobs out of squeue: up to 30 s more).
    */
   stop(graceMs = this.options.grace * 1000): Promise<void> {
-    this.#stopping ??= this.#stop(graceMs);
+    if (!this.#stopping) {
+      let done!: (counts: { finished: number; cancelled: number }) => void;
+      this.#drained = new Promise((resolve) => (done = resolve));
+      this.#stopping = this.#stop(graceMs, done);
+    }
     return this.#stopping;
   }
 
-  async #stop(graceMs: number): Promise<void> {
+  /**
+   * Stops the control plane and leaves the work running (SPEC S5; what SIGTERM does unless `--on-stop drain`):
+   * health turns NOT_SERVING, the books are frozen (no stream ending releases a claim or stops a run: the workers
+   * keep their calls through their disconnect grace, clients resume their claims from a restarted server), every
+   * connection is cut at once (no Drain is sent to workers), the provisioners' machines are left running.
+   * Calls on the engine host are children of this process and cannot outlive it yet: they are stopped as a drain
+   * stops them (SIGTERM, SIGKILL after the grace). Resolves once they are gone. Idempotent; a stop() or halt()
+   * already under way is awaited instead.
+   */
+  halt(): Promise<void> {
+    this.#stopping ??= this.#halt();
+    return this.#stopping;
+  }
+
+  async #halt(): Promise<void> {
+    for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
+    this.context.events.emit({ kind: 'server_stopping', detail: 'stopping the control plane; work keeps running' });
+    this.context.placer.freeze();
+    this.#provisioning?.pause();
+    this.#log.info({ calls: this.context.hub.calls.size }, 'berth stopping: work keeps running');
+    this.#grpc.forceShutdown();
+    this.lifecycle.to('draining');
+    this.lifecycle.live.abortAll(new BerthError('unavailable', 'server is stopping; it will be back'));
+    await this.context.hub.close();
+    await this.#observe?.stop();
+    this.lifecycle.to('stopped');
+    this.#log.info('berth stopped');
+  }
+
+  async #stop(graceMs: number, drained: (counts: { finished: number; cancelled: number }) => void): Promise<void> {
     for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'NOT_SERVING');
     this.context.events.emit({ kind: 'server_draining', detail: `draining, grace ${graceMs} ms` });
+    this.context.drainGraceMs = graceMs;
     this.lifecycle.to('draining');
     this.#provisioning?.pause();
-    this.#log.info({ graceMs, inFlight: this.lifecycle.live.keptCount }, 'berth draining');
     const live = this.lifecycle.live;
+    const inFlight = live.keptCount;
+    this.#log.info({ graceMs, inFlight }, 'berth draining');
     if (await live.idle(graceMs)) {
       live.abortAll(new BerthError('unavailable', `${DRAINING}: the server is stopping`)); // event watchers
+      drained({ finished: inFlight, cancelled: 0 });
     } else {
-      this.#log.warn({ inFlight: live.keptCount }, 'grace elapsed: ending the calls still in flight');
+      const left = live.keptCount;
+      this.#log.warn({ inFlight: left }, 'grace elapsed: ending the calls still in flight');
       live.abortAll(new BerthError('unavailable', `${DRAINING}: the grace of ${graceMs} ms elapsed`));
+      drained({ finished: Math.max(0, inFlight - left), cancelled: left });
     }
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {

@@ -42,6 +42,8 @@ export class CallRecord implements Flow {
   /** Weight of the items dropped before #base. */
   #baseWeight = 0;
   #end?: Terminal | BerthError;
+  /** Sequence number of the newest event (SPEC S1): events without one are numbered here, resent ones dropped. */
+  #lastSeq = 0;
   readonly #wakers = new Set<() => void>();
   /** Absolute next index of each follower. */
   readonly #cursors = new Set<{ i: number }>();
@@ -82,9 +84,21 @@ export class CallRecord implements Flow {
     return new Promise((resolve) => this.#roomWaiters.add(resolve));
   }
 
-  /** Records an event (ignored after the end). */
+  /** Sequence number of the newest event recorded (0 before the first). */
+  get lastSeq(): number {
+    return this.#lastSeq;
+  }
+
+  /**
+   * Records an event (ignored after the end). An event without a sequence number (the engine host's, an older
+   * agent's) is given the next one; one at or below the newest recorded is a resend after a reconnect and is dropped
+   * (SPEC S1: nothing repeated).
+   */
   event(e: Event): void {
     if (this.#end) return;
+    if (!e.seq) e.seq = this.#lastSeq + 1;
+    else if (e.seq <= this.#lastSeq) return;
+    this.#lastSeq = e.seq;
     this.#push({ $case: 'event', value: e }, e.kind?.$case === 'logs' ? Math.max(1, e.kind.value.lines.length) : 1);
     this.#trim();
     this.#wake();
@@ -111,12 +125,13 @@ export class CallRecord implements Flow {
   }
 
   /**
-   * Yields every item from the oldest kept, waiting for new ones, until the terminal; throws the
-   * BerthError when the call failed, `signal.reason` when the follower goes away, or
-   * RESOURCE_EXHAUSTED when it falls MAX_BEHIND events behind.
+   * Yields every item from the oldest kept (or, with `afterSeq`, from the first event numbered after it: SPEC S3, a
+   * caller following the call again), waiting for new ones, until the terminal; throws the BerthError when the call
+   * failed, `signal.reason` when the follower goes away, or RESOURCE_EXHAUSTED when it falls MAX_BEHIND events
+   * behind. @throws BerthError failed_precondition when events after `afterSeq` are no longer kept.
    */
-  async *follow(signal: AbortSignal): AsyncGenerator<CallItem> {
-    const cur = { i: this.#base };
+  async *follow(signal: AbortSignal, afterSeq = 0): AsyncGenerator<CallItem> {
+    const cur = { i: afterSeq > 0 ? this.#indexAfter(afterSeq) : this.#base };
     this.#cursors.add(cur);
     try {
       for (;;) {
@@ -149,6 +164,25 @@ export class CallRecord implements Flow {
       this.#cursors.delete(cur);
       if (this.#roomWaiters.size) this.#wakeRoom();
     }
+  }
+
+  /** Absolute index of the first item after event `seq`. @throws when events after it are no longer kept. */
+  #indexAfter(seq: number): number {
+    let i = this.#base;
+    const end = this.#base + this.#items.length;
+    while (i < end) {
+      const item = this.#items[i - this.#base];
+      if (item.$case !== 'event' || item.value.seq > seq) break;
+      i++;
+    }
+    const first = this.#items[0];
+    if (i === this.#base && first?.$case === 'event' && first.value.seq > seq + 1) {
+      throw new BerthError(
+        'failed_precondition',
+        `call ${this.callId}: events after seq ${seq} are no longer kept (the oldest kept is ${first.value.seq})`,
+      );
+    }
+    return i;
   }
 
   #push(item: CallItem, weight: number): void {

@@ -26,6 +26,10 @@ interface InClaim {
   done(): void;
 }
 
+/** How long and how many ended calls stay followable (RunRequest.follow, SPEC S3) after their ending. */
+export const ENDED_KEPT_MS = 60_000;
+export const ENDED_KEPT_MAX = 1000;
+
 /** Why a worker's stream was ended when a newer stream attached under its name (SPEC W1). */
 export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
 
@@ -57,6 +61,8 @@ export class WorkerHub {
   readonly #waitingForSlot = new Set<{ runId: string; owner?: string; abort: AbortController }>();
   /** Calls started or starting inside each claim, until their processes are gone (SPEC R5). */
   readonly #inClaim = new Map<string, Set<InClaim>>();
+  /** Calls that ended lately, oldest first, for a caller following one again (SPEC S3). */
+  readonly #ended = new Map<string, { rec: CallRecord; at: number }>();
 
   constructor(readonly o: HubOptions) {
     this.#engine = new EngineRunner(o.engineName, o.graceMs, o.engineCpus);
@@ -170,8 +176,30 @@ export class WorkerHub {
     this.calls.set(spec.callId, rec);
     void rec.settled.then(() => {
       if (this.calls.get(spec.callId) === rec) this.calls.delete(spec.callId);
+      this.#keepEnded(rec);
     });
     return rec;
+  }
+
+  /**
+   * The call `callId` to follow again (SPEC S3): in flight, or ended within the last ENDED_KEPT_MS (at most
+   * ENDED_KEPT_MAX kept); undefined otherwise.
+   */
+  followable(callId: string): CallRecord | undefined {
+    const live = this.calls.get(callId);
+    if (live) return live;
+    const kept = this.#ended.get(callId);
+    return kept && Date.now() - kept.at <= ENDED_KEPT_MS ? kept.rec : undefined;
+  }
+
+  #keepEnded(rec: CallRecord): void {
+    const now = Date.now();
+    this.#ended.delete(rec.callId);
+    this.#ended.set(rec.callId, { rec, at: now });
+    for (const [id, e] of this.#ended) {
+      if (this.#ended.size <= ENDED_KEPT_MAX && now - e.at <= ENDED_KEPT_MS) break;
+      this.#ended.delete(id);
+    }
   }
 
   /**

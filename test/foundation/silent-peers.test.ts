@@ -3,7 +3,7 @@
  * so its claim is released and its run cancelled; a frozen `berth worker` is detected and its
  * books leave. Short keepalive intervals here (1 s ping, 1 s timeout); with
  * SILENT_PEERS_DEFAULTS=1 the server's defaults (10 s + 5 s, heartbeats 5 s) are used instead, which
- * is how the README's "Silent peers" figures are measured.
+ * is how the "Silent peers" figures of docs/guide-serving.md are measured.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';

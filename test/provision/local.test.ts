@@ -155,10 +155,10 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
   }, 30_000);
 });
 
-describe('berth serve with a local provisioner, stopped with SIGTERM (issue 12)', () => {
+describe('berth serve --on-stop drain with a local provisioner, stopped with SIGTERM (issue 12, SPEC R3)', () => {
   it('leaves no worker process behind', async () => {
     const dir = tempDir();
-    const s = await serveCli(configFile(dir, pool(60)), dir);
+    const s = await serveCli(configFile(dir, pool(60)), dir, ['--on-stop', 'drain']);
     const c = claim(s.placement, wantsPool);
     await c.granted;
     const pid = Number((await snapshot(s.placement)).provisioners[0].machines[0].engineId);
@@ -172,7 +172,8 @@ describe('berth serve with a local provisioner, stopped with SIGTERM (issue 12)'
 
   it('a second signal during the drain kills the started workers too, without waiting', async () => {
     const dir = tempDir();
-    const s = await serveCli(configFile(dir, pool(60)), dir, ['--grace', '60']); // the held claim keeps it draining
+    // the held claim keeps it draining
+    const s = await serveCli(configFile(dir, pool(60)), dir, ['--grace', '60', '--on-stop', 'drain']);
     const c = claim(s.placement, wantsPool);
     await c.granted;
     const pid = Number((await snapshot(s.placement)).provisioners[0].machines[0].engineId);

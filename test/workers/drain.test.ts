@@ -24,7 +24,19 @@ async function serveWithWorker(grace: number): Promise<{
   served: Promise<CliResult>;
   client: PlacementServiceClient;
 }> {
-  const serve = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '1', '--gpus', '', '--grace', String(grace)]);
+  const serve = spawnBerth([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--cpus',
+    '1',
+    '--gpus',
+    '',
+    '--grace',
+    String(grace),
+    '--on-stop',
+    'drain',
+  ]);
   const served = finished(serve);
   open.push(() => {
     if (serve.exitCode === null && serve.signalCode === null) serve.kill('SIGKILL');

@@ -80,7 +80,7 @@ describe('shutdown with engine-host calls running', () => {
     const r = run(client, runRequest({ runId: 'rs', argv: TERM_IGNORING }));
     const pgid = await printedPgid(r);
     child.kill('SIGTERM');
-    await waitForLine(child, /draining/);
+    await waitForLine(child, /berth stopping/); // SPEC S5: the control plane stops; the engine-host call is ended
     child.kill('SIGTERM');
     const res = await done;
     expect(res.code).toBe(130);

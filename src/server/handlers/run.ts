@@ -7,6 +7,9 @@
  * INVALID_ARGUMENT, FAILED_PRECONDITION (label), NOT_FOUND (claim_id), UNAVAILABLE ("went away"),
  * DEADLINE_EXCEEDED (timeout_ms, the worker is sent a Cancel), CANCELLED. When client identities
  * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
+ * `follow` (SPEC S3) follows a call already started from the caller's last event sequence number instead: NOT_FOUND
+ * when no such call is in flight or ended within the last minute. A Run with `disconnect_grace_ms` keeps its call
+ * running that long after its caller's stream breaks, for the caller to follow it again; without, the call stops.
  */
 import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
@@ -14,6 +17,7 @@ import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
 import type { CallRecord, Terminal } from '../../workers/call-record.js';
+import { ENDED_KEPT_MS } from '../../workers/hub.js';
 import { toTask } from '../../workers/task.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
@@ -31,6 +35,12 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 
 /** Longest `timeout_ms` a Run may name: 30 days (longer ones would overflow Node's timers). */
 export const MAX_TIMEOUT_MS = 2_592_000_000;
+/** Longest `disconnect_grace_ms` a Run may name: an hour (SPEC S2). */
+export const MAX_DISCONNECT_GRACE_MS = 3_600_000;
+/** How long each call outlives its caller's broken stream, waiting to be followed again (its Run's grace), in ms. */
+const callerHold = new WeakMap<CallRecord, number>();
+/** A follow's call id: `<run_id>:<flow>.<node>`. */
+const CALL_ID = /^[A-Za-z0-9_.-]{1,128}:[A-Za-z0-9_.-]{1,128}\.[A-Za-z0-9_.-]{1,128}$/;
 /** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
 const grantOf = new WeakMap<CallRecord, Grant>();
 
@@ -48,6 +58,7 @@ export function runHandler(ctx: ServerContext) {
     caller: Caller,
   ): Promise<void> {
     const owner = caller.scoped ? caller.name : undefined;
+    if (req.follow) return followAgain(req.follow, owner, sink, signal, scope);
     const ids = idSchema.safeParse(req);
     if (!ids.success) {
       const key = String(ids.error.issues[0].path[0]);
@@ -61,6 +72,13 @@ export function runHandler(ctx: ServerContext) {
       throw new BerthError(
         'invalid_argument',
         `timeout_ms: at most ${MAX_TIMEOUT_MS} (30 days), 0 = none (got ${req.timeoutMs})`,
+      );
+    }
+    if (!(req.disconnectGraceMs >= 0 && req.disconnectGraceMs <= MAX_DISCONNECT_GRACE_MS)) {
+      throw new BerthError(
+        'invalid_argument',
+        `disconnect_grace_ms: at most ${MAX_DISCONNECT_GRACE_MS} (an hour), 0 = the server's worker hold ` +
+          `(got ${req.disconnectGraceMs})`,
       );
     }
     const { runId, flow, node } = ids.data;
@@ -93,6 +111,7 @@ export function runHandler(ctx: ServerContext) {
         signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
         const rec = await ctx.hub.start({ callId, runId, flow, node, payload: req.payload, owner }, grant, signal);
         grantOf.set(rec, grant);
+        if (req.disconnectGraceMs > 0) callerHold.set(rec, req.disconnectGraceMs);
         return { rec, grant };
       } catch (err) {
         if (ask) ctx.placer.release(grant.claimId, 'run ended');
@@ -167,6 +186,35 @@ export function runHandler(ctx: ServerContext) {
       if (ask) void r.settled.then(() => ctx.placer.release(grant.claimId, 'run ended'));
     }
   }
+
+  /** RunRequest.follow (SPEC S3): Started, then the call's events after `after_seq`, then its ending. */
+  async function followAgain(
+    f: { callId: string; afterSeq: number },
+    owner: string | undefined,
+    sink: Sink<RunResponse>,
+    signal: AbortSignal,
+    scope: CallScope,
+  ): Promise<void> {
+    if (typeof f.callId !== 'string' || !CALL_ID.test(f.callId)) {
+      throw new BerthError(
+        'invalid_argument',
+        `follow.call_id: expected <run_id>:<flow>.<node> (got ${JSON.stringify(String(f.callId).slice(0, 400))})`,
+      );
+    }
+    if (!(Number.isSafeInteger(f.afterSeq) && f.afterSeq >= 0)) {
+      throw new BerthError('invalid_argument', `follow.after_seq: a sequence number >= 0 (got ${f.afterSeq})`);
+    }
+    const rec = ctx.hub.followable(f.callId);
+    if (!rec || rec.owner !== owner) {
+      throw new BerthError(
+        'not_found',
+        `follow.call_id: no call ${f.callId} in flight or ended within the last ${ENDED_KEPT_MS / 1000} s`,
+      );
+    }
+    scope.keepThroughDrain();
+    ctx.log.debug({ call: f.callId, afterSeq: f.afterSeq }, 'call followed again');
+    await follow(rec, sink, signal, f.afterSeq);
+  }
 }
 
 /** Another identity's call under this id (SPEC R7): neither followed nor shown. */
@@ -178,7 +226,12 @@ function othersCall(callId: string): BerthError {
  * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
-async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSignal): Promise<Terminal | undefined> {
+async function follow(
+  rec: CallRecord,
+  sink: Sink<RunResponse>,
+  signal: AbortSignal,
+  afterSeq = 0,
+): Promise<Terminal | undefined> {
   await sink.write({
     kind: {
       $case: 'started',
@@ -192,7 +245,7 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
   });
   try {
     let end: Terminal | undefined;
-    for await (const item of rec.follow(signal)) {
+    for await (const item of rec.follow(signal, afterSeq)) {
       await sink.write({ kind: item });
       if (item.$case !== 'event') end = item;
     }
@@ -200,7 +253,18 @@ async function follow(rec: CallRecord, sink: Sink<RunResponse>, signal: AbortSig
   } catch (err) {
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
-    if (rec.followers === 0 && !rec.ended) {
+    const hold = callerHold.get(rec) ?? 0;
+    if (rec.followers === 0 && !rec.ended && signal.aborted && hold > 0) {
+      // The caller may follow it again (SPEC S3): stop it only if no one has when its grace runs out.
+      const t = setTimeout(() => {
+        if (rec.followers > 0 || rec.ended) return;
+        const why = new BerthError('cancelled', `call ${rec.callId}: its caller did not come back within ${hold} ms`);
+        rec.stop(why);
+        rec.fail(why);
+      }, hold);
+      t.unref();
+      void rec.settled.then(() => clearTimeout(t));
+    } else if (rec.followers === 0 && !rec.ended) {
       const why = signal.aborted
         ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`)
         : err instanceof BerthError

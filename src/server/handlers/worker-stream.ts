@@ -34,7 +34,10 @@ export function workerStreamHandler(ctx: ServerContext) {
           signal,
           {
             signal: drain.signal,
-            graceMs: ctx.options.grace * 1000,
+            // read when the drain starts: a Drain RPC may give its own grace
+            get graceMs() {
+              return ctx.drainGraceMs ?? ctx.options.grace * 1000;
+            },
           },
           credential,
         );

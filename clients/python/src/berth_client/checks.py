@@ -48,6 +48,19 @@ def timeout(value: object) -> float | None:
     return float(value)
 
 
+def disconnect_grace(value: object) -> float | None:
+    """None (the server's worker hold) or a finite number of seconds in (0, 3600] (SPEC S2, S3); else InvalidAsk
+    naming `disconnect_grace`, or TypeError for another type."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise wrong_type("disconnect_grace", "a number of seconds in (0, 3600] or None", value)
+    if not (math.isfinite(value) and 0 < value <= 3600):
+        message = f"disconnect_grace: must be a number of seconds in (0, 3600], or None (got {_got(value)})"
+        raise InvalidAsk(message, field="disconnect_grace")
+    return float(value)
+
+
 def env(name: str, value: object) -> dict[str, str] | None:
     """None or a mapping of str to str (copied); else TypeError naming the argument and the key."""
     if value is None:

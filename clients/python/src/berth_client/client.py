@@ -137,6 +137,7 @@ class Client:
         timeout: float | None = None,
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
+        disconnect_grace: float | None = None,
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -146,6 +147,10 @@ class Client:
         `run_id` groups calls for `cancel()`; None makes a fresh one ("py-" and 12 hex digits).
         `timeout` (s): the call's deadline. `on_event` gets Started, then Metric/LogLine events in
         order, before the value. A clamped call warns Clamped (Started.clamped says so too).
+        `disconnect_grace` (s, at most 3600): how long the call outlives a lost link — to its worker, or this
+        client's own broken stream — before it fails or stops (SPEC S2, S3); None: the server's worker hold, and a
+        broken stream stops the call. A stream that breaks (server restart, cut link) is followed again from the
+        last event seen for up to a minute, so the caller sees every event once.
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached; `sys.exit` as NodeExited); NodeTimeout; WorkerGone;
@@ -170,6 +175,7 @@ class Client:
             timeout=timeout,
             on_event=on_event,
             on_oversize=on_oversize,
+            disconnect_grace=disconnect_grace,
         )
         return execute(self._stub, spec, self._metadata)
 
@@ -191,6 +197,7 @@ class Client:
         cwd: str | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        disconnect_grace: float | None = None,
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
@@ -212,6 +219,7 @@ class Client:
             timeout=timeout,
             on_event=None,
             on_oversize=on_oversize,
+            disconnect_grace=disconnect_grace,
         )
         return RunStream(self._stub, spec, self._metadata)
 

@@ -59,14 +59,34 @@ def _user_stacklevel() -> int:
 
 
 class RunDecoder:
-    """Folds one Run stream. `feed(msg)` returns the events to hand on, in order (one message may carry
-    several); `result()` returns the Result, raises the node's exception, or BerthError when the stream
-    ended without an outcome."""
+    """Folds one Run stream, and the streams that follow the same call again after a break (SPEC S3).
+    `feed(msg)` returns the events to hand on, in order (one message may carry several; a second Started, from a
+    stream that follows the call again, is not handed on twice); `result()` returns the Result, raises the node's
+    exception, or BerthError when the stream ended without an outcome. `resume_request()` is the RunRequest that
+    picks the call up again after its stream broke."""
 
     def __init__(self, req: placement_pb2.RunRequest) -> None:
         self._req = req
         self.started: Started | None = None
         self._outcome: Result | BaseException | None = None
+        self.last_seq = 0
+        """Sequence number of the newest event seen (SPEC S1)."""
+
+    @property
+    def call_id(self) -> str:
+        """The call's id "<run_id>:<flow>.<node>"."""
+        return f"{self._req.run_id}:{self._req.flow}.{self._req.node}"
+
+    def resume_request(self) -> placement_pb2.RunRequest:
+        """The request that picks this call up again after its stream broke: a follow from the last event seen
+        once the call started (exactly once, SPEC S3), else the original request (one call id is one execution:
+        the server joins the call if it is already placed)."""
+        if self.started is None:
+            return self._req
+        req = placement_pb2.RunRequest(flow=self._req.flow, node=self._req.node, run_id=self._req.run_id)
+        req.follow.call_id = self.started.call_id
+        req.follow.after_seq = self.last_seq
+        return req
 
     @property
     def has_outcome(self) -> bool:
@@ -78,11 +98,16 @@ class RunDecoder:
         a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
+            if self.started is not None:
+                return []  # the call followed again after a break: its Started was handed on already
             self.started = Started.from_proto(msg.started)
             if self.started.clamped:
                 warn_clamped(f"call {self.started.call_id}", self.started)
             return [self.started]
         if kind == "event":
+            if msg.event.seq and msg.event.seq <= self.last_seq:
+                return []  # already seen (never sent twice by the server; a guard all the same)
+            self.last_seq = max(self.last_seq, msg.event.seq)
             return list(run_events(msg.event))  # a batch of lines: one LogLine each, in order
         if kind == "result" and self._outcome is None:
             self._outcome = Result(msg.result.call_id, value_of(msg.result.value))

@@ -105,6 +105,7 @@ def run_spec(
     timeout: float | None,
     on_event: Callable[[RunEvent], object] | None,
     on_oversize: str,
+    disconnect_grace: float | None = None,
 ) -> RunSpec:
     """The RunSpec for `run()` / `stream_run()` arguments (see Client.run); `run_id` None → "py-" and
     12 hex digits."""
@@ -118,6 +119,7 @@ def run_spec(
     checks.optional_str("run_id", run_id)
     checks.optional_str("cwd", cwd)
     timeout = checks.timeout(timeout)
+    grace = checks.disconnect_grace(disconnect_grace)
     checks.callback("on_event", on_event)
     claim_id = claim_id_of(claim)
     run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
@@ -153,6 +155,8 @@ def run_spec(
         ask=ask,
         timeout=timeout,
     )
+    if grace is not None:
+        req.disconnect_grace_ms = round(grace * 1000)
     return RunSpec(req, label or "", on_event, on_oversize == "fail")
 
 

@@ -1,11 +1,13 @@
 """One call of a node on a worker from the sync client (the Run RPC): stream its events, then the value.
 
 Events (Started, then Metric / LogLine in order) come before the value (SPEC W2). A node's Failure
-is re-raised as its own exception class (failures.py); a failed RPC as the mapped BerthError.
+is re-raised as its own exception class (failures.py); a failed RPC as the mapped BerthError. A stream that breaks
+(server restart, cut link) is followed again from the last event seen (resume.py, SPEC S3).
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
@@ -14,8 +16,9 @@ import grpc
 
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .decode import RunDecoder
-from .errors import from_rpc_error
+from .errors import NotFound, from_rpc_error
 from .prepare import RunSpec
+from .resume import Resumption
 from .values import Result, RunEvent
 from .views import RunOutcome
 from .watchdog import Watched
@@ -30,7 +33,10 @@ class RunStream(RunOutcome):
         self, stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]
     ) -> None:
         self._spec = spec
+        self._stub = stub
+        self._metadata = metadata
         self._decoder = RunDecoder(spec.request)
+        self._resumption = Resumption()
         self._call: Any = stub.Run(spec.request, metadata=metadata)
         self._responses: Watched[placement_pb2.RunResponse] = Watched(self._call)
         self._result: Result | None = None
@@ -45,18 +51,34 @@ class RunStream(RunOutcome):
             return self._pending.popleft()
         if self._finished:
             raise StopIteration
-        try:
-            for msg in self._responses:
-                self._pending.extend(self._decoder.feed(msg))
-                if self._pending:
-                    return self._pending.popleft()
-        except grpc.RpcError as err:
-            if not self._decoder.has_outcome:
+        while True:
+            try:
+                for msg in self._responses:
+                    self._pending.extend(self._decoder.feed(msg))
+                    if self._pending:
+                        return self._pending.popleft()
+                break
+            except grpc.RpcError as err:
+                if self._decoder.has_outcome:
+                    break
+                if self._resumption.should_retry(err):
+                    time.sleep(self._resumption.delay())
+                    self._reopen()
+                    continue
                 self.close()
-                raise from_rpc_error(err, label=self._spec.label, oversize_fails=self._spec.oversize_fails) from None
+                mapped = from_rpc_error(err, label=self._spec.label, oversize_fails=self._spec.oversize_fails)
+                if isinstance(mapped, NotFound) and self._resumption.resumed():
+                    mapped = self._resumption.lost(self._decoder.call_id, mapped)
+                raise mapped from None
         self.close()
         self._result = self._decoder.result()
         return self._result
+
+    def _reopen(self) -> None:
+        """Follows the call again on a new stream (SPEC S3): from the last event seen, or the original request."""
+        self._responses.close()
+        self._call = self._stub.Run(self._decoder.resume_request(), metadata=self._metadata)
+        self._responses = Watched(self._call)
 
     def close(self) -> None:
         """Ends the stream; cancels the call when it is still running (its claim is given back)."""

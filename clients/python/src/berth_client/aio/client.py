@@ -128,6 +128,7 @@ class AsyncClient:
         timeout: float | None = None,
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
+        disconnect_grace: float | None = None,
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
@@ -148,6 +149,7 @@ class AsyncClient:
             timeout=timeout,
             on_event=on_event,
             on_oversize=on_oversize,
+            disconnect_grace=disconnect_grace,
         )
         return await execute(self._stub, spec, self._metadata)
 
@@ -169,6 +171,7 @@ class AsyncClient:
         cwd: str | None = None,
         timeout: float | None = None,
         on_oversize: str = "clamp",
+        disconnect_grace: float | None = None,
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
@@ -191,6 +194,7 @@ class AsyncClient:
             timeout=timeout,
             on_event=None,
             on_oversize=on_oversize,
+            disconnect_grace=disconnect_grace,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 

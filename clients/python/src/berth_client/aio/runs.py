@@ -4,6 +4,7 @@ server sends the worker a cancel and gives back the claim the call placed)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import Any
 
@@ -11,8 +12,9 @@ import grpc
 
 from .._proto.berth.v1 import placement_pb2_grpc
 from ..decode import RunDecoder
-from ..errors import from_rpc_error
+from ..errors import NotFound, from_rpc_error
 from ..prepare import RunSpec
+from ..resume import Resumption
 from ..values import Result, RunEvent
 from ..views import RunOutcome
 from .streams import Reader
@@ -30,6 +32,7 @@ class AsyncRunStream(RunOutcome):
         self._stub = stub
         self._metadata = metadata
         self._decoder = RunDecoder(spec.request)
+        self._resumption = Resumption()
         self._call: Any = None
         self._reader: Reader | None = None
         self._result: Result | None = None
@@ -47,18 +50,29 @@ class AsyncRunStream(RunOutcome):
         if self._reader is None:  # the call starts on the first iteration, inside the caller's task
             self._call = self._stub.Run(self._spec.request, metadata=self._metadata)
             self._reader = Reader(self._call)
-        try:
-            while (msg := await self._reader.read()) is not None:
-                self._pending.extend(self._decoder.feed(msg))
-                if self._pending:
-                    return self._pending.popleft()
-        except grpc.RpcError as err:
-            if not self._decoder.has_outcome:
+        while True:
+            try:
+                while (msg := await self._reader.read()) is not None:
+                    self._pending.extend(self._decoder.feed(msg))
+                    if self._pending:
+                        return self._pending.popleft()
+                break
+            except grpc.RpcError as err:
+                if self._decoder.has_outcome:
+                    break
+                if self._resumption.should_retry(err):
+                    await asyncio.sleep(self._resumption.delay())
+                    self._call = self._stub.Run(self._decoder.resume_request(), metadata=self._metadata)
+                    self._reader = Reader(self._call)
+                    continue
                 self.close()
-                raise from_rpc_error(err, label=self._spec.label, oversize_fails=self._spec.oversize_fails) from None
-        except BaseException:  # cancelled (or on_event raised): stop the call
-            self.close()
-            raise
+                mapped = from_rpc_error(err, label=self._spec.label, oversize_fails=self._spec.oversize_fails)
+                if isinstance(mapped, NotFound) and self._resumption.resumed():
+                    mapped = self._resumption.lost(self._decoder.call_id, mapped)
+                raise mapped from None
+            except BaseException:  # cancelled (or on_event raised): stop the call
+                self.close()
+                raise
         self.close()
         self._result = self._decoder.result()
         return self._result
