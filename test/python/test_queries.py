@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from berth_client import Event, ResourceExhausted, Unavailable
+from berth_client import Event, ResourceExhausted, Unavailable, Verdict
 from conftest import Connect
 from processes import start_server
 
@@ -53,6 +53,18 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str, connec
                 break
         guard.cancel()
     assert kinds[0] == "node_placed" and kinds[-1] == "claim_released"
+
+
+def test_satisfiable_of_a_required_label_no_machine_carries_answers_impossible_not_an_error(connect: Connect) -> None:
+    """Issue 23 item 7: the verdict is IMPOSSIBLE limited by "label" (a claim of it still raises)."""
+    server, address = start_server("--cpus", "1", "--gpus", "", "--reconnect-grace", "0")
+    try:
+        with connect(address) as client:
+            answer = client.satisfiable(label="tpu", policy="require")
+            assert (answer.verdict, answer.limiting, answer.clamped_to) == (Verdict.IMPOSSIBLE, "label", None)
+            assert client.satisfiable(label="tpu", policy="prefer").verdict == Verdict.RUNS_NOW
+    finally:
+        server.stop()
 
 
 def test_events_raise_unavailable_when_the_server_goes_away(connect: Connect) -> None:
