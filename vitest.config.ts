@@ -10,6 +10,8 @@ export default defineConfig({
     // wall time (vitest's default on 2 cores is one fork).
     maxWorkers: 3,
     minWorkers: 1,
-    globalSetup: ['test/support/build.ts'],
+    globalSetup: ['test/support/build.ts', 'test/support/state-leaks.ts'],
+    // each test file keeps berth's state in a temporary XDG_STATE_HOME (never ~/.local/state/berth)
+    setupFiles: ['test/support/state-home.ts'],
   },
 });

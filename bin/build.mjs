@@ -2,20 +2,20 @@
 // Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts with esbuild into dist/,
 // one chunk per subcommand (each loaded only when run), and the TypeScript client for engines
 // (src/client/index.ts → dist/client.js, the package's `berth/client` export; its type declarations
-// are `tsc -p tsconfig.client.json`, in `npm run build` and `make build`), with the small pure-JS dependencies
-// (commander, yaml, zod) inlined so start-up reads a few files instead of hundreds; every other
-// dependency stays in node_modules. Type checking is `tsc --noEmit` (make lint), not this step.
+// are `tsc -p tsconfig.client.json`, in `npm run build` and `make build`). package.json's
+// `dependencies` (what an installed package gets, `npm install -g berth-*.tgz`) stay in node_modules;
+// everything else the sources import (the small pure-JS devDependencies commander, yaml, zod) is
+// inlined, so start-up reads a few files instead of hundreds. Type checking is `tsc --noEmit` (make
+// lint), not this step.
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const INLINED = new Set(['commander', 'yaml', 'zod']);
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const external = Object.keys(pkg.dependencies)
-  .filter((d) => !INLINED.has(d))
-  .flatMap((d) => [d, `${d}/*`]);
+const runtime = Object.keys(pkg.dependencies);
+const external = runtime.flatMap((d) => [d, `${d}/*`]);
 const out = join(root, 'dist');
 
 mkdirSync(out, { recursive: true });

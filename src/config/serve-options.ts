@@ -63,8 +63,8 @@ const schema = z.object({
  * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold` and `claimHold` in
  * seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
- * `stateDir`: the journal (SPEC S4) and where provisioned workers log (default $XDG_STATE_HOME/berth or
- * ~/.local/state/berth); one server per directory;
+ * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
+ * $XDG_STATE_HOME/berth or ~/.local/state/berth); one server per directory;
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);

@@ -1,7 +1,8 @@
 /**
  * The local provisioner (issue 12; SPEC V1): a machine is a `berth worker` child process of this
- * host, in its own process group, logging to `<state-dir>/<name>.log`, offering its shape's
- * inventory. Stopped with SIGTERM to its group (SIGKILL after a grace); reaped on shutdown.
+ * host, in its own process group, logging to `<state-dir>/<name>.log` and keeping its records
+ * (SPEC R5) in `<state-dir>/worker-<name>/` — the server's --state-dir, not the user's — offering its
+ * shape's inventory. Stopped with SIGTERM to its group (SIGKILL after a grace); reaped on shutdown.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
@@ -48,6 +49,7 @@ export class LocalBackend implements Backend {
       throw new StartError(`cannot open the worker log ${log}: ${(e as Error).message}`);
     }
     const [cmd, ...args] = workerArgv(this.target, name, shape, true);
+    args.push('--state-dir', join(this.target.stateDir, `worker-${name}`));
     const child = spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd], env: workerEnv(this.target) });
     closeSync(fd);
     await new Promise<void>((resolve, reject) => {

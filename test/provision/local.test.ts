@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -49,7 +49,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
 
   it('a claim only a pool shape holds starts a worker process, is granted on it, ' +
     'and the idle worker is stopped after release', async () => {
-    t = await serverWithPool();
+    const stateDir = tempDir();
+    t = await serverWithPool(pool(), stateDir);
     const events = watch(t.placement);
     await events.ready;
     expect(await satisfiable(t.placement, ask(wantsPool))).toBe('2 cpu(s)'); // what it would wait for (P10)
@@ -60,6 +61,8 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     expect(g.machine).toBe('local-1');
     expect(g.clamped).toBe(false);
     expect(g.allocation?.cpus).toBe(2);
+    // its log and its records (SPEC R5) are in the server's --state-dir
+    expect(readdirSync(stateDir).sort()).toEqual(expect.arrayContaining(['local-1.log', 'worker-local-1']));
     const prov = (await snapshot(t.placement)).provisioners[0];
     expect(prov.machines).toMatchObject([{ name: 'local-1', state: ProvisionedState.PROVISIONED_STATE_RUNNING }]);
     const pid = Number(prov.machines[0].engineId);

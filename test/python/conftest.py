@@ -1,10 +1,19 @@
-"""Fixtures: real berth servers and workers (subprocesses on loopback) and clients bound to them."""
+"""Fixtures: real berth servers and workers (subprocesses on loopback) and clients bound to them.
+
+Every berth process the tests start keeps its state in a temporary XDG_STATE_HOME (set here, before
+any starts; removed at the end), never in the user's ~/.local/state/berth; the session fails when
+the user's berth state directories gained entries meanwhile (BERTH_TEST_STATE_LEAKS=warn only
+prints them: another test run of the same user at the same time can add some too)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -12,6 +21,39 @@ from berth_client import Client, Machine, Snapshot
 from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from bridge import BridgedClient
 from processes import BerthProcess, start_server, start_worker, worker_cli_built
+
+
+def _real_state_dirs() -> list[Path]:
+    """The user's berth state directories: ~/.local/state/berth and $XDG_STATE_HOME/berth as set."""
+    dirs = [Path.home() / ".local" / "state" / "berth"]
+    if os.environ.get("XDG_STATE_HOME"):
+        dirs.append(Path(os.environ["XDG_STATE_HOME"]) / "berth")
+    return list(dict.fromkeys(dirs))
+
+
+def _entries(dirs: list[Path]) -> set[Path]:
+    return {entry for d in dirs if d.is_dir() for entry in d.iterdir()}
+
+
+_STATE_DIRS = _real_state_dirs()
+_STATE_BEFORE = _entries(_STATE_DIRS)
+_STATE_HOME = tempfile.mkdtemp(prefix="berth-state-home-")
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Removes the temporary state home; fails the session when the real state directories gained entries."""
+    shutil.rmtree(_STATE_HOME, ignore_errors=True)
+    left = sorted(str(e) for e in _entries(_STATE_DIRS) - _STATE_BEFORE)
+    if not left:
+        return
+    message = (
+        f"the tests left {len(left)} new entries in the user's berth state directory (tests must use temporary "
+        "state dirs, test/python/conftest.py; or another test run of this user added them):\n  " + "\n  ".join(left)
+    )
+    print(f"\n{'warning: ' if os.environ.get('BERTH_TEST_STATE_LEAKS') == 'warn' else ''}{message}")
+    if os.environ.get("BERTH_TEST_STATE_LEAKS") != "warn":
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def wait_until(client: Client, check: Callable[[Snapshot], bool], timeout: float = 20.0) -> Snapshot:

@@ -45,7 +45,9 @@ export interface TestServer {
 /** Starts a server on 127.0.0.1:0 with the given engine inventory (default 4 cpus, no GPU). */
 export async function startServer(o: TestServerOptions = {}): Promise<TestServer> {
   const temp = o.flags?.stateDir === undefined ? tempStateDir() : undefined;
-  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir: temp, ...o.flags }, {});
+  // no BERTH_* from the environment; XDG_STATE_HOME (the test file's temporary one) for what defaults to it
+  const env = { XDG_STATE_HOME: process.env.XDG_STATE_HOME };
+  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir: temp, ...o.flags }, env);
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
   const server = new BerthServer(options, engine, { provisioning: o.provisioning, keepalive: o.keepalive });
   const removeTemp = () => temp && rmSync(temp, { recursive: true, force: true });
