@@ -70,7 +70,7 @@ describe('Run on a remote worker (test double)', () => {
     expect(kinds(o)).toEqual(['started', 'event', 'result']);
     expect(o.responses[1].kind).toEqual({
       $case: 'event',
-      value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } }, seq: 0 },
+      value: { callId, kind: { $case: 'metric', value: { name: 'loss', value: 1.0 } }, seq: 1 },
     });
   });
 
