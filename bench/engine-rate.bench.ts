@@ -2,7 +2,8 @@
  * Engine rate (issue 24 item 9): tiny tasks `process(x) -> x + 1` from Python engines, each placed by its own ask
  * (1 cpu) on a real `berth serve --cpus BENCH_CPUS`: the sync client one at a time (BENCH_SECONDS per figure), and
  * BENCH_TASKS at once through the asyncio client with 100 in flight. Beside each, in the same rounds: a bare grpcio
- * caller of the same RPC against the same server (the floor under the client), and Ray (`ray.init(num_cpus=
+ * caller of the same RPC (RunWhole) against the same server (the floor under the client), one of the Run stream (what
+ * the clients used before RunWhole), and Ray (`ray.init(num_cpus=
  * BENCH_CPUS)`) when BENCH_RAY_PYTHON names a Python with ray installed (default /tmp/fast-ray/bin/python).
  * Each caller is a warm process (bench/engine-rate/driver.py) sent one command per figure; BENCH_PAIRS rounds
  * alternate the order, after one warm-up figure each. Figures are medians of the rounds; ratios are medians of the
@@ -57,7 +58,8 @@ const drivers: Driver[] = [];
 try {
   const client = await startDriver('berth client', PY, 'berth', berth.address);
   const bare = await startDriver('bare grpcio', PY, 'grpc', berth.address);
-  drivers.push(client, bare);
+  const stream = await startDriver('bare grpcio, Run stream', PY, 'grpc-stream', berth.address);
+  drivers.push(client, bare, stream);
   const ray = existsSync(RAY_PY) ? await startDriver('Ray', RAY_PY, 'ray', '') : undefined;
   if (ray) drivers.push(ray);
   else console.log(`(no Ray: ${RAY_PY} does not exist; set BENCH_RAY_PYTHON to a Python with ray installed)`);
@@ -77,7 +79,12 @@ try {
     const c = got.get(client)!;
     const b = got.get(bare)!;
     const overBare = rounds(c, b);
-    rows.push({ name: `${m.mode}: bare grpcio caller (floor)`, value: median(b), unit: 'tasks/s' });
+    rows.push({ name: `${m.mode}: bare grpcio caller of RunWhole (floor)`, value: median(b), unit: 'tasks/s' });
+    rows.push({
+      name: `${m.mode}: bare grpcio caller of the Run stream`,
+      value: median(got.get(stream)!),
+      unit: 'tasks/s',
+    });
     rows.push({
       name: `${m.mode}: berth client vs its bare grpcio caller (worst ${Math.min(...overBare).toFixed(2)}×)`,
       value: median(c),

@@ -2,8 +2,9 @@
 
 `driver.py KIND ADDRESS`, KIND one of:
   berth  the berth_client package (sync Client, asyncio AsyncClient)
-  grpc   a bare grpcio caller of the same Run RPC with the generated stubs (no checks, no decoding beyond
-         finding the Result), the floor under the client
+  grpc   a bare grpcio caller of the RPC the client uses (RunWhole: the value, no events as they happen) with the
+         generated stubs (no checks, no decoding beyond finding the Result), the floor under the client
+  grpc-stream  the same over the Run stream (what the client used before RunWhole), for reference
   ray    Ray (`ray.init(num_cpus=CPUS)` in this process; ADDRESS is ignored), the engine berth is compared with
 Each stdin line is a command; each answer is one JSON line on stdout:
   sync SECONDS   tiny tasks `process(x) -> x + 1` one at a time for SECONDS: {"rate": tasks/s}
@@ -54,6 +55,8 @@ class Berth:
 
 
 class Bare:
+    whole = True
+
     def __init__(self, address: str) -> None:
         import grpc
         from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
@@ -69,9 +72,12 @@ class Bare:
         req.source.kwargs["x"] = i
         return req
 
+    def messages(self, stub: Any, req: Any) -> Any:
+        return stub.RunWhole(self.pb.RunWholeRequest(run=req)).messages if self.whole else stub.Run(req)
+
     def one(self, i: int) -> None:
         value = None
-        for msg in self.stub.Run(self.request("bench-sync", i)):
+        for msg in self.messages(self.stub, self.request("bench-sync", i)):
             if msg.WhichOneof("kind") == "result":
                 value = int(msg.result.value.number_value)
         check(i, value)
@@ -84,12 +90,21 @@ class Bare:
             async def task(i: int) -> None:
                 value = None
                 async with gate:
-                    async for msg in stub.Run(self.request("bench-aio", i)):
+                    req = self.request("bench-aio", i)
+                    if self.whole:
+                        msgs = (await stub.RunWhole(self.pb.RunWholeRequest(run=req))).messages
+                    else:
+                        msgs = [msg async for msg in stub.Run(req)]
+                    for msg in msgs:
                         if msg.WhichOneof("kind") == "result":
                             value = int(msg.result.value.number_value)
                 check(i, value)
 
             await asyncio.gather(*(task(i) for i in range(n)))
+
+
+class BareStream(Bare):
+    whole = False
 
 
 class Ray:
@@ -118,7 +133,7 @@ class Ray:
 
 def main() -> None:
     kind, address = sys.argv[1], sys.argv[2]
-    caller = {"berth": Berth, "grpc": Bare, "ray": Ray}[kind](address)
+    caller = {"berth": Berth, "grpc": Bare, "grpc-stream": BareStream, "ray": Ray}[kind](address)
     print(json.dumps({"ready": kind}), flush=True)
     for line in sys.stdin:
         words = line.split()
