@@ -100,9 +100,10 @@ def execute(stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metada
     if spec.on_event is None:
         attempts = Attempts(spec)
         while True:
-            future = stub.RunWhole.future(attempts.request, metadata=metadata)
             try:
-                res = future.result()
+                # blocking: no thread per call (a future spins one); an interrupt (KeyboardInterrupt) leaves the
+                # call, which grpc cancels as it drops it, and the server gives its claim back
+                res = stub.RunWhole(attempts.request, metadata=metadata)
             except grpc.RpcError as err:
                 what = attempts.failed(err)
                 if what is STREAM_INSTEAD:
@@ -111,9 +112,6 @@ def execute(stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metada
                     raise what from None  # type: ignore[misc]
                 time.sleep(attempts.delay())
                 continue
-            except BaseException:  # interrupted (KeyboardInterrupt): the call is cancelled, its claim given back
-                future.cancel()
-                raise
             return attempts.value(res)
     with RunStream(stub, spec, metadata) as stream:
         for item in stream:
