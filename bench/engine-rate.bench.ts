@@ -3,7 +3,8 @@
  * (1 cpu) on a real `berth serve --cpus BENCH_CPUS`: the sync client one at a time (BENCH_SECONDS per figure), and
  * BENCH_TASKS at once through the asyncio client with 100 in flight. Beside each, in the same rounds: a bare grpcio
  * caller of the same RPC (RunWhole) against the same server (the floor under the client), one of the Run stream (what
- * the clients used before RunWhole), and Ray (`ray.init(num_cpus=
+ * the clients used before RunWhole), the client kept on the Run stream by an `on_event` callback (the "before"
+ * figure), and Ray (`ray.init(num_cpus=
  * BENCH_CPUS)`) when BENCH_RAY_PYTHON names a Python with ray installed (default /tmp/fast-ray/bin/python).
  * Each caller is a warm process (bench/engine-rate/driver.py) sent one command per figure; BENCH_PAIRS rounds
  * alternate the order, after one warm-up figure each. Figures are medians of the rounds; ratios are medians of the
@@ -57,9 +58,10 @@ const berth = await startBerth(CPUS);
 const drivers: Driver[] = [];
 try {
   const client = await startDriver('berth client', PY, 'berth', berth.address);
+  const before = await startDriver('berth client, Run stream', PY, 'berth-stream', berth.address);
   const bare = await startDriver('bare grpcio', PY, 'grpc', berth.address);
   const stream = await startDriver('bare grpcio, Run stream', PY, 'grpc-stream', berth.address);
-  drivers.push(client, bare, stream);
+  drivers.push(client, before, bare, stream);
   const ray = existsSync(RAY_PY) ? await startDriver('Ray', RAY_PY, 'ray', '') : undefined;
   if (ray) drivers.push(ray);
   else console.log(`(no Ray: ${RAY_PY} does not exist; set BENCH_RAY_PYTHON to a Python with ray installed)`);
@@ -84,6 +86,18 @@ try {
       name: `${m.mode}: bare grpcio caller of the Run stream`,
       value: median(got.get(stream)!),
       unit: 'tasks/s',
+    });
+    const overBefore = rounds(c, got.get(before)!);
+    rows.push({
+      name: `${m.mode}: berth client on the Run stream (before RunWhole)`,
+      value: median(got.get(before)!),
+      unit: 'tasks/s',
+    });
+    rows.push({
+      name: `${m.mode}: berth client vs itself on the Run stream (worst ${Math.min(...overBefore).toFixed(2)}×)`,
+      value: median(c),
+      unit: 'tasks/s',
+      ratio: median(overBefore),
     });
     rows.push({
       name: `${m.mode}: berth client vs its bare grpcio caller (worst ${Math.min(...overBare).toFixed(2)}×)`,

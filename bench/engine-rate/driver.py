@@ -2,6 +2,8 @@
 
 `driver.py KIND ADDRESS`, KIND one of:
   berth  the berth_client package (sync Client, asyncio AsyncClient)
+  berth-stream  the same with an `on_event` callback, which keeps a call on the Run stream (the clients' only path
+         before RunWhole: the "before" figure)
   grpc   a bare grpcio caller of the RPC the client uses (RunWhole: the value, no events as they happen) with the
          generated stubs (no checks, no decoding beyond finding the Result), the floor under the client
   grpc-stream  the same over the Run stream (what the client used before RunWhole), for reference
@@ -31,6 +33,8 @@ def check(i: int, value: Any) -> None:
 
 
 class Berth:
+    on_event: Any = None
+
     def __init__(self, address: str) -> None:
         import berth_client
         from berth_client import aio
@@ -40,7 +44,10 @@ class Berth:
         self.address = address
 
     def one(self, i: int) -> None:
-        check(i, self.client.run(source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-sync", node=f"n{i}"))
+        v = self.client.run(
+            source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-sync", node=f"n{i}", on_event=self.on_event
+        )
+        check(i, v)
 
     async def many(self, n: int, k: int) -> None:
         async with self.aio.AsyncClient(self.address) as client:
@@ -48,10 +55,16 @@ class Berth:
 
             async def task(i: int) -> None:
                 async with gate:
-                    v = await client.run(source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-aio", node=f"n{i}")
+                    v = await client.run(
+                        source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-aio", node=f"n{i}", on_event=self.on_event
+                    )
                 check(i, v)
 
             await asyncio.gather(*(task(i) for i in range(n)))
+
+
+class BerthStream(Berth):
+    on_event = staticmethod(lambda _event: None)
 
 
 class Bare:
@@ -133,7 +146,9 @@ class Ray:
 
 def main() -> None:
     kind, address = sys.argv[1], sys.argv[2]
-    caller = {"berth": Berth, "grpc": Bare, "grpc-stream": BareStream, "ray": Ray}[kind](address)
+    caller = {"berth": Berth, "berth-stream": BerthStream, "grpc": Bare, "grpc-stream": BareStream, "ray": Ray}[kind](
+        address
+    )
     print(json.dumps({"ready": kind}), flush=True)
     for line in sys.stdin:
         words = line.split()
