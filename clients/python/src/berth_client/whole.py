@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 
 from ._proto.berth.v1 import placement_pb2
-from .decode import RunDecoder
+from .decode import RunDecoder, value_of
 from .errors import NotFound, from_rpc_error
 from .prepare import RunSpec
 from .resume import Resumption
@@ -69,6 +69,10 @@ class Attempts:
     def value(self, res: placement_pb2.RunWholeResponse) -> Any:
         """The node's value from the answer; raises the node's exception (or BerthError without an outcome)."""
         for msg in res.messages:
-            self._decoder.feed(msg)
+            kind = msg.WhichOneof("kind")
+            if kind == "result":  # the common case, read directly (no Started or Result objects built)
+                return value_of(msg.result.value)
+            if kind != "event" and (kind != "started" or msg.started.clamped):
+                self._decoder.feed(msg)  # a clamped Started warns Clamped; a Failure becomes the node's exception
         result: Result = self._decoder.result()
         return result.value
