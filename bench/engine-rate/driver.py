@@ -27,6 +27,14 @@ SOURCE = "def process(x):\n    return x + 1\n"
 CPUS = int(os.environ.get("BENCH_CPUS", "2"))
 
 
+RUN_ID = f"bench-{os.getpid()}-0"
+
+
+def run_id() -> str:
+    """This command's run id: fresh per command, so no call id is ever reused (one call id, one execution)."""
+    return RUN_ID
+
+
 def check(i: int, value: Any) -> None:
     if value != i + 1:
         raise SystemExit(f"driver: task {i} returned {value!r}, not {i + 1}")
@@ -45,7 +53,7 @@ class Berth:
 
     def one(self, i: int) -> None:
         v = self.client.run(
-            source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-sync", node=f"n{i}", on_event=self.on_event
+            source=SOURCE, kwargs={"x": i}, cpus=1, run_id=run_id(), node=f"n{i}", on_event=self.on_event
         )
         check(i, v)
 
@@ -56,7 +64,7 @@ class Berth:
             async def task(i: int) -> None:
                 async with gate:
                     v = await client.run(
-                        source=SOURCE, kwargs={"x": i}, cpus=1, run_id="bench-aio", node=f"n{i}", on_event=self.on_event
+                        source=SOURCE, kwargs={"x": i}, cpus=1, run_id=run_id(), node=f"n{i}", on_event=self.on_event
                     )
                 check(i, v)
 
@@ -90,7 +98,7 @@ class Bare:
 
     def one(self, i: int) -> None:
         value = None
-        for msg in self.messages(self.stub, self.request("bench-sync", i)):
+        for msg in self.messages(self.stub, self.request(run_id(), i)):
             if msg.WhichOneof("kind") == "result":
                 value = int(msg.result.value.number_value)
         check(i, value)
@@ -103,7 +111,7 @@ class Bare:
             async def task(i: int) -> None:
                 value = None
                 async with gate:
-                    req = self.request("bench-aio", i)
+                    req = self.request(run_id(), i)
                     if self.whole:
                         msgs = (await stub.RunWhole(self.pb.RunWholeRequest(run=req))).messages
                     else:
@@ -154,6 +162,8 @@ def main() -> None:
         words = line.split()
         if not words:
             continue
+        global RUN_ID
+        RUN_ID = f"bench-{os.getpid()}-{time.monotonic_ns()}"
         t0 = time.perf_counter()
         if words[0] == "sync":
             until, count = t0 + float(words[1]), 0
