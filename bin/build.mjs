@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Builds the CLI (`make build`, `npm run build`): bundles src/cli/main.ts with esbuild into dist/,
-// one chunk per subcommand (each loaded only when run), with the small pure-JS dependencies
+// one chunk per subcommand (each loaded only when run), and the TypeScript client for engines
+// (src/client/index.ts → dist/client.js, the package's `berth/client` export; its type declarations
+// are `tsc -p tsconfig.client.json`, in `npm run build` and `make build`), with the small pure-JS dependencies
 // (commander, yaml, zod) inlined so start-up reads a few files instead of hundreds; every other
 // dependency stays in node_modules. Type checking is `tsc --noEmit` (make lint), not this step.
 import { build } from 'esbuild';
@@ -19,7 +21,7 @@ const out = join(root, 'dist');
 mkdirSync(out, { recursive: true });
 const result = await build({
   metafile: true,
-  entryPoints: { main: join(root, 'src', 'cli', 'main.ts') },
+  entryPoints: { main: join(root, 'src', 'cli', 'main.ts'), client: join(root, 'src', 'client', 'index.ts') },
   bundle: true,
   splitting: true,
   format: 'esm',

@@ -2,7 +2,7 @@
 """A tiny Python engine on berth: claims each node of a three-node flow, runs it inside its claim,
 and prints where each ran.
 
-    make run ARGS="--gpus 0"             # a berth server with one (virtual) GPU id
+    make run ARGS="--gpus 0-0"            # a berth server with one (virtual) GPU id
     .venv/bin/python examples/engine.py  # or: pip install ./clients/python; python examples/engine.py
 
 Options: --address HOST:PORT (default 127.0.0.1:50051); BERTH_TOKEN is sent when set.

@@ -3,7 +3,7 @@
 each inside its own claim, wherever berth places it (the engine host or a worker).
 
     make run ARGS="--cpus 1 --gpus ''"                            # the engine host: 1 core, no GPU
-    node bin/berth.js worker --name w1 --cpus 2 --gpus 0          # a worker with GPU 0
+    node bin/berth.js worker --name w1 --cpus 2 --gpus 0-0        # a worker with GPU 0
     .venv/bin/python examples/engine_async.py                     # or: pip install ./clients/python
 
 Options: --address HOST:PORT (default 127.0.0.1:50051); BERTH_TOKEN is sent when set.

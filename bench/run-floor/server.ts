@@ -55,6 +55,7 @@ server.addService(PlacementServiceService, {
           allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1' } },
           clamped: false,
           asked: { cpus: 1, gpus: 0 },
+          fellBack: false,
         },
       },
     } as RunResponse);

@@ -1,9 +1,12 @@
 /**
  * WorkerAgent: the `berth worker` process's core. Holds one WorkerStream to the server at a time
- * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6).
- * Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of retrying when retrying
- * cannot help: a refused token, a refused Hello, or its name taken over by another live worker.
+ * and reconnects with exponential backoff and jitter when it drops, re-sending Hello (SPEC W6) with
+ * its identity and the calls it still holds: calls outlive the stream for their disconnect grace
+ * (SPEC S1, held-calls.ts). Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of
+ * retrying when retrying cannot help: a refused token, a refused Hello, or its name taken over by
+ * another live worker.
  */
+import { join } from 'node:path';
 import { status, type ChannelCredentials } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { authMetadata, channelCredentials } from '../cli/client.js';
@@ -16,13 +19,19 @@ import { GroupSet } from '../workers/executors/kill.js';
 import { poolCap } from '../workers/executors/pools.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
+import { HeldCalls } from './held-calls.js';
+import { agentId, newInstanceId } from './identity.js';
+import { DEFAULT_OUTBOX, type OutboxBounds } from './outbox.js';
 import { Session, type SessionEnd } from './session.js';
 import { StateDir } from './state-dir.js';
 
 /** Agent version sent in Hello (package.json). */
 export const AGENT_VERSION = VERSION;
 
-/** What the agent needs. Units: graceMs in ms. */
+/** Default `--disconnect-grace`: calls run on 120 s without a stream to the server. */
+export const DEFAULT_DISCONNECT_GRACE_MS = 120_000;
+
+/** What the agent needs. Units: graceMs and disconnectGraceMs in ms. */
 export interface AgentOptions {
   server: string;
   name: string;
@@ -42,12 +51,21 @@ export interface AgentOptions {
    * left there is ended before Hello (SPEC R5, state-dir.ts). Undefined: nothing is recorded.
    */
   stateDir?: string;
+  /**
+   * How long calls keep running while no stream to the server is up (default DEFAULT_DISCONNECT_GRACE_MS);
+   * a call whose Call.disconnect_grace_ms is longer is kept that long.
+   */
+  disconnectGraceMs?: number;
+  /** Per-call bounds of the unacknowledged output kept in memory and spilled to the state dir (DEFAULT_OUTBOX). */
+  outbox?: Partial<OutboxBounds>;
 }
 
 /** What the agent is doing, for logs and tests. */
 export interface AgentStatus {
   attached: boolean;
   running: number;
+  /** Calls held: running, or ended with the ending not yet acknowledged. */
+  held: number;
   pools: number;
   attaches: number;
 }
@@ -55,7 +73,14 @@ export interface AgentStatus {
 /** The worker agent. `start()`, later `stop()`. */
 export class WorkerAgent {
   readonly executors: Executors;
+  /** The calls this agent runs and the frames the server has not acknowledged (they outlive streams). */
+  readonly calls: HeldCalls;
+  /** Stable across restarts of this agent: `<host>:<state dir>` (identity.ts). */
+  readonly agentId: string;
+  /** This start of the agent (random). */
+  readonly instanceId = newInstanceId();
   readonly #stop = new AbortController();
+  #stopped?: Promise<void>;
   #session?: Session;
   #attached = false;
   #attaches = 0;
@@ -76,13 +101,26 @@ export class WorkerAgent {
       onPoolsChanged: (pools) => log.info({ pools }, 'python pools changed'),
       pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
+    this.agentId = agentId(options.stateDir, options.name);
+    this.calls = new HeldCalls({
+      executors: this.executors,
+      log,
+      disconnectGraceMs: this.#disconnectGraceMs,
+      outbox: { ...DEFAULT_OUTBOX, ...options.outbox },
+      spillRoot: () => (this.#state?.own ? join(this.#state.own, 'outbox') : undefined),
+    });
+  }
+
+  get #disconnectGraceMs(): number {
+    return this.options.disconnectGraceMs ?? DEFAULT_DISCONNECT_GRACE_MS;
   }
 
   /** Current status: attached or not, calls running, Python pools, attaches so far. */
   status(): AgentStatus {
     return {
       attached: this.#attached,
-      running: this.#session?.running ?? 0,
+      running: this.calls.running,
+      held: this.calls.size,
       pools: this.executors.python.pools.count,
       attaches: this.#attaches,
     };
@@ -106,11 +144,28 @@ export class WorkerAgent {
     return new Promise((resolve) => this.#attachedWaiters.add(resolve));
   }
 
-  /** Stops: ends the stream, stops running calls (SIGTERM, then SIGKILL after the grace), closes pools. */
-  async stop(): Promise<void> {
+  /**
+   * Stops for good (SIGTERM/SIGINT of `berth worker`; SPEC S2): sends Stopping{reason} while the stream is
+   * up, then stops every call (SIGTERM, then SIGKILL after the grace) and sends their Failures, then ends the
+   * stream, forgets the calls and closes the pools. Idempotent.
+   */
+  stop(reason = 'stop requested'): Promise<void> {
+    this.#stopped ??= this.#shutdown(reason);
+    return this.#stopped;
+  }
+
+  async #shutdown(reason: string): Promise<void> {
     this.#stop.abort();
-    this.#session?.stream.cancel();
+    const s = this.#session;
+    if (s?.welcomed) void s.stopping(reason);
+    const name = this.options.name;
+    await this.calls.stopAll(new BerthError('unavailable', `worker ${name} stopping (${reason})`), 'WorkerLost');
+    if (s?.welcomed) {
+      await this.calls.flushed(2000);
+      await s.close();
+    } else s?.stream.cancel();
     await this.#loop;
+    this.calls.close();
     await this.executors.close();
   }
 
@@ -122,10 +177,10 @@ export class WorkerAgent {
       inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb },
       maxParallel: this.options.maxParallel,
       version: AGENT_VERSION,
-      agentId: '',
-      instanceId: '',
-      heldCalls: [],
-      disconnectGraceMs: 0,
+      agentId: this.agentId,
+      instanceId: this.instanceId,
+      heldCalls: this.calls.held(),
+      disconnectGraceMs: Math.min(this.#disconnectGraceMs, 0xffffffff),
     };
   }
 
@@ -161,6 +216,7 @@ export class WorkerAgent {
       const session = new Session(
         client.workerStream(authMetadata(this.options.token)),
         this.#hello(),
+        this.calls,
         this.executors,
         this.log,
         () => this.#onAttached(),
@@ -186,7 +242,11 @@ export class WorkerAgent {
       );
       await sleep(delay, this.#stop.signal);
     }
-    if (this.#session) await this.#session.stopAll(new BerthError('cancelled', 'worker stopping'));
+    // giving up (see fatal): nothing will take the calls' endings, so their processes go now
+    if (this.fatal) {
+      const why = new BerthError('unavailable', `worker ${this.options.name} stopping (${this.fatal})`);
+      await this.calls.stopAll(why, 'WorkerLost');
+    }
   }
 
   #onAttached(): void {

@@ -1,9 +1,10 @@
 /**
  * FrameWriter: writes frames to the worker stream in order. While write() says the transport
  * buffer is full, frames queue until 'drain'. Frames sent after the stream closed are dropped.
- * It is the executors' Flow: full at HIGH queued weight, room again at LOW — a frame weighs one,
- * a batch of output lines one per line, so batching does not let more output pile up — so a slow server
- * slows the process's output instead of growing the agent's memory.
+ * It is full at HIGH queued weight, room again at LOW — a frame weighs one, a batch of output lines one
+ * per line, so batching does not let more output pile up. Each call's Flow (held-call.ts) hands it
+ * frames only while it has room and pauses its node once HIGH lines wait unsent, so a slow server slows
+ * the process's output instead of growing the agent's memory.
  */
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
@@ -37,6 +38,7 @@ export class FrameWriter implements Flow {
   /** Weight of the queued frames. */
   #weight = 0;
   readonly #roomWaiters = new Set<() => void>();
+  readonly #idleWaiters = new Set<() => void>();
   #blocked = false;
   #closed = false;
 
@@ -51,6 +53,17 @@ export class FrameWriter implements Flow {
   /** Frames queued and not yet handed to the transport. */
   get backlog(): number {
     return this.#queue.length;
+  }
+
+  /** True once the stream closed (later frames are dropped). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Resolves once every queued frame was handed to the transport, or the stream closed. */
+  idle(): Promise<void> {
+    if (this.#closed || this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.add(resolve));
   }
 
   /** Sends `frame` after those before it; resolves once handed to the transport (or dropped on a closed stream). */
@@ -81,6 +94,7 @@ export class FrameWriter implements Flow {
     this.#weight = 0;
     for (const q of this.#queue.splice(0)) q.sent();
     this.#wakeRoom();
+    this.#wakeIdle();
   }
 
   #flush(): void {
@@ -92,6 +106,12 @@ export class FrameWriter implements Flow {
       q.sent();
     }
     if (this.#weight <= LOW) this.#wakeRoom();
+    if (this.#queue.length === 0) this.#wakeIdle();
+  }
+
+  #wakeIdle(): void {
+    for (const w of [...this.#idleWaiters]) w();
+    this.#idleWaiters.clear();
   }
 
   #wakeRoom(): void {

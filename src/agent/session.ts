@@ -1,17 +1,17 @@
 /**
- * Session: one WorkerStream connection of the agent. Sends Hello, answers Welcome / Call /
- * CancelCall / CompileCall / Drain frames, heartbeats itself and each running call, and when the stream ends
- * stops its running calls and resolves only once their processes have exited (so the next
- * Hello never advertises resources a dying process still holds; SPEC W6).
+ * Session: one WorkerStream connection of the agent. Sends Hello, answers Welcome / Call / CancelCall /
+ * CompileCall / Ack / Drain frames and heartbeats itself and each running call. It owns no calls: they
+ * belong to the agent's HeldCalls and outlive the stream (SPEC S1); the Welcome links them to this
+ * stream, its end unlinks them. Frames that arrive after the stream ended are ignored.
  */
 import type { ClientDuplexStream } from '@grpc/grpc-js';
-import type { Call, Hello, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
+import type { Hello, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import type { ExecEvent, Executors } from '../workers/executors/index.js';
-import { EventBatcher } from '../workers/event-batcher.js';
-import { toFailure, toTask, toTerminal } from '../workers/task.js';
+import type { Executors } from '../workers/executors/index.js';
+import { toFailure } from '../workers/task.js';
 import { FrameWriter } from './frame-writer.js';
+import type { HeldCalls } from './held-calls.js';
 
 /** Heartbeat interval when the Welcome names none, in ms. */
 export const DEFAULT_HEARTBEAT_MS = 5000;
@@ -33,69 +33,89 @@ export interface SessionEnd {
   details?: string;
 }
 
-/** One connection; `run()` resolves when it is over and its calls are stopped. */
+/** One connection; `run()` resolves when it is over (its calls keep running). */
 export class Session {
-  readonly #writer: FrameWriter;
-  readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  readonly writer: FrameWriter;
   #heartbeatMs = DEFAULT_HEARTBEAT_MS;
   #welcomed = false;
+  #over = false;
   #alive?: NodeJS.Timeout;
   #onWelcome: () => void = () => undefined;
+  #ended?: Promise<unknown>;
 
   constructor(
     readonly stream: ClientDuplexStream<WorkerStreamRequest, WorkerStreamResponse>,
     readonly hello: Hello,
+    readonly calls: HeldCalls,
     readonly executors: Executors,
     readonly log: Logger,
     readonly onAttached: () => void = () => undefined,
     readonly welcomeTimeoutMs = DEFAULT_WELCOME_TIMEOUT_MS,
   ) {
-    this.#writer = new FrameWriter(stream);
+    this.writer = new FrameWriter(stream);
   }
 
-  /** Calls running now. */
-  get running(): number {
-    return this.#running.size;
+  /** True once the server accepted the Hello (and the stream is not over). */
+  get welcomed(): boolean {
+    return this.#welcomed && !this.#over;
   }
 
   /**
    * Sends Hello and serves frames until the stream ends (or no Welcome came within
-   * `welcomeTimeoutMs`); then stops running calls.
+   * `welcomeTimeoutMs`); then unlinks the calls, which keep running.
    */
   async run(): Promise<SessionEnd> {
     let code: number | undefined;
     let details: string | undefined;
     let noWelcome: NodeJS.Timeout | undefined;
     const ended = new Promise<string>((resolve) => {
+      const end = (why: string) => {
+        this.#over = true;
+        resolve(why);
+      };
       noWelcome = setTimeout(
-        () => resolve(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`),
+        () => end(`no Welcome within ${this.welcomeTimeoutMs} ms of Hello`),
         this.welcomeTimeoutMs,
       );
       this.#onWelcome = () => clearTimeout(noWelcome);
       this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
-        code = err.code;
-        details = err.details;
-        resolve(err.message);
+        code ??= err.code;
+        details ??= err.details;
+        end(err.message);
       });
-      this.stream.on('end', () => resolve('server ended the stream'));
-      this.stream.on('close', () => resolve('stream closed'));
+      this.stream.on('end', () => end('server ended the stream'));
+      this.stream.on('close', () => end('stream closed'));
     });
-    this.stream.on('data', (msg: WorkerStreamResponse) => this.#onFrame(msg));
-    void this.#writer.send({ $case: 'hello', value: this.hello });
+    this.#ended = ended;
+    this.stream.on('data', (msg: WorkerStreamResponse) => {
+      if (!this.#over) this.#onFrame(msg);
+    });
+    void this.writer.send({ $case: 'hello', value: this.hello });
     const reason = await ended;
     clearTimeout(noWelcome);
     clearInterval(this.#alive);
-    this.#writer.close();
+    this.writer.close();
     this.stream.cancel();
-    await this.stopAll(new BerthError('unavailable', `stream to server lost: ${reason}`));
+    this.calls.detach(this.writer);
     return { welcomed: this.#welcomed, reason, code, details };
   }
 
-  /** Aborts every running call with `reason`; resolves when their processes have exited. */
-  async stopAll(reason: BerthError): Promise<void> {
-    const all = [...this.#running.values()];
-    for (const c of all) c.abort.abort(reason);
-    await Promise.all(all.map((c) => c.done));
+  /** Sends Stopping{reason} (SPEC S2): the server fails this agent's calls at once. */
+  stopping(reason: string): Promise<void> {
+    return this.writer.send({ $case: 'stopping', value: { reason } });
+  }
+
+  /**
+   * Ends the stream gracefully: waits (at most `ms`) for the queued frames to reach the transport,
+   * half-closes, and waits for the server to close; then cancels.
+   */
+  async close(ms = 2000): Promise<void> {
+    if (this.#over) return;
+    const timeout = new Promise((r) => setTimeout(r, ms).unref());
+    await Promise.race([this.writer.idle(), timeout]);
+    this.stream.end();
+    await Promise.race([this.#ended, timeout]);
+    this.stream.cancel();
   }
 
   #onFrame(msg: WorkerStreamResponse): void {
@@ -103,26 +123,27 @@ export class Session {
     if (!f) return;
     switch (f.$case) {
       case 'welcome':
+        if (this.#welcomed) return; // one Welcome per stream
         this.#welcomed = true;
         this.#onWelcome();
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
-        this.log.info({ server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs }, 'attached to server');
-        clearInterval(this.#alive);
-        this.#alive = setInterval(
-          () =>
-            void this.#writer.send({
-              $case: 'heartbeat',
-              value: { callId: '', warmPools: this.executors.python.pools.stats() },
-            }),
-          this.#heartbeatMs,
+        this.log.info(
+          { server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs, resumed: f.value.calls.length },
+          'attached to server',
         );
+        this.calls.attach(this.writer, f.value.calls);
+        this.#alive = setInterval(() => this.#beat(), this.#heartbeatMs);
         this.onAttached();
         return;
       case 'call':
-        return this.#start(f.value);
+        if (this.#welcomed) this.calls.start(this.writer, f.value);
+        return;
       case 'cancel':
         this.log.info({ call: f.value.callId, reason: f.value.reason }, 'cancel');
-        this.#running.get(f.value.callId)?.abort.abort(new BerthError('cancelled', f.value.reason || 'cancelled'));
+        this.calls.cancel(f.value.callId, new BerthError('cancelled', f.value.reason || 'cancelled'));
+        return;
+      case 'ack':
+        this.calls.ack(this.writer, f.value.calls);
         return;
       case 'compile':
         void this.#compile(f.value.requestId, f.value.source, `<${f.value.flow}.${f.value.node}>`);
@@ -133,46 +154,21 @@ export class Session {
     }
   }
 
-  #start(call: Call): void {
-    const id = call.callId;
-    if (!id || this.#running.has(id)) return; // a duplicate call id runs once
-    const abort = new AbortController();
-    const beat = setInterval(
-      () => void this.#writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } }),
-      this.#heartbeatMs,
-    );
-    this.log.debug({ call: id }, 'call started'); // per call: debug, as the server's call decisions (issue 11)
-    const batch = new EventBatcher(id, (ev) => void this.#writer.send({ $case: 'event', value: ev }));
-    const done = (async () => {
-      try {
-        const task = toTask(id, call.allocation, call.payload);
-        const outcome = await this.executors.run(task, (e: ExecEvent) => batch.push(e), abort.signal, this.#writer);
-        batch.close(); // every line before the result
-        await this.#writer.send(toTerminal(id, outcome));
-        this.log.debug({ call: id, ok: outcome.ok }, 'call finished');
-      } catch (err) {
-        batch.close();
-        const e = err instanceof BerthError ? err : new BerthError('unavailable', String(err));
-        const type =
-          e.kind === 'cancelled' ? 'Cancelled' : e.kind === 'invalid_argument' ? 'InvalidCall' : 'WorkerError';
-        await this.#writer.send({
-          $case: 'failure',
-          value: toFailure(id, { type, message: e.message, traceback: '' }),
-        });
-        this.log.info({ call: id, reason: e.message }, 'call stopped');
-      } finally {
-        clearInterval(beat);
-        this.#running.delete(id);
-      }
-    })();
-    this.#running.set(id, { abort, done });
+  /** The worker's heartbeat (with its warm pools) and one per running call. */
+  #beat(): void {
+    void this.writer.send({
+      $case: 'heartbeat',
+      value: { callId: '', warmPools: this.executors.python.pools.stats() },
+    });
+    for (const id of this.calls.runningIds())
+      void this.writer.send({ $case: 'heartbeat', value: { callId: id, warmPools: undefined } });
   }
 
   async #compile(requestId: string, source: string, filename: string): Promise<void> {
     const failure = await this.executors
       .compile(source, filename)
       .catch((e: unknown) => ({ type: 'WorkerError', message: String(e), traceback: '' }));
-    await this.#writer.send({
+    await this.writer.send({
       $case: 'compileResult',
       value: { requestId, ok: !failure, failure: failure ? toFailure('', failure) : undefined },
     });

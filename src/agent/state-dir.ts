@@ -1,6 +1,7 @@
 /**
  * The agent's state directory (SPEC R5, issue 10 item 8): one file per process group the agent has
- * running, and the agent's own pid. An agent that starts ends the groups a killed predecessor left
+ * running, and the agent's own pid; calls' outboxes spill under the agent's own record (SPEC S1).
+ * An agent that starts ends the groups a killed predecessor left
  * (their watchdogs may have been killed too) before it says Hello, so the books never offer GPUs
  * that a leftover process still uses. A group file names the leader's pid and start time, so a
  * recycled pid is never taken for a leftover.
@@ -66,6 +67,11 @@ export class StateDir implements GroupRecorder {
     mkdirSync(own, { recursive: true, mode: 0o700 });
     this.#own = own;
     return ended;
+  }
+
+  /** This agent's own record directory (its call outboxes spill under it); undefined before takeOver(). */
+  get own(): string | undefined {
+    return this.#own;
   }
 
   /** Records group `pgid` (its leader's pid). No-op before takeOver(). */

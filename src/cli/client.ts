@@ -65,17 +65,27 @@ export function resolveClientOptions(flags: ClientFlags, env: NodeJS.ProcessEnv 
   return o;
 }
 
+/** PEM material for channelCredentials: a file path, or the PEM bytes themselves (the TypeScript client's option). */
+export type Pem = string | Buffer;
+
+/** The names errors give the three TLS settings: the CLI's flags by default. */
+const TLS_FLAGS = { tlsCa: '--tls-ca', tlsCert: '--tls-cert', tlsKey: '--tls-key' } as const;
+
 /**
  * Channel credentials for `o`: plaintext without `tlsCa`; TLS trusting `tlsCa`; mutual TLS with
- * `tlsCert` + `tlsKey`. @throws Error `--tls-ca: cannot read '<file>': …` and the like.
+ * `tlsCert` + `tlsKey`. Each is a PEM file path or PEM bytes; `names` are what errors call them
+ * (default the flags). @throws Error `--tls-ca: cannot read '<file>': …` and the like.
  */
-export function channelCredentials(o: Pick<ClientOptions, 'tlsCa' | 'tlsCert' | 'tlsKey'> = {}): ChannelCredentials {
+export function channelCredentials(
+  o: { tlsCa?: Pem; tlsCert?: Pem; tlsKey?: Pem } = {},
+  names: Record<keyof typeof TLS_FLAGS, string> = TLS_FLAGS,
+): ChannelCredentials {
   if (!o.tlsCa) return credentials.createInsecure();
-  return credentials.createSsl(
-    readFlagFile('--tls-ca', o.tlsCa),
-    o.tlsKey ? readFlagFile('--tls-key', o.tlsKey) : null,
-    o.tlsCert ? readFlagFile('--tls-cert', o.tlsCert) : null,
-  );
+  const pem = (k: keyof typeof TLS_FLAGS) => {
+    const v = o[k];
+    return v === undefined || v === '' ? null : typeof v === 'string' ? readFlagFile(names[k], v) : v;
+  };
+  return credentials.createSsl(pem('tlsCa'), pem('tlsKey'), pem('tlsCert'));
 }
 
 /** Call metadata carrying the token, when there is one. */

@@ -13,6 +13,7 @@ import { jobsLimit, resolveDispatchOptions } from '../config/dispatch-options.js
 import { OptionsError } from '../config/options-error.js';
 import { runBatch } from '../dispatch/batch-run.js';
 import { BatchError, loadBatch } from '../dispatch/batch.js';
+import { jobRef } from '../dispatch/batch-error.js';
 import type { Job, Runner } from '../dispatch/job.js';
 import { LocalRunner } from '../dispatch/local-runner.js';
 import { killAllGroups } from '../dispatch/process-groups.js';
@@ -27,18 +28,19 @@ import { formatRange } from '../resources/ranges.js';
 const EXAMPLE = `
 Batch file (YAML or JSON; a bare list of jobs works too):
   jobs:
-    - label: train-a
+    - name: train-a
       devices: 2                      # device count, 0 for none
       argv: [python, train.py, --gpus, "{devices}"]
       timeout: 600                    # seconds, optional
-    - label: smoke
+    - name: smoke
       devices: 1
+      require: a100                   # with --server: only machines labelled a100 (prefer: rather them)
       shell: "echo on $CUDA_VISIBLE_DEVICES && ./smoke.sh"
       env: { SEED: 1 }
       cwd: tests
       stack_dump_signal: true         # SIGUSR1 before a timeout stop
 
-label (default job<N>) and devices (default 0) are optional; cwd is relative to the batch file's
+name (default job<N>) and devices (default 0) are optional; cwd is relative to the batch file's
 directory. {devices} in argv/shell is the range string (0-3); the device variable gets the ids as
 a comma list (0,1,2,3), as CUDA and ASCEND_RT_VISIBLE_DEVICES expect. Processes that leave their
 process group (setsid, daemons) are not tracked.
@@ -57,18 +59,42 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
+/** Most jobs a refusal lists one by one; the rest are counted. */
+const LISTED = 5;
+
 /**
  * D2: refuses a batch with a job needing more devices than `most` (the pool, or the biggest machine
- * in `--server` mode, described by `where`), naming each such job and both numbers.
+ * in `--server` mode, described by `where`): `where` (and any hint in it) is said once, then the
+ * jobs, at most LISTED of them one by one.
  * @throws BatchError (CLI exit 2).
  */
 export function checkFits(jobs: readonly Job[], most: number, where: string): void {
   const tooBig = jobs.filter((j) => j.devices > most);
   if (tooBig.length === 0) return;
-  const lines = tooBig.map(
-    (j) => `job ${j.index + 1} (${JSON.stringify(j.label)}) needs ${plural(j.devices, 'device')} but ${where}`,
+  const lines = tooBig.slice(0, LISTED).map((j) => `  ${jobRef(j)} needs ${plural(j.devices, 'device')}`);
+  if (tooBig.length > LISTED) lines.push(`  and ${tooBig.length - LISTED} more`);
+  throw new BatchError(
+    `${plural(tooBig.length, 'job')} ${tooBig.length === 1 ? 'needs' : 'need'} more devices than there are: ` +
+      `${where}\n${lines.join('\n')}\nnothing was started`,
   );
-  throw new BatchError(`${lines.join('\n')}\nnothing was started`);
+}
+
+/**
+ * Machine labels (`require:`/`prefer:`) are berth's: without `--server` a job that requires one is
+ * refused (this host carries no labels, so it could never run as asked); a preferred one is ignored,
+ * with one note to `warn` (a preference may always run elsewhere).
+ * @throws BatchError naming the first job that requires a label (CLI exit 2).
+ */
+export function checkLocalLabels(jobs: readonly Job[], warn: (note: string) => void): void {
+  const required = jobs.find((j) => j.machine?.policy === 'require');
+  if (required !== undefined)
+    throw new BatchError(
+      `${jobRef(required)}: require: ${JSON.stringify(required.machine!.label)}: machine labels are berth's; ` +
+        `run the batch with --server (this host has none)\nnothing was started`,
+    );
+  const preferring = jobs.filter((j) => j.machine?.policy === 'prefer').length;
+  if (preferring > 0)
+    warn(`prefer: ignored without --server (${plural(preferring, 'job')}): the jobs run on this host`);
 }
 
 function poolText(pool: DevicePool): string {
@@ -86,7 +112,7 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
     const key = Object.keys(j.env).find((k) => reserved.has(k));
     if (key !== undefined) {
       throw new BatchError(
-        `job ${j.index + 1} (${JSON.stringify(j.label)}): env.${key}: ` +
+        `${jobRef(j)}: env.${key}: ` +
           `set by dispatch from the devices the job gets (SPEC R8); ` +
           `a job cannot set it (got ${JSON.stringify(j.env[key])})\nnothing was started`,
       );
@@ -96,7 +122,8 @@ export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boo
 
 async function dispatch(file: string, flags: Record<string, unknown>): Promise<void> {
   const o = resolveDispatchOptions(flags);
-  const jobs = await loadBatch(file);
+  const warn = (note: string) => process.stderr.write(`berth dispatch: ${note}\n`);
+  const jobs = await loadBatch(file, warn);
   checkJobEnv(jobs, o.deviceEnv, o.server !== undefined);
   let pool: DevicePool | null = null;
   let runner: Runner;
@@ -136,10 +163,11 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
       throw e;
     }
   } else {
+    checkLocalLabels(jobs, warn);
     pool = new DevicePool(o.devices ?? (await detectInventory()).gpuIds);
     const hint =
       o.devices === undefined && pool.size === 0
-        ? '; no GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, ' +
+        ? '\nno GPUs were detected on this host (nvidia-smi -L): pass --devices with the ids to hand out, ' +
           'e.g. --devices 0-3'
         : '';
     checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);

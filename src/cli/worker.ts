@@ -1,6 +1,7 @@
 /**
  * `berth worker`: attach this machine to a berth server and run the calls sent to it (SPEC W6).
- * Stops on SIGINT/SIGTERM: running calls get SIGTERM, then SIGKILL after --grace.
+ * Calls outlive a lost link for --disconnect-grace (SPEC S1). Stops on SIGINT/SIGTERM: tells the server
+ * (Stopping), then running calls get SIGTERM, then SIGKILL after --grace.
  */
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
@@ -29,6 +30,11 @@ export function workerCommand(): Command {
     .option(
       '--grace <s>',
       'seconds between SIGTERM and SIGKILL when a call is cancelled [env BERTH_GRACE] (default 10)',
+    )
+    .option(
+      '--disconnect-grace <s>',
+      'seconds calls keep running while the server is unreachable; then they are stopped ' +
+        '[env BERTH_DISCONNECT_GRACE] (default 120)',
     )
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
@@ -73,6 +79,7 @@ export function workerCommand(): Command {
           inventory,
           maxParallel: o.maxParallel,
           graceMs: o.grace * 1000,
+          disconnectGraceMs: Math.round(o.disconnectGrace * 1000),
           token: o.token,
           tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined,
           stateDir: o.stateDir,
@@ -87,7 +94,7 @@ export function workerCommand(): Command {
           process.exit(130);
         }
         log.info({ sig }, 'worker stopping');
-        void agent.stop().then(() => process.exit(0));
+        void agent.stop(sig).then(() => process.exit(0));
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);

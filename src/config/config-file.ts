@@ -70,7 +70,7 @@ function asFlagValue(key: string, v: unknown, where: string): unknown {
   if (key === 'gpus' && typeof v === 'number') {
     throw new OptionsError(
       `${where}: device ids, not a count: write a list or a range, e.g. [0, 1] or '0-3', ` +
-        `or '${v}' for the one GPU with id ${v} (got ${v})`,
+        `or '${v}-${v}' for the one GPU with id ${v} (got ${v})`,
     );
   }
   return v;

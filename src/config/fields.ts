@@ -72,6 +72,30 @@ export const deviceRange = z.string().transform((s, ctx) => {
   return ids;
 });
 
+/**
+ * A machine's GPU ids (`berth worker --gpus`, `berth serve --gpus`, BERTH_GPUS, the config's `gpus`):
+ * a deviceRange, except that a bare single number is refused (issue 23 item 7): `--gpus 4` reads
+ * as "4 GPUs" but would be the one GPU with id 4. Explicit specs stay: `4-4` or `4,` (one trailing
+ * comma is allowed) for the one id, `0-3` for four.
+ */
+export const gpuIds = z.string().transform((s, ctx) => {
+  const spec = s.trim();
+  if (/^\d+$/.test(spec) && Number(spec) <= MAX_DEVICE_ID) {
+    const n = Number(spec);
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        `a bare number is ambiguous: these are GPU ids, not a count: for ${n === 0 ? 'no GPUs' : `${n} GPU${n === 1 ? '' : 's'}`} write ` +
+        `${n === 0 ? "''" : `0-${n - 1}`}; for the one GPU with id ${n} write ${n}-${n} (or '${n},')`,
+    });
+    return z.NEVER;
+  }
+  const r = deviceRange.safeParse(spec.endsWith(',') && !spec.endsWith(',,') ? spec.slice(0, -1) : s);
+  if (r.success) return r.data;
+  ctx.addIssue({ code: 'custom', message: r.error.issues[0].message });
+  return z.NEVER;
+});
+
 /** Plain words for the file errors a user can fix (ENOENT → `no such file`). */
 const FILE_ERRORS: Record<string, string> = {
   ENOENT: 'no such file',

@@ -11,7 +11,7 @@ import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
 import {
   address,
-  deviceRange,
+  gpuIds,
   type FlagTable,
   labelList,
   logLevel,
@@ -29,7 +29,7 @@ export const DEFAULT_LISTEN = '127.0.0.1:50051';
 const schema = z.object({
   listen: address.default(DEFAULT_LISTEN),
   cpus: wholeNumber(0, 65536).optional(),
-  gpus: deviceRange.optional(),
+  gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
   engineName: plainName.default('engine'),
   engineLabels: labelList.optional(),

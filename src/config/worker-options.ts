@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import {
   address,
-  deviceRange,
+  gpuIds,
   type FlagTable,
   labelList,
   logLevel,
@@ -19,15 +19,21 @@ import {
   wholeNumber,
 } from './fields.js';
 
+/** Longest `--disconnect-grace`, in seconds (one day). */
+export const MAX_DISCONNECT_GRACE_S = 86_400;
+
 const schema = z.object({
   server: address.default('127.0.0.1:50051'),
   name: plainName.default(os.hostname().split('.')[0] || 'worker'),
   labels: labelList.default([]),
   cpus: wholeNumber(0, 65536).optional(),
-  gpus: deviceRange.optional(),
+  gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),
+  disconnectGrace: seconds
+    .pipe(z.number().max(MAX_DISCONNECT_GRACE_S, `must be at most ${MAX_DISCONNECT_GRACE_S} (one day)`))
+    .default(120),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCa: readableFile.optional(),
@@ -37,7 +43,8 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth worker` options. Units: `grace` in seconds, `ramMb` in MB; maxParallel 0 = unlimited.
+ * Validated `berth worker` options. Units: `grace` and `disconnectGrace` (how long calls run on without a
+ * stream to the server, SPEC S1) in seconds, `ramMb` in MB; maxParallel 0 = unlimited.
  * `tlsCa` turns TLS on (trusting that CA); `tlsCert`/`tlsKey` add a client certificate (mutual TLS).
  * `stateDir`: where the agent records its process groups (SPEC R5; default defaultStateDir()).
  */
@@ -52,6 +59,7 @@ const FLAGS: FlagTable = {
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
   maxParallel: ['--max-parallel', 'BERTH_MAX_PARALLEL'],
   grace: ['--grace', 'BERTH_GRACE'],
+  disconnectGrace: ['--disconnect-grace', 'BERTH_DISCONNECT_GRACE'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCa: ['--tls-ca', 'BERTH_TLS_CA'],

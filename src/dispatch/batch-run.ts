@@ -2,7 +2,9 @@
  * runBatch: runs a validated batch to the end and returns exactly one result per job, in file
  * order (SPEC D3–D7). Jobs are admitted by the Scheduler the moment devices free (no polling);
  * a per-job timeout stops that job alone, the batch timeout, fail-fast and `signal` stop the
- * queue (the rest `skipped`) and every running job (SIGTERM, SIGKILL after the grace).
+ * queue (the rest `skipped`) and every running job (SIGTERM, SIGKILL after the grace). A `--server`
+ * job whose Run still waits in berth's queue has not started: stopped, it is `skipped` too (no
+ * SIGTERM, no log file), as a queued job is locally.
  */
 import { join } from 'node:path';
 import type { DevicePool } from '../resources/devices.js';
@@ -39,6 +41,8 @@ interface Running {
   capture: OutputCapture;
   info: StartInfo;
   startedMs: number;
+  /** The runner said it runs (a process, or berth's Started); a stopped job that never did is skipped. */
+  started: boolean;
   timer?: NodeJS.Timeout;
   /** Why dispatch stopped it; decides the status. */
   stopped?: 'cancelled' | 'timed_out';
@@ -47,11 +51,11 @@ interface Running {
 }
 
 function fileName(job: Job): string {
-  return `${String(job.index + 1).padStart(3, '0')}-${job.label.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60)}.log`;
+  return `${String(job.index + 1).padStart(3, '0')}-${job.name.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60)}.log`;
 }
 
 function statusOf(end: RunEnd, r: Running): JobStatus {
-  if (r.stopped !== undefined) return r.stopped; // e.g. a --server job cancelled while it waited
+  if (r.stopped !== undefined) return r.started ? r.stopped : 'skipped'; // a --server job stopped while it waited
   if (end.spawnError !== undefined) return 'spawn_error';
   if (end.error !== undefined) return 'error';
   if (r.expired) return 'timed_out';
@@ -102,7 +106,7 @@ export function runBatch(
         const job = jobs[index];
         settle({
           index,
-          label: job.label,
+          name: job.name,
           status: 'skipped',
           exitCode: null,
           signal: null,
@@ -118,10 +122,14 @@ export function runBatch(
       if (r.stopped !== undefined) return;
       r.stopped = why;
       clearTimeout(r.timer);
-      if (why === 'timed_out') reporter.stuck(jobs[index], r.info, r.capture);
-      r.capture.note(`${why === 'timed_out' ? 'timed out' : 'cancelled'}: SIGTERM, SIGKILL after ${config.graceMs} ms`);
-      r.run.stop(config.graceMs);
+      if (r.started) {
+        if (why === 'timed_out') reporter.stuck(jobs[index], r.info, r.capture);
+        r.capture.note(stopNote(r));
+      }
+      r.run.stop(config.graceMs); // one still waiting in berth's queue is withdrawn (Cancel)
     };
+    const stopNote = (r: Running) =>
+      `${r.stopped === 'timed_out' ? 'timed out' : 'cancelled'}: SIGTERM, SIGKILL after ${config.graceMs} ms`;
 
     const onTimeout = (index: number, r: Running) => {
       const job = jobs[index];
@@ -147,20 +155,21 @@ export function runBatch(
       const logFile = r.capture.logged ? r.capture.logFile : undefined; // no output, no log file
       settle({
         index,
-        label: job.label,
+        name: job.name,
         status,
         exitCode: end.exitCode,
         signal: end.signal,
-        devices: r.info.devices,
+        devices: status === 'skipped' ? [] : r.info.devices,
         machine: r.info.machine,
         pid: r.info.pid,
-        durationMs: Date.now() - r.startedMs,
+        durationMs: status === 'skipped' ? 0 : Date.now() - r.startedMs,
         logFile,
-        error: end.spawnError ?? end.error,
+        error: status === 'skipped' ? undefined : (end.spawnError ?? end.error),
         tail: status === 'passed' ? r.capture.tail().slice(-PASSED_TAIL_CHARS) : r.capture.tail(),
       });
-      if (status !== 'passed' && config.failFast)
-        stopAll('cancelled', `fail-fast: ${job.label} ${status}; stopping the batch`);
+      if (status !== 'passed' && status !== 'skipped' && config.failFast)
+        stopAll('cancelled', `fail-fast: ${job.name} ${status}; stopping the batch`);
+      if (stopping) reporter.progress({ queued: 0, running: running.size }); // pump() counts no more
       pump();
     };
 
@@ -172,6 +181,7 @@ export function runBatch(
         capture,
         info: { devices: ids },
         startedMs: Date.now(),
+        started: false,
         run: undefined as unknown as JobRun,
       };
       running.set(index, r);
@@ -179,6 +189,8 @@ export function runBatch(
         // time and timeout count from the start (a --server job may first wait in berth's queue)
         r.info = info;
         r.startedMs = Date.now();
+        r.started = true;
+        if (r.stopped !== undefined) r.capture.note(stopNote(r)); // it started as it was being stopped
         if (job.timeoutMs !== undefined && r.stopped === undefined)
           r.timer = setTimeout(() => onTimeout(index, r), job.timeoutMs);
         reporter.started(job, info);

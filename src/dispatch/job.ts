@@ -9,7 +9,13 @@ import type { OutputCapture } from './capture.js';
 export interface Job {
   /** 0-based position in the batch file. */
   index: number;
-  label: string;
+  /** The job's name (batch key `name:`, formerly `label:`): log files, JUnit testcases, output lines. */
+  name: string;
+  /**
+   * A machine label the job must run on (`require:`) or would rather run on (`prefer:`), passed as
+   * the Run's ask (label, policy) with `--server`. Undefined for a job with neither.
+   */
+  machine?: { label: string; policy: 'require' | 'prefer' };
   /** Number of devices the job needs (≥ 0). */
   devices: number;
   argv?: string[];
@@ -45,7 +51,8 @@ export const JOB_STATUSES: readonly JobStatus[] = [
 /** The one result of one job. `durationMs` is 0 for jobs that never started. */
 export interface JobResult {
   index: number;
-  label: string;
+  /** The job's name. */
+  name: string;
   status: JobStatus;
   exitCode: number | null;
   signal: string | null;
@@ -65,6 +72,7 @@ export interface JobResult {
 
 /** Where a job landed, known once it started. */
 export interface StartInfo {
+  /** The job's process id when the runner knows it (local jobs; a berth worker does not report one). */
   pid?: number;
   machine?: string;
   devices: number[];

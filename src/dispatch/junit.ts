@@ -23,7 +23,7 @@ export function junitXml(results: readonly JobResult[], wallMs: number, suite = 
   };
   const ts = doc.ele('testsuites', attrs).ele('testsuite', attrs);
   for (const r of results) {
-    const tc = ts.ele('testcase', { name: r.label, classname: 'dispatch', time: (r.durationMs / 1000).toFixed(3) });
+    const tc = ts.ele('testcase', { name: r.name, classname: 'dispatch', time: (r.durationMs / 1000).toFixed(3) });
     const message = `${r.status}: ${endText(r)}`;
     if (r.status === 'failed') tc.ele('failure', { message, type: 'failed' }).txt(message);
     else if (r.status === 'timed_out') tc.ele('failure', { message, type: 'timed_out' }).txt(message);

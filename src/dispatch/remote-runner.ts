@@ -1,7 +1,8 @@
 /**
  * RemoteRunner: runs jobs through a berth server as `Run` calls (SPEC D8), so they can land on
  * any attached worker. Each job is one Run stream with an ask of `gpus: devices` (and one core for a
- * job with no devices, so CPU-only jobs are bounded by cores) and a command payload; berth picks the machine and the
+ * job with no devices, so CPU-only jobs are bounded by cores; a job's `require:`/`prefer:` label as the ask's label
+ * and policy) and a command payload; berth picks the machine and the
  * device ids (the reply's CallStarted names them) and replaces `{devices}` itself. Log lines stream into the job's
  * OutputCapture. Stopping calls Cancel(run_id) (the worker SIGTERMs, then SIGKILLs) and drops the stream after the
  * grace. A call berth refuses (INVALID_ARGUMENT, UNAUTHENTICATED, FAILED_PRECONDITION…), a grant with fewer devices
@@ -15,6 +16,7 @@ import {
   type RunRequest,
   type RunResponse,
 } from '../../generated/ts/berth/v1/placement.js';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { OptionsError } from '../config/fields.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
@@ -22,7 +24,7 @@ import { describeCallError, endOf } from './remote-outcome.js';
 
 /** A node name berth accepts (letters, digits, _ . -; ≤ 128) made from the job's number and label. */
 export function nodeName(job: Job): string {
-  return `${job.index + 1}-${job.label.replace(/[^A-Za-z0-9_.-]+/g, '_')}`.slice(0, 128);
+  return `${job.index + 1}-${job.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}`.slice(0, 128);
 }
 
 /**
@@ -40,8 +42,14 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
         cpus: job.devices > 0 ? 0 : 1,
         gpus: job.devices,
         ramMb: undefined,
-        label: '',
-        policy: 0,
+        // require:/prefer: a machine label, as the ask's label and policy (berth's placement rules)
+        label: job.machine?.label ?? '',
+        policy:
+          job.machine === undefined
+            ? 0
+            : job.machine.policy === 'require'
+              ? Policy.POLICY_REQUIRE
+              : Policy.POLICY_PREFER,
         node: `dispatch.${nodeName(job)}`,
         runId,
         env: {},

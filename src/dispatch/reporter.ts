@@ -1,7 +1,7 @@
 /**
  * Reporter: what a person watching `berth dispatch` sees (SPEC D5, D7). Without a terminal, one
- * line per event: START (label, pid, devices) and PASS / FAIL / TIMEOUT / CANCELLED / ERROR
- * (label, exit code or signal, devices, duration), a failed job's recent output grouped after its
+ * line per event: START (name, pid when known, devices) and PASS / FAIL / TIMEOUT / CANCELLED / ERROR
+ * (name, exit code or signal, devices, duration), a failed job's recent output grouped after its
  * line. On a terminal, START and PASS lines give way to a live progress bar (done / running /
  * queued / failed) redrawn in place; failures still print in full above it.
  */
@@ -106,7 +106,9 @@ export class ConsoleReporter implements Reporter {
 
   started(job: Job, info: StartInfo): void {
     if (this.tty) return this.#bar();
-    this.#print(`START     ${job.label}  pid ${info.pid ?? '-'}  ${whereText(info.devices, info.machine)}`);
+    // A berth worker reports no pid: the line then names the machine and devices only.
+    const pid = info.pid !== undefined ? `  pid ${info.pid}` : '';
+    this.#print(`START     ${job.name}${pid}  ${whereText(info.devices, info.machine)}`);
   }
 
   finished(r: JobResult, _job: Job): void {
@@ -117,13 +119,13 @@ export class ConsoleReporter implements Reporter {
     if (r.status !== 'passed') this.#failed++;
     let text =
       `${STATUS_WORD[r.status].padEnd(9)} ` +
-      `${r.label}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
+      `${r.name}  ${endText(r)}  ${whereText(r.devices, r.machine)}  ${secondsText(r.durationMs)}`;
     if (this.#shownStuck.delete(r.index)) {
       text += `\n(output up to the stop shown above${r.logFile ? `; full log ${r.logFile}` : ''})`;
     } else if (r.status !== 'passed' && r.status !== 'spawn_error' && !(r.status === 'error' && r.tail === '')) {
       const lines = r.tail.replace(/\n$/, '').split('\n');
       const shown = { text: lines.slice(-this.tailLines).join('\n'), truncated: lines.length > this.tailLines };
-      text += `\n${this.#output(`output of ${r.label}`, shown, r.logFile)}`;
+      text += `\n${this.#output(`output of ${r.name}`, shown, r.logFile)}`;
     }
     this.#print(text);
   }
@@ -132,8 +134,8 @@ export class ConsoleReporter implements Reporter {
     this.#shownStuck.add(job.index);
     const shown = capture.lastLines(this.tailLines);
     this.#print(
-      `STUCK     ${job.label}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n` +
-        `${this.#output(`recent output of ${job.label}`, shown, capture.logFile)}`,
+      `STUCK     ${job.name}  past its timeout  ${whereText(info.devices, info.machine)}; stopping it\n` +
+        `${this.#output(`recent output of ${job.name}`, shown, capture.logFile)}`,
     );
   }
 

@@ -20,7 +20,7 @@ export function summaryText(results: readonly JobResult[], logDir: string, wallM
   for (const r of results) {
     rows.push([
       String(r.index + 1),
-      r.label,
+      r.name,
       r.status,
       whereText(r.devices, r.machine).replace(/^devices /, ''),
       secondsText(r.durationMs),
@@ -33,7 +33,7 @@ export function summaryText(results: readonly JobResult[], logDir: string, wallM
     lines.push('', 'failures:');
     for (const r of bad) {
       lines.push(
-        `  ${STATUS_WORD[r.status]} ${r.label} (${whereText(r.devices, r.machine)}): ${endText(r)}; ` +
+        `  ${STATUS_WORD[r.status]} ${r.name} (${whereText(r.devices, r.machine)}): ${endText(r)}; ` +
           `log ${r.logFile ?? 'none'}`,
       );
     }

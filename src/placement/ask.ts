@@ -26,12 +26,15 @@ export const MAX_ENV_KEY = 256;
 export const MAX_ENV_BYTES = 64 * 1024;
 
 const NAME = /^[A-Za-z0-9_.:-]*$/;
+/** What a run id may hold (an ask's, and so Cancel's): letters, digits and _ . : - (no control characters). */
+export const RUN_ID = NAME;
 const LABEL = /^[A-Za-z0-9_.-]*$/;
 /** A node name is free text for people (status, logs, the page) but never holds control characters. */
 const NODE = /^[^\u0000-\u001f\u007f-\u009f]*$/;
 const MAX_LABEL = 63;
 const MAX_NODE = 256;
-const MAX_RUN_ID = 128;
+/** Longest run id, in characters. */
+export const MAX_RUN_ID = 128;
 const MAX_ENV_VALUE = 65_536;
 
 const name = (what: string, max: number) =>

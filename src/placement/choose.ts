@@ -95,7 +95,8 @@ export function reservationTarget(
 
 /**
  * Clamping (SPEC P5): the best real machine for an ask none can ever hold — by granted GPUs,
- * then CPUs, then RAM, per machine — and the amount cut to it. Undefined with no eligible machine.
+ * then CPUs, then RAM, per machine — and the amount cut to it. Undefined with no eligible machine,
+ * or when the ask needs cores and no eligible machine has any.
  * Walks classes (one machine per class is enough: a class shares cores and GPUs).
  */
 export function clampTarget(
@@ -107,6 +108,9 @@ export function clampTarget(
   const better = (x: Amount, y: Amount) =>
     x.gpus !== y.gpus ? x.gpus > y.gpus : x.cpus !== y.cpus ? x.cpus > y.cpus : (x.ramMb ?? 0) > (y.ramMb ?? 0);
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
+    // A machine with no cores is no clamping target for an ask that needs some (issue 23 item 7): a task
+    // cut to 0 cores would run unbounded on a machine offering none (`serve --cpus 0`: workers do the work).
+    if (ask.cpus > 0 && cls.cpus === 0) continue;
     const m = cls.roomiest(ask.ramMb);
     if (!m) continue;
     const t = m.books.total;

@@ -6,7 +6,7 @@
  */
 import { BerthError } from '../errors.js';
 import { describeAmount, type Amount } from '../resources/books.js';
-import { amountOf, anyCanEverHold, chooseNow, clampTarget } from './choose.js';
+import { amountOf, anyCanEverHold, chooseNow, clampTarget, requires } from './choose.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk } from './types.js';
 
@@ -20,7 +20,7 @@ export interface AskVerdict {
   waitFor: string;
   /** What the ask would be cut to (clamped, impossible). */
   clampedTo?: Amount;
-  /** "cpus", "gpus" or "ram_mb"; '' when not clamped. */
+  /** "cpus", "gpus" or "ram_mb" (clamped, impossible), "label" (a required label no machine carries); '' else. */
   limiting: string;
 }
 
@@ -62,6 +62,33 @@ export function oversizeError(
     'failed_precondition',
     `ask.${dim}: asked ${UNIT[dim](asked)} but the largest machine, ${target.machine.spec.name}, ` +
       `has ${UNIT[dim](has)} (${rest.join(', ')}); on_oversize is fail`,
+  );
+}
+
+/**
+ * True when `ask` needs cores and the eligible machines (there are some) have none at all — e.g.
+ * `serve --cpus 0` with no worker attached (issue 23 item 7). Such an ask is clamped nowhere: it waits
+ * for a provisioner that covers it, or within the restart grace, else fails (see noCoresError).
+ */
+export function noCores(machines: MachineSet, ask: NormalizedAsk): boolean {
+  if (ask.cpus === 0) return false;
+  let any = false;
+  for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
+    if (cls.cpus > 0) return false;
+    any = true;
+  }
+  return any;
+}
+
+/** FAILED_PRECONDITION for an ask `noCores` holds for, naming ask.cpus and the machines (at most 3 named). */
+export function noCoresError(machines: MachineSet, ask: NormalizedAsk): BerthError {
+  const names = [...machines.all()].filter((m) => !requires(ask) || m.spec.labels.includes(ask.label));
+  const shown = names.slice(0, 3).map((m) => m.spec.name);
+  const which = `${shown.join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+  return new BerthError(
+    'failed_precondition',
+    `ask.cpus: asked ${ask.cpus} cpu(s) but no machine has cores (${which}: 0) and no provisioner can start ` +
+      `one: attach a worker with cores (berth worker --cpus N) or give the engine some (berth serve --cpus N)`,
   );
 }
 

@@ -9,7 +9,7 @@ import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { describeAmount, type Amount } from '../resources/books.js';
 import { amountOf, anyCanEverHold, chooseNow, clampTarget, eligible, requires, reservationTarget } from './choose.js';
-import { askVerdict, limitingDimension, oversizeError, type AskVerdict } from './oversize.js';
+import { askVerdict, limitingDimension, noCores, noCoresError, oversizeError, type AskVerdict } from './oversize.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
@@ -300,10 +300,13 @@ export class Placer {
   /**
    * Satisfiable's structured answer (issue 13, see oversize.ts): runs_now, waits,
    * waits_for_provisioner (with wait_for), clamped or impossible (with clamped_to and limiting).
-   * @throws BerthError FAILED_PRECONDITION for a required label no machine carries.
+   * A required label no machine carries, none is coming back (P3 grace) and no provisioner covers is
+   * impossible with limiting "label" (issue 23 item 7): a verdict, where a Claim fails FAILED_PRECONDITION.
    */
   verdict(ask: NormalizedAsk): AskVerdict {
-    this.#checkLabel(ask);
+    if (this.#labelMissing(ask) && this.#graceUntil(ask.label) < Date.now())
+      return { verdict: 'impossible', waitFor: '', limiting: 'label' };
+    if (this.#coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
     return askVerdict(
       this.machines,
       (a) => this.#prov?.covers(a) ?? false,
@@ -364,6 +367,14 @@ export class Placer {
     );
   }
 
+  /**
+   * True when `ask` needs cores no eligible machine has, no provisioner covers it and the restart grace
+   * (workers reconnecting) is over: it fails FAILED_PRECONDITION rather than be clamped to 0 cores (issue 23 item 7).
+   */
+  #coresNowhere(ask: NormalizedAsk): boolean {
+    return this.#restartUntil < Date.now() && !this.#prov?.covers(ask) && noCores(this.machines, ask);
+  }
+
   /** True when `ask` requires a label that no machine carries and no provisioner covers (SPEC P3, P10). */
   #labelMissing(ask: NormalizedAsk): boolean {
     return requires(ask) && !this.machines.hasLabel(ask.label) && !this.#prov?.covers(ask);
@@ -394,7 +405,11 @@ export class Placer {
     if (anyCanEverHold(this.machines, ask, amount)) return { amount, clamped: false };
     if (this.#prov?.covers(ask)) return { amount, clamped: false }; // the provisioning loop plans it (#plan)
     const t = clampTarget(this.machines, ask);
-    if (!t) return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
+    if (!t) {
+      // No cores anywhere (issue 23 item 7): FAILED_PRECONDITION once the restart grace is over, else wait.
+      if (announce && this.#coresNowhere(ask)) throw noCoresError(this.machines, ask);
+      return { amount, clamped: false }; // no eligible machine: a required label within its grace (P3) — wait
+    }
     if (ask.onOversize === 'fail') throw oversizeError(amount, t); // loud clamping (issue 13)
     if (announce) this.#clampedEvent(ask, t.amount, t.machine);
     return { amount: t.amount, clamped: true, best: t.machine };
@@ -605,6 +620,12 @@ export class Placer {
   #expireLabels(): void {
     let again = Infinity;
     for (const cls of [...this.#queue.classes()]) {
+      if (!this.#prov?.covers(cls.ask) && noCores(this.machines, cls.ask)) {
+        // queued within the restart grace for cores no machine has (issue 23 item 7)
+        if (this.#restartUntil >= Date.now()) again = Math.min(again, this.#restartUntil + 1 - Date.now());
+        else for (let w = cls.head, err = noCoresError(this.machines, cls.ask); w; w = cls.head) this.#abandon(w, err);
+        continue;
+      }
       if (!this.#labelMissing(cls.ask)) continue;
       const until = this.#graceUntil(cls.ask.label); // reconnect or restart grace
       if (until >= Date.now()) again = Math.min(again, until + 1 - Date.now());

@@ -50,7 +50,10 @@ export function authenticate(ctx: EdgeContext, call: CallCredentials): Caller {
 /** Throws INVALID_ARGUMENT for a request body the decoder could not read (see decode.ts). */
 function decoded<T>(request: T): T {
   if (isUndecodable(request))
-    throw new BerthError('invalid_argument', `request: undecodable message body (${request.why})`);
+    throw new BerthError(
+      'invalid_argument',
+      request.field ? `${request.field}: ${request.why}` : `request: undecodable message body (${request.why})`,
+    );
   return request;
 }
 

@@ -39,8 +39,30 @@ const commandSchema = z.object({
 });
 const sourceSchema = z.object({
   source: z.string().min(1, 'must not be empty'),
-  kwargs: z.record(z.string(), z.unknown()).optional(),
+  kwargs: z
+    .record(z.string(), z.unknown())
+    .superRefine((kwargs, ctx) => {
+      const at = nonFinite(kwargs, []);
+      if (at)
+        ctx.addIssue({ code: 'custom', path: at, message: 'must be a finite number (JSON has no NaN or Infinity)' });
+    })
+    .optional(),
 });
+
+/**
+ * The path to the first NaN or ±Infinity inside a Struct's value (issue 24 item 8): JSON, which the
+ * node receives, has neither, so it would reach the node as None. Undefined when there is none.
+ */
+function nonFinite(v: unknown, path: (string | number)[]): (string | number)[] | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? undefined : path;
+  if (typeof v !== 'object' || v === null) return undefined;
+  const entries: [string | number, unknown][] = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+  for (const [k, child] of entries) {
+    const hit = nonFinite(child, [...path, k]);
+    if (hit) return hit;
+  }
+  return undefined;
+}
 
 /**
  * Builds the Task of call `callId` with `allocation`'s device ids and env.
@@ -80,7 +102,7 @@ function check(payload: NonNullable<WirePayload>): void {
     const shown =
       issue.path.length === 1 && issue.path[0] === 'env'
         ? ''
-        : ` (got ${(JSON.stringify(value) ?? 'nothing').slice(0, 120)})`;
+        : ` (got ${(typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? 'nothing')).slice(0, 120)})`;
     throw new BerthError('invalid_argument', `${payload.$case}.${issue.path.join('.')}: ${message}${shown}`);
   }
   validated.add(payload.value);

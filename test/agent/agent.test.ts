@@ -113,7 +113,7 @@ describe('berth worker agent against a test-double server', () => {
     expect(await conn.waitFor('compileResult', (c) => c.requestId === 'c2')).toMatchObject({ ok: true });
   });
 
-  it('when the stream drops it stops its calls, then reconnects and re-sends Hello', async () => {
+  it('when the stream drops its call runs on; the next Hello lists it, and a Welcome without it stops it', async () => {
     const { hub, agent, conn } = await setup();
     conn.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     conn.send({
@@ -136,10 +136,12 @@ describe('berth worker agent against a test-double server', () => {
     const pid = ev.kind?.$case === 'log' ? Number(ev.kind.value.line) : -1;
     conn.call.end();
     const second = await hub.connection(1);
-    await second.waitFor('hello');
-    expect(processAlive(pid)).toBe(false); // the Hello came only after the process had exited
+    const hello = await second.waitFor('hello');
+    expect(processAlive(pid)).toBe(true); // SPEC S1: calls outlive the stream
+    expect(hello.heldCalls.map((c) => c.callId)).toEqual(['r1:f.sleep']);
     second.send({ $case: 'welcome', value: { serverVersion: 't', heartbeatMs: 1000, calls: [] } });
     await until(() => agent.status().attached);
+    await until(() => !processAlive(pid)); // the server no longer knows it: stopped (SIGKILL after the grace)
     expect(agent.status().attaches).toBe(2);
   });
 

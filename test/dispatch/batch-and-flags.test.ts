@@ -19,37 +19,37 @@ describe('batch files and dispatch flags', () => {
     const yaml = join(s.dir, 'b.yaml');
     writeFileSync(
       yaml,
-      '- label: a\n  devices: 2\n  argv: [echo, "{devices}"]\n  timeout: 1.5\n- shell: echo hi\n  env: { SEED: 7 }\n',
+      '- name: a\n  devices: 2\n  argv: [echo, "{devices}"]\n  timeout: 1.5\n- shell: echo hi\n  env: { SEED: 7 }\n',
     );
     const json = s.batch({
       jobs: [
-        { label: 'a', devices: 2, argv: ['echo', '{devices}'], timeout: 1.5 },
+        { name: 'a', devices: 2, argv: ['echo', '{devices}'], timeout: 1.5 },
         { shell: 'echo hi', env: { SEED: 7 } },
       ],
     });
     const fromYaml = await loadBatch(yaml);
     expect(fromYaml).toEqual(await loadBatch(json));
-    expect(fromYaml[0]).toMatchObject({ index: 0, label: 'a', devices: 2, timeoutMs: 1500 });
-    expect(fromYaml[1]).toMatchObject({ index: 1, label: 'job2', devices: 0, env: { SEED: '7' } });
+    expect(fromYaml[0]).toMatchObject({ index: 0, name: 'a', devices: 2, timeoutMs: 1500 });
+    expect(fromYaml[1]).toMatchObject({ index: 1, name: 'job2', devices: 0, env: { SEED: '7' } });
   });
 
-  it('errors name the file, the job number and label, the field and the value', async () => {
+  it('errors name the file, the line, the job (jobs[i] and its name), the field and the value', async () => {
     s = scratch();
     await expect(
       loadBatch(
         s.batch([
-          { label: 'ok', argv: ['true'] },
-          { label: 'bad', devices: 1.5, argv: ['true'] },
+          { name: 'ok', argv: ['true'] },
+          { name: 'bad', devices: 1.5, argv: ['true'] },
         ]),
       ),
-    ).rejects.toThrow(/job 2 \("bad"\): devices: expected a whole number \(got 1\.5\)/);
-    await expect(loadBatch(s.batch([{ label: 'e', argv: [] }]))).rejects.toThrow(
-      /job 1 \("e"\): argv: must hold at least the program/,
+    ).rejects.toThrow(/batch\.json line 10: jobs\[1\] \("bad"\): devices: expected a whole number \(got 1\.5\)/);
+    await expect(loadBatch(s.batch([{ name: 'e', argv: [] }]))).rejects.toThrow(
+      /line 4: jobs\[0\] \("e"\): argv: must hold at least the program/,
     );
     await expect(loadBatch(s.batch({ jobs: [] }))).rejects.toThrow(/holds no jobs/);
     // a NUL byte cannot reach a process: refused with the batch, before anything starts
-    await expect(loadBatch(s.batch([{ label: 'nul', argv: ['echo', 'a\0b'] }]))).rejects.toThrow(
-      /job 1 \("nul"\): argv\.1: must not hold a NUL byte/,
+    await expect(loadBatch(s.batch([{ name: 'nul', argv: ['echo', 'a\0b'] }]))).rejects.toThrow(
+      /jobs\[0\] \("nul"\): argv\.1: must not hold a NUL byte/,
     );
     await expect(loadBatch(join(s.dir, 'missing.yaml'))).rejects.toThrow(/missing\.yaml: cannot read/);
   });
@@ -75,39 +75,41 @@ describe('batch files and dispatch flags', () => {
     expect(() => resolveDispatchOptions({ deviceEnv: 'bad-name' })).toThrow(/--device-env/);
   });
 
-  it('labels: control characters and duplicates are refused, naming the job and the field', async () => {
+  it('names: control characters and duplicates are refused, naming the job and the field', async () => {
     s = scratch();
     await expect(
       loadBatch(
         s!.batch([
-          { label: 'ok', argv: ['true'] },
-          { label: 'x\nPASS      fake', argv: ['true'] },
+          { name: 'ok', argv: ['true'] },
+          { name: 'x\nPASS      fake', argv: ['true'] },
         ]),
       ),
-    ).rejects.toThrow(/job 2 \("x\\nPASS {6}fake"\): label: must not hold control characters/);
-    await expect(loadBatch(s!.batch([{ label: 'tab\there', argv: ['true'] }]))).rejects.toThrow(
-      /job 1 .*label: must not hold control characters/,
+    ).rejects.toThrow(/jobs\[1\] \("x\\nPASS {6}fake"\): name: must not hold control characters/);
+    await expect(loadBatch(s!.batch([{ name: 'tab\there', argv: ['true'] }]))).rejects.toThrow(
+      /jobs\[0\] .*name: must not hold control characters/,
     );
     await expect(
       loadBatch(
         s!.batch([
-          { label: 'same', argv: ['true'] },
-          { label: 'other', argv: ['true'] },
-          { label: 'same', argv: ['true'] },
+          { name: 'same', argv: ['true'] },
+          { name: 'other', argv: ['true'] },
+          { name: 'same', argv: ['true'] },
         ]),
       ),
-    ).rejects.toThrow(/job 3 \("same"\): label: "same" is already the label of job 1/);
-    await expect(loadBatch(s!.batch([{ argv: ['true'] }, { label: 'job1', argv: ['true'] }]))).rejects.toThrow(
-      /job 2 \("job1"\): label: "job1" is already the label of job 1/,
+    ).rejects.toThrow(/jobs\[2\] \("same"\): name: "same" is already the name of jobs\[0\] \("same"\)/);
+    await expect(loadBatch(s!.batch([{ argv: ['true'] }, { name: 'job1', argv: ['true'] }]))).rejects.toThrow(
+      /jobs\[1\] \("job1"\): name: "job1" is already the name of jobs\[0\] \("job1"\)/,
     );
   });
 
   it('a huge device count or timeout says the bound, not "expected a whole number"', async () => {
     s = scratch();
     const huge = join(s.dir, 'huge.yaml');
-    writeFileSync(huge, '- label: h\n  devices: 99999999999999999999\n  argv: [true]\n');
-    await expect(loadBatch(huge)).rejects.toThrow(/job 1 \("h"\): devices: must be at most 65536/);
-    await expect(loadBatch(s!.batch([{ label: 't', timeout: 1e10, argv: ['true'] }]))).rejects.toThrow(
+    writeFileSync(huge, '- name: h\n  devices: 99999999999999999999\n  argv: [true]\n');
+    await expect(loadBatch(huge)).rejects.toThrow(
+      /huge\.yaml line 2: jobs\[0\] \("h"\): devices: must be at most 65536/,
+    );
+    await expect(loadBatch(s!.batch([{ name: 't', timeout: 1e10, argv: ['true'] }]))).rejects.toThrow(
       /timeout: must be at most 2147483 seconds/,
     );
     expect(() => resolveDispatchOptions({ timeout: '9999999999' })).toThrow(/--timeout: must be at most 2147483/);
@@ -117,9 +119,9 @@ describe('batch files and dispatch flags', () => {
     s = scratch();
     const file = s.batch(
       [
-        { label: 'c', cwd: 'sub', argv: ['true'] },
-        { label: 'd', cwd: '/abs', argv: ['true'] },
-        { label: 'e', argv: ['true'] },
+        { name: 'c', cwd: 'sub', argv: ['true'] },
+        { name: 'd', cwd: '/abs', argv: ['true'] },
+        { name: 'e', argv: ['true'] },
       ],
       'b.json',
     );

@@ -17,7 +17,7 @@ describe('device ids reach the job', () => {
     const out = join(s.dir, 'seen');
     const file = s.batch([
       {
-        label: 'four',
+        name: 'four',
         devices: 4,
         shell: `echo "argv={devices} cuda=$CUDA_VISIBLE_DEVICES ascend=$ASCEND_RT_VISIBLE_DEVICES" > '${out}'`,
       },
@@ -33,7 +33,7 @@ describe('device ids reach the job', () => {
   it("a relative cwd runs the job in the batch file's directory, wherever dispatch is started", async () => {
     s = scratch();
     mkdirSync(join(s.dir, 'work'));
-    const file = s.batch([{ label: 'where', cwd: 'work', shell: 'pwd > here' }]);
+    const file = s.batch([{ name: 'where', cwd: 'work', shell: 'pwd > here' }]);
     const r = await dispatch(file, '--devices', '0'); // runBerth starts dispatch in the repository root
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(readFileSync(join(s.dir, 'work', 'here'), 'utf8').trim()).toBe(join(s.dir, 'work'));

@@ -25,12 +25,12 @@ describe('embedded and --server give the same results', () => {
     s = scratch();
     const file = s.batch({
       jobs: [
-        { label: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
-        { label: 'two', devices: 3, argv: ['sh', '-c', 'echo two on {devices} sees $CUDA_VISIBLE_DEVICES'] },
-        { label: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
-        { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
-        { label: 'cpu', devices: 0, argv: ['true'] },
-        { label: 'lines', devices: 1, argv: ['seq', '1', '1000'] },
+        { name: 'one', devices: 1, argv: ['sh', '-c', 'echo one on {devices} sees $CUDA_VISIBLE_DEVICES'] },
+        { name: 'two', devices: 3, argv: ['sh', '-c', 'echo two on {devices} sees $CUDA_VISIBLE_DEVICES'] },
+        { name: 'fails', devices: 1, shell: 'echo about to fail; exit 3' },
+        { name: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz'] },
+        { name: 'cpu', devices: 0, argv: ['true'] },
+        { name: 'lines', devices: 1, argv: ['seq', '1', '1000'] },
       ],
     });
     const embedded = await dispatch(file, '--devices', '0-3');

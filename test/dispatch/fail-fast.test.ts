@@ -18,16 +18,16 @@ describe('fail-fast really stops, and a failure alone stops nothing', () => {
     async () => {
       s = scratch();
       const file = s.batch([
-        { label: 'sleeper', devices: 1, argv: ['sleep', '30'] },
-        { label: 'failer', devices: 1, shell: 'sleep 0.5; echo failing; exit 1' },
+        { name: 'sleeper', devices: 1, argv: ['sleep', '30'] },
+        { name: 'failer', devices: 1, shell: 'sleep 0.5; echo failing; exit 1' },
         {
-          label: 'stubborn',
+          name: 'stubborn',
           devices: 1,
           shell: "trap 'echo ignoring TERM' TERM; while true; do sleep 30 & wait $!; done",
         },
-        { label: 'four', devices: 1, argv: ['true'] },
-        { label: 'five', devices: 1, argv: ['true'] },
-        { label: 'six', devices: 1, argv: ['true'] },
+        { name: 'four', devices: 1, argv: ['true'] },
+        { name: 'five', devices: 1, argv: ['true'] },
+        { name: 'six', devices: 1, argv: ['true'] },
       ]);
       const child = spawnBerth([
         'dispatch',
@@ -62,8 +62,8 @@ describe('fail-fast really stops, and a failure alone stops nothing', () => {
   it('SIGTERM to dispatch stops the batch the same way and leaves no process', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'long', devices: 1, argv: ['sleep', '30'] },
-      { label: 'later', devices: 1, argv: ['true'] },
+      { name: 'long', devices: 1, argv: ['sleep', '30'] },
+      { name: 'later', devices: 1, argv: ['true'] },
     ]);
     const child = spawnBerth(['dispatch', file, ...withLogDir(file, ['--devices', '0', '--grace', '1'])]);
     const done = finished(child);
@@ -80,10 +80,10 @@ describe('fail-fast really stops, and a failure alone stops nothing', () => {
   it('without --fail-fast a failure stops nothing; the counts are right; exit 1', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'bad', devices: 1, shell: 'echo broken >&2; exit 7' },
-      { label: 'slow', devices: 1, argv: ['sleep', '0.3'] },
-      { label: 'ok1', devices: 1, argv: ['true'] },
-      { label: 'ok2', devices: 2, argv: ['true'] },
+      { name: 'bad', devices: 1, shell: 'echo broken >&2; exit 7' },
+      { name: 'slow', devices: 1, argv: ['sleep', '0.3'] },
+      { name: 'ok1', devices: 1, argv: ['true'] },
+      { name: 'ok2', devices: 2, argv: ['true'] },
     ]);
     const r = await dispatch(file, '--devices', '0-1');
     expect(r.code).toBe(1);

@@ -34,7 +34,7 @@ describe('dispatch does what the README says', () => {
     t = await startServer({ cpus: 2 }); // the engine host runs commands; its own cwd is the test's
     const here = join(s.dir, 'started-here');
     mkdirSync(here);
-    const file = s.batch([{ label: 'where', devices: 0, shell: 'pwd > where.txt' }]);
+    const file = s.batch([{ name: 'where', devices: 0, shell: 'pwd > where.txt' }]);
     const r = await finished(spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])], {}, here));
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(readFileSync(join(here, 'where.txt'), 'utf8').trim()).toBe(realpathSync(here));
@@ -44,11 +44,11 @@ describe('dispatch does what the README says', () => {
     s = scratch();
     const d = s.dir;
     const file = s.batch([
-      { label: 'pair', devices: 2, argv: ['true'] }, // 0-1, ends at once
-      { label: 'holder', devices: 1, shell: `until [ -e '${d}/wide.rec' ]; do sleep 0.02; done` }, // 2, until wide ran
-      { label: 'single', devices: 1, argv: ['true'] }, // 3, ends at once
+      { name: 'pair', devices: 2, argv: ['true'] }, // 0-1, ends at once
+      { name: 'holder', devices: 1, shell: `until [ -e '${d}/wide.rec' ]; do sleep 0.02; done` }, // 2, until wide ran
+      { name: 'single', devices: 1, argv: ['true'] }, // 3, ends at once
       {
-        label: 'wide',
+        name: 'wide',
         devices: 3,
         shell: `echo "{devices} $CUDA_VISIBLE_DEVICES" > '${d}/wide.tmp'; mv '${d}/wide.tmp' '${d}/wide.rec'`,
       },
@@ -60,7 +60,7 @@ describe('dispatch does what the README says', () => {
 
   it("a timed-out job's output is shown once, when it is stopped, not again at its end", async () => {
     s = scratch();
-    const file = s.batch([{ label: 'stuck', devices: 0, timeout: 0.5, shell: 'echo only-once-please; sleep 30' }]);
+    const file = s.batch([{ name: 'stuck', devices: 0, timeout: 0.5, shell: 'echo only-once-please; sleep 30' }]);
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ stuck: 'timed_out' });
     expect(r.stdout.split('only-once-please').length - 1).toBe(1);
@@ -70,18 +70,21 @@ describe('dispatch does what the README says', () => {
   });
 
   it.skipIf(hasGpus())(
-    'no --devices on a host without GPUs: a job needing devices is refused, saying to pass --devices',
+    'no --devices on a host without GPUs: 30 jobs needing devices are refused with the hint said once',
     async () => {
       s = scratch();
-      const file = s.batch([{ label: 'train', devices: 2, argv: ['true'] }]);
+      const file = s.batch(Array.from({ length: 30 }, (_, i) => ({ name: `train${i}`, devices: 2, argv: ['true'] })));
       const r = await runBerth(['dispatch', file, ...withLogDir(file, [])]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(
         new RegExp(
-          /job 1 \("train"\) needs 2 devices but the pool has no devices; /.source +
+          /30 jobs need more devices than there are: the pool has no devices\n/.source +
             /no GPUs were detected on this host \(nvidia-smi -L\): pass --devices/.source,
         ),
       );
+      expect(r.stderr.split('nvidia-smi').length - 1).toBe(1);
+      expect(r.stderr).toContain('  jobs[4] ("train4") needs 2 devices\n  and 25 more\nnothing was started');
+      expect(r.stderr.trim().split('\n').length).toBeLessThanOrEqual(9);
     },
   );
 });

@@ -31,9 +31,9 @@ describe('output is captured whole, in order, whatever the bytes', () => {
     s = scratch();
     const logs = join(s.dir, 'logs');
     const file = s.batch([
-      { label: 'noisy', devices: 1, argv: [process.execPath, '-e', noisy] },
+      { name: 'noisy', devices: 1, argv: [process.execPath, '-e', noisy] },
       {
-        label: 'binary',
+        name: 'binary',
         devices: 1,
         shell:
           "printf 'bad \\377\\376 bytes\\n'; head -c 200000 /dev/zero | tr '\\000' y; printf '\\nend \\377\\n'; exit 1",

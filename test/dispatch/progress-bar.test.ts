@@ -21,10 +21,10 @@ describe('progress on a terminal', () => {
     let text = '';
     out.on('data', (d: Buffer) => (text += d.toString()));
     const jobs = parseBatch([
-      { label: 'p1', devices: 1, argv: ['true'] },
-      { label: 'boom', devices: 1, shell: 'echo kaboom; exit 4' },
-      { label: 'p2', devices: 1, argv: ['true'] },
-      { label: 'p3', devices: 1, argv: ['true'] },
+      { name: 'p1', devices: 1, argv: ['true'] },
+      { name: 'boom', devices: 1, shell: 'echo kaboom; exit 4' },
+      { name: 'p2', devices: 1, argv: ['true'] },
+      { name: 'p3', devices: 1, argv: ['true'] },
     ]);
     const reporter = new ConsoleReporter(out, true, jobs.length);
     const results = await runBatch(

@@ -16,31 +16,33 @@ describe('a batch that cannot run is refused before anything starts', () => {
     const file = s.batch({ jobs: [recordingJob(s.dir, 'small', 1, 0), recordingJob(s.dir, 'huge', 8, 0)] });
     const r = await dispatch(file, '--devices', '0-3');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/job 2 \("huge"\) needs 8 devices but the pool has 4 devices \(0-3\)/);
+    expect(r.stderr).toMatch(
+      /1 job needs more devices than there are: the pool has 4 devices \(0-3\)\n {2}jobs\[1\] \("huge"\) needs 8 devices\n/,
+    );
     expect(started(s.dir, 'small')).toBe(false);
   });
 
   it('an invalid job names the job, its label and the field', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'ok', argv: ['true'] },
-      { label: 'neg', devices: -1, argv: ['true'] },
+      { name: 'ok', argv: ['true'] },
+      { name: 'neg', devices: -1, argv: ['true'] },
     ]);
     const r = await dispatch(file, '--devices', '0-3');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/job 2 \("neg"\): devices: must be at least 0 \(got -1\)/);
+    expect(r.stderr).toMatch(/jobs\[1\] \("neg"\): devices: must be at least 0 \(got -1\)/);
   });
 
   it('a job env setting the device env is refused (SPEC R8): the devices are what dispatch grants', async () => {
     s = scratch();
     const file = s.batch([
       recordingJob(s.dir, 'first', 1, 0),
-      { label: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } },
+      { name: 'greedy', devices: 1, argv: ['true'], env: { ASCEND_RT_VISIBLE_DEVICES: '0,1,2,3' } },
     ]);
     const r = await dispatch(file, '--devices', '0-3', '--device-env', 'ASCEND_RT_VISIBLE_DEVICES');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'job 2 ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC ' +
+      'jobs[1] ("greedy"): env.ASCEND_RT_VISIBLE_DEVICES: set by dispatch from the devices the job gets (SPEC ' +
         'R8); a job cannot set it (got "0,1,2,3")',
     );
     expect(started(s.dir, 'first')).toBe(false);
@@ -48,12 +50,12 @@ describe('a batch that cannot run is refused before anything starts', () => {
 
   it('a job with both argv and shell, or an unknown field, is refused', async () => {
     s = scratch();
-    const both = s.batch([{ label: 'x', argv: ['true'], shell: 'true' }], 'both.json');
-    expect((await dispatch(both, '--devices', '0')).stderr).toMatch(/job 1 \("x"\): argv\/shell: give exactly one/);
-    const typo = s.batch({ jobs: [{ label: 'y', argv: ['true'], device: 1 }] }, 'typo.json');
+    const both = s.batch([{ name: 'x', argv: ['true'], shell: 'true' }], 'both.json');
+    expect((await dispatch(both, '--devices', '0')).stderr).toMatch(/jobs\[0\] \("x"\): argv\/shell: give exactly one/);
+    const typo = s.batch({ jobs: [{ name: 'y', argv: ['true'], device: 1 }] }, 'typo.json');
     const r = await dispatch(typo, '--devices', '0');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/job 1 \("y"\).*device/);
+    expect(r.stderr).toContain(`typo.json line 8: jobs[0] ("y"): unknown key 'device' (did you mean 'devices'?)`);
   });
 
   it('-j 0 and duplicate ids in --devices are usage errors', async () => {

@@ -34,7 +34,9 @@ describe('dispatch --server checks before it starts anything', () => {
     const file = s.batch({ jobs: [recordingJob(s.dir, 'small', 0, 0), recordingJob(s.dir, 'big', 5, 0)] });
     const r = await dispatch(file, '--server', t.address);
     expect(r.code, r.stdout + r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/job 2 \("big"\) needs 5 devices but the largest machine of berth at \S+ has no devices/);
+    expect(r.stderr).toMatch(
+      /1 job needs more devices than there are: the largest machine of berth at \S+ has no devices\n {2}jobs\[1\] \("big"\) needs 5 devices\n/,
+    );
     expect(r.stderr).toMatch(/nothing was started/);
     expect(started(s.dir, 'small')).toBe(false);
     expect(started(s.dir, 'big')).toBe(false);
@@ -81,8 +83,8 @@ describe('dispatch --server results', () => {
     s = scratch();
     t = await startServer({ cpus: 2, gpuIds: [] }); // berth clamps a 5-GPU ask to the engine's 0 (SPEC P5)
     const jobs = parseBatch([
-      { label: 'big', devices: 5, shell: 'sleep 5' },
-      { label: 'cpu', devices: 0, argv: ['true'] },
+      { name: 'big', devices: 5, shell: 'sleep 5' },
+      { name: 'cpu', devices: 0, argv: ['true'] },
     ]);
     const runner = new RemoteRunner(t.address, 'CUDA_VISIBLE_DEVICES');
     const out = new PassThrough();
@@ -94,7 +96,7 @@ describe('dispatch --server results', () => {
       new ConsoleReporter(out, false, 2),
     );
     runner.close();
-    expect(results.map((r) => [r.label, r.status])).toEqual([
+    expect(results.map((r) => [r.name, r.status])).toEqual([
       ['big', 'error'],
       ['cpu', 'passed'],
     ]);
@@ -106,9 +108,9 @@ describe('dispatch --server results', () => {
     s = scratch();
     t = await startServer({ flags: { token: 's3cret' } }); // e.g. the token changed after the up-front check
     const jobs = parseBatch([
-      { label: 'a', argv: ['true'] },
-      { label: 'b', argv: ['true'] },
-      { label: 'c', argv: ['true'] },
+      { name: 'a', argv: ['true'] },
+      { name: 'b', argv: ['true'] },
+      { name: 'c', argv: ['true'] },
     ]);
     const runner = new RemoteRunner(t.address, 'CUDA_VISIBLE_DEVICES');
     const out = new PassThrough();
@@ -120,7 +122,7 @@ describe('dispatch --server results', () => {
       new ConsoleReporter(out, false, 3),
     );
     runner.close();
-    expect(results.map((r) => [r.index, r.label, r.status])).toEqual([
+    expect(results.map((r) => [r.index, r.name, r.status])).toEqual([
       [0, 'a', 'error'],
       [1, 'b', 'error'],
       [2, 'c', 'error'],
@@ -151,7 +153,7 @@ describe('dispatch --server results', () => {
     await attached;
     events.cancel();
     // bounded: the killed worker's child is orphaned
-    const file = s.batch([{ label: 'long', devices: 1, shell: 'sleep 3' }]);
+    const file = s.batch([{ name: 'long', devices: 1, shell: 'sleep 3' }]);
     const d = spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])]);
     const done = finished(d);
     await waitForLine(d, /^START\s+long\b/);

@@ -16,10 +16,10 @@ describe('a job that cannot start does not stop the others', () => {
     const junit = join(s.dir, 'report.xml');
     const file = s.batch({
       jobs: [
-        { label: 'before', devices: 1, argv: ['sh', '-c', 'echo before ran'] },
-        { label: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz', '--flag'] },
-        { label: 'badcwd', devices: 0, argv: ['true'], cwd: join(s.dir, 'missing') },
-        { label: 'after', devices: 2, argv: ['sh', '-c', 'echo after ran on {devices}'] },
+        { name: 'before', devices: 1, argv: ['sh', '-c', 'echo before ran'] },
+        { name: 'ghost', devices: 1, argv: ['berth-no-such-program-xyz', '--flag'] },
+        { name: 'badcwd', devices: 0, argv: ['true'], cwd: join(s.dir, 'missing') },
+        { name: 'after', devices: 2, argv: ['sh', '-c', 'echo after ran on {devices}'] },
       ],
     });
     const r = await dispatch(file, '--devices', '0-1', '--junit', junit);
@@ -48,7 +48,7 @@ describe('a job that cannot start does not stop the others', () => {
     s = scratch();
     const loop = join(s.dir, 'loop');
     symlinkSync(loop, loop); // stat fails ELOOP
-    const file = s.batch({ jobs: [{ label: 'looped', devices: 0, argv: ['true'], cwd: loop }] });
+    const file = s.batch({ jobs: [{ name: 'looped', devices: 0, argv: ['true'], cwd: loop }] });
     const r = await dispatch(file, '--devices', '0');
     expect(r.code).toBe(1);
     expect(statuses(r.stdout)).toEqual({ looped: 'spawn_error' });

@@ -42,7 +42,7 @@ export function recordingJob(
 ) {
   const rec = join(dir, `${label}.rec`);
   return {
-    label,
+    name: label,
     devices,
     shell:
       `echo "start $(date +%s.%N) {devices} $CUDA_VISIBLE_DEVICES" > '${rec}'; sleep ${seconds}; ` +

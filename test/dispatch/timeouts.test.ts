@@ -13,9 +13,9 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
   it('a job past its timeout is timed_out with its output so far; the others pass', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'stuck', devices: 1, timeout: 0.5, shell: 'echo step-one-done; sleep 30' },
-      { label: 'fine', devices: 1, shell: 'sleep 0.8; echo fine' },
-      { label: 'quick', devices: 0, argv: ['true'] },
+      { name: 'stuck', devices: 1, timeout: 0.5, shell: 'echo step-one-done; sleep 30' },
+      { name: 'fine', devices: 1, shell: 'sleep 0.8; echo fine' },
+      { name: 'quick', devices: 0, argv: ['true'] },
     ]);
     const r = await dispatch(file, '--devices', '0-1', '--grace', '1');
     expect(r.code).toBe(1);
@@ -31,7 +31,7 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
     s = scratch();
     const file = s.batch([
       {
-        label: 'dumps',
+        name: 'dumps',
         devices: 0,
         timeout: 0.5,
         stack_dump_signal: true,
@@ -51,7 +51,7 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
   it('a job that dies of the stack-dump signal itself is still timed_out', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'fragile', devices: 0, timeout: 0.3, stack_dump_signal: true, argv: ['sleep', '30'] },
+      { name: 'fragile', devices: 0, timeout: 0.3, stack_dump_signal: true, argv: ['sleep', '30'] },
     ]);
     const r = await dispatch(file, '--devices', '', '--grace', '1');
     expect(statuses(r.stdout)).toEqual({ fragile: 'timed_out' });
@@ -61,8 +61,8 @@ describe('timeouts stop stuck jobs and show what they printed', () => {
   it('the batch --timeout stops running jobs and skips the queue', async () => {
     s = scratch();
     const file = s.batch([
-      { label: 'first', devices: 1, argv: ['sleep', '30'] },
-      { label: 'second', devices: 1, argv: ['true'] },
+      { name: 'first', devices: 1, argv: ['sleep', '30'] },
+      { name: 'second', devices: 1, argv: ['true'] },
     ]);
     const r = await dispatch(file, '--devices', '0', '--timeout', '0.5', '--grace', '1');
     expect(r.code).toBe(1);

@@ -30,6 +30,9 @@ describe('berth CLI', () => {
     [['serve', '--grace', 'soon'], '--grace', 'soon'],
     [['serve', '--grace', '-1'], '--grace', '-1'],
     [['serve', '--cpus', '1.5'], '--cpus', '1.5'],
+    [['worker', '--disconnect-grace', 'soon'], '--disconnect-grace', 'soon'],
+    [['worker', '--disconnect-grace', '-5'], '--disconnect-grace', '-5'],
+    [['worker', '--disconnect-grace', '90000'], '--disconnect-grace', '90000'],
   ])('berth %j exits 2 naming the flag, the value and what is wrong', async (args, flag, value) => {
     const r = await runBerth(args);
     expect(r.code).toBe(2);

@@ -31,7 +31,7 @@ describe('decision logs of a real berth serve', () => {
         '--cpus',
         '2',
         '--gpus',
-        '0',
+        '0-0',
         '--log-level',
         'debug',
       ]);

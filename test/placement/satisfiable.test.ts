@@ -1,7 +1,11 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
-import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import {
+  type PlacementServiceClient,
+  type SatisfiableResponse,
+  Verdict,
+} from '../../generated/ts/berth/v1/placement.js';
 import { ask, claim, fakeWorker } from '../support/claims.js';
 import { testProvisioner } from '../support/provisioner.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -10,6 +14,12 @@ import { snapshot } from '../support/snapshot.js';
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask> | undefined): Promise<string> {
   return new Promise((resolve, reject) =>
     client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+  );
+}
+
+function verdictOf(client: PlacementServiceClient, a: Partial<Ask>): Promise<SatisfiableResponse> {
+  return new Promise((resolve, reject) =>
+    client.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))),
   );
 }
 
@@ -63,11 +73,17 @@ describe('Satisfiable and provisioners (SPEC P10)', () => {
     await stopped;
   });
 
-  it('a required label no machine carries fails at once with FAILED_PRECONDITION naming it', async () => {
+  it('a required label no machine carries is a verdict, IMPOSSIBLE limited by "label"; its Claim fails naming it', async () => {
     t = await startServer({ cpus: 4, flags: { reconnectGrace: 0 } });
-    const err = await satisfiable(t.placement, { label: 'tpu', policy: 2 }).catch((e: ServiceError) => e);
-    expect((err as ServiceError).code).toBe(status.FAILED_PRECONDITION);
-    expect((err as ServiceError).details).toContain("'tpu'");
+    const v = await verdictOf(t.placement, { label: 'tpu', policy: 2 });
+    expect(v).toMatchObject({ verdict: Verdict.VERDICT_IMPOSSIBLE, limiting: 'label', waitFor: '' });
+    expect(v.clampedTo).toBeUndefined();
+    const c = claim(t.placement, { cpus: 1, label: 'tpu', policy: 2 });
+    const err = await c.ended;
+    expect(err?.code).toBe(status.FAILED_PRECONDITION);
+    expect(err?.details).toContain("'tpu'");
+    // a preferred label no machine carries runs now elsewhere
+    expect((await verdictOf(t.placement, { label: 'tpu', policy: 1 })).verdict).toBe(Verdict.VERDICT_RUNS_NOW);
   });
 
   it('a required label whose worker left within the reconnect grace waits for it to come back', async () => {

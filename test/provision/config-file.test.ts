@@ -77,7 +77,7 @@ describe('berth serve --config FILE (issue 12, SPEC V1)', () => {
     [
       "a bare number as the engine gpus (ids, unlike a shape's count)",
       good.replace('cpus: 3\n', 'cpus: 3\ngpus: 4\n'),
-      /berth\.yaml line 3: gpus: device ids, not a count: .* or '4' for the one GPU with id 4 \(got 4\)/,
+      /berth\.yaml line 3: gpus: device ids, not a count: .* or '4-4' for the one GPU with id 4 \(got 4\)/,
     ],
     [
       'a provisioner without a name',

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { status, type ServiceError } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
-import { ProvisionedState } from '../../generated/ts/berth/v1/placement.js';
+import { ProvisionedState, type SatisfiableResponse, Verdict } from '../../generated/ts/berth/v1/placement.js';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { ask, claim, watch } from '../support/claims.js';
@@ -123,14 +123,18 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
 
   it('an ask bigger than every shape with its label fails naming those shapes, not "no provisioner"', async () => {
     t = await serverWithPool(pool(1, 'reconnect_grace: 0')); // no grace: nothing labelled pool is coming back
-    const err = await satisfiable(t.placement, ask({ ...wantsPool, cpus: 3 })).catch((e: ServiceError) => e);
-    expect((err as ServiceError).code).toBe(status.FAILED_PRECONDITION);
-    expect((err as ServiceError).details).toBe(
+    // Satisfiable answers a verdict (issue 23 item 7); the claim fails naming the shapes
+    const v = await new Promise<SatisfiableResponse>((resolve, reject) =>
+      t!.placement.satisfiable({ ask: ask({ ...wantsPool, cpus: 3 }) }, (e, r) => (e ? reject(e) : resolve(r!))),
+    );
+    expect(v).toMatchObject({ verdict: Verdict.VERDICT_IMPOSSIBLE, limiting: 'label' });
+    const c = claim(t.placement, { ...wantsPool, cpus: 3 });
+    const err = await c.ended;
+    expect(err?.code).toBe(status.FAILED_PRECONDITION);
+    expect(err?.details).toBe(
       "no machine carries label 'pool' and no provisioner can start one that holds 3 cpu(s) " +
         '(with that label they start local: 2 cpu(s) [pool])',
     );
-    const c = claim(t.placement, { ...wantsPool, cpus: 3 });
-    expect((await c.ended)?.code).toBe(status.FAILED_PRECONDITION);
     expect(await satisfiable(t.placement, ask(wantsPool))).toBe('2 cpu(s)'); // the shape's own size is covered
   });
 

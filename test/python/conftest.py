@@ -70,7 +70,7 @@ def connect(request: pytest.FixtureRequest) -> Connect:
 @pytest.fixture(scope="session")
 def engine_server() -> Iterator[str]:
     """A server whose engine has 2 cpus and one virtual GPU (id 0), no workers: the claim tests."""
-    server, address = start_server("--cpus", "2", "--gpus", "0", "--ram-mb", "4096")
+    server, address = start_server("--cpus", "2", "--gpus", "0-0", "--ram-mb", "4096")
     yield address
     server.stop()
 
@@ -118,7 +118,7 @@ def worker(run_ready: str) -> Iterator[str]:
     """A real `berth worker` named w1 (4 cpus, GPU 0, 4 calls at once, label pyw, 2 s cancel grace)
     attached to worker_server."""
     proc = start_worker(
-        run_ready, "w1", "--cpus", "4", "--gpus", "0", "--max-parallel", "4", "--labels", "pyw", "--grace", "2"
+        run_ready, "w1", "--cpus", "4", "--gpus", "0-0", "--max-parallel", "4", "--labels", "pyw", "--grace", "2"
     )
     with Client(run_ready) as c:
         try:

@@ -13,9 +13,7 @@ from berth_client import (
     Client,
     LogLine,
     Metric,
-    NodeExited,
     Oversize,
-    RemoteError,
     Result,
     Satisfiability,
     Started,
@@ -90,13 +88,6 @@ def test_stream_run_gives_the_events_in_order_then_the_result(run_client: Client
     assert [type(i) for i in items] == [Started, LogLine, Metric, Result]
     assert items[0].machine == "w1" and items[1].line == "working" and items[-1].value == 42  # type: ignore[union-attr]
     assert stream.value == 42 and stream.started is items[0] and not stream.clamped
-
-
-def test_sys_exit_in_a_node_raises_node_exited_with_its_code(run_client: Client) -> None:
-    with pytest.raises(NodeExited) as caught:
-        run_client.run(source="import sys\ndef process():\n    sys.exit(3)", node="quit", timeout=30)
-    assert caught.value.exit_code == 3 and isinstance(caught.value, RemoteError)
-    assert "sys.exit(3)" in caught.value.remote_traceback  # type: ignore[attr-defined]
 
 
 def test_a_bad_return_value_or_syntax_error_shows_no_frames_of_berth(run_client: Client) -> None:

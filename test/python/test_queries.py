@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from berth_client import Event, ResourceExhausted, Unauthenticated, Unavailable
+from berth_client import Event, ResourceExhausted, Unavailable, Verdict
 from conftest import Connect
 from processes import start_server
 
@@ -55,20 +55,16 @@ def test_events_report_a_claim_placed_then_released(four_cpu_server: str, connec
     assert kinds[0] == "node_placed" and kinds[-1] == "claim_released"
 
 
-@pytest.fixture(scope="module")
-def token_server() -> Iterator[str]:
-    """A server that requires the token s3cret."""
-    server, address = start_server("--cpus", "1", "--token", "s3cret")
-    yield address
-    server.stop()
-
-
-def test_a_token_protected_server_refuses_a_client_without_the_token(token_server: str, connect: Connect) -> None:
-    with connect(token_server, token="") as anonymous:
-        with pytest.raises(Unauthenticated):
-            anonymous.snapshot()
-    with connect(token_server, token="s3cret") as client:
-        assert client.snapshot().machines[0].name == "engine"
+def test_satisfiable_of_a_required_label_no_machine_carries_answers_impossible_not_an_error(connect: Connect) -> None:
+    """Issue 23 item 7: the verdict is IMPOSSIBLE limited by "label" (a claim of it still raises)."""
+    server, address = start_server("--cpus", "1", "--gpus", "", "--reconnect-grace", "0")
+    try:
+        with connect(address) as client:
+            answer = client.satisfiable(label="tpu", policy="require")
+            assert (answer.verdict, answer.limiting, answer.clamped_to) == (Verdict.IMPOSSIBLE, "label", None)
+            assert client.satisfiable(label="tpu", policy="prefer").verdict == Verdict.RUNS_NOW
+    finally:
+        server.stop()
 
 
 def test_events_raise_unavailable_when_the_server_goes_away(connect: Connect) -> None:

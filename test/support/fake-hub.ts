@@ -28,7 +28,10 @@ export class FakeConnection {
       this.closed = true;
       this.#wake();
     };
-    call.on('end', close);
+    call.on('end', () => {
+      close();
+      call.end(); // the agent half-closed (it is stopping): end our side too, as the server does
+    });
     call.on('cancelled', close);
     call.on('error', close);
   }
@@ -36,6 +39,16 @@ export class FakeConnection {
   /** Sends a server frame. */
   send(frame: WorkerStreamResponse['frame']): void {
     this.call.write({ frame });
+  }
+
+  /** Acknowledges call `callId` up to event `seq` (and its ending when `ended`), as the server does (SPEC S1). */
+  ack(callId: string, seq: number, ended = false): void {
+    this.send({ $case: 'ack', value: { calls: [{ callId, seq, ended }] } });
+  }
+
+  /** The events of call `callId` received on this connection, in order. */
+  events(callId: string): Array<V<'event'>> {
+    return this.frames.flatMap((f) => (f.$case === 'event' && f.value.callId === callId ? [f.value] : []));
   }
 
   /** Resolves with the first frame of `kind` matching `pred`; rejects after `ms`. */

@@ -104,7 +104,7 @@ describe("a claim's lease covers the runs inside it (SPEC R5)", () => {
         '--cpus',
         '2',
         '--gpus',
-        '0',
+        '0-0',
         '--grace',
         '5',
         '--log-level',

@@ -152,6 +152,7 @@ export function runCall(ctx: ServerContext): RunCall {
         granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
         gpuIds: a.gpuIds,
         clamped: grant.clamped,
+        fellBack: grant.fellBack,
       });
       const clearTimer =
         req.timeoutMs > 0
@@ -291,12 +292,20 @@ async function follow(
   }
 }
 
-/** Started's loud-clamping fields (SPEC P11, issue 13): clamped, and the amount asked before clamping. */
+/**
+ * Started's facts of the grant, as Granted has them: clamped and the amount asked before clamping
+ * (SPEC P11, issue 13), and fell_back when a preferred label was not used (SPEC P4, issue 23 item 7).
+ */
 function startedFacts(g: Grant | undefined): {
   clamped: boolean;
   asked: { cpus: number; gpus: number; ramMb?: number } | undefined;
+  fellBack: boolean;
 } {
   return g
-    ? { clamped: g.clamped, asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb } }
-    : { clamped: false, asked: undefined };
+    ? {
+        clamped: g.clamped,
+        asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
+        fellBack: g.fellBack,
+      }
+    : { clamped: false, asked: undefined, fellBack: false };
 }

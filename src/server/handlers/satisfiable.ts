@@ -3,8 +3,10 @@
  * CLAMPED (with `clamped_to` and the `limiting` dimension) or IMPOSSIBLE (on_oversize fail) —
  * and, kept for compatibility, `wait_for`: the amount a provisioner must start a machine for when
  * the verdict is WAITS_FOR_PROVISIONER, empty otherwise (SPEC P5, P10).
- * Errors: INVALID_ARGUMENT naming the field; FAILED_PRECONDITION for a required label no machine carries;
- * UNAVAILABLE "server is draining" while the server drains (no claim is granted then, SPEC R3).
+ * A required label no machine carries (none coming back, no provisioner covering it) is IMPOSSIBLE with
+ * `limiting` "label" (issue 23 item 7; a Claim of that ask fails FAILED_PRECONDITION naming the label).
+ * Errors: INVALID_ARGUMENT naming the field; UNAVAILABLE "server is draining" while the server drains (no
+ * claim is granted then, SPEC R3).
  */
 import {
   type SatisfiableRequest,

@@ -207,7 +207,8 @@ class Verdict(str, Enum):
 @dataclass(frozen=True)
 class Satisfiability:
     """What an ask would do now: `verdict`; `clamped_to` (the Amount it would be cut to, for CLAMPED
-    and IMPOSSIBLE); `limiting` ("cpus", "gpus" or "ram_mb"; "" when not clamped); `wait_for` (what a
+    and IMPOSSIBLE); `limiting` ("cpus", "gpus" or "ram_mb"; "label" when IMPOSSIBLE because a required label
+    is carried by no machine, none coming back; "" when not clamped); `wait_for` (what a
     provisioner must start, e.g. "1 gpu(s) and 1 cpu(s)"; "" otherwise)."""
 
     verdict: Verdict

@@ -180,18 +180,20 @@ class WorkerLink(_message.Message):
     def __init__(self, state: _Optional[_Union[WorkerLinkState, str]] = ..., machine: _Optional[str] = ..., hold_left_ms: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class CallStarted(_message.Message):
-    __slots__ = ("call_id", "machine", "allocation", "clamped", "asked")
+    __slots__ = ("call_id", "machine", "allocation", "clamped", "asked", "fell_back")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     MACHINE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATION_FIELD_NUMBER: _ClassVar[int]
     CLAMPED_FIELD_NUMBER: _ClassVar[int]
     ASKED_FIELD_NUMBER: _ClassVar[int]
+    FELL_BACK_FIELD_NUMBER: _ClassVar[int]
     call_id: str
     machine: str
     allocation: _resources_pb2.Allocation
     clamped: bool
     asked: _resources_pb2.Resources
-    def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
+    fell_back: bool
+    def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., fell_back: _Optional[bool] = ...) -> None: ...
 
 class RunResponse(_message.Message):
     __slots__ = ("started", "event", "result", "failure", "link")

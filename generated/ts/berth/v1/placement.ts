@@ -416,7 +416,14 @@ export interface CallStarted {
   /** True when the ask was cut down to the best real machine (SPEC P5, P11). */
   clamped: boolean;
   /** What was asked, before clamping. */
-  asked: Resources | undefined;
+  asked:
+    | Resources
+    | undefined;
+  /**
+   * True when a preferred label was absent, too small or busy and another machine was used (SPEC P4), as in
+   * Granted: a Run with a prefer ask tells where it ran against what it preferred.
+   */
+  fellBack: boolean;
 }
 
 /** RunResponse is one message of a Run stream. */
@@ -441,10 +448,7 @@ export interface RunResponse {
     | undefined;
 }
 
-/**
- * CancelRequest names the run to cancel.
- * RunWholeRequest is a Run asked for in one answer.
- */
+/** RunWholeRequest is a Run asked for in one answer. */
 export interface RunWholeRequest {
   /** The call, as Run takes it (follow included). */
   run: RunRequest | undefined;
@@ -456,6 +460,7 @@ export interface RunWholeResponse {
   messages: RunResponse[];
 }
 
+/** CancelRequest names the run to cancel. */
 export interface CancelRequest {
   /** Run id. */
   runId: string;
@@ -513,7 +518,10 @@ export interface SatisfiableResponse {
   clampedTo:
     | Resources
     | undefined;
-  /** The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; empty when not clamped. */
+  /**
+   * The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; "label" (VERDICT_IMPOSSIBLE) for a required
+   * label no machine carries, none is coming back and no provisioner covers; empty when not clamped.
+   */
   limiting: string;
 }
 
@@ -2119,7 +2127,7 @@ export const WorkerLink: MessageFns<WorkerLink> = {
 };
 
 function createBaseCallStarted(): CallStarted {
-  return { callId: "", machine: "", allocation: undefined, clamped: false, asked: undefined };
+  return { callId: "", machine: "", allocation: undefined, clamped: false, asked: undefined, fellBack: false };
 }
 
 export const CallStarted: MessageFns<CallStarted> = {
@@ -2138,6 +2146,9 @@ export const CallStarted: MessageFns<CallStarted> = {
     }
     if (message.asked !== undefined) {
       Resources.encode(message.asked, writer.uint32(42).fork()).join();
+    }
+    if (message.fellBack !== false) {
+      writer.uint32(48).bool(message.fellBack);
     }
     return writer;
   },
@@ -2195,6 +2206,14 @@ export const CallStarted: MessageFns<CallStarted> = {
             message.asked = Resources.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.fellBack = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2218,6 +2237,11 @@ export const CallStarted: MessageFns<CallStarted> = {
       allocation: isSet(object.allocation) ? Allocation.fromJSON(object.allocation) : undefined,
       clamped: isSet(object.clamped) ? globalThis.Boolean(object.clamped) : false,
       asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
+      fellBack: isSet(object.fellBack)
+        ? globalThis.Boolean(object.fellBack)
+        : isSet(object.fell_back)
+        ? globalThis.Boolean(object.fell_back)
+        : false,
     };
   },
 
@@ -2238,6 +2262,9 @@ export const CallStarted: MessageFns<CallStarted> = {
     if (message.asked !== undefined) {
       obj.asked = Resources.toJSON(message.asked);
     }
+    if (message.fellBack !== false) {
+      obj.fellBack = message.fellBack;
+    }
     return obj;
   },
 
@@ -2255,6 +2282,7 @@ export const CallStarted: MessageFns<CallStarted> = {
     message.asked = (object.asked !== undefined && object.asked !== null)
       ? Resources.fromPartial(object.asked)
       : undefined;
+    message.fellBack = object.fellBack ?? false;
     return message;
   },
 };

@@ -1,0 +1,155 @@
+/**
+ * One call of a node on a worker (the Run RPC): the ergonomic request mapped onto the generated
+ * RunRequest, and its stream read as items — Started, then metrics and log lines in order (SPEC W2),
+ * link changes of the call's worker (SPEC S2), then one Result; a node's Failure is thrown as a
+ * RemoteError keeping its class name and traceback.
+ *
+ * Each metric and log item carries its `seq` (SPEC S1) and the stream keeps the last one seen: following
+ * the call again after a broken stream (RunRequest.follow {callId, afterSeq}) starts from there — not
+ * done by this client yet.
+ */
+import { randomBytes } from 'node:crypto';
+import type { LogLine, Metric, Result } from '../../generated/ts/berth/v1/calls.js';
+import { type CallStarted, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
+import { type AskInput, oversizeFails, toAsk } from './asks.js';
+import type { Connection } from './connection.js';
+import { BerthError, type ErrorContext, InvalidAsk } from './errors.js';
+import { remoteError, type WarningHandler, warnClamped } from './outcomes.js';
+import { serverStream } from './streams.js';
+
+/** A run: a payload (`source` + `kwargs`, or `command`), names, and where (`claim`, or the ask's fields). */
+export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
+  /** Python source defining `process(**kwargs)`; its return value is the result. */
+  source?: string;
+  /** Keyword arguments of `process` (JSON-like; no NaN or Infinity). */
+  kwargs?: Record<string, unknown>;
+  /** A subprocess argv instead (result `{exit_code: 0}`; non-zero is RemoteError "ExitCode"). */
+  command?: string[];
+  /** Working directory of the command; absent = the worker's own. */
+  cwd?: string;
+  /** Flow and node names (letters, digits, _ . -), default "flow" and "node": the call id is `<runId>:<flow>.<node>`. */
+  flow?: string;
+  node?: string;
+  /** Groups calls for `cancel(runId)`; default "ts-" and 12 hex digits. */
+  runId?: string;
+  /** Run inside this held claim (a Lease, its Granted, or a claim id) instead of placing by the ask's fields. */
+  claim?: { claimId: string } | string;
+  /** The call's deadline in ms (NodeTimeout); absent = none. */
+  timeoutMs?: number;
+}
+
+/** One item of `streamRun`, in order: `started`, then `metric` / `log` / `link`, then one `result` last. */
+export type RunItem =
+  | { $case: 'started'; value: CallStarted }
+  | { $case: 'metric'; value: Metric; callId: string; seq: number }
+  | { $case: 'log'; value: LogLine; callId: string; seq: number }
+  | { $case: 'link'; value: WorkerLink }
+  | { $case: 'result'; value: Result };
+
+/** A checked RunRequest and what error mapping needs of it. */
+export interface RunSpec {
+  request: RunRequest;
+  ctx: ErrorContext;
+}
+
+const ASK_KEYS = ['cpus', 'gpus', 'ramMb', 'label', 'env'] as const;
+
+function jsonLike(path: string, v: unknown): void {
+  if (v === null || typeof v === 'boolean' || typeof v === 'string') return;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new InvalidAsk(`${path}: NaN and infinities cannot be sent (got ${v})`, path);
+    return;
+  }
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) jsonLike(`${path}[${i}]`, x);
+    return;
+  }
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+    for (const [k, x] of Object.entries(v)) jsonLike(`${path}[${JSON.stringify(k)}]`, x);
+    return;
+  }
+  throw new InvalidAsk(`${path}: must be JSON-like (got ${typeof v})`, path);
+}
+
+/**
+ * The RunRequest for `r` (defaults from `RunRequest.fromPartial`).
+ * @throws InvalidAsk naming the field: `payload` (both or neither of source/command), `command`, `kwargs[...]`,
+ *   `claim` (with ask fields too), `timeout_ms`, or an ask field.
+ */
+export function runSpec(r: RunInput): RunSpec {
+  if ((r.source === undefined) === (r.command === undefined))
+    throw new InvalidAsk('payload: give exactly one of source or command', 'payload');
+  if (
+    r.command !== undefined &&
+    (!Array.isArray(r.command) || !r.command.length || r.command.some((a) => typeof a !== 'string'))
+  )
+    throw new InvalidAsk(`command: must be a non-empty array of strings (got ${JSON.stringify(r.command)})`, 'command');
+  if (r.kwargs !== undefined) {
+    if (r.source === undefined) throw new InvalidAsk('kwargs: only a source payload takes kwargs', 'kwargs');
+    jsonLike('kwargs', r.kwargs);
+  }
+  const flow = r.flow ?? 'flow';
+  const node = r.node ?? 'node';
+  const runId = r.runId ?? `ts-${randomBytes(6).toString('hex')}`;
+  let placement: RunRequest['placement'];
+  if (r.claim !== undefined) {
+    const extra = ASK_KEYS.filter((k) => r[k] !== undefined);
+    if (extra.length)
+      throw new InvalidAsk(`claim: runs with the claim's allocation; do not also pass ${extra.join(', ')}`, 'claim');
+    const claimId = typeof r.claim === 'string' ? r.claim : r.claim?.claimId;
+    if (typeof claimId !== 'string' || !claimId)
+      throw new InvalidAsk(`claim: must be a held claim or a claim id (got ${JSON.stringify(r.claim)})`, 'claim');
+    placement = { $case: 'claimId', value: claimId };
+  } else {
+    placement = { $case: 'ask', value: toAsk({ ...r, node: `${flow}.${node}`, runId }) };
+  }
+  const payload: RunRequest['payload'] =
+    r.source !== undefined
+      ? { $case: 'source', value: { source: r.source, kwargs: r.kwargs ?? {} } }
+      : { $case: 'command', value: { argv: r.command ?? [], env: {}, cwd: r.cwd ?? '' } };
+  const timeoutMs = r.timeoutMs === undefined ? 0 : Math.max(1, Math.round(positive('timeout_ms', r.timeoutMs)));
+  const request = RunRequest.fromPartial({ placement, payload, flow, node, runId, timeoutMs });
+  request.payload = payload; // fromPartial would copy kwargs through Struct's partial type; keep them as given
+  const ask = placement.$case === 'ask' ? placement.value : undefined;
+  return { request, ctx: { label: ask?.label, oversizeFails: ask ? oversizeFails(ask) : false } };
+}
+
+/** `v` when it is a finite number > 0; else InvalidAsk naming `field`. */
+export function positive(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+    throw new InvalidAsk(`${field}: must be a number of ms > 0 (got ${JSON.stringify(v)})`, field);
+  return v;
+}
+
+/**
+ * The items of one Run (see RunItem); a Failure is thrown as a RemoteError (NodeExited for sys.exit).
+ * A Started that says clamped warns `Clamped` through `warn`.
+ * @throws the mapped BerthError (NodeTimeout, WorkerGone, NoWorker, Cancelled, ...); `signal.reason` on abort.
+ */
+export async function* runItems(
+  conn: Connection,
+  spec: RunSpec,
+  warn: WarningHandler,
+  signal?: AbortSignal,
+): AsyncGenerator<RunItem, void, undefined> {
+  let lastSeq = 0; // the seam for following the call again (RunRequest.follow) after a broken stream
+  const stream = serverStream(conn, (stub, md) => stub.run(spec.request, md), { signal, ctx: spec.ctx });
+  for await (const msg of stream) {
+    const k = msg.kind;
+    if (k?.$case === 'started') {
+      warnClamped(`call ${k.value.callId}`, k.value, warn);
+      yield k;
+    } else if (k?.$case === 'event') {
+      const { callId, seq } = k.value;
+      lastSeq = Math.max(lastSeq, seq);
+      const e = k.value.kind;
+      if (e?.$case === 'metric' || e?.$case === 'log') yield { ...e, callId, seq };
+      else if (e?.$case === 'logs')
+        for (const line of e.value.lines) yield { $case: 'log', value: { stream: e.value.stream, line }, callId, seq };
+    } else if (k?.$case === 'link') yield k;
+    else if (k?.$case === 'result') return void (yield k);
+    else if (k?.$case === 'failure') throw remoteError(k.value);
+  }
+  const { flow, node } = spec.request;
+  throw new BerthError(`Run stream for ${flow}.${node} ended without a result (last event ${lastSeq})`);
+}
