@@ -99,8 +99,9 @@ test-python: setup build venv
 run: setup build
 	node bin/berth.js serve $(ARGS)
 
-## bench: every benchmark, printing ratios measured side by side, JSON in bench/results/ (one: BENCH=startup)
-bench: setup build
+## bench: every benchmark, printing ratios measured side by side, JSON in bench/results/ (one: BENCH=startup;
+##   BENCH=engine-rate: the Python clients against their bare grpcio callers and Ray, BENCH_RAY_PYTHON)
+bench: setup build venv
 	node bin/bench.js $(BENCH)
 
 ## bench-fast: issue 11's benchmarks only (start-up, dispatch, run rate, output)

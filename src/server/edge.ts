@@ -202,6 +202,41 @@ export function serverStream<Req, Res>(
 }
 
 /**
+ * Wraps a server-streaming domain function as a unary RPC (issue 24 item 9): its messages are collected in order
+ * and answered at once as `wrap(messages)` when `fn` resolves. The call's scope follows the drain as
+ * serverStream's does (SPEC R3); the sink rejects with CANCELLED once the client cancelled or disconnected.
+ */
+export function collected<Req, Msg, Res>(
+  ctx: EdgeContext,
+  rpc: string,
+  fn: (req: Req, sink: Sink<Msg>, signal: AbortSignal, scope: CallScope, caller: Caller) => Promise<void>,
+  wrap: (messages: Msg[]) => Res,
+): handleUnaryCall<Req, Res> {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    void (async () => {
+      const scope = callScope(call, ctx.live);
+      const messages: Msg[] = [];
+      const sink: Sink<Msg> = {
+        write(message: Msg) {
+          if (call.cancelled) return Promise.reject(new BerthError('cancelled', 'call ended'));
+          messages.push(message);
+          return Promise.resolve();
+        },
+      };
+      try {
+        const caller = authenticate(ctx, call);
+        await fn(decoded(call.request), sink, scope.signal, scope, caller);
+        if (!call.cancelled) callback(null, wrap(messages));
+      } catch (err) {
+        if (!call.cancelled) callback(toStatus(err, ctx.log, rpc));
+      } finally {
+        scope.close();
+      }
+    })();
+  };
+}
+
+/**
  * Wraps a bidi domain function. `messages` iterates client messages until half-close; `scope`
  * ends on cancel/disconnect and the drain until `scope.keepThroughDrain()` (not half-close: the
  * domain decides what 'end' means); `scope.abort(reason)` ends it early. Its AbortSignal

@@ -10,6 +10,7 @@ import { compileHandler } from './handlers/compile.js';
 import { drainHandler } from './handlers/drain.js';
 import { getSnapshotHandler } from './handlers/get-snapshot.js';
 import { runHandler } from './handlers/run.js';
+import { runWholeHandler } from './handlers/run-whole.js';
 import { satisfiableHandler } from './handlers/satisfiable.js';
 import { watchEventsHandler } from './handlers/watch-events.js';
 import { workerStreamHandler } from './handlers/worker-stream.js';
@@ -25,6 +26,7 @@ export function placementService(ctx: ServerContext): PlacementServiceServer {
     getSnapshot: getSnapshotHandler(ctx),
     watchEvents: watchEventsHandler(ctx),
     drain: drainHandler(ctx),
+    runWhole: runWholeHandler(ctx),
   };
 }
 

@@ -88,3 +88,31 @@ def test_a_bad_disconnect_grace_is_refused_naming_it(server_address: str, connec
     with connect(server_address) as client:
         with pytest.raises(BerthError, match="disconnect_grace"):
             client.run(command=["true"], disconnect_grace=7200)
+
+
+def test_a_run_answered_whole_outlives_a_cut_link_and_runs_once(server_address: str, connect: Connect) -> None:
+    """run() without on_event asks RunWhole (one answer, no stream): a cut link is picked up again by following the
+    call id, so the call runs once and its value still comes back."""
+    proxy = TcpProxy(server_address)
+    scratch = tempfile.mkdtemp(prefix="berth-resume-")
+    go, ran = os.path.join(scratch, "go"), os.path.join(scratch, "ran")
+    script = f"echo x >> '{ran}'; while [ ! -f '{go}' ]; do sleep 0.02; done; echo done"
+
+    def cut_then_go() -> None:
+        for _ in range(1500):  # the call started: its first act is to write `ran`
+            if os.path.exists(ran):
+                break
+            threading.Event().wait(0.02)
+        proxy.cut()
+        open(go, "w").close()  # the call ends while the link is down
+        threading.Timer(1.0, proxy.restore).start()
+
+    try:
+        with connect(proxy.address) as client:
+            threading.Thread(target=cut_then_go, daemon=True).start()
+            value = client.run(command=["sh", "-c", script], disconnect_grace=30)
+        assert value == {"exit_code": 0}
+        with open(ran) as f:
+            assert f.read() == "x\n", "the call ran more than once"
+    finally:
+        proxy.close()

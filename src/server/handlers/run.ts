@@ -49,7 +49,21 @@ const grantOf = new WeakMap<CallRecord, Grant>();
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
-  return serverStream<RunRequest, RunResponse>(ctx, 'Run', run);
+  return serverStream<RunRequest, RunResponse>(ctx, 'Run', runCall(ctx));
+}
+
+/** What a Run does, for any transport: the request, a sink for its messages, the call's signal, scope and caller. */
+export type RunCall = (
+  req: RunRequest,
+  sink: Sink<RunResponse>,
+  signal: AbortSignal,
+  scope: CallScope,
+  caller: Caller,
+) => Promise<void>;
+
+/** Builds one Run's domain function (the Run and RunWhole handlers share it: one set of rules). */
+export function runCall(ctx: ServerContext): RunCall {
+  return run;
 
   // SPEC R3: until its call has started, a Run follows the drain (a queued Run-with-ask ends
   // UNAVAILABLE "server is draining"); a started call is kept through the drain and gets the grace.

@@ -22,6 +22,7 @@ from .resume import Resumption
 from .values import Result, RunEvent
 from .views import RunOutcome
 from .watchdog import Watched
+from .whole import STREAM_INSTEAD, Attempts
 
 
 class RunStream(RunOutcome):
@@ -94,7 +95,24 @@ class RunStream(RunOutcome):
 
 
 def execute(stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]) -> Any:
-    """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns."""
+    """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns (on the Run
+    stream; without `on_event` the call is answered whole, whole.py)."""
+    if spec.on_event is None:
+        attempts = Attempts(spec)
+        while True:
+            try:
+                # blocking: no thread per call (a future spins one); an interrupt (KeyboardInterrupt) leaves the
+                # call, which grpc cancels as it drops it, and the server gives its claim back
+                res = stub.RunWhole(attempts.request, metadata=metadata)
+            except grpc.RpcError as err:
+                what = attempts.failed(err)
+                if what is STREAM_INSTEAD:
+                    break
+                if what is not None:
+                    raise what from None  # type: ignore[misc]
+                time.sleep(attempts.delay())
+                continue
+            return attempts.value(res)
     with RunStream(stub, spec, metadata) as stream:
         for item in stream:
             if isinstance(item, Result):

@@ -209,6 +209,18 @@ class RunResponse(_message.Message):
     link: WorkerLink
     def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ...) -> None: ...
 
+class RunWholeRequest(_message.Message):
+    __slots__ = ("run",)
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: RunRequest
+    def __init__(self, run: _Optional[_Union[RunRequest, _Mapping]] = ...) -> None: ...
+
+class RunWholeResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[RunResponse]
+    def __init__(self, messages: _Optional[_Iterable[_Union[RunResponse, _Mapping]]] = ...) -> None: ...
+
 class CancelRequest(_message.Message):
     __slots__ = ("run_id",)
     RUN_ID_FIELD_NUMBER: _ClassVar[int]

@@ -448,6 +448,18 @@ export interface RunResponse {
     | undefined;
 }
 
+/** RunWholeRequest is a Run asked for in one answer. */
+export interface RunWholeRequest {
+  /** The call, as Run takes it (follow included). */
+  run: RunRequest | undefined;
+}
+
+/** RunWholeResponse is every message the Run stream would have carried. */
+export interface RunWholeResponse {
+  /** Started, the call's events in order, then exactly one Result or Failure (SPEC W2). */
+  messages: RunResponse[];
+}
+
 /** CancelRequest names the run to cancel. */
 export interface CancelRequest {
   /** Run id. */
@@ -2435,6 +2447,144 @@ export const RunResponse: MessageFns<RunResponse> = {
         break;
       }
     }
+    return message;
+  },
+};
+
+function createBaseRunWholeRequest(): RunWholeRequest {
+  return { run: undefined };
+}
+
+export const RunWholeRequest: MessageFns<RunWholeRequest> = {
+  encode(message: RunWholeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.run !== undefined) {
+      RunRequest.encode(message.run, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunWholeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunWholeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.run = RunRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunWholeRequest {
+    return { run: isSet(object.run) ? RunRequest.fromJSON(object.run) : undefined };
+  },
+
+  toJSON(message: RunWholeRequest): unknown {
+    const obj: any = {};
+    if (message.run !== undefined) {
+      obj.run = RunRequest.toJSON(message.run);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunWholeRequest>, I>>(base?: I): RunWholeRequest {
+    return RunWholeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunWholeRequest>, I>>(object: I): RunWholeRequest {
+    const message = createBaseRunWholeRequest();
+    message.run = (object.run !== undefined && object.run !== null) ? RunRequest.fromPartial(object.run) : undefined;
+    return message;
+  },
+};
+
+function createBaseRunWholeResponse(): RunWholeResponse {
+  return { messages: [] };
+}
+
+export const RunWholeResponse: MessageFns<RunWholeResponse> = {
+  encode(message: RunWholeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.messages) {
+      RunResponse.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunWholeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunWholeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.messages.push(RunResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunWholeResponse {
+    return {
+      messages: globalThis.Array.isArray(object?.messages)
+        ? object.messages.map((e: any) => RunResponse.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RunWholeResponse): unknown {
+    const obj: any = {};
+    if (message.messages?.length) {
+      obj.messages = message.messages.map((e) => RunResponse.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunWholeResponse>, I>>(base?: I): RunWholeResponse {
+    return RunWholeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunWholeResponse>, I>>(object: I): RunWholeResponse {
+    const message = createBaseRunWholeResponse();
+    message.messages = object.messages?.map((e) => RunResponse.fromPartial(e)) || [];
     return message;
   },
 };
@@ -5145,6 +5295,22 @@ export const PlacementServiceService = {
     responseSerialize: (value: DrainResponse): Buffer => Buffer.from(DrainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DrainResponse => DrainResponse.decode(value),
   },
+  /**
+   * RunWhole is Run answered in one message, for callers that take the value and no events as they happen
+   * (issue 24 item 9: a unary call costs a Python caller far less than a stream). The call is placed, run,
+   * recorded and followed exactly as Run's (same rules, same call id, same events); the answer carries every
+   * message Run would have streamed, in order. Errors: Run's. A RunWhole that breaks is picked up again by
+   * following its call id with Run (SPEC S3).
+   */
+  runWhole: {
+    path: "/berth.v1.PlacementService/RunWhole" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RunWholeRequest): Buffer => Buffer.from(RunWholeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RunWholeRequest => RunWholeRequest.decode(value),
+    responseSerialize: (value: RunWholeResponse): Buffer => Buffer.from(RunWholeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RunWholeResponse => RunWholeResponse.decode(value),
+  },
 } as const;
 
 export interface PlacementServiceServer extends UntypedServiceImplementation {
@@ -5185,6 +5351,14 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
    * PERMISSION_DENIED for a client that is not an admin when client identities are configured.
    */
   drain: handleUnaryCall<DrainRequest, DrainResponse>;
+  /**
+   * RunWhole is Run answered in one message, for callers that take the value and no events as they happen
+   * (issue 24 item 9: a unary call costs a Python caller far less than a stream). The call is placed, run,
+   * recorded and followed exactly as Run's (same rules, same call id, same events); the answer carries every
+   * message Run would have streamed, in order. Errors: Run's. A RunWhole that breaks is picked up again by
+   * following its call id with Run (SPEC S3).
+   */
+  runWhole: handleUnaryCall<RunWholeRequest, RunWholeResponse>;
 }
 
 export interface PlacementServiceClient extends Client {
@@ -5302,6 +5476,28 @@ export interface PlacementServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DrainResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * RunWhole is Run answered in one message, for callers that take the value and no events as they happen
+   * (issue 24 item 9: a unary call costs a Python caller far less than a stream). The call is placed, run,
+   * recorded and followed exactly as Run's (same rules, same call id, same events); the answer carries every
+   * message Run would have streamed, in order. Errors: Run's. A RunWhole that breaks is picked up again by
+   * following its call id with Run (SPEC S3).
+   */
+  runWhole(
+    request: RunWholeRequest,
+    callback: (error: ServiceError | null, response: RunWholeResponse) => void,
+  ): ClientUnaryCall;
+  runWhole(
+    request: RunWholeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RunWholeResponse) => void,
+  ): ClientUnaryCall;
+  runWhole(
+    request: RunWholeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RunWholeResponse) => void,
   ): ClientUnaryCall;
 }
 

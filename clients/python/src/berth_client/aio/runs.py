@@ -17,6 +17,7 @@ from ..prepare import RunSpec
 from ..resume import Resumption
 from ..values import Result, RunEvent
 from ..views import RunOutcome
+from ..whole import STREAM_INSTEAD, Attempts
 from .streams import Reader
 
 
@@ -93,7 +94,22 @@ class AsyncRunStream(RunOutcome):
 async def execute(
     stub: placement_pb2_grpc.PlacementServiceStub, spec: RunSpec, metadata: tuple[tuple[str, str], ...]
 ) -> Any:
-    """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns."""
+    """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns (on the Run
+    stream; without `on_event` the call is answered whole, whole.py). Cancelling the task cancels the call."""
+    if spec.on_event is None:
+        attempts = Attempts(spec)
+        while True:
+            try:
+                res = await stub.RunWhole(attempts.request, metadata=metadata)
+            except grpc.RpcError as err:
+                what = attempts.failed(err)
+                if what is STREAM_INSTEAD:
+                    break
+                if what is not None:
+                    raise what from None  # type: ignore[misc]
+                await asyncio.sleep(attempts.delay())
+                continue
+            return attempts.value(res)
     stream = AsyncRunStream(stub, spec, metadata)
     try:
         async for item in stream:

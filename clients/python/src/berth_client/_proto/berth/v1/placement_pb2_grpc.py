@@ -76,6 +76,11 @@ class PlacementServiceStub:
                 request_serializer=berth_dot_v1_dot_placement__pb2.DrainRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_placement__pb2.DrainResponse.FromString,
                 _registered_method=True)
+        self.RunWhole = channel.unary_unary(
+                '/berth.v1.PlacementService/RunWhole',
+                request_serializer=berth_dot_v1_dot_placement__pb2.RunWholeRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_placement__pb2.RunWholeResponse.FromString,
+                _registered_method=True)
 
 
 class PlacementServiceServicer:
@@ -151,6 +156,17 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunWhole(self, request, context):
+        """RunWhole is Run answered in one message, for callers that take the value and no events as they happen
+        (issue 24 item 9: a unary call costs a Python caller far less than a stream). The call is placed, run,
+        recorded and followed exactly as Run's (same rules, same call id, same events); the answer carries every
+        message Run would have streamed, in order. Errors: Run's. A RunWhole that breaks is picked up again by
+        following its call id with Run (SPEC S3).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -193,6 +209,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.Drain,
                     request_deserializer=berth_dot_v1_dot_placement__pb2.DrainRequest.FromString,
                     response_serializer=berth_dot_v1_dot_placement__pb2.DrainResponse.SerializeToString,
+            ),
+            'RunWhole': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunWhole,
+                    request_deserializer=berth_dot_v1_dot_placement__pb2.RunWholeRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_placement__pb2.RunWholeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -412,6 +433,33 @@ class PlacementService:
             '/berth.v1.PlacementService/Drain',
             berth_dot_v1_dot_placement__pb2.DrainRequest.SerializeToString,
             berth_dot_v1_dot_placement__pb2.DrainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunWhole(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/berth.v1.PlacementService/RunWhole',
+            berth_dot_v1_dot_placement__pb2.RunWholeRequest.SerializeToString,
+            berth_dot_v1_dot_placement__pb2.RunWholeResponse.FromString,
             options,
             channel_credentials,
             insecure,
