@@ -104,23 +104,26 @@ describe('a machine with 0 cores is no clamping target', () => {
     expect((await snapshot(t.placement)).held).toEqual([]);
   });
 
-  it('within the restart grace (no journal) it waits: a worker with cores that attaches takes it; with none it ' +
-    'fails', async () => {
-    // With the journal (the default) a first start has no restart grace (SPEC S6); without it, every start has one.
-    t = await startServer({ cpus: 0, gpuIds: [], flags: { reconnectGrace: 1, journal: 'off' } });
-    const taken = claim(t.placement, { cpus: 1, node: 'taken' });
-    await taken.queued;
-    expect((await verdictOf(t, { cpus: 1 })).verdict).toBe(Verdict.VERDICT_WAITS);
-    const w = fakeWorker(t.worker, 'w1', { cpus: 2 });
-    ends.push(async () => w.close());
-    expect((await taken.granted).machine).toBe('w1');
-    await taken.release();
-    w.call.cancel(); // the worker goes: held for --worker-hold (SPEC S2), then gone
-    await until(async () => !(await snapshot(t.placement)).machines.some((m) => m.name === 'w1'));
-    // no worker now: it fails (at once, or when the grace ends), never clamped to the 0-core engine
-    const late = claim(t.placement, { cpus: 1, node: 'late' });
-    const err = await late.ended;
-    expect(err?.code).toBe(status.FAILED_PRECONDITION);
-    expect(err?.details).toMatch(/^ask\.cpus: asked 1 cpu\(s\) but no machine has cores/);
-  });
+  it(
+    'within the restart grace (no journal) it waits: a worker with cores that attaches takes it; with none it ' +
+      'fails',
+    async () => {
+      // With the journal (the default) a first start has no restart grace (SPEC S6); without it, every start has one.
+      t = await startServer({ cpus: 0, gpuIds: [], flags: { reconnectGrace: 1, journal: 'off' } });
+      const taken = claim(t.placement, { cpus: 1, node: 'taken' });
+      await taken.queued;
+      expect((await verdictOf(t, { cpus: 1 })).verdict).toBe(Verdict.VERDICT_WAITS);
+      const w = fakeWorker(t.worker, 'w1', { cpus: 2 });
+      ends.push(async () => w.close());
+      expect((await taken.granted).machine).toBe('w1');
+      await taken.release();
+      w.call.cancel(); // the worker goes: held for --worker-hold (SPEC S2), then gone
+      await until(async () => !(await snapshot(t!.placement)).machines.some((m) => m.name === 'w1'));
+      // no worker now: it fails (at once, or when the grace ends), never clamped to the 0-core engine
+      const late = claim(t.placement, { cpus: 1, node: 'late' });
+      const err = await late.ended;
+      expect(err?.code).toBe(status.FAILED_PRECONDITION);
+      expect(err?.details).toMatch(/^ask\.cpus: asked 1 cpu\(s\) but no machine has cores/);
+    },
+  );
 });
