@@ -17,6 +17,7 @@ export function followEvents(
   events: EventBus,
   placer: Placer,
   agentOf: (name: string) => string = () => '',
+  instanceOf: (name: string) => string = () => '',
 ): () => void {
   return events.subscribe((e: BerthEvent) => {
     switch (e.kind) {
@@ -53,6 +54,7 @@ export function followEvents(
           maxParallel: m.maxParallel ?? 0,
           version: m.version ?? '',
           agentId: agentOf(m.name),
+          instanceId: instanceOf(m.name),
           at: e.timeMs,
         });
         return;

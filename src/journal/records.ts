@@ -21,6 +21,8 @@ const worker = z.object({
   version: z.string(),
   /** `<hostname>:<state dir>` of the agent (SPEC S5); '' for agents that send none. */
   agentId: z.string(),
+  /** The agent instance last attached (SPEC S2): after a restart, the same instance re-binds its calls. */
+  instanceId: z.string().optional(),
   at: z.number(),
 });
 

@@ -3,7 +3,9 @@
  * state directory's lock is taken, the journal read back, the workers it knows put in the books as
  * not yet back for `--restart-hold`, and the claims it holds taken back with exactly their
  * resources, each awaiting its holder for `--claim-hold` (ClaimHolds: resumable with its resume token) and
- * released when that runs out.
+ * released when that runs out. The calls in flight on a journaled worker are held with it for the restart hold
+ * (WorkerHub.restoreWorker): the same agent instance re-binds them when it re-attaches, and their callers follow
+ * them again by call id (SPEC S3); the claim a Run placed for its call lasts as long as the call.
  */
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
@@ -14,6 +16,8 @@ import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
 import { randomBytes } from 'node:crypto';
+import type { Grant } from '../placement/types.js';
+import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 
 /** What start-up restored, for the log line and tests. */
@@ -42,6 +46,7 @@ export async function restoreFromJournal(
   holds: ClaimHolds,
   log: Logger,
   store?: Store,
+  hub?: WorkerHub,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
@@ -68,9 +73,11 @@ export async function restoreFromJournal(
   const timers: NodeJS.Timeout[] = [];
   let claims = 0;
   let dropped = 0;
+  const grants = new Map<string, Grant>();
   for (const c of state.claims) {
     try {
       const grant = placer.restoreClaim(c);
+      grants.set(c.claimId, grant);
       // Awaits its holder for --claim-hold: resumable with its token (a claim without one, e.g. a Run's, only
       // keeps its resources until then: no token hashes to random bytes), released 'hold ran out' after it.
       const kept = Buffer.from(c.tokenHash, 'base64');
@@ -83,12 +90,33 @@ export async function restoreFromJournal(
       log.warn({ claimId: c.claimId, machine: c.machine, reason: (err as Error).message }, 'journaled claim dropped');
     }
   }
-  // Calls in flight at the crash: nothing re-binds them yet, so once the restart hold is over they end as lost
-  // (kept as ended for the retention period, so the call id is not taken for a new execution).
-  // TODO(lead, h-server): re-bind them when their agent's Hello lists them (Welcome.calls) instead.
-  if (state.calls.length) {
-    const t = setTimeout(() => {
-      for (const c of state.calls)
+  // Calls in flight at the crash: held with their worker for the restart hold, re-bound when the same agent
+  // instance re-attaches listing them. Those that cannot be (the engine host's died with the server; a worker or
+  // claim the journal lost) end as lost, kept as ended so that the call id is not taken for a new execution.
+  const holdMs = options.restartHold * 1000;
+  const rebound = new Set<string>();
+  for (const w of state.workers) {
+    if (!hub || !w.agentId || !w.instanceId) continue;
+    const calls = state.calls.flatMap((c) => {
+      const grant = c.machine === w.name ? grants.get(c.claimId) : undefined;
+      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
+    });
+    if (!calls.length) continue;
+    const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
+    const agent = { agentId: w.agentId, instanceId: w.instanceId };
+    const recs = hub.restoreWorker({ ...spec, version: w.version }, agent, calls, holdMs);
+    for (const [i, rec] of recs.entries()) {
+      const claimId = calls[i].grant.claimId;
+      rebound.add(rec.callId);
+      if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
+      holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
+      void rec.settled.then(() => placer.release(claimId, 'run ended'));
+    }
+  }
+  const lost = state.calls.filter((c) => !rebound.has(c.callId));
+  if (lost.length) {
+    const endLost = () => {
+      for (const c of lost)
         journal.callEnded({
           callId: c.callId,
           runId: c.runId,
@@ -97,7 +125,8 @@ export async function restoreFromJournal(
           failureType: 'ServerRestarted',
           endedAt: Date.now(),
         });
-    }, options.restartHold * 1000);
+    };
+    const t = setTimeout(endLost, holdMs);
     t.unref();
     timers.push(t);
   }

@@ -245,12 +245,14 @@ export class BerthServer {
    */
   async #restore(): Promise<void> {
     if (this.options.journal === 'off') return;
-    const r = await restoreFromJournal(this.options, this.context.placer, this.context.holds, this.#log);
+    const { placer, holds, hub: workers } = this.context;
+    const r = await restoreFromJournal(this.options, placer, holds, this.#log, undefined, workers);
     this.#restored = r;
     this.context.journal = r.journal;
     const { hub } = this.context;
     const agentOf = (name: string) => hub.workers.get(name)?.agent.agentId ?? '';
-    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer, agentOf);
+    const instanceOf = (name: string) => hub.workers.get(name)?.agent.instanceId ?? '';
+    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer, agentOf, instanceOf);
   }
 
   /** Writes what the journal has queued, closes it and gives the state directory back. Idempotent. */

@@ -74,6 +74,8 @@ export class AttachedWorker {
    *   default: the shared identity (any stream of the same name replaces it, SPEC W1).
    */
   #severed = false;
+  /** Restored from the journal after a restart (SPEC S4): no stream yet; its agent instance re-binds its calls. */
+  restored = false;
 
   constructor(
     readonly spec: MachineSpec,

@@ -175,6 +175,8 @@ export class CallRecord implements Flow {
           const item = this.#items[cur.i - this.#base];
           cur.i++;
           if (this.#roomWaiters.size) this.#wakeRoom();
+          // Seen already (an event resent after a restart, recorded after this follower came): skipped (SPEC S3).
+          if (afterSeq > 0 && item.$case === 'event' && item.value.seq <= afterSeq) continue;
           yield item;
           if (item.$case === 'event') cur.seq = item.value.seq;
           else if (item.$case !== 'link') return;

@@ -11,10 +11,10 @@ import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
-import type { Grant } from '../placement/types.js';
-import type { AttachedWorker, CallSpec } from './attached.js';
+import type { Grant, MachineSpec } from '../placement/types.js';
+import { AttachedWorker, type CallSpec } from './attached.js';
 import { CallIds } from './call-ids.js';
-import type { CallRecord } from './call-record.js';
+import { CallRecord } from './call-record.js';
 import { EngineRunner } from './engine-runner.js';
 import { LinkHolds } from './link-holds.js';
 
@@ -100,7 +100,7 @@ export class WorkerHub {
    */
   attach(w: AttachedWorker): AttachedWorker {
     const old = this.workers.get(w.name);
-    if (old && old.identity.key !== w.identity.key) {
+    if (old && !old.restored && old.identity.key !== w.identity.key) {
       throw new BerthError(
         'permission_denied',
         `worker ${w.name} is held by a live stream of another identity (${old.identity.describe}); ` +
@@ -174,6 +174,45 @@ export class WorkerHub {
   lost(w: AttachedWorker, why: string): void {
     if (this.workers.get(w.name) !== w || (w.gone.signal.aborted && !this.#holds.has(w))) return this.leave(w, why);
     this.#holds.hold(w, why);
+  }
+
+  /**
+   * After a restart (SPEC S4): worker `spec` as the journal knew it (its machine is restored as disconnected), held
+   * with the calls that were in flight on it, each inside its restored claim's `grant`, for `holdMs` (the restart
+   * hold). When the same agent instance re-attaches listing them, they are re-bound (Welcome.calls) and followed
+   * again; otherwise they fail "went away" when the hold runs out. Returns the calls' records.
+   */
+  restoreWorker(
+    spec: MachineSpec,
+    agent: { agentId: string; instanceId: string },
+    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    holdMs: number,
+  ): CallRecord[] {
+    const w = new AttachedWorker(spec, () => Promise.resolve(), undefined, { ...agent, heldCalls: [] });
+    w.restored = true;
+    const out: CallRecord[] = [];
+    for (const c of calls) {
+      const a = c.grant.allocation;
+      const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+      const rec = new CallRecord(c.callId, c.runId, spec.name, allocation, (reason) => {
+        void w.send({ $case: 'cancel', value: { callId: c.callId, reason: reason.message } });
+      });
+      rec.holdMs = holdMs;
+      rec.owner = c.grant.ask.owner;
+      w.calls.set(c.callId, rec);
+      this.calls.set(c.callId, rec);
+      const held = this.#track(c.grant.claimId);
+      held.rec = rec;
+      void rec.settled.then(() => {
+        held.done();
+        if (this.calls.get(c.callId) === rec) this.calls.delete(c.callId);
+        this.#keepEnded(rec);
+      });
+      out.push(rec);
+    }
+    this.workers.set(spec.name, w);
+    this.#holds.hold(w, 'the server restarted');
+    return out;
   }
 
   /** A held worker's hold ran out (the placer's timer): its calls still held fail, it leaves the hub. */
