@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -225,7 +226,9 @@ def run_case(client: Client, case: Json, want: Json) -> None:
 
 def cancel_case(client: Client, case: Json, want: Json, server: CaseServer) -> None:
     spec = case["cancel"]
-    release = server.dir / f"release-{case['id']}"
+    # one file per run of the case: the sync and asyncio runs share the server's dir, and a file left by the first
+    # would let the second's calls finish before the cancel
+    release = server.dir / f"release-{case['id']}-{uuid.uuid4().hex[:8]}"
     started = {r["run_id"]: threading.Event() for r in spec["runs"]}
     outcomes: dict[str, tuple[Any, BaseException | None]] = {}
 
