@@ -184,9 +184,9 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
     events.cancel();
   }, 60_000);
 
-  it('berth serve stopped with SIGTERM leaves no Slurm job it started', async () => {
+  it('berth serve --on-stop drain stopped with SIGTERM leaves no Slurm job it started', async () => {
     const dir = tempDir();
-    const s = await serveCli(configFile(dir, slurm('hpce', { idle: 60 })), dir);
+    const s = await serveCli(configFile(dir, slurm('hpce', { idle: 60 })), dir, ['--on-stop', 'drain']);
     const c = claim(s.placement, hpc(2, 'big'));
     const g = await c.granted;
     const jobId = g.machine.replace('hpce-', '');
