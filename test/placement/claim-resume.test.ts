@@ -16,7 +16,7 @@ import type { BerthEvent, EventKind } from '../../src/events.js';
 import { hashToken, newResumeToken } from '../../src/server/claim-holds.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, fakeWorker, resumeClaim } from '../support/claims.js';
-import { startCutProxy } from '../support/cut-proxy.js';
+import { LinkProxy } from '../support/link-proxy.js';
 import { run, runRequest, type RunHandle } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { freeOf, machine, snapshot } from '../support/snapshot.js';
@@ -92,13 +92,15 @@ describe('a claim with hold_ms awaits its holder', () => {
 
   it('survives a cut of its link (TCP proxy) and is resumed over a new connection', async () => {
     const { t, next } = await gpuServer();
-    const proxy = await startCutProxy(t.address);
+    const proxy = new LinkProxy(t.address);
+    const via = await proxy.start();
     open.push(() => proxy.close());
-    const viaProxy = new PlacementServiceClient(proxy.address, credentials.createInsecure());
+    const viaProxy = new PlacementServiceClient(via, credentials.createInsecure());
     open.push(() => viaProxy.close());
     const { h, g } = await held(viaProxy, 10_000);
     const awaiting = next('claim_awaiting_holder');
     proxy.cut();
+    proxy.restore(); // a reset link: the open connection is gone, a new one goes through
     expect((await err(h))?.code).toBe(status.UNAVAILABLE);
     await awaiting;
     const r = resumeClaim(viaProxy, g.claimId, g.resumeToken);

@@ -1,7 +1,7 @@
 """Test support: a TCP proxy on loopback between a client and a berth server, whose link a test can cut.
 
-`cut()` closes every connection through it and refuses new ones (accepted, then closed at once: a reset link)
-until `restore()`. Threads only; `close()` ends it.
+`cut()` drops every connection through it (both ends at once); `down()` also refuses new ones (accepted, then
+closed: a reset link) until `up()`. Threads only; `close()` ends it.
 """
 
 from __future__ import annotations
@@ -10,56 +10,39 @@ import socket
 import threading
 
 
-class TcpProxy:
-    """Listens on 127.0.0.1:<port> and forwards each connection to `target` ("host:port")."""
+class CutProxy:
+    """Forwards loopback TCP connections to `target`; `cut()` drops every open one (both ends), `down()`
+    also refuses new ones until `up()`."""
 
     def __init__(self, target: str) -> None:
         host, port = target.rsplit(":", 1)
-        self._target = (host, int(port))
+        self.target = (host, int(port))  # may be changed: new connections go to the new target
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
-        self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
-        self._blocked = False
-        self._closed = False
-        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
-
-    def cut(self) -> None:
-        """Closes every connection now and refuses new ones until `restore()`."""
-        with self._lock:
-            self._blocked = True
-            for s in self._open:
-                _shut(s)
-            self._open.clear()
-
-    def restore(self) -> None:
-        """Lets new connections through again."""
-        with self._lock:
-            self._blocked = False
-
-    def close(self) -> None:
-        """Stops listening and closes every connection."""
-        self._closed = True
-        self.cut()
-        self._listener.close()
+        self._lock = threading.Lock()
+        self._refusing = False
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while not self._closed:
+        while True:
             try:
-                client, _ = self._listener.accept()
+                inbound, _ = self._listener.accept()
             except OSError:
                 return
+            if self._refusing:
+                inbound.close()
+                continue
+            try:
+                outbound = socket.create_connection(self.target)
+            except OSError:
+                inbound.close()
+                continue
             with self._lock:
-                if self._blocked:
-                    _shut(client)
-                    continue
-                try:
-                    upstream = socket.create_connection(self._target)
-                except OSError:
-                    _shut(client)
-                    continue
-                self._open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
+                self.connections += 1
+                self._open.update((inbound, outbound))
+            for a, b in ((inbound, outbound), (outbound, inbound)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
@@ -68,17 +51,35 @@ class TcpProxy:
                 dst.sendall(data)
         except OSError:
             pass
-        finally:
-            with self._lock:
-                self._open.discard(src)
-                self._open.discard(dst)
-            _shut(src)
-            _shut(dst)
+        for s in (src, dst):
+            self._drop(s)
 
+    def _drop(self, s: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(s)
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        s.close()
 
-def _shut(s: socket.socket) -> None:
-    try:
-        s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    s.close()
+    def cut(self) -> None:
+        """Drops every open connection, both ends at once."""
+        with self._lock:
+            dropped = list(self._open)
+        for s in dropped:
+            self._drop(s)
+
+    def down(self) -> None:
+        """Cuts, and refuses new connections until up()."""
+        self._refusing = True
+        self.cut()
+
+    def up(self) -> None:
+        """Accepts connections again."""
+        self._refusing = False
+
+    def close(self) -> None:
+        """Stops listening and drops every connection."""
+        self._listener.close()
+        self.cut()

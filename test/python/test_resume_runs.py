@@ -13,7 +13,7 @@ import pytest
 from berth_client import BerthError, LogLine
 from conftest import Connect
 from processes import start_server
-from tcp_proxy import TcpProxy
+from tcp_proxy import CutProxy
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def gated_command(go: str) -> list[str]:
 
 
 def test_a_run_outlives_a_cut_link_and_sees_every_line_once(server_address: str, connect: Connect) -> None:
-    proxy = TcpProxy(server_address)
+    proxy = CutProxy(server_address)
     go = os.path.join(tempfile.mkdtemp(prefix="berth-resume-"), "go")
     lines: list[str] = []
     three = threading.Event()
@@ -43,9 +43,10 @@ def test_a_run_outlives_a_cut_link_and_sees_every_line_once(server_address: str,
 
     def cut_then_go() -> None:
         assert three.wait(30), "the first three lines never came"
+        proxy.down()
         proxy.cut()
         open(go, "w").close()  # lines 4..6 are printed while the link is down
-        threading.Timer(1.0, proxy.restore).start()
+        threading.Timer(1.0, proxy.up).start()
 
     try:
         with connect(proxy.address) as client:
@@ -58,7 +59,7 @@ def test_a_run_outlives_a_cut_link_and_sees_every_line_once(server_address: str,
 
 
 def test_without_disconnect_grace_a_cut_link_stops_the_call(server_address: str, connect: Connect) -> None:
-    proxy = TcpProxy(server_address)
+    proxy = CutProxy(server_address)
     go = os.path.join(tempfile.mkdtemp(prefix="berth-resume-"), "go")
     three = threading.Event()
     seen: list[str] = []
@@ -71,8 +72,9 @@ def test_without_disconnect_grace_a_cut_link_stops_the_call(server_address: str,
 
     def cut() -> None:
         assert three.wait(30), "the first three lines never came"
+        proxy.down()
         proxy.cut()
-        threading.Timer(1.0, proxy.restore).start()
+        threading.Timer(1.0, proxy.up).start()
 
     try:
         with connect(proxy.address) as client:
@@ -93,7 +95,7 @@ def test_a_bad_disconnect_grace_is_refused_naming_it(server_address: str, connec
 def test_a_run_answered_whole_outlives_a_cut_link_and_runs_once(server_address: str, connect: Connect) -> None:
     """run() without on_event asks RunWhole (one answer, no stream): a cut link is picked up again by following the
     call id, so the call runs once and its value still comes back."""
-    proxy = TcpProxy(server_address)
+    proxy = CutProxy(server_address)
     scratch = tempfile.mkdtemp(prefix="berth-resume-")
     go, ran = os.path.join(scratch, "go"), os.path.join(scratch, "ran")
     script = f"echo x >> '{ran}'; while [ ! -f '{go}' ]; do sleep 0.02; done; echo done"

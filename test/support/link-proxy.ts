@@ -11,6 +11,8 @@ export class LinkProxy {
   readonly #open = new Set<net.Socket>();
   #cut = false;
   address = '';
+  /** Connections forwarded so far. */
+  connections = 0;
 
   constructor(readonly target: string) {}
 
@@ -49,6 +51,7 @@ export class LinkProxy {
       this.target.slice(0, this.target.lastIndexOf(':')),
       this.target.slice(this.target.lastIndexOf(':') + 1),
     ];
+    this.connections++;
     const upstream = net.connect(Number(port), host);
     for (const s of [client, upstream]) {
       this.#open.add(s);
