@@ -21,7 +21,10 @@ import { serverStream } from './streams.js';
 
 /** Options of a BerthClient: where and how it dials (ConnectionOptions), and where its warnings go. */
 export interface BerthClientOptions extends ConnectionOptions {
-  /** Receives `Clamped` warnings; default `process.emitWarning` (shown once per process, or via process.on('warning')). */
+  /**
+   * Receives `Clamped` warnings; default `process.emitWarning` (shown once per process, or via
+   * process.on('warning')).
+   */
   onWarning?: WarningHandler;
 }
 

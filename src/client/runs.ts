@@ -27,7 +27,10 @@ export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
   command?: string[];
   /** Working directory of the command; absent = the worker's own. */
   cwd?: string;
-  /** Flow and node names (letters, digits, _ . -), default "flow" and "node": the call id is `<runId>:<flow>.<node>`. */
+  /**
+   * Flow and node names (letters, digits, _ . -), default "flow" and "node": the call id is
+   * `<runId>:<flow>.<node>`.
+   */
   flow?: string;
   node?: string;
   /** Groups calls for `cancel(runId)`; default "ts-" and 12 hex digits. */

@@ -91,11 +91,13 @@ export const gpuIds = z.string().transform((s, ctx) => {
   const spec = s.trim();
   if (/^\d+$/.test(spec) && Number(spec) <= MAX_DEVICE_ID) {
     const n = Number(spec);
+    const many = n === 0 ? 'no GPUs' : `${n} GPU${n === 1 ? '' : 's'}`;
+    const range = n === 0 ? "''" : `0-${n - 1}`;
     ctx.addIssue({
       code: 'custom',
       message:
-        `a bare number is ambiguous: these are GPU ids, not a count: for ${n === 0 ? 'no GPUs' : `${n} GPU${n === 1 ? '' : 's'}`} write ` +
-        `${n === 0 ? "''" : `0-${n - 1}`}; for the one GPU with id ${n} write ${n}-${n} (or '${n},')`,
+        `a bare number is ambiguous: these are GPU ids, not a count: for ${many} write ${range}; ` +
+        `for the one GPU with id ${n} write ${n}-${n} (or '${n},')`,
     });
     return z.NEVER;
   }
