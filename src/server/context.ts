@@ -39,4 +39,6 @@ export interface ServerContext extends EdgeContext {
   drain?: (graceMs: number) => Promise<{ finished: number; cancelled: number }>;
   /** The grace of the drain under way, in ms (sent to workers in Drain); unset before a drain. */
   drainGraceMs?: number;
+  /** The leader's epoch while this server leads a cluster (SPEC S7), sent on every frame to workers; 0 without one. */
+  epoch?: number;
 }

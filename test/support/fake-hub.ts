@@ -38,7 +38,7 @@ export class FakeConnection {
 
   /** Sends a server frame. */
   send(frame: WorkerStreamResponse['frame']): void {
-    this.call.write({ frame });
+    this.call.write({ frame, epoch: 0 });
   }
 
   /** Acknowledges call `callId` up to event `seq` (and its ending when `ended`), as the server does (SPEC S1). */

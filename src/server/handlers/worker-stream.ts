@@ -30,7 +30,7 @@ export function workerStreamHandler(ctx: ServerContext) {
         await serveWorkerStream(
           ctx.hub,
           readMessages<WorkerStreamRequest>(call, scope),
-          (f) => sink.write({ frame: f }),
+          (f) => sink.write({ frame: f, epoch: ctx.epoch ?? 0 }),
           signal,
           {
             signal: drain.signal,

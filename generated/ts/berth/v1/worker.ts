@@ -233,6 +233,12 @@ export interface WorkerStreamResponse {
     /** Events and endings received (SPEC S1). */
     { $case: "ack"; value: Ack }
     | undefined;
+  /**
+   * The sending leader's epoch (SPEC S7: the create revision of its election key in etcd); 0 for a server without a
+   * cluster. A worker refuses every frame whose epoch is older than the newest it has seen, so nothing a deposed
+   * leader sends after a takeover is acted on.
+   */
+  epoch: number;
 }
 
 function createBaseHello(): Hello {
@@ -1855,7 +1861,7 @@ export const Drain: MessageFns<Drain> = {
 };
 
 function createBaseWorkerStreamResponse(): WorkerStreamResponse {
-  return { frame: undefined };
+  return { frame: undefined, epoch: 0 };
 }
 
 export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
@@ -1879,6 +1885,9 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
       case "ack":
         Ack.encode(message.frame.value, writer.uint32(50).fork()).join();
         break;
+    }
+    if (message.epoch !== 0) {
+      writer.uint32(56).uint64(message.epoch);
     }
     return writer;
   },
@@ -1944,6 +1953,14 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
             message.frame = { $case: "ack", value: Ack.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.epoch = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1971,6 +1988,7 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
         : isSet(object.ack)
         ? { $case: "ack", value: Ack.fromJSON(object.ack) }
         : undefined,
+      epoch: isSet(object.epoch) ? globalThis.Number(object.epoch) : 0,
     };
   },
 
@@ -1988,6 +2006,9 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
       obj.drain = Drain.toJSON(message.frame.value);
     } else if (message.frame?.$case === "ack") {
       obj.ack = Ack.toJSON(message.frame.value);
+    }
+    if (message.epoch !== 0) {
+      obj.epoch = Math.round(message.epoch);
     }
     return obj;
   },
@@ -2035,6 +2056,7 @@ export const WorkerStreamResponse: MessageFns<WorkerStreamResponse> = {
         break;
       }
     }
+    message.epoch = object.epoch ?? 0;
     return message;
   },
 };

@@ -158,17 +158,19 @@ class Drain(_message.Message):
     def __init__(self, grace_ms: _Optional[int] = ...) -> None: ...
 
 class WorkerStreamResponse(_message.Message):
-    __slots__ = ("welcome", "call", "cancel", "compile", "drain", "ack")
+    __slots__ = ("welcome", "call", "cancel", "compile", "drain", "ack", "epoch")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     COMPILE_FIELD_NUMBER: _ClassVar[int]
     DRAIN_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     call: Call
     cancel: CancelCall
     compile: CompileCall
     drain: Drain
     ack: Ack
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., compile: _Optional[_Union[CompileCall, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
+    epoch: int
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., cancel: _Optional[_Union[CancelCall, _Mapping]] = ..., compile: _Optional[_Union[CompileCall, _Mapping]] = ..., drain: _Optional[_Union[Drain, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., epoch: _Optional[int] = ...) -> None: ...
