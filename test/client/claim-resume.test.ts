@@ -26,7 +26,10 @@ async function behindProxy() {
   open.push(() => proxy.close());
   const direct = new BerthClient({ address: s.address });
   const client = new BerthClient({ address });
-  open.push(() => direct.close(), () => client.close());
+  open.push(
+    () => direct.close(),
+    () => client.close(),
+  );
   return { proxy, direct, client };
 }
 
@@ -52,9 +55,7 @@ describe('a lease with holdMs', () => {
     expect(events).toEqual(['resuming', 'resumed true']);
     expect(proxy.connections).toBeGreaterThanOrEqual(2);
     const held = (await direct.snapshot()).held;
-    expect(held.map((h) => [h.claimId, h.allocation?.gpuIds, h.awaitingHolder])).toEqual([
-      [lease.claimId, [0], false],
-    ]);
+    expect(held.map((h) => [h.claimId, h.allocation?.gpuIds, h.awaitingHolder])).toEqual([[lease.claimId, [0], false]]);
     expect(lease.signal.aborted).toBe(false);
     await lease.release(); // on the resumed stream, acknowledged
     expect(await booksFull(direct)).toBe(true);

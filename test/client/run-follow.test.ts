@@ -42,7 +42,10 @@ async function behindProxy() {
   open.push(() => s.close());
   const proxy = new LinkProxy(s.address);
   const client = new BerthClient({ address: await proxy.start() });
-  open.push(() => proxy.close(), () => client.close());
+  open.push(
+    () => proxy.close(),
+    () => client.close(),
+  );
   return { proxy, client };
 }
 
