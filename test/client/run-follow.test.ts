@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BerthClient, BerthError, type RunItem } from '../../src/client/index.js';
+import { BerthClient, Cancelled, InvalidAsk, type RunItem } from '../../src/client/index.js';
 import { startBerthWorker } from '../support/berth-worker.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { RestartableServer } from '../support/restartable-server.js';
@@ -120,7 +120,7 @@ describe('a run across a cut of the client link', () => {
         },
       )
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(BerthError);
+    expect(err).toBeInstanceOf(Cancelled);
     expect((err as Error).message).toMatch(/cancelled by its caller/);
     expect(seen).toEqual(['1', '2', '3']);
   });
@@ -140,5 +140,17 @@ describe('a run across a cut of the client link', () => {
     await until(() => proxy.connections >= 1);
     ctl.abort(reason);
     expect(await done).toBe(reason);
+  });
+});
+
+describe('disconnectGraceMs', () => {
+  it('that protobuf cannot carry or the server would refuse is InvalidAsk naming it, before anything is sent', async () => {
+    const client = new BerthClient({ address: '127.0.0.1:1' });
+    open.push(() => client.close());
+    for (const bad of [-1, 1.5, 3_600_001]) {
+      const err = await client.run({ command: ['true'], disconnectGraceMs: bad }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidAsk);
+      expect((err as InvalidAsk).field).toBe('disconnect_grace_ms');
+    }
   });
 });
