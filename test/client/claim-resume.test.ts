@@ -6,7 +6,8 @@
  * unchanged; one that cannot be taken back aborts its signal with ClaimLost.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { BerthClient, ClaimLost, type Granted, Unavailable } from '../../src/client/index.js';
+import { mkdirSync, rmSync } from 'node:fs';
+import { BerthClient, ClaimLost, type Granted, NotFound, Unavailable } from '../../src/client/index.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { RestartableServer } from '../support/restartable-server.js';
 import { startServer } from '../support/server.js';
@@ -61,6 +62,21 @@ describe('a lease with holdMs', () => {
     expect(await booksFull(direct)).toBe(true);
   });
 
+  it('released while its link is down gives the claim back on the resumed stream once the link returns', async () => {
+    const { proxy, direct, client } = await behindProxy();
+    const lease = await client.claim({ cpus: 1, gpus: 1, node: 'train.leave', holdMs: 10_000 });
+    proxy.cut(); // kept down
+    await until(async () => (await direct.snapshot()).held.some((h) => h.awaitingHolder));
+    let released = false;
+    const release = lease.release().then(() => (released = true));
+    expect(released).toBe(false); // the claim is still held, awaiting its holder
+    expect((await direct.snapshot()).held.map((h) => h.claimId)).toEqual([lease.claimId]);
+    proxy.restore();
+    await release;
+    expect(lease.resumes).toBe(1);
+    expect(await booksFull(direct)).toBe(true);
+  });
+
   it('that cannot be taken back within its hold aborts its signal with ClaimLost, and release throws it', async () => {
     const { proxy, direct, client } = await behindProxy();
     const lease = await client.claim({ cpus: 1, gpus: 1, node: 'train.cut', holdMs: 1000 });
@@ -111,6 +127,26 @@ describe('a lease with holdMs across a server restart', () => {
     const snap = await client.snapshot();
     expect(snap.held.map((h) => [h.claimId, h.allocation?.gpuIds, h.awaitingHolder])).toEqual([[claimId, [0], false]]);
     await lease.release();
+    expect(await booksFull(client)).toBe(true);
+  }, 60_000);
+
+  it('restarted without its journal is answered NOT_FOUND: the lease aborts with ClaimLost', async () => {
+    const srv = new RestartableServer(['--cpus', '2', '--gpus', '0-0']);
+    open.push(() => srv.close());
+    const client = new BerthClient({ address: await srv.start() });
+    open.push(() => client.close());
+    const lease = await client.claim({ cpus: 1, gpus: 1, node: 'train.amnesia', holdMs: 30_000 });
+    await srv.kill();
+    rmSync(srv.stateDir, { recursive: true, force: true }); // a new server: it knows nothing of the claim
+    mkdirSync(srv.stateDir);
+    await srv.start();
+    await until(() => lease.signal.aborted, 20_000);
+    const lost = lease.signal.reason as ClaimLost;
+    expect(lost).toBeInstanceOf(ClaimLost);
+    expect(lost).toBeInstanceOf(NotFound);
+    expect(lost.message).toContain('the server no longer holds it');
+    expect(lost.claimId).toBe(lease.claimId);
+    await expect(lease.release()).rejects.toBe(lost);
     expect(await booksFull(client)).toBe(true);
   }, 60_000);
 });
