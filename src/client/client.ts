@@ -105,6 +105,7 @@ export class BerthClient {
 
   /**
    * Runs one call on a worker and resolves to the node's value (JSON-like; a command's is `{exit_code: 0}`).
+   * A broken stream (a server restart, a cut link) is followed again by call id for up to 60 s (run-stream.ts).
    * @throws RemoteError (the node's own exception: `remoteType`, `remoteTraceback`), NodeExited, NodeTimeout,
    *   WorkerGone, NoWorker, Oversize, Cancelled, NotFound (claim no longer held), InvalidAsk; `signal.reason`.
    */
@@ -118,7 +119,8 @@ export class BerthClient {
 
   /**
    * The same run as an async iterator: `started`, `metric` / `log` / `link` items in order, then `result`;
-   * the node's exception is thrown by the iteration. Breaking out of the loop cancels the call.
+   * the node's exception is thrown by the iteration. Breaking out of the loop cancels the call. After a
+   * broken stream the call is followed again from the last item seen: each item comes once (SPEC S3).
    */
   streamRun(req: RunInput, o: CallOptions = {}): AsyncGenerator<RunItem, void, undefined> {
     const spec = runSpec(req);

@@ -41,6 +41,15 @@ interface ResumeWith {
 
 const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
 
+/** Calls a user's hook; what it throws must not end the lease, and is shown as a process warning instead. */
+function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
+  try {
+    hook?.(x);
+  } catch (e) {
+    process.emitWarning(`a lease's onResuming/onResumed hook threw: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 /** A held claim: its Granted and the fields engines read most, `release()`, and `await using`. */
 export class Lease implements AsyncDisposable {
   /** Aborts (with the mapped BerthError as its reason) when the claim is lost other than by `release()`. */
@@ -105,13 +114,13 @@ export class Lease implements AsyncDisposable {
         if (!(this.#resume.holdMs > 0 && claimWorthResuming(mapped))) return this.#lost(mapped);
         const releasedBefore = this.#releasing; // Release sent, then the break: it may be given back already
         this.#broken = true;
-        this.#resume.o.onResuming?.(mapped);
+        tell(this.#resume.o.onResuming, mapped);
         try {
           const open = await takeBack(this.#resume.conn, this.grant, this.#resume.holdMs, this.#resume.ctx);
           [this.#call, this.#messages, this.#broken] = [open.call, open.messages, false];
           this.#resumes++;
           if (this.#releasing) this.#call.write(RELEASE);
-          this.#resume.o.onResumed?.(open.grant);
+          tell(this.#resume.o.onResumed, open.grant);
         } catch (lost) {
           return releasedBefore && lost instanceof ClaimLost ? undefined : this.#lost(lost);
         }
