@@ -25,12 +25,15 @@ export interface ConnectionOptions {
 /**
  * Long streams (a claim held for hours, a quiet call) keep their connection: a ping every 20 s even
  * without calls, given up after 10 s unanswered (the server permits pings every 5 s), as the Python client.
+ * A server that was down a while is dialled again within 2 s of coming back (grpc-js's reconnect backoff
+ * grows to 120 s by default), so that a claim or run resumes within its hold (SPEC S3).
  */
 const CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.keepalive_time_ms': 20_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.max_reconnect_backoff_ms': 2000,
 };
 
 const TLS_NAMES = { tlsCa: 'tlsCa', tlsCert: 'tlsCert', tlsKey: 'tlsKey' };

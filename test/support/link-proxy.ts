@@ -13,6 +13,8 @@ export class LinkProxy {
   address = '';
   /** Connections forwarded so far. */
   connections = 0;
+  /** Connections reset at once because the link was cut. */
+  refused = 0;
 
   constructor(readonly target: string) {}
 
@@ -44,6 +46,7 @@ export class LinkProxy {
 
   #connect(client: net.Socket): void {
     if (this.#cut) {
+      this.refused++;
       client.resetAndDestroy();
       return;
     }
