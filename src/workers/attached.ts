@@ -76,6 +76,8 @@ export class AttachedWorker {
   #severed = false;
   /** Restored from the journal after a restart (SPEC S4): no stream yet; its agent instance re-binds its calls. */
   restored = false;
+  /** The engine keeper's stream (issue 19 item 5): its machine is the engine's, never in the books. */
+  keeper = false;
 
   constructor(
     readonly spec: MachineSpec,
