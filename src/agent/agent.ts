@@ -91,6 +91,8 @@ export class WorkerAgent {
   #attached = false;
   #attaches = 0;
   #loop?: Promise<void>;
+  /** When the last stream went down (ms since the epoch); undefined while attached. */
+  #downSince?: number;
   readonly #attachedWaiters = new Set<() => void>();
 
   readonly #state?: StateDir;
@@ -245,8 +247,8 @@ export class WorkerAgent {
         break;
       }
       if (end.welcomed) attempt = 0;
-      // The engine keeper outlives its server only for the calls it holds: none, and no server, means done.
-      if (this.options.keeperSecret && this.calls.size === 0 && (this.#attaches > 0 || attempt >= 5)) {
+      this.#downSince ??= Date.now();
+      if (this.#keeperDone(attempt)) {
         this.idle = true;
         this.log.info('engine keeper: no call held and no server; exiting');
         break;
@@ -265,7 +267,19 @@ export class WorkerAgent {
     }
   }
 
+  /**
+   * The engine keeper outlives its server only for its calls: it is done once none runs and none waits to deliver
+   * its ending (or the disconnect grace has passed since the stream went down), after it has attached once or
+   * failed to 5 times.
+   */
+  #keeperDone(attempt: number): boolean {
+    if (!this.options.keeperSecret || (this.#attaches === 0 && attempt < 5) || this.calls.running > 0) return false;
+    const down = Date.now() - (this.#downSince ?? Date.now());
+    return this.calls.size === 0 || down >= this.#disconnectGraceMs;
+  }
+
   #onAttached(): void {
+    this.#downSince = undefined;
     this.#attached = true;
     this.#attaches++;
     for (const w of this.#attachedWaiters) w();

@@ -1,0 +1,91 @@
+/**
+ * The one-caller engine Run rate of this checkout against another build, side by side (issue 19 item 5: within
+ * 10 % of before). Usage: `npx tsx bench/paired-engine-rate.ts <other bin/berth.js> [rounds]`. Both servers run at
+ * once (`--cpus 64`); each round measures both for BENCH_SECONDS (default 3) after 2 s of warm-up, alternating
+ * which goes first. Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now
+ * runs in the engine keeper). Prints each round's figures and the median of the per-round ratios (this / other).
+ */
+import { credentials, type ServiceError } from '@grpc/grpc-js';
+import { PlacementServiceClient, type RunRequest } from '../generated/ts/berth/v1/placement.js';
+import { Policy } from '../generated/ts/berth/v1/resources.js';
+import { median, startBerth } from './support.js';
+
+const other = process.argv[2];
+if (!other) throw new Error('usage: npx tsx bench/paired-engine-rate.ts <other bin/berth.js> [rounds]');
+const ROUNDS = Number(process.argv[3] ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+
+type Payload = RunRequest['payload'];
+const PAYLOADS: Record<string, (i: number) => Payload> = {
+  'python x+1': (i) => ({ $case: 'source', value: { source: 'def process(x):\n    return x + 1\n', kwargs: { x: i } } }),
+  'command true': () => ({ $case: 'command', value: { argv: ['true'], env: {}, cwd: '' } }),
+};
+
+/** A held 1-cpu claim on the engine. */
+function claim(c: PlacementServiceClient): Promise<{ id: string; release: () => void }> {
+  const call = c.claim();
+  return new Promise((resolve, reject) => {
+    call.on('data', (r) => {
+      if (r.kind?.$case === 'granted') resolve({ id: r.kind.value.claimId, release: () => call.end() });
+    });
+    call.on('error', (e: ServiceError) => reject(e));
+    const ask = { cpus: 1, gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} };
+    call.write({ kind: { $case: 'ask', value: { ...ask, holdMs: 0 } } });
+  });
+}
+
+function runOnce(c: PlacementServiceClient, claimId: string, payload: Payload, i: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const call = c.run({
+      placement: { $case: 'claimId', value: claimId },
+      payload,
+      flow: 'bench',
+      node: `n${i}`,
+      runId: `p${process.pid}`,
+      timeoutMs: 0,
+      disconnectGraceMs: 0,
+      follow: undefined,
+    });
+    let ok = false;
+    call.on('data', (r) => {
+      if (r.kind?.$case === 'result') ok = true;
+      if (r.kind?.$case === 'failure') reject(new Error(`${r.kind.value.type}: ${r.kind.value.message}`));
+    });
+    call.on('error', reject);
+    call.on('status', (s) => (s.code === 0 ? (ok ? resolve() : reject(new Error('no result'))) : undefined));
+  });
+}
+
+let n = 0;
+/** Calls/s of one caller in its own claim for SECONDS, after 2 s of the same calls. */
+async function rate(address: string, payload: (i: number) => Payload): Promise<number> {
+  const c = new PlacementServiceClient(address, credentials.createInsecure());
+  const cl = await claim(c);
+  for (const until = performance.now() + 2000; performance.now() < until; ) await runOnce(c, cl.id, payload(n), n++);
+  let count = 0;
+  const t0 = performance.now();
+  for (const until = t0 + SECONDS * 1000; performance.now() < until; count++) await runOnce(c, cl.id, payload(n), n++);
+  const r = count / ((performance.now() - t0) / 1000);
+  cl.release();
+  c.close();
+  return r;
+}
+
+const mine = await startBerth(64);
+const base = await startBerth(64, undefined, other);
+try {
+  for (const [name, payload] of Object.entries(PAYLOADS)) {
+    const ratios: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? [mine, base] : [base, mine];
+      const got = new Map<unknown, number>();
+      for (const s of order) got.set(s, await rate(s.address, payload));
+      const [a, b] = [got.get(mine)!, got.get(base)!];
+      ratios.push(a / b);
+      console.log(`${name} round ${round + 1}: this ${a.toFixed(0)}/s, other ${b.toFixed(0)}/s, ${(a / b).toFixed(3)}×`);
+    }
+    console.log(`${name}: median ratio this/other ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds`);
+  }
+} finally {
+  await Promise.all([mine.stop(), base.stop()]);
+}
