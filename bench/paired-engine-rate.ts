@@ -17,7 +17,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 
 type Payload = RunRequest['payload'];
 const PAYLOADS: Record<string, (i: number) => Payload> = {
-  'python x+1': (i) => ({ $case: 'source', value: { source: 'def process(x):\n    return x + 1\n', kwargs: { x: i } } }),
+  'python x+1': (i) => ({
+    $case: 'source',
+    value: { source: 'def process(x):\n    return x + 1\n', kwargs: { x: i } },
+  }),
   'command true': () => ({ $case: 'command', value: { argv: ['true'], env: {}, cwd: '' } }),
 };
 
@@ -82,7 +85,9 @@ try {
       for (const s of order) got.set(s, await rate(s.address, payload));
       const [a, b] = [got.get(mine)!, got.get(base)!];
       ratios.push(a / b);
-      console.log(`${name} round ${round + 1}: this ${a.toFixed(0)}/s, other ${b.toFixed(0)}/s, ${(a / b).toFixed(3)}×`);
+      console.log(
+        `${name} round ${round + 1}: this ${a.toFixed(0)}/s, other ${b.toFixed(0)}/s, ${(a / b).toFixed(3)}×`,
+      );
     }
     console.log(`${name}: median ratio this/other ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds`);
   }

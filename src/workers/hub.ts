@@ -210,7 +210,10 @@ export class WorkerHub {
    * awaiting the keeper's return (EngineKeeper.hold); they fail "went away" at once without a keeper. Returns their
    * records; none without a keeper (they died with the server).
    */
-  restoreKeeperCalls(calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>, holdMs: number): CallRecord[] {
+  restoreKeeperCalls(
+    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    holdMs: number,
+  ): CallRecord[] {
     const keeper = this.o.keeper;
     if (!keeper || !calls.length) return [];
     const spec = { name: this.o.engineName, labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: true };
