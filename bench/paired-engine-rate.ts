@@ -1,8 +1,8 @@
 /**
  * The one-caller engine Run rate of this checkout against another build, side by side (issue 19 item 5: within
  * 10 % of before). Usage: `npx tsx bench/paired-engine-rate.ts <other bin/berth.js> [rounds]`. Both servers run at
- * once (`--cpus 64`); each round measures both for BENCH_SECONDS (default 3) after 2 s of warm-up, alternating
- * which goes first. Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now
+ * once (`--cpus 64`), one caller each in its own claim; after 2 s of warm-up each, every round gives each server
+ * BENCH_SECONDS (default 3) in slices of 250 ms, alternating (the load on a shared machine drifts alike for both). Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now
  * runs in the engine keeper). Prints each round's figures and the median of the per-round ratios (this / other).
  */
 import { credentials, type ServiceError } from '@grpc/grpc-js';
@@ -60,36 +60,49 @@ function runOnce(c: PlacementServiceClient, claimId: string, payload: Payload, i
 }
 
 let n = 0;
-/** Calls/s of one caller in its own claim for SECONDS, after 2 s of the same calls. */
-async function rate(address: string, payload: (i: number) => Payload): Promise<number> {
+/** A caller in its own claim on `address`: `calls(ms)` runs calls one after another for `ms` and counts them. */
+async function caller(address: string, payload: (i: number) => Payload) {
   const c = new PlacementServiceClient(address, credentials.createInsecure());
   const cl = await claim(c);
-  for (const until = performance.now() + 2000; performance.now() < until; ) await runOnce(c, cl.id, payload(n), n++);
-  let count = 0;
-  const t0 = performance.now();
-  for (const until = t0 + SECONDS * 1000; performance.now() < until; count++) await runOnce(c, cl.id, payload(n), n++);
-  const r = count / ((performance.now() - t0) / 1000);
-  cl.release();
-  c.close();
-  return r;
+  return {
+    async calls(ms: number): Promise<number> {
+      let count = 0;
+      for (const until = performance.now() + ms; performance.now() < until; count++)
+        await runOnce(c, cl.id, payload(n), n++);
+      return count;
+    },
+    close() {
+      cl.release();
+      c.close();
+    },
+  };
 }
 
+/** Slices of SLICE_MS, alternating between the two servers, so that the machine's load drifts alike for both. */
+const SLICE_MS = 250;
 const mine = await startBerth(64);
 const base = await startBerth(64, undefined, other);
 try {
   for (const [name, payload] of Object.entries(PAYLOADS)) {
+    const [a, b] = [await caller(mine.address, payload), await caller(base.address, payload)];
+    await a.calls(2000); // warm-up of both
+    await b.calls(2000);
     const ratios: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? [mine, base] : [base, mine];
-      const got = new Map<unknown, number>();
-      for (const s of order) got.set(s, await rate(s.address, payload));
-      const [a, b] = [got.get(mine)!, got.get(base)!];
-      ratios.push(a / b);
-      console.log(
-        `${name} round ${round + 1}: this ${a.toFixed(0)}/s, other ${b.toFixed(0)}/s, ${(a / b).toFixed(3)}×`,
-      );
+      let [x, y] = [0, 0];
+      for (let k = 0; k < (SECONDS * 1000) / SLICE_MS; k++) {
+        if ((k + round) % 2 === 0) x += await a.calls(SLICE_MS);
+        else y += await b.calls(SLICE_MS);
+        if ((k + round) % 2 === 0) y += await b.calls(SLICE_MS);
+        else x += await a.calls(SLICE_MS);
+      }
+      ratios.push(x / y);
+      const per = (v: number) => (v / SECONDS).toFixed(0);
+      console.log(`${name} round ${round + 1}: this ${per(x)}/s, other ${per(y)}/s, ${(x / y).toFixed(3)}×`);
     }
     console.log(`${name}: median ratio this/other ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds`);
+    a.close();
+    b.close();
   }
 } finally {
   await Promise.all([mine.stop(), base.stop()]);
