@@ -3,7 +3,7 @@
  * 10 % of before). Usage: `npx tsx bench/paired-engine-rate.ts <other bin/berth.js> [rounds]`. Both servers run at
  * once (`--cpus 64`), one caller each in its own claim; after 2 s of warm-up each, every round gives each server
  * BENCH_SECONDS (default 3) in slices of 250 ms, alternating (the load on a shared machine drifts alike for both). Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now
- * runs in the engine keeper). Prints each round's figures and the median of the per-round ratios (this / other).
+ * runs in the engine keeper; BENCH_PAYLOADS=python for the first only). Prints each round's figures and the median of the per-round ratios (this / other).
  */
 import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type RunRequest } from '../generated/ts/berth/v1/placement.js';
@@ -83,7 +83,8 @@ const SLICE_MS = 250;
 const mine = await startBerth(64);
 const base = await startBerth(64, undefined, other);
 try {
-  for (const [name, payload] of Object.entries(PAYLOADS)) {
+  const only = process.env.BENCH_PAYLOADS; // e.g. "python": only the payloads whose name contains it
+  for (const [name, payload] of Object.entries(PAYLOADS).filter(([k]) => !only || k.includes(only))) {
     const [a, b] = [await caller(mine.address, payload), await caller(base.address, payload)];
     await a.calls(2000); // warm-up of both
     await b.calls(2000);

@@ -19,6 +19,8 @@ import { keeperSecret, liveKeeper, spawnKeeper, type KeeperSpawn } from './keepe
 export const KEEPER_HOLD_MS = 5000;
 /** Longest wait for a started keeper to attach before a call runs in-process instead, in ms. */
 export const KEEPER_ATTACH_MS = 15_000;
+/** Longest wait for a keeper that outlived the last server to attach before a fresh one is started, in ms. */
+export const KEEPER_ADOPT_MS = 3000;
 
 /** Keeper settings: how it is spawned (the address read once the server is bound), and the log. */
 export interface KeeperOptions extends Omit<KeeperSpawn, 'server'> {
@@ -66,25 +68,32 @@ export class EngineKeeper {
   }
 
   async #start(): Promise<AttachedWorker | undefined> {
-    if (liveKeeper(this.o.dir) === undefined) {
-      try {
-        const pid = spawnKeeper({ ...this.o, server: this.o.server() }, this.secret);
-        this.o.log.info({ pid, dir: this.o.dir }, 'engine keeper started');
-      } catch (err) {
-        this.o.log.warn({ reason: (err as Error).message }, 'engine keeper not started: calls run in-process');
-        return undefined;
-      }
+    // A keeper that outlived the last server dials back within a second; one that does not (it dials another port,
+    // or is stuck) is left to its own idle exit and a fresh one is started.
+    if (liveKeeper(this.o.dir) !== undefined && (await this.#attached(KEEPER_ADOPT_MS))) return this.#link;
+    try {
+      const pid = spawnKeeper({ ...this.o, server: this.o.server() }, this.secret);
+      this.o.log.info({ pid, dir: this.o.dir }, 'engine keeper started');
+    } catch (err) {
+      this.o.log.warn({ reason: (err as Error).message }, 'engine keeper not started: calls run in-process');
+      return undefined;
     }
+    if (await this.#attached(KEEPER_ATTACH_MS)) return this.#link;
+    this.o.log.warn({ waitedMs: KEEPER_ATTACH_MS }, 'engine keeper did not attach: the call runs in-process');
+    return undefined;
+  }
+
+  /** Resolves true once a keeper stream is attached (at once when one is), false after `ms`. */
+  async #attached(ms: number): Promise<boolean> {
+    const live = () => this.#link !== undefined && !this.#link.gone.signal.aborted;
+    if (live()) return true;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       new Promise<void>((r) => this.#waiters.add(r)),
-      new Promise<void>((r) => (timer = setTimeout(r, KEEPER_ATTACH_MS))),
+      new Promise<void>((r) => (timer = setTimeout(r, ms))),
     ]);
     clearTimeout(timer);
-    const w = this.#link;
-    if (w && !w.gone.signal.aborted) return w;
-    this.o.log.warn({ waitedMs: KEEPER_ATTACH_MS }, 'engine keeper did not attach: the call runs in-process');
-    return undefined;
+    return live();
   }
 
   /**

@@ -15,6 +15,7 @@ import { liveKeeper } from '../../src/workers/keeper-process.js';
 import { spawnBerth, waitForLine } from '../support/cli.js';
 import { closedPort } from '../support/ports.js';
 import { outputLines, run, runRequest, terminal } from '../support/run-client.js';
+import { groupLives } from '../support/process-groups.js';
 import { until } from '../support/until.js';
 
 const cleanup: Array<() => unknown> = [];
@@ -40,8 +41,11 @@ async function kill(child: ChildProcess, sig: NodeJS.Signals = 'SIGKILL'): Promi
 }
 
 /** `berth serve` on `address` with its journal (and its engine keeper) under `stateDir`. */
-async function serve(address: string, stateDir: string) {
-  const child = spawnBerth(['serve', '--listen', address, '--state-dir', stateDir, '--cpus', '2', '--gpus', '']);
+async function serve(address: string, stateDir: string, flags: string[] = []) {
+  const child = spawnBerth([
+    ...['serve', '--listen', address, '--state-dir', stateDir, '--cpus', '2', '--gpus', ''],
+    ...flags,
+  ]);
   cleanup.push(() => kill(child));
   await waitForLine(child, /"msg":"berth serving"/);
   const client = new PlacementServiceClient(address, credentials.createInsecure());
@@ -104,4 +108,39 @@ describe('an engine-host call outlives berth serve (issue 19 item 5)', () => {
       expect(readFileSync(s.runs, 'utf8')).toBe('ran\n'); // one call id, one execution
     }, 60_000);
   }
+
+  it("a drain (--on-stop drain) stops the keeper's command after the grace; a second signal ends it at once", async () => {
+    const state = tempDir('berth-state-');
+    endKeeperAfter(state);
+    const termIgnoring = ['sh', '-c', 'trap "" TERM; echo $$; sleep 340'];
+    const pgidOf = async (r: ReturnType<typeof run>) => {
+      await until(() => outputLines(r).length >= 1, 30_000);
+      const pgid = Number(outputLines(r)[0].line);
+      cleanup.push(() => groupLives(pgid) && process.kill(-pgid, 'SIGKILL'));
+      return pgid;
+    };
+    // drain: the call is cancelled (SIGTERM, ignored, SIGKILL after --grace 0.5) and the server exits 0 after it
+    const address = `127.0.0.1:${await closedPort()}`;
+    const d = await serve(address, state, ['--on-stop', 'drain', '--grace', '0.5']);
+    const first = run(d.client, runRequest({ runId: 'dr', argv: termIgnoring }));
+    const pgid = await pgidOf(first);
+    const exited = ended(d.child);
+    d.child.kill('SIGTERM');
+    await exited;
+    expect(d.child.exitCode).toBe(0);
+    await until(() => !groupLives(pgid), 10_000);
+    expect((await first.done).error).not.toBeNull();
+    // a second signal while draining (grace 30 s): the keeper is SIGKILLed, its watchdogs end the call's group
+    const k = await serve(address, state, ['--on-stop', 'drain', '--grace', '30']);
+    const second = run(k.client, runRequest({ runId: 'ks', argv: termIgnoring }));
+    const pgid2 = await pgidOf(second);
+    const gone = ended(k.child);
+    k.child.kill('SIGTERM');
+    await waitForLine(k.child, /berth draining/);
+    k.child.kill('SIGTERM');
+    await gone;
+    expect(k.child.exitCode).toBe(130);
+    await until(() => !groupLives(pgid2), 10_000);
+    await second.done;
+  }, 60_000);
 });
