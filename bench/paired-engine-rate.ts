@@ -2,8 +2,10 @@
  * The one-caller engine Run rate of this checkout against another build, side by side (issue 19 item 5: within
  * 10 % of before). Usage: `npx tsx bench/paired-engine-rate.ts <other bin/berth.js> [rounds]`. Both servers run at
  * once (`--cpus 64`), one caller each in its own claim; after 2 s of warm-up each, every round gives each server
- * BENCH_SECONDS (default 3) in slices of 250 ms, alternating (the load on a shared machine drifts alike for both). Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now
- * runs in the engine keeper; BENCH_PAYLOADS=python for the first only). Prints each round's figures and the median of the per-round ratios (this / other).
+ * BENCH_SECONDS (default 3) in slices of 250 ms, alternating (the load on a shared machine drifts alike for both).
+ * Payloads: the run-rate bench's tiny Python node (the target) and the command `true` (what now runs in the engine
+ * keeper); BENCH_PAYLOADS=python measures the first only. Prints each round's figures and the median of the
+ * per-round ratios (this / other).
  */
 import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type RunRequest } from '../generated/ts/berth/v1/placement.js';
