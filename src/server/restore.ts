@@ -100,6 +100,17 @@ export async function restoreFromJournal(
     for (const [i, rec] of recs.entries()) {
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
+      // No Run handler sees a re-bound call end: its ending is journaled here, so no later start restores it again.
+      void rec.settled.then(() =>
+        journal.callEnded({
+          callId: rec.callId,
+          runId: rec.runId,
+          machine: rec.machine,
+          outcome: rec.outcome || 'error',
+          failureType: rec.outcome === 'error' ? 'WorkerLost' : undefined,
+          endedAt: Date.now(),
+        }),
+      );
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
       void rec.settled.then(() => placer.release(claimId, 'run ended'));
