@@ -51,14 +51,10 @@ def state() -> Iterator[str]:
             pass
 
 
-def test_an_engine_host_command_lives_through_a_server_sigkill_and_the_run_resumes_by_itself(state: str) -> None:
+def run_through_a_restart(state: str, go: str, **run: object) -> tuple[object, list[str]]:
+    """`client.run(**run, on_event=...)` on a server that is SIGKILLed after the third line and started again on the
+    same port and state directory (the file `go` is made in between); returns the value and the lines seen."""
     address = f"127.0.0.1:{free_port()}"
-    scratch = tempfile.mkdtemp(prefix="berth-engine-call-")
-    go, ran = os.path.join(scratch, "go"), os.path.join(scratch, "ran")
-    script = (
-        f"echo x >> '{ran}'; for i in 1 2 3; do echo $i; done; "
-        f"while [ ! -f '{go}' ]; do sleep 0.02; done; for i in 4 5 6; do echo $i; done"
-    )
     lines: list[str] = []
     three = threading.Event()
     servers = [serve(address, state)]
@@ -79,10 +75,44 @@ def test_an_engine_host_command_lives_through_a_server_sigkill_and_the_run_resum
     try:
         with Client(address) as client:
             threading.Thread(target=crash_and_restart, daemon=True).start()
-            value = client.run(command=["sh", "-c", script], on_event=on_event)
-        assert value == {"exit_code": 0}
-        assert lines == ["1", "2", "3", "4", "5", "6"]
-        assert Path(ran).read_text() == "x\n"  # one call id, one execution
+            return client.run(on_event=on_event, **run), lines  # type: ignore[arg-type]
     finally:
         for s in servers:
             s.stop()
+
+
+def test_an_engine_host_command_lives_through_a_server_sigkill_and_the_run_resumes_by_itself(state: str) -> None:
+    scratch = tempfile.mkdtemp(prefix="berth-engine-call-")
+    go, ran = os.path.join(scratch, "go"), os.path.join(scratch, "ran")
+    script = (
+        f"echo x >> '{ran}'; for i in 1 2 3; do echo $i; done; "
+        f"while [ ! -f '{go}' ]; do sleep 0.02; done; for i in 4 5 6; do echo $i; done"
+    )
+    value, lines = run_through_a_restart(state, go, command=["sh", "-c", script])
+    assert value == {"exit_code": 0}
+    assert lines == ["1", "2", "3", "4", "5", "6"]
+    assert Path(ran).read_text() == "x\n"  # one call id, one execution
+
+
+SOURCE = """
+import os, time
+def process(go, ran):
+    open(ran, "a").write("x\\n")
+    for i in (1, 2, 3):
+        print(i, flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    for i in (4, 5, 6):
+        print(i, flush=True)
+    return "done"
+"""
+
+
+def test_engine_host_python_with_a_disconnect_grace_lives_through_a_server_sigkill_too(state: str) -> None:
+    """Python source runs in the server's warm pools, unless its Run asks a disconnect grace: then in the keeper."""
+    scratch = tempfile.mkdtemp(prefix="berth-engine-call-")
+    go, ran = os.path.join(scratch, "go"), os.path.join(scratch, "ran")
+    value, lines = run_through_a_restart(state, go, source=SOURCE, kwargs={"go": go, "ran": ran}, disconnect_grace=60)
+    assert value == "done"
+    assert lines == ["1", "2", "3", "4", "5", "6"]
+    assert Path(ran).read_text() == "x\n"
