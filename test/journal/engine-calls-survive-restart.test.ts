@@ -109,7 +109,8 @@ describe('an engine-host call outlives berth serve (issue 19 item 5)', () => {
     }, 60_000);
   }
 
-  it("a drain (--on-stop drain) stops the keeper's command after the grace; a second signal ends it at once", async () => {
+  const drainName = "a drain (--on-stop drain) stops the keeper's command after the grace; a second signal ends it";
+  it(drainName, async () => {
     const state = tempDir('berth-state-');
     endKeeperAfter(state);
     const termIgnoring = ['sh', '-c', 'trap "" TERM; echo $$; sleep 340'];
