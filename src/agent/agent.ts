@@ -17,6 +17,7 @@ import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { GroupSet } from '../workers/executors/kill.js';
 import { poolCap } from '../workers/executors/pools.js';
+import { KEEPER_HEADER } from '../workers/keeper-process.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { HeldCalls } from './held-calls.js';
@@ -58,6 +59,11 @@ export interface AgentOptions {
   disconnectGraceMs?: number;
   /** Per-call bounds of the unacknowledged output kept in memory and spilled to the state dir (DEFAULT_OUTBOX). */
   outbox?: Partial<OutboxBounds>;
+  /**
+   * Set for the engine keeper (issue 19 item 5: the server's own local agent, src/workers/engine-keeper.ts): sent
+   * as KEEPER_HEADER, and the agent ends by itself once it holds no call while its stream is down.
+   */
+  keeperSecret?: string;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -85,6 +91,8 @@ export class WorkerAgent {
   #attached = false;
   #attaches = 0;
   #loop?: Promise<void>;
+  /** When the last stream went down (ms since the epoch); undefined while attached. */
+  #downSince?: number;
   readonly #attachedWaiters = new Set<() => void>();
 
   readonly #state?: StateDir;
@@ -128,6 +136,8 @@ export class WorkerAgent {
 
   /** Why the agent gave up (see fatalEnd); undefined while it keeps (re)connecting. */
   fatal?: string;
+  /** The engine keeper ended by itself: its stream was down and it held no call. */
+  idle = false;
 
   /** Starts connecting (and reconnecting) in the background. */
   start(): void {
@@ -213,8 +223,10 @@ export class WorkerAgent {
         'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
         ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
       });
+      const md = authMetadata(this.options.token);
+      if (this.options.keeperSecret) md.set(KEEPER_HEADER, this.options.keeperSecret);
       const session = new Session(
-        client.workerStream(authMetadata(this.options.token)),
+        client.workerStream(md),
         this.#hello(),
         this.calls,
         this.executors,
@@ -235,6 +247,12 @@ export class WorkerAgent {
         break;
       }
       if (end.welcomed) attempt = 0;
+      this.#downSince ??= Date.now();
+      if (this.#keeperDone(attempt)) {
+        this.idle = true;
+        this.log.info('engine keeper: no call held and no server; exiting');
+        break;
+      }
       const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
       this.log.warn(
         { reason: end.reason, retryInMs: delay },
@@ -249,7 +267,19 @@ export class WorkerAgent {
     }
   }
 
+  /**
+   * The engine keeper outlives its server only for its calls: it is done once none runs and none waits to deliver
+   * its ending (or the disconnect grace has passed since the stream went down), after it has attached once or
+   * failed to 5 times.
+   */
+  #keeperDone(attempt: number): boolean {
+    if (!this.options.keeperSecret || (this.#attaches === 0 && attempt < 5) || this.calls.running > 0) return false;
+    const down = Date.now() - (this.#downSince ?? Date.now());
+    return this.calls.size === 0 || down >= this.#disconnectGraceMs;
+  }
+
   #onAttached(): void {
+    this.#downSince = undefined;
     this.#attached = true;
     this.#attaches++;
     for (const w of this.#attachedWaiters) w();

@@ -44,6 +44,11 @@ export function serveCommand(): Command {
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',
     )
     .option(
+      '--engine-keeper <on|off>',
+      "run the engine host's commands in a local keeper process that outlives the server and is re-adopted " +
+        'after a restart; off: as children of the server [env BERTH_ENGINE_KEEPER] (default on)',
+    )
+    .option(
       '--worker-hold <s>',
       'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
         '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',

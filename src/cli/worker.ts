@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
+import { KEEPER_BACKOFF } from '../agent/backoff.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
 import { flushLogs } from '../log/flush.js';
 import { createLogger } from '../log/logger.js';
@@ -55,6 +56,9 @@ export function workerCommand(): Command {
     )
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);
+      // The engine keeper's secret (issue 19 item 5): from its server only, and never in the calls' environment.
+      const keeperSecret = process.env.BERTH_KEEPER_SECRET || undefined;
+      delete process.env.BERTH_KEEPER_SECRET;
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
@@ -83,6 +87,8 @@ export function workerCommand(): Command {
           token: o.token,
           tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined,
           stateDir: o.stateDir,
+          keeperSecret,
+          backoff: keeperSecret ? KEEPER_BACKOFF : undefined,
         },
         log,
       );
@@ -99,6 +105,10 @@ export function workerCommand(): Command {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       await agent.finished;
+      if (agent.idle) {
+        await agent.stop('idle');
+        process.exit(0);
+      }
       if (agent.fatal) {
         await agent.stop();
         flushLogs(); // the log lines that led here come before the reason

@@ -44,6 +44,12 @@ const schema = z.object({
   claimHold: seconds.default(30),
   /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
   journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
+  /**
+   * `on`: the engine host's command calls run in the engine keeper, a local `berth worker` this server starts and
+   * re-adopts after a restart, so they outlive the server (issue 19 item 5); `off`: as children of the server.
+   * Needs the journal and no TLS (else off).
+   */
+  engineKeeper: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCert: readableFile.optional(),
@@ -89,6 +95,7 @@ const FLAGS: FlagTable = {
   restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   journal: ['--journal', 'BERTH_JOURNAL'],
+  engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],

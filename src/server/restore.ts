@@ -17,6 +17,7 @@ import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
 import { randomBytes } from 'node:crypto';
 import type { Grant } from '../placement/types.js';
+import type { CallRecord } from '../workers/call-record.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 
@@ -95,23 +96,44 @@ export async function restoreFromJournal(
   // claim the journal lost) end as lost, kept as ended so that the call id is not taken for a new execution.
   const holdMs = options.restartHold * 1000;
   const rebound = new Set<string>();
-  for (const w of state.workers) {
-    if (!hub || !w.agentId || !w.instanceId) continue;
-    const calls = state.calls.flatMap((c) => {
-      const grant = c.machine === w.name ? grants.get(c.claimId) : undefined;
-      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
-    });
-    if (!calls.length) continue;
-    const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
-    const agent = { agentId: w.agentId, instanceId: w.instanceId };
-    const recs = hub.restoreWorker({ ...spec, version: w.version }, agent, calls, holdMs);
+  const bind = (calls: Array<{ callId: string; runId: string; grant: Grant }>, recs: CallRecord[]) => {
     for (const [i, rec] of recs.entries()) {
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
+      // No Run handler sees a re-bound call end: its ending is journaled here, so no later start restores it again.
+      void rec.settled.then(() =>
+        journal.callEnded({
+          callId: rec.callId,
+          runId: rec.runId,
+          machine: rec.machine,
+          outcome: rec.outcome || 'error',
+          failureType: rec.outcome === 'error' ? 'WorkerLost' : undefined,
+          endedAt: Date.now(),
+        }),
+      );
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
       void rec.settled.then(() => placer.release(claimId, 'run ended'));
     }
+  };
+  const onMachine = (name: string) =>
+    state.calls.flatMap((c) => {
+      const grant = c.machine === name ? grants.get(c.claimId) : undefined;
+      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
+    });
+  for (const w of state.workers) {
+    if (!hub || !w.agentId || !w.instanceId) continue;
+    const calls = onMachine(w.name);
+    if (!calls.length) continue;
+    const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
+    const agent = { agentId: w.agentId, instanceId: w.instanceId };
+    bind(calls, hub.restoreWorker({ ...spec, version: w.version }, agent, calls, holdMs));
+  }
+  // The engine host's calls that ran in the engine keeper (issue 19 item 5) await its return the same way; the
+  // rest of the engine host's (in-process, or without a keeper now) died with the server.
+  if (hub) {
+    const calls = onMachine(options.engineName);
+    bind(calls, hub.restoreKeeperCalls(calls, holdMs));
   }
   const lost = state.calls.filter((c) => !rebound.has(c.callId));
   if (lost.length) {

@@ -17,6 +17,8 @@ import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
+import { join } from 'node:path';
+import { EngineKeeper } from '../workers/engine-keeper.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { tolerantDecoding } from './decode.js';
@@ -128,6 +130,7 @@ export class BerthServer {
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
       workerHoldMs: Math.round(options.workerHold * 1000),
+      keeper: this.#keeper(options, engine, log),
     });
     const { live } = this.lifecycle;
     const identities = new Identities({
@@ -163,6 +166,26 @@ export class BerthServer {
     new ReflectionService(
       loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0],
     ).addToServer(this.#grpc);
+  }
+
+  /**
+   * The engine keeper (issue 19 item 5) unless `--engine-keeper off`, `--journal off` (nothing would re-adopt it) or
+   * TLS (it dials this server's loopback address in the clear): engine-host commands then run in-process.
+   */
+  #keeper(options: ServeOptions, engine: HostInventory, log: Logger): EngineKeeper | undefined {
+    if (options.engineKeeper === 'off' || options.journal === 'off' || options.tlsCert) return undefined;
+    return new EngineKeeper({
+      dir: join(options.stateDir, 'engine-keeper'),
+      engineName: options.engineName,
+      cpus: engine.cpus,
+      graceMs: options.grace * 1000,
+      disconnectGraceMs: options.restartHold * 1000,
+      log,
+      server: () => {
+        const host = this.options.listen.slice(0, this.options.listen.lastIndexOf(':'));
+        return `${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${this.#port}`;
+      },
+    });
   }
 
   /** Current lifecycle state. */
@@ -291,8 +314,9 @@ export class BerthServer {
    * health turns NOT_SERVING, the books are frozen (no stream ending releases a claim or stops a run: the workers
    * keep their calls through their disconnect grace, clients resume their claims from a restarted server), every
    * connection is cut at once (no Drain is sent to workers), the provisioners' machines are left running.
-   * Calls on the engine host are children of this process and cannot outlive it yet: they are stopped as a drain
-   * stops them (SIGTERM, SIGKILL after the grace). Resolves once they are gone. Idempotent; a stop() or halt()
+   * The engine host's commands run in the engine keeper and run on too (issue 19 item 5); its calls that run
+   * in-process (Python source, or every call without a keeper) are stopped as a drain stops them (SIGTERM, SIGKILL
+   * after the grace). Resolves once they are gone. Idempotent; a stop() or halt()
    * already under way is awaited instead.
    */
   halt(): Promise<void> {
@@ -314,7 +338,7 @@ export class BerthServer {
     this.#grpc.forceShutdown();
     this.lifecycle.to('draining');
     this.lifecycle.live.abortAll(new BerthError('unavailable', 'server is stopping; it will be back'));
-    await this.context.hub.close();
+    await this.context.hub.close(true);
     await this.#observe?.stop();
     await this.#closeJournal();
     this.lifecycle.to('stopped');

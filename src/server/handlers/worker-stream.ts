@@ -7,6 +7,7 @@
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../../generated/ts/berth/v1/worker.js';
+import { KEEPER_HEADER } from '../../workers/keeper-process.js';
 import { serveWorkerStream } from '../../workers/serve-stream.js';
 import type { ServerContext } from '../context.js';
 import { callScope, checkToken, makeSink, readMessages } from '../edge.js';
@@ -18,9 +19,13 @@ export function workerStreamHandler(ctx: ServerContext) {
     void (async () => {
       let stopFollowing = () => {};
       try {
-        const credential = ctx.identities
-          ? ctx.identities.worker(call)
-          : (checkToken(call.metadata, ctx.token), undefined);
+        // The engine keeper (issue 19 item 5) is admitted by its secret alone: the server started it.
+        const keeper = ctx.hub.o.keeper?.admits(call.metadata.get(KEEPER_HEADER)[0]) ?? false;
+        const credential = keeper
+          ? undefined
+          : ctx.identities
+            ? ctx.identities.worker(call)
+            : (checkToken(call.metadata, ctx.token), undefined);
         const scope = callScope(call, undefined); // the drain is served by serveWorkerStream
         const signal = scope.signal;
         const sink = makeSink(call);
@@ -40,6 +45,7 @@ export function workerStreamHandler(ctx: ServerContext) {
             },
           },
           credential,
+          keeper,
         );
         if (!call.cancelled) call.end();
       } catch (err) {
