@@ -26,6 +26,7 @@ export type EventKind =
   | 'call_started'
   | 'call_finished'
   | 'call_cancelled'
+  | 'call_retrying' // an attempt of a call ended with its machine lost (or its failure): placed again (SPEC S8)
   | 'server_draining'
   | 'server_stopping'
   | 'machine_started' // a provisioner started a machine (SPEC V2)

@@ -6,6 +6,7 @@
  */
 import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
+import { entryOf, type HistoryEntry } from './history.js';
 import type { Journal } from './journal.js';
 
 /**
@@ -40,9 +41,13 @@ export function followEvents(
         return;
       }
       case 'claim_released':
-      case 'claim_lost':
-        if (e.claimId !== undefined) journal.claimGone(e.claimId);
+      case 'claim_lost': {
+        if (e.claimId === undefined) return;
+        journal.claimGone(e.claimId);
+        const h = entryOf(e); // the history (SPEC S9): how it ended
+        if (h) journal.claimEnded({ claimId: h.id, ...facts(h), outcome: h.outcome });
         return;
+      }
       case 'worker_attached':
       case 'worker_reconnected': {
         const m = e.machine === undefined ? undefined : placer.machines.get(e.machine)?.spec;
@@ -73,17 +78,24 @@ export function followEvents(
           });
         return;
       case 'call_finished':
-      case 'call_cancelled':
-        if (e.callId !== undefined)
+      case 'call_cancelled': {
+        const h = entryOf(e);
+        if (h)
           journal.callEnded({
-            callId: e.callId,
-            runId: e.runId ?? '',
-            machine: e.machine ?? '',
+            callId: h.id,
+            ...facts(h),
             outcome: e.outcome ?? 'result',
             failureType: e.failureType,
-            endedAt: e.timeMs,
+            attempt: h.attempt,
           });
         return;
+      }
     }
   });
+}
+
+/** The facts of history entry `h` every ended record keeps (SPEC S9). */
+function facts(h: HistoryEntry) {
+  const { runId, machine, node, state, detail, startedAt, endedAt } = h;
+  return { runId, machine, node, state, detail, startedAt, endedAt };
 }
