@@ -389,8 +389,8 @@ export interface RunRequest {
    */
   maxRetries: number;
   /**
-   * Also place it again when the node itself fails (its Failure: an exception, a non-zero exit, a deadline), as
-   * Ray's retry_exceptions; without it a node's own failure is never retried. Counts against max_retries.
+   * Also place it again when the node itself fails (its Failure: an exception, a non-zero exit; never a deadline or a
+   * cancel), as Ray's retry_exceptions; without it a node's own failure is never retried. Counts against max_retries.
    */
   retryOnFailure: boolean;
 }
