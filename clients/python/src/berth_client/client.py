@@ -150,6 +150,8 @@ class Client:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -163,6 +165,10 @@ class Client:
         client's own broken stream — before it fails or stops (SPEC S2, S3); None: the server's worker hold, and a
         broken stream stops the call. A stream that breaks (server restart, cut link) is followed again from the
         last event seen for up to a minute, so the caller sees every event once.
+        `max_retries` (0 to 10): how many times the call is placed again when its machine is lost (its worker went
+        away, its link's hold ran out; SPEC S8), as Ray's max_retries; `on_event` gets a Retrying saying why, then the
+        new attempt's Started. Not with `claim` (InvalidAsk). `retry_on_failure`: also retry the node's own failure
+        (an exception, a non-zero exit); without it a node's failure is raised at once.
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached; `sys.exit` as NodeExited); NodeTimeout; WorkerGone;
@@ -188,6 +194,8 @@ class Client:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return execute(self._stub, spec, self._metadata)
 
@@ -210,6 +218,8 @@ class Client:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
@@ -232,6 +242,8 @@ class Client:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return RunStream(self._stub, spec, self._metadata)
 

@@ -136,6 +136,8 @@ class AsyncClient:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
@@ -157,6 +159,8 @@ class AsyncClient:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return await execute(self._stub, spec, self._metadata)
 
@@ -179,6 +183,8 @@ class AsyncClient:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
@@ -202,6 +208,8 @@ class AsyncClient:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 
