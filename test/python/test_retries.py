@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from berth_client import Client, InvalidAsk, Retrying, Started
+from berth_client import Client, InvalidAsk, LogLine, Retrying, Started
 from conftest import Connect, has_machine, wait_until
 from processes import BerthProcess, start_server, start_worker
 
@@ -22,6 +22,7 @@ def process(marker):
     if os.path.exists(marker):
         return "second attempt"
     open(marker, "w").close()
+    print("marked", flush=True)
     time.sleep(60)
 """
 
@@ -62,7 +63,7 @@ def test_a_run_whose_worker_is_killed_mid_call_is_retried_on_another_worker(
 
         def on_event(e: object) -> None:
             events.append(e)
-            if isinstance(e, Started) and e.machine == "rt1":
+            if isinstance(e, LogLine) and e.line == "marked":  # the first attempt is under way, its mark made
                 started.set()
 
         def kill_first() -> None:
