@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HistoryResponse } from '../../generated/ts/berth/v1/history.js';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { BerthClient, InvalidAsk } from '../../src/client/index.js';
 import { startBerthWorker } from '../support/berth-worker.js';
 import { kinds, outputLines, run, runRequest, terminal } from '../support/run-client.js';
 import { startServer } from '../support/server.js';
@@ -119,5 +120,25 @@ describe('retries when the machine is lost', () => {
     const alone = await run(s.placement, runRequest({ runId: 'rt6', retryOnFailure: true })).done;
     expect(alone.error?.code).toBe(status.INVALID_ARGUMENT);
     expect(alone.error?.details).toContain('retry_on_failure: needs max_retries');
+  });
+
+  it('the TS client takes maxRetries and retryOnFailure and hands the Retrying to onEvent', async () => {
+    const s = await startServer({ cpus: 2 });
+    open.push(() => s.close());
+    const client = new BerthClient({ address: s.address });
+    open.push(() => client.close());
+    const marker = join(tempDir(), 'failed-once');
+    const seen: string[] = [];
+    const value = await client.run(
+      {
+        command: ['sh', '-c', `if [ -e ${marker} ]; then exit 0; fi; touch ${marker}; exit 5`],
+        maxRetries: 1,
+        retryOnFailure: true,
+      },
+      { onEvent: (item) => seen.push(item.$case === 'retrying' ? `retrying ${item.value.attempt}` : item.$case) },
+    );
+    expect(value).toEqual({ exit_code: 0 });
+    expect(seen).toEqual(['started', 'retrying 2', 'started']);
+    await expect(client.run({ command: ['true'], claim: 'c-1', maxRetries: 1 })).rejects.toThrow(InvalidAsk);
   });
 });
