@@ -6,7 +6,7 @@
  */
 import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
-import { entryOf, type HistoryEntry } from './history.js';
+import { historyEntries, type HistoryEntry } from './history.js';
 import type { Journal } from './journal.js';
 
 /**
@@ -20,7 +20,9 @@ export function followEvents(
   agentOf: (name: string) => string = () => '',
   instanceOf: (name: string) => string = () => '',
 ): () => void {
+  const entryOf = historyEntries();
   return events.subscribe((e: BerthEvent) => {
+    const h = entryOf(e); // the history (SPEC S9): how a call or claim ended
     switch (e.kind) {
       case 'node_placed': {
         const g = e.claimId === undefined ? undefined : placer.get(e.claimId);
@@ -44,7 +46,6 @@ export function followEvents(
       case 'claim_lost': {
         if (e.claimId === undefined) return;
         journal.claimGone(e.claimId);
-        const h = entryOf(e); // the history (SPEC S9): how it ended
         if (h) journal.claimEnded({ claimId: h.id, ...facts(h), outcome: h.outcome });
         return;
       }
@@ -79,7 +80,6 @@ export function followEvents(
         return;
       case 'call_finished':
       case 'call_cancelled': {
-        const h = entryOf(e);
         if (h)
           journal.callEnded({
             callId: h.id,

@@ -81,6 +81,20 @@ export function entryOf(e: BerthEvent): HistoryEntry | undefined {
   return undefined;
 }
 
+/**
+ * `entryOf` that also leaves out a Run's own claim when it is lost with its machine (claim_lost): it remembers the
+ * claims call_started said a Run placed (`runClaim`) until they end. One per event stream.
+ */
+export function historyEntries(): (e: BerthEvent) => HistoryEntry | undefined {
+  const runClaims = new Set<string>();
+  return (e) => {
+    if (e.kind === 'call_started' && e.runClaim && e.claimId) runClaims.add(e.claimId);
+    if ((e.kind === 'claim_released' || e.kind === 'claim_lost') && e.claimId && runClaims.delete(e.claimId))
+      return undefined;
+    return entryOf(e);
+  };
+}
+
 /** The entries kept, oldest first, pruned by age and count. */
 export class History {
   /** By `<kind>/<id>`, in the order they ended (Map order). */

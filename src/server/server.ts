@@ -31,7 +31,7 @@ import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
 import { followEvents } from '../journal/follow.js';
-import { entryOf, History } from '../journal/history.js';
+import { History, historyEntries } from '../journal/history.js';
 import { restoreFromJournal, type Restored } from './restore.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 
@@ -139,6 +139,7 @@ export class BerthServer {
     });
     const holds = new ClaimHolds(placer, events, live);
     const history = new History(options.historyRetention * 1000, options.historyMax);
+    const entryOf = historyEntries();
     events.subscribe((e) => {
       const h = entryOf(e);
       if (h) history.add(h); // finished work stays queryable (SPEC S9)

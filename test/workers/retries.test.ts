@@ -79,6 +79,14 @@ describe('retries when the machine is lost', () => {
       ['rt1:flow.node#2', 'w2'],
     ]);
     expect(outputLines(o).at(-1)?.line).toBe('second');
+    // each attempt is followed again by its own call id (SPEC S3): the second's events and result
+    const again = await run(s.placement, {
+      ...runRequest({}),
+      follow: { callId: 'rt1:flow.node#2', afterSeq: 0 },
+    }).done;
+    expect(again.error).toBeNull();
+    expect(outputLines(again).map((l) => l.line)).toEqual(['second']);
+    expect(terminal(again)?.$case).toBe('result');
     // both attempts are in the history: the first lost with w1, the second succeeded on w2
     const hist = await history(s.placement, 'rt1');
     expect(hist.entries.map((e) => [e.id, e.state, e.machine, e.attempt])).toEqual([

@@ -245,6 +245,7 @@ export function runCall(ctx: ServerContext): RunCall {
           gpuIds: a.gpuIds,
           clamped: grant.clamped,
           fellBack: grant.fellBack,
+          runClaim: ask !== undefined,
         });
         const clearTimer =
           req.timeoutMs > 0
