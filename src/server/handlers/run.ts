@@ -12,13 +12,17 @@
  * `follow` (SPEC S3) follows a call already started from the caller's last event sequence number instead: NOT_FOUND
  * when no such call is in flight or ended within the last minute. A Run with `disconnect_grace_ms` keeps its call
  * running that long after its caller's stream breaks, for the caller to follow it again; without, the call stops.
+ * `max_retries` (SPEC S8, src/server/retries.ts): an attempt whose machine is lost (or, with `retry_on_failure`,
+ * whose node failed) is placed again under `<call id>#<k>`; the caller gets Retrying, then the next Started. A Run
+ * with the same call id arriving meanwhile follows the current attempt.
  */
 import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import { isTerminal, type CallRecord, type Terminal } from '../../workers/call-record.js';
+import type { CallRecord, Terminal } from '../../workers/call-record.js';
+import { callerHold, follow, grantOf } from '../call-follow.js';
 import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
 import type { Once } from '../../workers/call-ids.js';
 import { attemptCallId, checkRetries, machineLost } from '../retries.js';
@@ -42,8 +46,6 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 export const MAX_TIMEOUT_MS = 2_592_000_000;
 /** Longest `disconnect_grace_ms` a Run may name: an hour (SPEC S2). */
 export const MAX_DISCONNECT_GRACE_MS = 3_600_000;
-/** How long each call outlives its caller's broken stream, waiting to be followed again (its Run's grace), in ms. */
-const callerHold = new WeakMap<CallRecord, number>();
 /** A follow's call id: `<run_id>:<flow>.<node>`. */
 const CALL_ID = /^[A-Za-z0-9_.-]{1,128}:[A-Za-z0-9_.-]{1,128}\.[A-Za-z0-9_.-]{1,128}(#[0-9]{1,2})?$/;
 /** Per hub: the call id each call being retried runs its current attempt under (SPEC S8), by the Run's call id. */
@@ -53,8 +55,6 @@ function chainsOf(hub: WorkerHub): Map<string, string> {
   if (!m) chains.set(hub, (m = new Map()));
   return m;
 }
-/** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
-const grantOf = new WeakMap<CallRecord, Grant>();
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -155,7 +155,12 @@ export function runCall(ctx: ServerContext): RunCall {
           }`,
         });
         const retrying = { attempt: n + 1, reason, machine, callId: next, previousCallId: id };
-        await sink.write({ kind: { $case: 'retrying', value: retrying } });
+        try {
+          await sink.write({ kind: { $case: 'retrying', value: retrying } });
+        } catch (err) {
+          void attempt(next, placing, false, {}).catch(() => {}); // its follow fails at once: stopped and released
+          throw err;
+        }
       }
     } finally {
       if (chain.get(callId) !== undefined) chain.delete(callId);
@@ -324,7 +329,6 @@ export function runCall(ctx: ServerContext): RunCall {
   }
 }
 
-/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
 /** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
 function journaled(journal: Journal, claimId: string): Promise<void> {
   return journal.flushed().catch((err: unknown) => {
@@ -332,81 +336,7 @@ function journaled(journal: Journal, claimId: string): Promise<void> {
   });
 }
 
+/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
 function othersCall(callId: string): BerthError {
   return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
-}
-
-/**
- * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
- * cut off as too slow) and no one else follows the call, the call is stopped.
- */
-async function follow(
-  rec: CallRecord,
-  sink: Sink<RunResponse>,
-  signal: AbortSignal,
-  afterSeq = 0,
-  holdFailure = false,
-): Promise<Terminal | undefined> {
-  await sink.write({
-    kind: {
-      $case: 'started',
-      value: {
-        callId: rec.callId,
-        machine: rec.machine,
-        allocation: rec.allocation,
-        ...startedFacts(grantOf.get(rec)),
-      },
-    },
-  });
-  try {
-    let end: Terminal | undefined;
-    for await (const item of rec.follow(signal, afterSeq)) {
-      if (holdFailure && item.$case === 'failure') return item; // to be retried: the caller sees Retrying instead
-      await sink.write({ kind: item });
-      if (isTerminal(item)) end = item;
-    }
-    return end;
-  } catch (err) {
-    // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
-    // the process nor its claim lingers.
-    const hold = callerHold.get(rec) ?? 0;
-    if (rec.followers === 0 && !rec.ended && signal.aborted && hold > 0) {
-      // The caller may follow it again (SPEC S3): stop it only if no one has when its grace runs out.
-      const t = setTimeout(() => {
-        if (rec.followers > 0 || rec.ended) return;
-        const why = new BerthError('cancelled', `call ${rec.callId}: its caller did not come back within ${hold} ms`);
-        rec.stop(why);
-        rec.fail(why);
-      }, hold);
-      t.unref();
-      void rec.settled.then(() => clearTimeout(t));
-    } else if (rec.followers === 0 && !rec.ended) {
-      const why = signal.aborted
-        ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`)
-        : err instanceof BerthError
-          ? err
-          : new BerthError('cancelled', `call ${rec.callId}: its caller stopped following`);
-      rec.stop(why);
-      rec.fail(why);
-    }
-    throw err;
-  }
-}
-
-/**
- * Started's facts of the grant, as Granted has them: clamped and the amount asked before clamping
- * (SPEC P11, issue 13), and fell_back when a preferred label was not used (SPEC P4, issue 23 item 7).
- */
-function startedFacts(g: Grant | undefined): {
-  clamped: boolean;
-  asked: { cpus: number; gpus: number; ramMb?: number } | undefined;
-  fellBack: boolean;
-} {
-  return g
-    ? {
-        clamped: g.clamped,
-        asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
-        fellBack: g.fellBack,
-      }
-    : { clamped: false, asked: undefined, fellBack: false };
 }
