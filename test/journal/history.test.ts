@@ -1,7 +1,8 @@
 /**
  * History (SPEC S9, issue 19 item 9) through the real server: finished calls and ended claims are listed newest
  * first with filters (run id, state, machine, kind, time), survive a server restart on the same state directory
- * (the journal), are in memory only with `--journal off`, and `berth history` prints them.
+ * (the journal; also a SIGKILL of `berth serve`), are in memory only with `--journal off`, and `berth history`
+ * prints them.
  */
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HistoryRequest, HistoryResponse } from '../../generated/ts/berth/v1/history.js';
-import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { claim } from '../support/claims.js';
-import { runBerth } from '../support/cli.js';
+import { credentials } from '@grpc/grpc-js';
+import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { run, runRequest } from '../support/run-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -26,7 +28,7 @@ function history(client: PlacementServiceClient, f: Partial<HistoryRequest> = {}
 }
 
 /** Two calls (one succeeds, one fails) and one claim granted and released, on server `s`. */
-async function someWork(s: TestServer): Promise<void> {
+async function someWork(s: Pick<TestServer, 'placement'>): Promise<void> {
   expect((await run(s.placement, runRequest({ runId: 'ok1', argv: ['true'] })).done).error).toBeNull();
   expect((await run(s.placement, runRequest({ runId: 'bad1', argv: ['sh', '-c', 'exit 4'] })).done).error).toBeNull();
   const c = claim(s.placement, { cpus: 1, runId: 'cl1', node: 'train' });
@@ -86,6 +88,34 @@ describe('history of finished calls and claims', () => {
     const usage = await runBerth(['history', '--server', s2.address, '--since', 'yesterday']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--since: expected a duration back from now');
+  }, 30_000);
+
+  it('survives a SIGKILL of berth serve: what a Released acknowledged is journaled, with what ended before it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-history-'));
+    open.push(() => rmSync(dir, { recursive: true, force: true }));
+    const serve = async () => {
+      const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--state-dir', dir, '--cpus', '2', '--gpus', '']);
+      const exited = new Promise((r) => child.once('exit', r));
+      open.push(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        return exited;
+      });
+      const line = await waitForLine(child, /"msg":"berth serving"/);
+      const placement = new PlacementServiceClient(String(JSON.parse(line).address), credentials.createInsecure());
+      open.push(() => placement.close());
+      return { child, exited, placement };
+    };
+    const s1 = await serve();
+    await someWork(s1); // ends with a claim's Released: acknowledged once journaled (SPEC S4), the calls before it too
+    s1.child.kill('SIGKILL');
+    await s1.exited;
+    const s2 = await serve();
+    const h = await history(s2.placement);
+    expect(h.entries.map((e) => [e.kind, e.runId, e.state])).toEqual([
+      ['claim', 'cl1', 'released'],
+      ['call', 'bad1', 'failed'],
+      ['call', 'ok1', 'succeeded'],
+    ]);
   }, 30_000);
 
   it('with --journal off the history is kept in memory, for the life of the process only', async () => {
