@@ -1,7 +1,7 @@
 """Retries (SPEC S8, issue 19 item 9) from Python, sync and asyncio, on real `berth worker` agents: a run with
 max_retries=1 whose worker is SIGKILLed mid-call is placed on a second worker and returns, its on_event saw a
 Retrying with the reason; a node's own exception is not retried unless retry_on_failure; bad arguments are named
-before anything is sent."""
+before anything is sent; both attempts are in the history (client.history)."""
 
 from __future__ import annotations
 
@@ -90,6 +90,13 @@ def test_a_run_whose_worker_is_killed_mid_call_is_retried_on_another_worker(
         assert "worker rt1 went away" in retries[0].reason
         starts = [(e.call_id, e.machine) for e in events if isinstance(e, Started)]
         assert starts == [("py-retry:flow.node", "rt1"), ("py-retry:flow.node#2", "rt2")]
+        with connect(retry_server) as client:  # both attempts are in the history (SPEC S9), newest first
+            entries = client.history(run_id="py-retry", since=3600)
+            assert [(e.id, e.state, e.machine, e.attempt) for e in entries] == [
+                ("py-retry:flow.node#2", "succeeded", "rt2", 2),
+                ("py-retry:flow.node", "lost", "rt1", 1),
+            ]
+            assert client.history(run_id="py-retry", state="failed") == []
     finally:
         first.kill()
         for w in second:
@@ -137,3 +144,7 @@ def test_retry_arguments_are_checked_before_anything_is_sent() -> None:
             client.run(command=["true"], retry_on_failure=True)
         with pytest.raises(InvalidAsk, match="a run inside a claim is not retried"):
             client.run(command=["true"], claim="c-1", max_retries=1)
+        with pytest.raises(InvalidAsk, match="state: must be one of succeeded"):
+            client.history(state="exploded")
+        with pytest.raises(InvalidAsk, match="since: must be a number of seconds > 0"):
+            client.history(since=-1)

@@ -31,6 +31,7 @@ from .errors import (
     WorkerGone,
 )
 from .events import EventStream
+from .history import HistoryEntry
 from .runs import RunStream
 from .snapshots import (
     CallInFlight,
@@ -76,6 +77,7 @@ __all__ = [
     "EventStream",
     "Grant",
     "HeldClaim",
+    "HistoryEntry",
     "InvalidAsk",
     "Inventory",
     "LogLine",

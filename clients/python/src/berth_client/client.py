@@ -15,6 +15,7 @@ from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream
+from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
 from .snapshots import Compiled, Satisfiability, Snapshot
@@ -295,6 +296,25 @@ class Client:
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
+
+    def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims the server keeps (SPEC S9, like `berth history`), newest first: only
+        `run_id`, `state` ("succeeded", "failed", "cancelled", "lost", "released"), `machine`, `kind` ("call" or
+        "claim"), ended within `since` seconds; at most `limit` (1 to 10,000). InvalidAsk names a bad argument."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
 
     def events(self) -> EventStream:
         """Placement and worker events as they happen (node_queued, node_placed, claim_released, …)."""

@@ -13,6 +13,7 @@ from .. import prepare
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
+from ..history import HistoryEntry, history_request
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
 from .claims import AsyncClaimLease
@@ -257,6 +258,23 @@ class AsyncClient:
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
+
+    async def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims, newest first — see `Client.history`."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = await self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
 
     def events(self) -> AsyncEventStream:
         """`async for event in client.events()`: placement and worker events as they happen."""
