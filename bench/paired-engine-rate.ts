@@ -50,6 +50,8 @@ function runOnce(c: PlacementServiceClient, claimId: string, payload: Payload, i
       timeoutMs: 0,
       disconnectGraceMs: 0,
       follow: undefined,
+      maxRetries: 0,
+      retryOnFailure: false,
     });
     let ok = false;
     call.on('data', (r) => {

@@ -49,6 +49,17 @@ export function serveCommand(): Command {
         'after a restart; off: as children of the server [env BERTH_ENGINE_KEEPER] (default on)',
     )
     .option(
+      '--history-retention <duration>',
+      'how long finished calls and ended claims stay in `berth history`, e.g. 90m, 24h, 7d; journaled, so they ' +
+        'survive a restart (with --journal off: in memory, for the life of the process) ' +
+        '[env BERTH_HISTORY_RETENTION] (default 24h)',
+    )
+    .option(
+      '--history-max <n>',
+      'most finished calls and ended claims the history keeps; the oldest go first [env BERTH_HISTORY_MAX] ' +
+        '(default 100000)',
+    )
+    .option(
       '--worker-hold <s>',
       'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
         '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',

@@ -34,7 +34,7 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Options of `run()`: also `onEvent`, given every item before the result (Started, metrics, log lines, links). */
+/** Options of `run()`: also `onEvent`, given every item before the result (Started, metrics, logs, links, retries). */
 export interface RunOptions extends CallOptions {
   onEvent?: (item: Exclude<RunItem, { $case: 'result' }>) => void;
 }

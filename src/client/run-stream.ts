@@ -40,9 +40,10 @@ export async function* runItems(
   const callId = `${runId}:${flow}.${node}`;
   let started: CallStarted | undefined;
   let lastSeq = 0;
+  let following = callId; // the current attempt's call id (a retry runs as `<call id>#<k>`, SPEC S8)
   let firstBreak: number | undefined;
   for (let attempt = 0; ; attempt++) {
-    const request = started ? followRequest(spec.request, callId, lastSeq) : spec.request;
+    const request = started ? followRequest(spec.request, following, lastSeq) : spec.request;
     try {
       for await (const msg of serverStream(conn, (s, md) => s.run(request, md), { signal, ctx: spec.ctx })) {
         const k = msg.kind;
@@ -61,6 +62,11 @@ export async function* runItems(
           else if (e?.$case === 'logs')
             for (const line of e.value.lines)
               yield { $case: 'log', value: { stream: e.value.stream, line }, callId: id, seq };
+        } else if (k?.$case === 'retrying') {
+          following = k.value.callId; // the next attempt: its own Started, its events numbered from 1
+          started = undefined;
+          lastSeq = 0;
+          yield k;
         } else if (k?.$case === 'link') yield k;
         else if (k?.$case === 'result') return void (yield k);
         else if (k?.$case === 'failure') throw remoteError(k.value);

@@ -1,13 +1,13 @@
 /**
  * One call of a node on a worker (the Run RPC): the ergonomic request mapped onto the generated
  * RunRequest, and its stream read as items — Started, then metrics and log lines in order (SPEC W2),
- * link changes of the call's worker (SPEC S2), then one Result; a node's Failure is thrown as a
- * RemoteError keeping its class name and traceback. Reading the stream, and following it again after a
- * break, is run-stream.ts.
+ * link changes of the call's worker (SPEC S2), a retry's Retrying and its next Started (SPEC S8), then one
+ * Result; a node's Failure is thrown as a RemoteError keeping its class name and traceback. Reading the
+ * stream, and following it again after a break, is run-stream.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { LogLine, Metric, Result } from '../../generated/ts/berth/v1/calls.js';
-import { type CallStarted, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
+import { type CallStarted, type Retrying, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
 import { type AskInput, oversizeFails, toAsk } from './asks.js';
 import { type ErrorContext, InvalidAsk } from './errors.js';
 
@@ -39,6 +39,13 @@ export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
    * stops the call while the server runs (after a server restart the call is kept regardless). At most 1 h.
    */
   disconnectGraceMs?: number;
+  /**
+   * Times the call is placed again when its machine is lost (0 to 10, default 0; SPEC S8): a `retrying` item says
+   * why, then the next attempt's `started`. Not with `claim` (InvalidAsk).
+   */
+  maxRetries?: number;
+  /** Also retry the node's own failure (an exception, a non-zero exit); needs maxRetries. */
+  retryOnFailure?: boolean;
 }
 
 /** One item of `streamRun`, in order: `started`, then `metric` / `log` / `link`, then one `result` last. */
@@ -47,6 +54,7 @@ export type RunItem =
   | { $case: 'metric'; value: Metric; callId: string; seq: number }
   | { $case: 'log'; value: LogLine; callId: string; seq: number }
   | { $case: 'link'; value: WorkerLink }
+  | { $case: 'retrying'; value: Retrying }
   | { $case: 'result'; value: Result };
 
 /** A checked RunRequest and what error mapping needs of it. */
@@ -77,7 +85,7 @@ function jsonLike(path: string, v: unknown): void {
 /**
  * The RunRequest for `r` (defaults from `RunRequest.fromPartial`).
  * @throws InvalidAsk naming the field: `payload` (both or neither of source/command), `command`, `kwargs[...]`,
- *   `claim` (with ask fields too), `timeout_ms`, or an ask field.
+ *   `claim` (with ask fields too), `timeout_ms`, `maxRetries`, `retryOnFailure`, or an ask field.
  */
 export function runSpec(r: RunInput): RunSpec {
   if ((r.source === undefined) === (r.command === undefined))
@@ -112,7 +120,33 @@ export function runSpec(r: RunInput): RunSpec {
       : { $case: 'command', value: { argv: r.command ?? [], env: {}, cwd: r.cwd ?? '' } };
   const timeoutMs = r.timeoutMs === undefined ? 0 : Math.max(1, Math.round(positive('timeout_ms', r.timeoutMs)));
   const disconnectGraceMs = grace(r.disconnectGraceMs);
-  const request = RunRequest.fromPartial({ placement, payload, flow, node, runId, timeoutMs, disconnectGraceMs });
+  const { maxRetries = 0, retryOnFailure = false } = r;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10)
+    throw new InvalidAsk(
+      `maxRetries: must be a whole number 0 to 10 (got ${JSON.stringify(maxRetries)})`,
+      'maxRetries',
+    );
+  if (maxRetries > 0 && placement.$case === 'claimId')
+    throw new InvalidAsk(
+      "maxRetries: a run inside a claim is not retried (the claim's machine is gone with it)",
+      'maxRetries',
+    );
+  if (typeof retryOnFailure !== 'boolean' || (retryOnFailure && maxRetries === 0))
+    throw new InvalidAsk(
+      `retryOnFailure: a boolean, true only with maxRetries (got ${retryOnFailure})`,
+      'retryOnFailure',
+    );
+  const request = RunRequest.fromPartial({
+    placement,
+    payload,
+    flow,
+    node,
+    runId,
+    timeoutMs,
+    disconnectGraceMs,
+    maxRetries,
+    retryOnFailure,
+  });
   request.payload = payload; // fromPartial would copy kwargs through Struct's partial type; keep them as given
   const ask = placement.$case === 'ask' ? placement.value : undefined;
   return { request, ctx: { label: ask?.label, oversizeFails: ask ? oversizeFails(ask) : false } };

@@ -47,6 +47,23 @@ export const holdSeconds = z.preprocess(
     .max(3600, 'at most 3600 (an hour); a longer hold is asked per call with disconnect_grace_ms'),
 );
 
+/** Seconds per duration unit. */
+const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** Seconds of a duration `90`, `90s`, `15m`, `24h` or `7d` (decimals allowed); undefined when it is none. */
+export function durationSeconds(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/.exec(text);
+  return m ? Number(m[1]) * UNIT_S[m[2] || 's'] : undefined;
+}
+
+/** A duration in seconds from `90`, `90s`, `15m`, `24h` or `7d` (or a number of seconds), above 0. */
+export const duration = z.union([z.string(), z.number()]).transform((v, ctx): number => {
+  const s = typeof v === 'number' ? v : durationSeconds(v);
+  if (s !== undefined && s > 0) return s;
+  ctx.addIssue({ code: 'custom', message: 'expected a duration above 0, e.g. 90s, 15m, 24h or 7d' });
+  return z.NEVER;
+});
+
 /** A number of seconds above 0 (decimals allowed): for timeouts that 0 would make fire at once. */
 export const positiveSeconds = z.preprocess(
   numeric,

@@ -11,6 +11,7 @@ import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
 import {
   address,
+  duration,
   gpuIds,
   type FlagTable,
   holdSeconds,
@@ -50,6 +51,10 @@ const schema = z.object({
    * Needs the journal and no TLS (else off).
    */
   engineKeeper: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
+  /** How long finished calls and ended claims stay in the history, in s (SPEC S9): a day by default. */
+  historyRetention: duration.default(86_400),
+  /** Most finished calls and ended claims the history keeps (the oldest go first). */
+  historyMax: wholeNumber(1, 10_000_000).default(100_000),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCert: readableFile.optional(),
@@ -66,8 +71,8 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold` and `claimHold` in
- * seconds, `ramMb` in MB.
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold` and
+ * `historyRetention` in seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
  * $XDG_STATE_HOME/berth or ~/.local/state/berth); one server per directory;
@@ -96,6 +101,8 @@ const FLAGS: FlagTable = {
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   journal: ['--journal', 'BERTH_JOURNAL'],
   engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
+  historyRetention: ['--history-retention', 'BERTH_HISTORY_RETENTION'],
+  historyMax: ['--history-max', 'BERTH_HISTORY_MAX'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],

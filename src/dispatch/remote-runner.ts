@@ -63,6 +63,9 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
     runId,
     timeoutMs: 0,
     disconnectGraceMs: 0,
+    // `retries:` (SPEC S8): placed again when its machine is lost; a job's own non-zero exit is its result
+    maxRetries: job.retries ?? 0,
+    retryOnFailure: false,
     follow: undefined,
   };
 }
@@ -111,8 +114,12 @@ export class RemoteRunner implements Runner {
             call.cancel();
             return;
           }
+          const again = machine !== undefined; // a retry's attempt (SPEC S8): the job started already
           machine = k.value.machine;
-          onStarted({ machine, devices });
+          if (!again) onStarted({ machine, devices });
+        } else if (k?.$case === 'retrying') {
+          // the job asked `retries:` and its machine was lost: its output log says so, then the new attempt's output
+          capture.write(Buffer.from(`[berth] ${k.value.reason}: attempt ${k.value.attempt} (${k.value.callId})\n`));
         } else if (k?.$case === 'event' && k.value.kind?.$case === 'log')
           capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
         else if (k?.$case === 'event' && k.value.kind?.$case === 'logs')

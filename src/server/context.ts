@@ -4,6 +4,7 @@
  */
 import type { ServeOptions } from '../config/serve-options.js';
 import type { EventBus } from '../events.js';
+import type { History } from '../journal/history.js';
 import type { Journal } from '../journal/journal.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
@@ -30,6 +31,11 @@ export interface ServerContext extends EdgeContext {
    * acknowledges what the placer did (Granted, Released, a call sent to a worker).
    */
   journal?: Journal;
+  /**
+   * Finished calls and ended claims (SPEC S9; the History RPC), fed from the events; loaded from the journal at
+   * start, in memory only for the process's life with `--journal off`.
+   */
+  history: History;
   /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */
   metrics?: { decided(ms: number): void };
   /**

@@ -10,7 +10,8 @@
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
-import type { JournalState } from '../journal/records.js';
+import { entryOfRecord, type JournalState } from '../journal/records.js';
+import type { History } from '../journal/history.js';
 import type { Store } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
@@ -37,7 +38,8 @@ export interface Restored {
 }
 
 /**
- * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it.
+ * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it, and
+ * `history` (SPEC S9) from its ended calls and claims.
  * @throws Error naming the directory when another live server holds it or it cannot be written;
  *   StoreError naming the journal when it is corrupt or unreadable.
  */
@@ -48,12 +50,15 @@ export async function restoreFromJournal(
   log: Logger,
   store?: Store,
   hub?: WorkerHub,
+  history?: History,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
   let opened: { journal: Journal; state: JournalState };
   try {
     opened = await Journal.open(store ?? LmdbStore.open(options.stateDir), {
+      retentionMs: options.historyRetention * 1000,
+      maxHistory: options.historyMax,
       onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
     });
   } catch (err) {
@@ -61,6 +66,7 @@ export async function restoreFromJournal(
     throw err;
   }
   const { journal, state } = opened;
+  history?.load([...state.ended, ...state.released].map(entryOfRecord)); // finished work survives too (SPEC S9)
   const now = Date.now();
   for (const w of state.workers) {
     const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
@@ -138,15 +144,21 @@ export async function restoreFromJournal(
   const lost = state.calls.filter((c) => !rebound.has(c.callId));
   if (lost.length) {
     const endLost = () => {
-      for (const c of lost)
-        journal.callEnded({
+      for (const c of lost) {
+        const ended = {
           callId: c.callId,
           runId: c.runId,
           machine: c.machine,
           outcome: 'lost',
           failureType: 'ServerRestarted',
           endedAt: Date.now(),
-        });
+          startedAt: c.at,
+          state: 'lost' as const,
+          detail: `${c.callId}: lost with the server's restart (not re-bound within ${holdMs} ms)`,
+        };
+        journal.callEnded(ended);
+        history?.add(entryOfRecord(ended));
+      }
     };
     const t = setTimeout(endLost, holdMs);
     t.unref();

@@ -33,6 +33,7 @@ import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
 import { followEvents } from '../journal/follow.js';
+import { History, historyEntries } from '../journal/history.js';
 import { restoreFromJournal, type Restored } from './restore.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 
@@ -140,7 +141,25 @@ export class BerthServer {
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
     const holds = new ClaimHolds(placer, events, live);
-    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub, holds };
+    const history = new History(options.historyRetention * 1000, options.historyMax);
+    const entryOf = historyEntries();
+    events.subscribe((e) => {
+      const h = entryOf(e);
+      if (h) history.add(h); // finished work stays queryable (SPEC S9)
+    });
+    this.context = {
+      log,
+      token: options.token,
+      identities,
+      live,
+      options,
+      engine,
+      events,
+      placer,
+      hub,
+      holds,
+      history,
+    };
     this.context.drain = (graceMs) => {
       void this.stop(graceMs);
       return this.#drained ?? Promise.resolve({ finished: 0, cancelled: 0 });
@@ -269,7 +288,15 @@ export class BerthServer {
   async #restore(): Promise<void> {
     if (this.options.journal === 'off') return;
     const { placer, holds, hub: workers } = this.context;
-    const r = await restoreFromJournal(this.options, placer, holds, this.#log, undefined, workers);
+    const r = await restoreFromJournal(
+      this.options,
+      placer,
+      holds,
+      this.#log,
+      undefined,
+      workers,
+      this.context.history,
+    );
     this.#restored = r;
     this.context.journal = r.journal;
     const { hub } = this.context;

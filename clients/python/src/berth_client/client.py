@@ -15,6 +15,7 @@ from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream
+from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
 from .snapshots import Compiled, Satisfiability, Snapshot
@@ -150,6 +151,8 @@ class Client:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -163,6 +166,10 @@ class Client:
         client's own broken stream — before it fails or stops (SPEC S2, S3); None: the server's worker hold, and a
         broken stream stops the call. A stream that breaks (server restart, cut link) is followed again from the
         last event seen for up to a minute, so the caller sees every event once.
+        `max_retries` (0 to 10): how many times the call is placed again when its machine is lost (its worker went
+        away, its link's hold ran out; SPEC S8), as Ray's max_retries; `on_event` gets a Retrying saying why, then the
+        new attempt's Started. Not with `claim` (InvalidAsk). `retry_on_failure`: also retry the node's own failure
+        (an exception, a non-zero exit); without it a node's failure is raised at once.
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached; `sys.exit` as NodeExited); NodeTimeout; WorkerGone;
@@ -188,6 +195,8 @@ class Client:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return execute(self._stub, spec, self._metadata)
 
@@ -210,6 +219,8 @@ class Client:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
@@ -232,6 +243,8 @@ class Client:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return RunStream(self._stub, spec, self._metadata)
 
@@ -283,6 +296,25 @@ class Client:
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
+
+    def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims the server keeps (SPEC S9, like `berth history`), newest first: only
+        `run_id`, `state` ("succeeded", "failed", "cancelled", "lost", "released"), `machine`, `kind` ("call" or
+        "claim"), ended within `since` seconds; at most `limit` (1 to 10,000). InvalidAsk names a bad argument."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
 
     def events(self) -> EventStream:
         """Placement and worker events as they happen (node_queued, node_placed, claim_released, …)."""

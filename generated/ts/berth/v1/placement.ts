@@ -23,6 +23,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
+import { HistoryRequest, HistoryResponse } from "./history.js";
 import { Allocation, Ask, Inventory, Resources } from "./resources.js";
 
 export const protobufPackage = "berth.v1";
@@ -377,12 +378,43 @@ export interface RunRequest {
    */
   disconnectGraceMs: number;
   /** Follow a call already started, instead of starting one (SPEC S3): payload and placement are then ignored. */
-  follow: FollowCall | undefined;
+  follow:
+    | FollowCall
+    | undefined;
+  /**
+   * How many times the call is placed again when its machine is lost (SPEC S8): its worker went away, its link's
+   * hold ran out, its agent stopped or restarted without it. 0 (the default) to 10. Only with an ask: a Run inside
+   * a claim (claim_id) is not retried (its claim's machine is gone with the call) and is INVALID_ARGUMENT with it.
+   * Attempt k >= 2 runs under call id "<run_id>:<flow>.<node>#<k>"; the caller gets Retrying, then its Started.
+   */
+  maxRetries: number;
+  /**
+   * Also place it again when the node itself fails (its Failure: an exception, a non-zero exit; never a deadline or a
+   * cancel), as Ray's retry_exceptions; without it a node's own failure is never retried. Counts against max_retries.
+   */
+  retryOnFailure: boolean;
+}
+
+/** Retrying says an attempt of a call ended and the call is placed again (SPEC S8); never the last message. */
+export interface Retrying {
+  /** The attempt about to be placed: 2 for the first retry. */
+  attempt: number;
+  /** Why the last attempt ended, e.g. "worker w1 went away: its stream was cut; its hold of 2000 ms ran out". */
+  reason: string;
+  /** Machine the last attempt ran on. */
+  machine: string;
+  /**
+   * Call id of the attempt about to be placed, "<run_id>:<flow>.<node>#<attempt>": what follow names from its
+   * Started on.
+   */
+  callId: string;
+  /** Call id of the attempt that ended. */
+  previousCallId: string;
 }
 
 /** FollowCall names a call to follow again after a broken Run stream. */
 export interface FollowCall {
-  /** Call id "<run_id>:<flow>.<node>". */
+  /** Call id "<run_id>:<flow>.<node>", or "<run_id>:<flow>.<node>#<attempt>" for a retry's attempt (SPEC S8). */
   callId: string;
   /**
    * The last event sequence number the caller saw (0: from the start); it gets every later event exactly once,
@@ -445,6 +477,12 @@ export interface RunResponse {
     | //
     /** The link to the call's worker went down or came back (SPEC S2); never the last message. */
     { $case: "link"; value: WorkerLink }
+    | //
+    /**
+     * The attempt ended with its machine lost (or its node's failure, with retry_on_failure) and the call is placed
+     * again (SPEC S8): a new Started follows, whose events are numbered from 1.
+     */
+    { $case: "retrying"; value: Retrying }
     | undefined;
 }
 
@@ -1652,6 +1690,8 @@ function createBaseRunRequest(): RunRequest {
     timeoutMs: 0,
     disconnectGraceMs: 0,
     follow: undefined,
+    maxRetries: 0,
+    retryOnFailure: false,
   };
 }
 
@@ -1690,6 +1730,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.follow !== undefined) {
       FollowCall.encode(message.follow, writer.uint32(82).fork()).join();
+    }
+    if (message.maxRetries !== 0) {
+      writer.uint32(88).uint32(message.maxRetries);
+    }
+    if (message.retryOnFailure !== false) {
+      writer.uint32(96).bool(message.retryOnFailure);
     }
     return writer;
   },
@@ -1787,6 +1833,22 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.follow = FollowCall.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.maxRetries = reader.uint32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.retryOnFailure = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1831,6 +1893,16 @@ export const RunRequest: MessageFns<RunRequest> = {
         ? globalThis.Number(object.disconnect_grace_ms)
         : 0,
       follow: isSet(object.follow) ? FollowCall.fromJSON(object.follow) : undefined,
+      maxRetries: isSet(object.maxRetries)
+        ? globalThis.Number(object.maxRetries)
+        : isSet(object.max_retries)
+        ? globalThis.Number(object.max_retries)
+        : 0,
+      retryOnFailure: isSet(object.retryOnFailure)
+        ? globalThis.Boolean(object.retryOnFailure)
+        : isSet(object.retry_on_failure)
+        ? globalThis.Boolean(object.retry_on_failure)
+        : false,
     };
   },
 
@@ -1863,6 +1935,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.follow !== undefined) {
       obj.follow = FollowCall.toJSON(message.follow);
+    }
+    if (message.maxRetries !== 0) {
+      obj.maxRetries = Math.round(message.maxRetries);
+    }
+    if (message.retryOnFailure !== false) {
+      obj.retryOnFailure = message.retryOnFailure;
     }
     return obj;
   },
@@ -1908,6 +1986,149 @@ export const RunRequest: MessageFns<RunRequest> = {
     message.follow = (object.follow !== undefined && object.follow !== null)
       ? FollowCall.fromPartial(object.follow)
       : undefined;
+    message.maxRetries = object.maxRetries ?? 0;
+    message.retryOnFailure = object.retryOnFailure ?? false;
+    return message;
+  },
+};
+
+function createBaseRetrying(): Retrying {
+  return { attempt: 0, reason: "", machine: "", callId: "", previousCallId: "" };
+}
+
+export const Retrying: MessageFns<Retrying> = {
+  encode(message: Retrying, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.attempt !== 0) {
+      writer.uint32(8).uint32(message.attempt);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.machine !== "") {
+      writer.uint32(26).string(message.machine);
+    }
+    if (message.callId !== "") {
+      writer.uint32(34).string(message.callId);
+    }
+    if (message.previousCallId !== "") {
+      writer.uint32(42).string(message.previousCallId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Retrying {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetrying();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.attempt = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.machine = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.previousCallId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Retrying {
+    return {
+      attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      previousCallId: isSet(object.previousCallId)
+        ? globalThis.String(object.previousCallId)
+        : isSet(object.previous_call_id)
+        ? globalThis.String(object.previous_call_id)
+        : "",
+    };
+  },
+
+  toJSON(message: Retrying): unknown {
+    const obj: any = {};
+    if (message.attempt !== 0) {
+      obj.attempt = Math.round(message.attempt);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.machine !== "") {
+      obj.machine = message.machine;
+    }
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.previousCallId !== "") {
+      obj.previousCallId = message.previousCallId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Retrying>, I>>(base?: I): Retrying {
+    return Retrying.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Retrying>, I>>(object: I): Retrying {
+    const message = createBaseRetrying();
+    message.attempt = object.attempt ?? 0;
+    message.reason = object.reason ?? "";
+    message.machine = object.machine ?? "";
+    message.callId = object.callId ?? "";
+    message.previousCallId = object.previousCallId ?? "";
     return message;
   },
 };
@@ -2309,6 +2530,9 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "link":
         WorkerLink.encode(message.kind.value, writer.uint32(42).fork()).join();
         break;
+      case "retrying":
+        Retrying.encode(message.kind.value, writer.uint32(50).fork()).join();
+        break;
     }
     return writer;
   },
@@ -2366,6 +2590,14 @@ export const RunResponse: MessageFns<RunResponse> = {
             message.kind = { $case: "link", value: WorkerLink.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.kind = { $case: "retrying", value: Retrying.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2390,6 +2622,8 @@ export const RunResponse: MessageFns<RunResponse> = {
         ? { $case: "failure", value: Failure.fromJSON(object.failure) }
         : isSet(object.link)
         ? { $case: "link", value: WorkerLink.fromJSON(object.link) }
+        : isSet(object.retrying)
+        ? { $case: "retrying", value: Retrying.fromJSON(object.retrying) }
         : undefined,
     };
   },
@@ -2406,6 +2640,8 @@ export const RunResponse: MessageFns<RunResponse> = {
       obj.failure = Failure.toJSON(message.kind.value);
     } else if (message.kind?.$case === "link") {
       obj.link = WorkerLink.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "retrying") {
+      obj.retrying = Retrying.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -2443,6 +2679,12 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "link": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "link", value: WorkerLink.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "retrying": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "retrying", value: Retrying.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -5311,6 +5553,20 @@ export const PlacementServiceService = {
     responseSerialize: (value: RunWholeResponse): Buffer => Buffer.from(RunWholeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RunWholeResponse => RunWholeResponse.decode(value),
   },
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history: {
+    path: "/berth.v1.PlacementService/History" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HistoryRequest): Buffer => Buffer.from(HistoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HistoryRequest => HistoryRequest.decode(value),
+    responseSerialize: (value: HistoryResponse): Buffer => Buffer.from(HistoryResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HistoryResponse => HistoryResponse.decode(value),
+  },
 } as const;
 
 export interface PlacementServiceServer extends UntypedServiceImplementation {
@@ -5359,6 +5615,12 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
    * following its call id with Run (SPEC S3).
    */
   runWhole: handleUnaryCall<RunWholeRequest, RunWholeResponse>;
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history: handleUnaryCall<HistoryRequest, HistoryResponse>;
 }
 
 export interface PlacementServiceClient extends Client {
@@ -5498,6 +5760,26 @@ export interface PlacementServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RunWholeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history(
+    request: HistoryRequest,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
+  ): ClientUnaryCall;
+  history(
+    request: HistoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
+  ): ClientUnaryCall;
+  history(
+    request: HistoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -13,6 +13,7 @@ from .. import prepare
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
+from ..history import HistoryEntry, history_request
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
 from .claims import AsyncClaimLease
@@ -136,6 +137,8 @@ class AsyncClient:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
@@ -157,6 +160,8 @@ class AsyncClient:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return await execute(self._stub, spec, self._metadata)
 
@@ -179,6 +184,8 @@ class AsyncClient:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
@@ -202,6 +209,8 @@ class AsyncClient:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 
@@ -249,6 +258,23 @@ class AsyncClient:
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
+
+    async def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims, newest first — see `Client.history`."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = await self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
 
     def events(self) -> AsyncEventStream:
         """`async for event in client.events()`: placement and worker events as they happen."""
