@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
-import { spawnBerth } from '../support/cli.js';
+import { runBerth, spawnBerth } from '../support/cli.js';
+import { closedPort } from '../support/ports.js';
 import { claim, resumeClaim } from '../support/claims.js';
 import { member, serving, type Member } from '../support/cluster.js';
 import { etcdMissing, startEtcd, type TestEtcd } from '../support/etcd.js';
@@ -43,9 +44,13 @@ let clusters = 0;
 const clusterName = () => `t${++clusters}-${process.pid}`;
 
 /** Two members of a new cluster: the first leads (it serves before the second starts). */
-async function pair(flags: string[] = [], etcdAt = etcd.endpoint): Promise<{ name: string; a: Member; b: Member }> {
+async function pair(
+  flags: string[] = [],
+  etcdAt = etcd.endpoint,
+  leaderFlags: string[] = [],
+): Promise<{ name: string; a: Member; b: Member }> {
   const name = clusterName();
-  const a = await member(etcdAt, name, cleanup, flags);
+  const a = await member(etcdAt, name, cleanup, [...flags, ...leaderFlags]);
   await serving(a);
   const b = await member(etcd.endpoint, name, cleanup, flags);
   return { name, a, b };
@@ -102,10 +107,22 @@ function agent(address: string, name: string): ChildProcess {
 describeEtcd('berth serve --store etcd (SPEC S7)', () => {
   it('one of two servers leads; the standby answers every berth.v1 RPC UNAVAILABLE naming the leader with a leader ' +
     "trailer, and its health is '' SERVING but berth.v1.PlacementService NOT_SERVING", async () => {
-    const { name, a, b } = await pair();
+    const metricsAt = `127.0.0.1:${await closedPort()}`;
+    const { name, a, b } = await pair([], etcd.endpoint, ['--metrics-listen', metricsAt]);
     expect(a.log()).toContain(`"msg":"elected leader of cluster ${name}`);
     expect(b.log()).toContain('"msg":"berth standing by"');
-    expect((await snapshot(a.client)).machines.map((m) => m.name)).toEqual(['engine']);
+    const snap = await snapshot(a.client);
+    expect(snap.machines.map((m) => m.name)).toEqual(['engine']);
+    expect(snap.cluster).toMatchObject({ name, role: 'leader', leader: a.address });
+    expect(snap.cluster?.epoch).toBeGreaterThan(0);
+    const shown = await runBerth(['status', '--server', a.address]);
+    expect(shown.stdout).toContain(`cluster ${name}: leader ${a.address}, epoch ${snap.cluster?.epoch}`);
+    await claim(a.client, { cpus: 1 }).release(); // a journal write to time
+    const metrics = await (await fetch(`http://${metricsAt}/metrics`)).text();
+    expect(metrics).toMatch(/^berth_ha_leader 1$/m);
+    expect(metrics).toMatch(new RegExp(`^berth_ha_epoch ${snap.cluster?.epoch}$`, 'm'));
+    expect(metrics).toMatch(/^berth_ha_elections_total 1$/m);
+    expect(metrics).toMatch(/^berth_store_write_seconds_count\{store="etcd"\} [1-9]/m);
     expect(await health(a.address, 'berth.v1.PlacementService')).toBe('SERVING');
     expect(await health(b.address, '')).toBe('SERVING');
     expect(await health(b.address, 'berth.v1.PlacementService')).toBe('NOT_SERVING');
