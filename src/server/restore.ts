@@ -25,6 +25,8 @@ export interface Restored {
   journal: Journal;
   lock?: StateDirLock;
   workers: number;
+  /** The names of the workers restored as not yet back. */
+  workerNames: string[];
   claims: number;
   /** Claims the journal held that could not be taken back (their machine or resources were gone). */
   dropped: number;
@@ -150,6 +152,7 @@ export async function restoreFromJournal(
     journal,
     lock,
     workers: state.workers.length,
+    workerNames: state.workers.map((w) => w.name),
     claims,
     dropped,
     firstStart,

@@ -36,6 +36,7 @@ import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 import { Cluster } from '../ha/cluster.js';
 import { clusterMetrics, storeMetrics } from '../observe/ha-metrics.js';
 import { gated } from './standby.js';
+import { holdWhileMostMissing } from './takeover-hold.js';
 import type { Store } from '../journal/store.js';
 
 /** After the drain, how long open streams (health watches, idle agents) get to close after the GOAWAY, in ms. */
@@ -84,6 +85,8 @@ export class BerthServer {
   #deposed?: string;
   readonly #onDeposed?: (reason: string) => void;
   #metrics?: BerthMetrics;
+  /** Stops holding the workers missing after a takeover (takeover-hold.ts). */
+  #unhold?: () => void;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
@@ -334,6 +337,9 @@ export class BerthServer {
       return;
     }
     this.#leading = true;
+    const { hub, placer } = this.context;
+    const names = this.#restored?.workerNames ?? [];
+    this.#unhold = holdWhileMostMissing(names, this.options.restartHold * 1000, { hub, placer, log: this.#log });
     await this.#serve();
     const ms = Math.round(performance.now() - started);
     this.#log.info(
@@ -397,6 +403,7 @@ export class BerthServer {
     const r = this.#restored;
     if (!r) return Promise.resolve();
     this.#journalClosed ??= (async () => {
+      this.#unhold?.();
       this.#unfollow?.();
       r.cancel();
       await r.journal.close();

@@ -172,6 +172,29 @@ describeEtcd('berth serve --store etcd (SPEC S7)', () => {
     await back.release();
   }, 40_000);
 
+  it('no mass expiry: when both workers the store knows are missing after a takeover, the new leader holds them past ' +
+    '--restart-hold, saying so; once one is back, the other is given up', async () => {
+    const { a, b } = await pair(['--restart-hold', '2']);
+    const proxy = new LinkProxy(a.address);
+    cleanup.push(() => proxy.close());
+    const via = await proxy.start();
+    const w1 = agent(via, 'w1');
+    const w2 = agent(via, 'w2');
+    await until(async () => (await snapshot(a.client)).machines.filter((m) => m.remote).length === 2);
+    for (const w of [w1, w2]) w.kill('SIGKILL');
+    await a.kill();
+    await serving(b);
+    const took = Date.now();
+    await until(() => b.log().includes('"event":"takeover_holding"'), 10_000);
+    expect(b.log()).toContain('2 of 2 workers missing after the takeover');
+    await until(() => Date.now() - took > 3000, 5000, 100); // past the 2 s restart hold
+    expect((await snapshot(b.client)).machines.map((m) => m.name).sort()).toEqual(['engine', 'w1', 'w2']);
+    proxy.retarget(b.address);
+    agent(via, 'w1');
+    await until(async () => (await snapshot(b.client)).machines.find((m) => m.name === 'w1')?.state === 1);
+    await until(async () => !(await snapshot(b.client)).machines.some((m) => m.name === 'w2'), 10_000);
+  }, 40_000);
+
   it('SIGTERM on the leader hands over at once: the standby serves, the leader exits 0', async () => {
     const { a, b } = await pair();
     const at = Date.now();
