@@ -21,6 +21,8 @@ export interface ClusterInfo {
   epoch: number;
   /** Since when this server leads, ms since the Unix epoch; 0 when it does not. */
   leaderSinceMs: number;
+  /** The other candidates' advertised addresses, in election order (as last read from etcd). */
+  standbys: string[];
 }
 
 /** One server's membership of a cluster. `start()` campaigns; `onLeader` / `onDeposed` say what happened. */
@@ -30,6 +32,9 @@ export class Cluster {
   readonly prefix: string;
   /** Since when this server leads (ms since the Unix epoch); 0 while it does not. */
   leaderSinceMs = 0;
+  /** Every candidate's advertised address in election order (the leader first), as last read from etcd. */
+  #candidates: string[] = [];
+  #watcher?: { cancel(): Promise<void> };
 
   constructor(
     readonly options: ServeOptions,
@@ -73,8 +78,23 @@ export class Cluster {
   async start(): Promise<void> {
     try {
       await this.leadership.start();
+      const watcher = await this.client.watch().prefix(this.leadership.leaderPrefix).create();
+      this.#watcher = watcher;
+      watcher.on('put', () => void this.#readCandidates());
+      watcher.on('delete', () => void this.#readCandidates());
+      await this.#readCandidates();
     } catch (err) {
       throw new Error(`--store ${this.where}: cannot campaign in etcd (${(err as Error).message})`);
+    }
+  }
+
+  /** Re-reads the candidates (for `berth status`); etcd unreachable: the last list stays. */
+  async #readCandidates(): Promise<void> {
+    try {
+      const res = await this.client.getAll().prefix(this.leadership.leaderPrefix).sort('Create', 'Ascend').exec();
+      this.#candidates = res.kvs.map((kv) => kv.value.toString());
+    } catch {
+      // the list is for display only
     }
   }
 
@@ -116,11 +136,13 @@ export class Cluster {
       leader: this.leaderHint(),
       epoch: leading ? l.epoch : 0,
       leaderSinceMs: leading ? this.leaderSinceMs : 0,
+      standbys: this.#candidates.slice(1),
     };
   }
 
   /** Resigns at once (a standby takes over) unless deposed, then closes the client. Idempotent. */
   async close(resign: boolean): Promise<void> {
+    await this.#watcher?.cancel().catch(() => undefined);
     if (resign) await this.leadership.resign();
     this.client.close();
   }

@@ -174,5 +174,6 @@ export function clampU32(ms: number): number {
 /** A clustered server's standing → berth.v1.ClusterStatus (SPEC S7); undefined without a cluster. */
 export function toClusterStatus(c: ClusterInfo | undefined): ClusterStatus | undefined {
   if (!c) return undefined;
-  return { name: c.cluster, role: c.role, leader: c.leader, epoch: c.epoch, leaderSinceMs: c.leaderSinceMs };
+  const { cluster: name, role, leader, epoch, leaderSinceMs, standbys } = c;
+  return { name, role, leader, epoch, leaderSinceMs, standbys };
 }

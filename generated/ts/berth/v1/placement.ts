@@ -688,6 +688,8 @@ export interface ClusterStatus {
   epoch: number;
   /** Since when this server leads, in ms since the Unix epoch; 0 when it does not. */
   leaderSinceMs: number;
+  /** The advertised addresses of the other candidates (the standbys), in the order they would take over. */
+  standbys: string[];
 }
 
 /** DrainRequest asks for a drain (SPEC R3). */
@@ -4573,7 +4575,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
 };
 
 function createBaseClusterStatus(): ClusterStatus {
-  return { name: "", role: "", leader: "", epoch: 0, leaderSinceMs: 0 };
+  return { name: "", role: "", leader: "", epoch: 0, leaderSinceMs: 0, standbys: [] };
 }
 
 export const ClusterStatus: MessageFns<ClusterStatus> = {
@@ -4592,6 +4594,9 @@ export const ClusterStatus: MessageFns<ClusterStatus> = {
     }
     if (message.leaderSinceMs !== 0) {
       writer.uint32(40).uint64(message.leaderSinceMs);
+    }
+    for (const v of message.standbys) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -4649,6 +4654,14 @@ export const ClusterStatus: MessageFns<ClusterStatus> = {
             message.leaderSinceMs = longToNumber(reader.uint64());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.standbys.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4672,6 +4685,7 @@ export const ClusterStatus: MessageFns<ClusterStatus> = {
         : isSet(object.leader_since_ms)
         ? globalThis.Number(object.leader_since_ms)
         : 0,
+      standbys: globalThis.Array.isArray(object?.standbys) ? object.standbys.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -4692,6 +4706,9 @@ export const ClusterStatus: MessageFns<ClusterStatus> = {
     if (message.leaderSinceMs !== 0) {
       obj.leaderSinceMs = Math.round(message.leaderSinceMs);
     }
+    if (message.standbys?.length) {
+      obj.standbys = message.standbys;
+    }
     return obj;
   },
 
@@ -4705,6 +4722,7 @@ export const ClusterStatus: MessageFns<ClusterStatus> = {
     message.leader = object.leader ?? "";
     message.epoch = object.epoch ?? 0;
     message.leaderSinceMs = object.leaderSinceMs ?? 0;
+    message.standbys = object.standbys?.map((e) => e) || [];
     return message;
   },
 };

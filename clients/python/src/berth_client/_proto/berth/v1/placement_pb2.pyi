@@ -413,18 +413,20 @@ class GetSnapshotResponse(_message.Message):
     def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ...) -> None: ...
 
 class ClusterStatus(_message.Message):
-    __slots__ = ("name", "role", "leader", "epoch", "leader_since_ms")
+    __slots__ = ("name", "role", "leader", "epoch", "leader_since_ms", "standbys")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    STANDBYS_FIELD_NUMBER: _ClassVar[int]
     name: str
     role: str
     leader: str
     epoch: int
     leader_since_ms: int
-    def __init__(self, name: _Optional[str] = ..., role: _Optional[str] = ..., leader: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_since_ms: _Optional[int] = ...) -> None: ...
+    standbys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., role: _Optional[str] = ..., leader: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_since_ms: _Optional[int] = ..., standbys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DrainRequest(_message.Message):
     __slots__ = ("grace_ms",)
