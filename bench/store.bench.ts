@@ -81,7 +81,14 @@ if (missing) {
   }
   const load = `load average ${loadBefore.toFixed(1)} → ${loadavg()[0].toFixed(1)}`;
   console.log(`claim cycle, embedded journal vs etcd (${ROUNDS} rounds × ${RUN_MS} ms; best round; ${load})`);
-  console.log('streams | embedded cycles/s | etcd cycles/s (≥1000 at 128) | embedded CPU µs/cycle | etcd CPU µs/cycle');
+  const head = [
+    'streams',
+    'embedded cycles/s',
+    'etcd cycles/s (≥1000 at 128)',
+    'embedded CPU µs/cycle',
+    'etcd CPU µs/cycle',
+  ];
+  console.log(head.join(' | '));
   for (const r of rows) {
     console.log([r.streams, r.embedded_rate, r.etcd_rate, r.embedded_cpu_us, r.etcd_cpu_us].join(' | '));
   }

@@ -8,8 +8,8 @@ import { OptionsError } from './fields.js';
 const ENDPOINT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})$/;
 
 /**
- * `--store`: `etcd://host:port[,host:port…]` → `{ url, endpoints }` (endpoints as `host:port`); `embedded` (or unset)
- * is the journal under --state-dir. Refused: another scheme, no endpoint, an endpoint that is not host:port.
+ * `--store`: `etcd://host:port[,host:port…]` → `{ url, endpoints }` (endpoints as `host:port`); `embedded` (or
+ * unset) is the journal under --state-dir. Refused: another scheme, no endpoint, an endpoint that is not host:port.
  */
 export const storeUrl = z.string().transform((s, ctx) => {
   const url = s.trim();

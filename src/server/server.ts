@@ -238,7 +238,8 @@ export class BerthServer {
    *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file;
    *   Error when a provisioner cannot read its shapes (sinfo fails); Error naming the state directory
    *   when another live server holds it or it cannot be written; StoreError `journal <dir>: …` when the
-   *   journal is corrupt or unreadable; with `--store etcd://…`, Error `--store <url>: cannot campaign in etcd (…)`.
+   *   journal is corrupt or unreadable; with `--store etcd://…`, Error `--store <url>: cannot campaign in etcd
+   *   (…)`.
    *   A clustered server (SPEC S7) resolves once it stands by or leads: it restores and serves when elected.
    */
   async start(): Promise<number> {

@@ -17,7 +17,8 @@ export interface StandbyAnswer {
 
 /** The status a standby ends every call with. */
 export function standbyStatus(a: StandbyAnswer): StatusObject {
-  const details = `standby of cluster ${a.cluster}: ${a.leader ? `the leader is at ${a.leader}` : 'no leader elected yet'}`;
+  const where = a.leader ? `the leader is at ${a.leader}` : 'no leader elected yet';
+  const details = `standby of cluster ${a.cluster}: ${where}`;
   const metadata = new Metadata();
   if (a.leader) metadata.set('leader', a.leader);
   return { code: status.UNAVAILABLE, details, message: details, metadata };
