@@ -289,6 +289,12 @@ export class BerthServer {
    */
   async #campaign(): Promise<void> {
     this.#health.setStatus('', 'SERVING');
+    if (!this.options.advertise && /^(0\.0\.0\.0|\[::\]):/.test(this.options.listen)) {
+      this.#log.warn(
+        { listen: this.options.listen, advertise: this.advertised },
+        'listening on every interface without --advertise: standbys will name a loopback leader address',
+      );
+    }
     const cluster = new Cluster(this.options, this.advertised, this.#log);
     this.#cluster = cluster;
     this.context.acting = () => this.#leading && cluster.leadership.acting;
