@@ -304,9 +304,14 @@ export class BerthServer {
       counted?.elected();
       void this.#takeOver(epoch);
     });
-    cluster.onDeposed((reason) => this.#depose(reason));
+    // A candidacy that fails while it starts (etcd refuses the lease) is a start-up error, not a deposition.
+    let starting = true;
+    let endedEarly: string | undefined;
+    cluster.onDeposed((reason) => (starting ? (endedEarly = reason) : this.#depose(reason)));
     try {
       await cluster.start();
+      starting = false;
+      if (endedEarly !== undefined) this.#depose(endedEarly);
     } catch (err) {
       this.#grpc.forceShutdown();
       await this.#observe?.stop();
