@@ -135,7 +135,9 @@ afterAll(async () => {
 });
 
 describeEtcd('berth serve --store etcd over TLS', () => {
-  it('with --etcd-ca, --etcd-cert and --etcd-key it is elected; without the client certificate it exits 1', async () => {
+  it('with --etcd-ca, --etcd-cert and --etcd-key it is elected; without the client certificate it exits 1', {
+    timeout: 40_000,
+  }, async () => {
     const serve = (tls: string[]) =>
       spawnBerth([
         'serve',
@@ -164,5 +166,5 @@ describeEtcd('berth serve --store etcd over TLS', () => {
     const refused = await finished(serve(['--etcd-ca', at('ca.pem')]));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`--store etcd://${endpoint}: cannot campaign in etcd`);
-  }, 40_000);
+  });
 });
