@@ -11,6 +11,7 @@ import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 import type { EdgeContext } from './edge.js';
+import type { ClusterInfo } from '../ha/cluster.js';
 
 /** Shared by all handlers of one server. */
 export interface ServerContext extends EdgeContext {
@@ -47,4 +48,11 @@ export interface ServerContext extends EdgeContext {
   drainGraceMs?: number;
   /** The leader's epoch while this server leads a cluster (SPEC S7), sent on every frame to workers; 0 without one. */
   epoch?: number;
+  /**
+   * A clustered server (SPEC S7): true while it leads and its renew deadline has not passed. Once false no frame is
+   * sent to a worker (a deposed leader's decisions cannot reach one). Unset with the embedded store.
+   */
+  acting?: () => boolean;
+  /** A clustered server's standing for GetSnapshot (SPEC S7); unset with the embedded store. */
+  cluster?: () => ClusterInfo;
 }

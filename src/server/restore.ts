@@ -27,6 +27,8 @@ export interface Restored {
   journal: Journal;
   lock?: StateDirLock;
   workers: number;
+  /** The names of the workers restored as not yet back. */
+  workerNames: string[];
   claims: number;
   /** Claims the journal held that could not be taken back (their machine or resources were gone). */
   dropped: number;
@@ -39,7 +41,7 @@ export interface Restored {
 
 /**
  * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it, and
- * `history` (SPEC S9) from its ended calls and claims.
+ * `history` (SPEC S9) from its ended calls and claims; `onCommit(ms, records)` observes each commit (metrics).
  * @throws Error naming the directory when another live server holds it or it cannot be written;
  *   StoreError naming the journal when it is corrupt or unreadable.
  */
@@ -51,6 +53,7 @@ export async function restoreFromJournal(
   store?: Store,
   hub?: WorkerHub,
   history?: History,
+  onCommit?: (ms: number, records: number) => void,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
@@ -60,6 +63,7 @@ export async function restoreFromJournal(
       retentionMs: options.historyRetention * 1000,
       maxHistory: options.historyMax,
       onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
+      onCommit,
     });
   } catch (err) {
     lock?.release();
@@ -181,6 +185,7 @@ export async function restoreFromJournal(
     journal,
     lock,
     workers: state.workers.length,
+    workerNames: state.workers.map((w) => w.name),
     claims,
     dropped,
     firstStart,

@@ -254,6 +254,19 @@ export class WorkerHub {
     return out;
   }
 
+  /**
+   * Moves the hold of worker `name` — still away, held in the books — to `untilMs` (ms since the epoch) because
+   * `why`, with its calls' holds when the hub holds them (SPEC S7: no mass expiry after a takeover).
+   * Returns false when it is not held (it came back, or left).
+   */
+  extendHold(name: string, untilMs: number, why: string): boolean {
+    if (!this.o.placer.machines.get(name)?.hold) return false;
+    const w = this.workers.get(name);
+    if (w && this.#holds.has(w)) this.#holds.extend(w, untilMs, why);
+    else this.o.placer.disconnect(name, untilMs, why);
+    return true;
+  }
+
   /** A held worker's hold ran out (the placer's timer): its calls still held fail, it leaves the hub. */
   #holdExpired(name: string, reason: string): void {
     const w = this.workers.get(name);
