@@ -4,10 +4,11 @@
  * its identity and the calls it still holds: calls outlive the stream for their disconnect grace
  * (SPEC S1, held-calls.ts). Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of
  * retrying when retrying cannot help: a refused token, a refused Hello, or its name taken over by
- * another live worker.
+ * another live worker. With several servers (an HA cluster, SPEC S7) it tries them in turn and dials the leader
+ * a standby names next (servers.ts); it ignores frames of an older leader epoch than it has seen (epoch.ts).
  */
 import { join } from 'node:path';
-import { status, type ChannelCredentials } from '@grpc/grpc-js';
+import { status, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { authMetadata, channelCredentials } from '../cli/client.js';
 import { BerthError } from '../errors.js';
@@ -21,7 +22,9 @@ import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './bac
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { HeldCalls } from './held-calls.js';
 import { agentId, newInstanceId } from './identity.js';
+import { EpochGuard } from './epoch.js';
 import { DEFAULT_OUTBOX, type OutboxBounds } from './outbox.js';
+import { ServerTargets, type Target } from './servers.js';
 import { Session, type SessionEnd } from './session.js';
 import { StateDir } from './state-dir.js';
 
@@ -33,6 +36,7 @@ export const DEFAULT_DISCONNECT_GRACE_MS = 120_000;
 
 /** What the agent needs. Units: graceMs and disconnectGraceMs in ms. */
 export interface AgentOptions {
+  /** "host:port", or several comma-separated (the members of an HA cluster), or a DNS name with several records. */
   server: string;
   name: string;
   labels: string[];
@@ -68,6 +72,10 @@ export interface AgentStatus {
   held: number;
   pools: number;
   attaches: number;
+  /** The server of the current (or last) stream. */
+  server?: string;
+  /** The newest leader epoch seen (SPEC S7; 0 without a cluster). */
+  epoch: number;
 }
 
 /** The worker agent. `start()`, later `stop()`. */
@@ -79,6 +87,10 @@ export class WorkerAgent {
   readonly agentId: string;
   /** This start of the agent (random). */
   readonly instanceId = newInstanceId();
+  /** The newest leader epoch seen, across streams (SPEC S7). */
+  readonly epochs = new EpochGuard();
+  readonly #targets: ServerTargets;
+  #server?: string;
   readonly #stop = new AbortController();
   #stopped?: Promise<void>;
   #session?: Session;
@@ -102,6 +114,7 @@ export class WorkerAgent {
       pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
     this.agentId = agentId(options.stateDir, options.name);
+    this.#targets = new ServerTargets(options.server);
     this.calls = new HeldCalls({
       executors: this.executors,
       log,
@@ -123,6 +136,8 @@ export class WorkerAgent {
       held: this.calls.size,
       pools: this.executors.python.pools.count,
       attaches: this.#attaches,
+      server: this.#server,
+      epoch: this.epochs.newest,
     };
   }
 
@@ -192,7 +207,7 @@ export class WorkerAgent {
       this.log.error({ reason: this.fatal }, 'cannot take over the state directory');
       return;
     }
-    let attempt = 0;
+    const targets = this.#targets;
     while (!this.#stop.signal.aborted) {
       let creds: ChannelCredentials;
       try {
@@ -200,27 +215,24 @@ export class WorkerAgent {
         const t = this.options.tls;
         creds = channelCredentials({ tlsCa: t?.ca, tlsCert: t?.cert, tlsKey: t?.key });
       } catch (err) {
-        const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+        targets.failed();
+        const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
         this.log.warn({ reason: (err as Error).message, retryInMs: delay }, 'cannot read a TLS file; retrying');
         await sleep(delay, this.#stop.signal);
         continue;
       }
-      const client = new WorkerServiceClient(this.options.server, creds, {
-        'grpc.keepalive_time_ms': 10_000,
-        'grpc.keepalive_timeout_ms': 5_000,
-        'grpc.keepalive_permit_without_calls': 1,
-        'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
-        'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
-        ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
-      });
+      const target = await targets.next();
+      this.#server = target.address;
+      const client = new WorkerServiceClient(target.address, creds, channelOptions(target));
       const session = new Session(
         client.workerStream(authMetadata(this.options.token)),
         this.#hello(),
         this.calls,
         this.executors,
-        this.log,
+        this.log.child({ server: target.address }),
         () => this.#onAttached(),
         this.options.welcomeTimeoutMs,
+        this.epochs,
       );
       this.#session = session;
       const end = await session.run();
@@ -234,10 +246,11 @@ export class WorkerAgent {
         this.log.error({ reason: end.details ?? end.reason }, 'not reconnecting: retrying cannot help');
         break;
       }
-      if (end.welcomed) attempt = 0;
-      const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+      if (end.welcomed) targets.lost(end.leader);
+      else targets.failed(end.leader);
+      const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
       this.log.warn(
-        { reason: end.reason, retryInMs: delay },
+        { server: target.address, reason: end.details ?? end.reason, leader: end.leader, retryInMs: delay },
         end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying',
       );
       await sleep(delay, this.#stop.signal);
@@ -250,11 +263,25 @@ export class WorkerAgent {
   }
 
   #onAttached(): void {
+    this.#targets.welcomed();
     this.#attached = true;
     this.#attaches++;
     for (const w of this.#attachedWaiters) w();
     this.#attachedWaiters.clear();
   }
+}
+
+/** Channel settings of the WorkerStream to `t` (keepalive, message limits, backpressure, TLS name of a DNS record). */
+function channelOptions(t: Target): ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
+    ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
+    ...(t.serverName && { 'grpc.ssl_target_name_override': t.serverName, 'grpc.default_authority': t.serverName }),
+  };
 }
 
 /**
