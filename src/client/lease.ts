@@ -125,7 +125,7 @@ export async function openLease(
   what: string,
 ): Promise<Lease> {
   let last: unknown;
-  for (const { stub, settle } of conn.attempts()) {
+  for (const { stub, settle, refused } of conn.attempts()) {
     o.signal?.throwIfAborted();
     const call = stub.claim(conn.metadata);
     const messages = (call as AsyncIterable<ClaimResponse>)[Symbol.asyncIterator]();
@@ -157,6 +157,7 @@ export async function openLease(
       if (o.signal?.aborted) throw o.signal.reason;
       if (timedOut) throw new NodeTimeout(`${what} not granted within ${o.timeoutMs} ms`);
       if (got || !serverUnavailable(e)) throw fromServiceError(e, ctx);
+      refused(e);
       last = e;
     } finally {
       clearTimeout(timer);
