@@ -9,6 +9,7 @@ import * as z from 'zod';
 import { readTokenFile } from './token-file.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
+import { checkEtcdOptions, storeUrl } from './etcd-options.js';
 import {
   address,
   gpuIds,
@@ -57,6 +58,17 @@ const schema = z.object({
   advertise: address.optional(),
   /** What SIGTERM/SIGINT do (SPEC S5): `stop` the control plane and leave the work running, or `drain` (SPEC R3). */
   onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
+  /** Where the journal lives (issue 20): unset or `embedded`, under --state-dir; `etcd://h:p[,h:p…]`, in etcd. */
+  store: storeUrl.optional(),
+  /** The cluster several servers on one etcd share (SPEC S7): etcd key prefix `/berth/<cluster>`. */
+  cluster: plainName.default('default'),
+  /** The leader's etcd lease TTL in whole seconds (SPEC S7): a dead leader is replaced within about this. */
+  leaderTtl: wholeNumber(2, 600).default(5),
+  etcdCa: readableFile.optional(),
+  etcdCert: readableFile.optional(),
+  etcdKey: readableFile.optional(),
+  etcdUser: z.string().min(1, 'must not be empty').optional(),
+  etcdPasswordFile: readableFile.optional(),
 });
 
 /**
@@ -68,7 +80,9 @@ const schema = z.object({
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);
- * `provisioners`: from the config file (SPEC V1), [] without one.
+ * `provisioners`: from the config file (SPEC V1), [] without one;
+ * `store`: the etcd endpoints when the journal is in etcd (SPEC S7; unset: the embedded journal), `cluster` its key
+ * prefix `/berth/<cluster>`, `leaderTtl` the leader lease in seconds, `etcd*` TLS files and credentials for etcd.
  */
 export type ServeOptions = z.output<typeof schema> & {
   stateDir: string;
@@ -100,6 +114,14 @@ const FLAGS: FlagTable = {
   stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
   onStop: ['--on-stop', 'BERTH_ON_STOP'],
+  store: ['--store', 'BERTH_STORE'],
+  cluster: ['--cluster', 'BERTH_CLUSTER'],
+  leaderTtl: ['--leader-ttl', 'BERTH_LEADER_TTL'],
+  etcdCa: ['--etcd-ca', 'BERTH_ETCD_CA'],
+  etcdCert: ['--etcd-cert', 'BERTH_ETCD_CERT'],
+  etcdKey: ['--etcd-key', 'BERTH_ETCD_KEY'],
+  etcdUser: ['--etcd-user', 'BERTH_ETCD_USER'],
+  etcdPasswordFile: ['--etcd-password-file', 'BERTH_ETCD_PASSWORD_FILE'],
 };
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
@@ -136,6 +158,7 @@ export function resolveServeOptions(
         '--token, which --worker-tokens refuses; use --token without --worker-tokens, or no provisioners',
     );
   }
+  checkEtcdOptions(opts);
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
   return {

@@ -41,4 +41,9 @@ export interface ServerContext extends EdgeContext {
   drainGraceMs?: number;
   /** The leader's epoch while this server leads a cluster (SPEC S7), sent on every frame to workers; 0 without one. */
   epoch?: number;
+  /**
+   * A clustered server (SPEC S7): true while it leads and its renew deadline has not passed. Once false no frame is
+   * sent to a worker (a deposed leader's decisions cannot reach one). Unset with the embedded store.
+   */
+  acting?: () => boolean;
 }

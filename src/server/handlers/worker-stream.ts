@@ -3,7 +3,8 @@
  * The stream does not end at drain: the worker is sent Drain and the stream ends once its calls
  * are done (or the server's grace cuts it). Errors: INVALID_ARGUMENT for a bad frame;
  * UNAUTHENTICATED without the token; PERMISSION_DENIED when the Hello names a worker its
- * credentials do not bind, or one a live stream of another identity holds (SPEC R7).
+ * credentials do not bind, or one a live stream of another identity holds (SPEC R7). Every frame carries the
+ * leader's epoch; a clustered server that stopped acting sends none (SPEC S7).
  */
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { WorkerStreamRequest, WorkerStreamResponse } from '../../../generated/ts/berth/v1/worker.js';
@@ -11,6 +12,7 @@ import { serveWorkerStream } from '../../workers/serve-stream.js';
 import type { ServerContext } from '../context.js';
 import { callScope, checkToken, makeSink, readMessages } from '../edge.js';
 import { toStatus } from '../status.js';
+import { BerthError } from '../../errors.js';
 
 /** Builds the WorkerStream handler. */
 export function workerStreamHandler(ctx: ServerContext) {
@@ -30,7 +32,10 @@ export function workerStreamHandler(ctx: ServerContext) {
         await serveWorkerStream(
           ctx.hub,
           readMessages<WorkerStreamRequest>(call, scope),
-          (f) => sink.write({ frame: f, epoch: ctx.epoch ?? 0 }),
+          (f) =>
+            ctx.acting && !ctx.acting()
+              ? Promise.reject(new BerthError('unavailable', 'this server no longer leads its cluster'))
+              : sink.write({ frame: f, epoch: ctx.epoch ?? 0 }),
           signal,
           {
             signal: drain.signal,

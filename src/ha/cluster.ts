@@ -1,0 +1,118 @@
+/**
+ * A clustered server's standing (SPEC S7, issue 20): its etcd client, its candidacy (leadership.ts) and the
+ * fenced store (etcd-store.ts) it journals to once it leads. Answers the standby gate (server/standby.ts), reports
+ * role, leader and epoch for GetSnapshot and metrics, and logs one decision line per election change.
+ */
+import type { Etcd3 } from 'etcd3';
+import type { ServeOptions } from '../config/serve-options.js';
+import { EtcdStore } from '../journal/etcd-store.js';
+import type { Logger } from '../log/logger.js';
+import type { StandbyAnswer } from '../server/standby.js';
+import { clusterPrefix, etcdClient } from './etcd-client.js';
+import { Leadership, type Role } from './leadership.js';
+
+/** Where this server stands, for GetSnapshot and `berth status`. */
+export interface ClusterInfo {
+  cluster: string;
+  role: Role;
+  /** The leader's advertised address ('' while unknown). */
+  leader: string;
+  /** The leader's epoch while this server leads; 0 otherwise. */
+  epoch: number;
+}
+
+/** One server's membership of a cluster. `start()` campaigns; `onLeader` / `onDeposed` say what happened. */
+export class Cluster {
+  readonly client: Etcd3;
+  readonly leadership: Leadership;
+  readonly prefix: string;
+  /** Elections this server won (berth_ha_elections_total). */
+  elections = 0;
+
+  constructor(
+    readonly options: ServeOptions,
+    /** This server's advertised address (known once its port is bound: create the Cluster after binding). */
+    advertise: string,
+    readonly log: Logger,
+    deps: { client?: Etcd3; marginMs?: number } = {},
+  ) {
+    this.client = deps.client ?? etcdClient(options);
+    this.prefix = clusterPrefix(options.cluster);
+    const ttlMs = options.leaderTtl * 1000;
+    this.leadership = new Leadership({
+      client: this.client,
+      prefix: this.prefix,
+      advertise,
+      ttlMs,
+      marginMs: deps.marginMs ?? Math.min(1500, ttlMs * 0.3),
+    });
+    this.leadership.on('standby', (leader: string) =>
+      log.info({ event: 'cluster_standby', cluster: options.cluster, leader }, `standby: the leader is at ${leader}`),
+    );
+  }
+
+  /** The endpoints, for messages. */
+  get where(): string {
+    return this.options.store?.url ?? '';
+  }
+
+  /**
+   * The store to journal to, fenced on this server's leader key and epoch: writes are refused once it stops
+   * acting (its own deadline), and etcd refuses them once another leads.
+   */
+  store(): EtcdStore {
+    const l = this.leadership;
+    return new EtcdStore(this.client, this.prefix, this.where, () =>
+      l.acting ? { key: l.key, epoch: l.epoch } : undefined,
+    );
+  }
+
+  /** Campaigns. @throws Error naming the endpoints when etcd cannot be reached. */
+  async start(): Promise<void> {
+    try {
+      await this.leadership.start();
+    } catch (err) {
+      throw new Error(`--store ${this.where}: cannot campaign in etcd (${(err as Error).message})`);
+    }
+  }
+
+  /** Calls `fn(epoch)` once this server is elected (with a decision log line). */
+  onLeader(fn: (epoch: number) => void): void {
+    this.leadership.once('leader', (epoch: number) => {
+      this.elections++;
+      this.log.info(
+        { event: 'cluster_elected', cluster: this.options.cluster, epoch, address: this.leadership.leaderAddress },
+        `elected leader of cluster ${this.options.cluster}, epoch ${epoch}`,
+      );
+      fn(epoch);
+    });
+  }
+
+  /** Calls `fn(reason)` when this server can no longer be sure it leads (or its candidacy ended). */
+  onDeposed(fn: (reason: string) => void): void {
+    this.leadership.once('deposed', fn);
+  }
+
+  /** The standby gate's answer: undefined while this server leads and acts. */
+  answer(): StandbyAnswer | undefined {
+    return this.leadership.acting ? undefined : { cluster: this.options.cluster, leader: this.leaderHint() };
+  }
+
+  /** The leader's address as clients should dial it ('' while none is known, or when it is this deposed server). */
+  leaderHint(): string {
+    const l = this.leadership;
+    return l.role === 'deposed' ? '' : l.leaderAddress;
+  }
+
+  /** Role, leader and epoch now. */
+  info(): ClusterInfo {
+    const l = this.leadership;
+    return { cluster: this.options.cluster, role: l.role, leader: this.leaderHint(), epoch: l.acting ? l.epoch : 0 };
+  }
+
+  /** Resigns at once (a standby takes over) unless deposed, then closes the client. Idempotent. */
+  async close(resign: boolean): Promise<void> {
+    if (resign) await this.leadership.resign();
+    this.client.close();
+  }
+}
