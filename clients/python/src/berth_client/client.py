@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -17,6 +17,7 @@ from .errors import from_rpc_error
 from .events import EventStream
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
+from .servers import Servers
 from .snapshots import Compiled, Satisfiability, Snapshot
 from .values import CancelCounts, Queued, RunEvent
 
@@ -24,8 +25,9 @@ from .values import CancelCounts, Queued, RunEvent
 class Client:
     """A connection to berth. Use as a context manager, or call `close()`.
 
-    `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer
-    <token>`. TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
+    `address` is host:port, or the members of an HA cluster comma-separated ("a:50051,b:50051": the leader a
+    standby names is followed, the next address tried when one is gone; servers.py, SPEC S7); `token` (default:
+    $BERTH_TOKEN) is sent as `authorization: Bearer <token>`. TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
     `private_key` (the client's certificate and key), each PEM bytes or a file path; any of them
     turns TLS on. A wrong type raises TypeError naming the argument.
     """
@@ -41,15 +43,20 @@ class Client:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
         self._metadata = conn.metadata
-        if conn.credentials is not None:
-            self._channel = grpc.secure_channel(conn.address, conn.credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.insecure_channel(conn.address, options=CHANNEL_OPTIONS)
-        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        creds = conn.credentials
+
+        def channel(address: str) -> Any:
+            if creds is not None:
+                return grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
+            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+        self._servers = Servers(conn.address, channel)
+        self._stub = cast(placement_pb2_grpc.PlacementServiceStub, self._servers)
 
     def close(self) -> None:
         """Closes the channel; open claims end (and are released by the server)."""
-        self._channel.close()
+        for channel in self._servers.channels():
+            channel.close()
 
     def __enter__(self) -> Client:
         return self
