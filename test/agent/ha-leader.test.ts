@@ -7,6 +7,7 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkerAgent } from '../../src/agent/agent.js';
+import { runBerth } from '../support/cli.js';
 import { FakeHub } from '../support/fake-hub.js';
 import { closedPort } from '../support/ports.js';
 import { until } from '../support/until.js';
@@ -97,6 +98,18 @@ describe('a worker given several servers', () => {
     conn.send(welcome, 9);
     await until(() => agent.status().attached && agent.status().server === b.address);
     expect(agent.status().epoch).toBe(9);
+  });
+});
+
+describe('a bad --server list', () => {
+  it('berth worker and berth status refuse a list with a bad entry, naming --server and the value (exit 2)', async () => {
+    const w = await runBerth(['worker', '--server', '127.0.0.1:1,nonsense']);
+    expect(w.code).toBe(2);
+    expect(w.stderr).toContain('--server: expected host:port, or several comma-separated');
+    expect(w.stderr).toContain('"127.0.0.1:1,nonsense"');
+    const s = await runBerth(['status', '--server', ' , ']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toContain('--server: expected host:port, or several comma-separated (got " , ")');
   });
 });
 

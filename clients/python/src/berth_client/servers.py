@@ -162,7 +162,10 @@ class Servers:
             code, details, trailers = await call.code(), await call.details(), await call.trailing_metadata()
             self.failed(address, _Status(code, details), trailers)
 
-        asyncio.ensure_future(observe())
+        try:
+            asyncio.ensure_future(observe())
+        except RuntimeError:  # no event loop (it closed): nothing will call again
+            pass
 
     def _unary(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         attempt = 0
