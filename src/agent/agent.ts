@@ -24,7 +24,7 @@ import { HeldCalls } from './held-calls.js';
 import { agentId, newInstanceId } from './identity.js';
 import { EpochGuard } from './epoch.js';
 import { DEFAULT_OUTBOX, type OutboxBounds } from './outbox.js';
-import { ServerTargets, type Target } from './servers.js';
+import { type LookupAll, ServerTargets, type Target } from './servers.js';
 import { Session, type SessionEnd } from './session.js';
 import { StateDir } from './state-dir.js';
 
@@ -60,6 +60,8 @@ export interface AgentOptions {
    * a call whose Call.disconnect_grace_ms is longer is kept that long.
    */
   disconnectGraceMs?: number;
+  /** How a DNS name in `server` is resolved to its records (default: the system resolver); for tests. */
+  lookupAll?: LookupAll;
   /** Per-call bounds of the unacknowledged output kept in memory and spilled to the state dir (DEFAULT_OUTBOX). */
   outbox?: Partial<OutboxBounds>;
 }
@@ -114,7 +116,7 @@ export class WorkerAgent {
       pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
     this.agentId = agentId(options.stateDir, options.name);
-    this.#targets = new ServerTargets(options.server);
+    this.#targets = new ServerTargets(options.server, options.lookupAll);
     this.calls = new HeldCalls({
       executors: this.executors,
       log,

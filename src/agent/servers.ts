@@ -14,6 +14,11 @@ export interface Target {
   serverName?: string;
 }
 
+/** Resolves a host name to all its records (default: the system resolver, `dns.lookup` with `all`). */
+export type LookupAll = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+const systemLookup: LookupAll = (host) => lookup(host, { all: true });
+
 /** The agent's list of servers and where it stands in it. */
 export class ServerTargets {
   readonly addresses: readonly string[];
@@ -24,7 +29,10 @@ export class ServerTargets {
   #failures = 0;
 
   /** `spec`: "host:port" or several comma-separated (validated by config/fields.ts `serverList`). */
-  constructor(spec: string) {
+  constructor(
+    spec: string,
+    readonly lookupAll: LookupAll = systemLookup,
+  ) {
     this.addresses = spec
       .split(',')
       .map((a) => a.trim())
@@ -44,7 +52,7 @@ export class ServerTargets {
     const hint = this.#hint;
     this.#hint = undefined;
     if (hint) return { address: hint };
-    if (this.#next === 0 || !this.#targets.length) this.#targets = await expand(this.addresses);
+    if (this.#next === 0 || !this.#targets.length) this.#targets = await expand(this.addresses, this.lookupAll);
     const t = this.#targets[this.#next % this.#targets.length];
     this.#next = (this.#next + 1) % this.#targets.length;
     return t;
@@ -71,14 +79,14 @@ export class ServerTargets {
 }
 
 /** `addresses`, where a lone DNS name (not an IP) with several records becomes one target per record. */
-async function expand(addresses: readonly string[]): Promise<Target[]> {
+async function expand(addresses: readonly string[], lookupAll: LookupAll): Promise<Target[]> {
   if (addresses.length !== 1) return addresses.map((address) => ({ address }));
   const [only] = addresses;
   const cut = only.lastIndexOf(':');
   const host = only.slice(0, cut);
   const port = only.slice(cut + 1);
   if (isIP(host.replace(/^\[|\]$/g, '')) || host === 'localhost') return [{ address: only }];
-  const records = await lookup(host, { all: true }).catch(() => []);
+  const records = await lookupAll(host).catch(() => []);
   if (records.length < 2) return [{ address: only }];
   return records.map((r) => ({
     address: r.family === 6 ? `[${r.address}]:${port}` : `${r.address}:${port}`,

@@ -6,7 +6,7 @@
  */
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WorkerAgent } from '../../src/agent/agent.js';
+import { type AgentOptions, WorkerAgent } from '../../src/agent/agent.js';
 import { runBerth } from '../support/cli.js';
 import { FakeHub } from '../support/fake-hub.js';
 import { closedPort } from '../support/ports.js';
@@ -26,7 +26,7 @@ interface Line {
 }
 
 /** An agent dialling `server`, its log lines gathered. */
-function agentOn(server: string): { agent: WorkerAgent; lines: Line[] } {
+function agentOn(server: string, extra: Partial<AgentOptions> = {}): { agent: WorkerAgent; lines: Line[] } {
   const lines: Line[] = [];
   const log = pino({ level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l) as Line) });
   const agent = new WorkerAgent(
@@ -38,6 +38,7 @@ function agentOn(server: string): { agent: WorkerAgent; lines: Line[] } {
       maxParallel: 0,
       graceMs: 100,
       backoff: { baseMs: 20, capMs: 100 },
+      ...extra,
     },
     log,
   );
@@ -98,6 +99,32 @@ describe('a worker given several servers', () => {
     conn.send(welcome, 9);
     await until(() => agent.status().attached && agent.status().server === b.address);
     expect(agent.status().epoch).toBe(9);
+  });
+});
+
+describe('a DNS name with several records', () => {
+  it('is dialled record by record: past a standby that knows no leader yet, to the leader', async () => {
+    const standby = new FakeHub();
+    const port = Number((await standby.start()).split(':')[1]);
+    open.push(() => standby.stop());
+    standby.standby = { details: 'standby of cluster c1: no leader elected yet' };
+    const leader = new FakeHub();
+    await leader.start(port, '127.0.0.2'); // the same port on another loopback address: a second record
+    open.push(() => leader.stop());
+    const asked: string[] = [];
+    const lookupAll = async (host: string) => {
+      asked.push(host);
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '127.0.0.2', family: 4 },
+      ];
+    };
+    const { agent } = agentOn(`berth.cluster.test:${port}`, { lookupAll });
+    (await leader.connection(0)).send(welcome, 2);
+    await until(() => agent.status().attached);
+    expect(agent.status().server).toBe(`127.0.0.2:${port}`);
+    expect(standby.connections.length).toBeGreaterThanOrEqual(1);
+    expect(asked[0]).toBe('berth.cluster.test');
   });
 });
 

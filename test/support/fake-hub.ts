@@ -103,8 +103,8 @@ export class FakeHub {
   #waiters: Array<() => void> = [];
   port = 0;
 
-  /** Binds 127.0.0.1:`port` (0 = ephemeral). */
-  async start(port = 0): Promise<string> {
+  /** Binds `host`:`port` (0 = ephemeral; host default 127.0.0.1). */
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
     this.server.addService(WorkerServiceService, {
       workerStream: (call: ServerDuplexStream<WorkerStreamRequest, WorkerStreamResponse>) => {
         this.metadata.push(call.metadata.getMap());
@@ -115,11 +115,11 @@ export class FakeHub {
       },
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (e, p) =>
+      this.server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (e, p) =>
         e ? reject(e) : resolve(p),
       ),
     );
-    return `127.0.0.1:${this.port}`;
+    return `${host}:${this.port}`;
   }
 
   /** Resolves with connection number `n` (0-based) once it exists. */
