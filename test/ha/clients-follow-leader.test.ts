@@ -2,7 +2,7 @@
  * Clients and workers find the leader of an HA cluster (SPEC S7, issue 20 item 3), through real `berth serve
  * --store etcd://…` processes, a real etcd and real `berth worker` agents: given addresses whose first is
  * unreachable and whose second is a standby (the leader not listed at all), the worker attaches to the leader
- * the standby names, and `berth status`, `berth drain` and the TypeScript client reach it the same way; after the
+ * the standby names, and `berth status`, `berth dispatch`, `berth drain` and the TypeScript client reach it the same way; after the
  * leader's SIGKILL the worker follows to the new leader with its running call, which the caller follows to its end.
  */
 import { credentials } from '@grpc/grpc-js';
@@ -85,8 +85,8 @@ const attached = async (client: PlacementServiceClient) =>
   (await snapshot(client)).machines.find((m) => m.name === 'w1')?.state === 1;
 
 describeEtcd('clients and workers find the leader (SPEC S7)', () => {
-  it('an unreachable address and a standby first: the worker, berth status, the TypeScript client and berth ' +
-    'drain all reach the leader the standby names', async () => {
+  it('an unreachable address and a standby first: the worker, berth status, the TypeScript client, berth ' +
+    'dispatch and berth drain all reach the leader the standby names', async () => {
     const { leader, standby, client } = await cluster();
     const servers = `127.0.0.1:${await closedPort()},${standby.address}`; // the leader is not listed
     worker(servers);
@@ -105,6 +105,12 @@ describeEtcd('clients and workers find the leader (SPEC S7)', () => {
     const lease = await ts.acquire({ cpus: 1, label: 'w' });
     expect(lease.grant.machine).toBe('w1');
     await ts.release(lease);
+
+    const batch = join(tempDir('berth-ha-batch-'), 'jobs.yaml');
+    writeFileSync(batch, 'jobs:\n  - name: hello\n    argv: [sh, -c, "echo from-the-leader"]\n');
+    const dispatched = await runBerth(['dispatch', batch, '--server', servers]);
+    expect(dispatched.code, dispatched.stdout + dispatched.stderr).toBe(0);
+    expect(dispatched.stdout + dispatched.stderr).toContain('1 passed');
 
     const drained = await runBerth(['drain', '--server', standby.address, '--grace', '1']);
     expect(drained.stderr).toBe('');

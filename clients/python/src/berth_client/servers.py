@@ -102,8 +102,9 @@ class Servers:
         with self._lock:
             address = self.current
             if address not in self._stubs:
-                self._channels[address] = self._make_channel(address)
-                self._stubs[address] = placement_pb2_grpc.PlacementServiceStub(self._channels[address])  # type: ignore[no-untyped-call]
+                channel = self._channels[address] = self._make_channel(address)
+                stub = placement_pb2_grpc.PlacementServiceStub(channel)  # type: ignore[no-untyped-call]
+                self._stubs[address] = stub
             return address, self._stubs[address]
 
     def failed(self, address: str, err: object, trailers: Any = None) -> None:

@@ -28,9 +28,9 @@ class AsyncClient:
 
     `address` is host:port, or the members of an HA cluster comma-separated ("a:50051,b:50051": the leader a
     standby names is followed, the next address tried when one is gone; servers.py, SPEC S7); `token` (default:
-    $BERTH_TOKEN) is sent as `authorization: Bearer`. TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
-    `private_key`, each PEM bytes or a file path; any of them turns TLS on. A wrong type raises
-    TypeError naming the argument.
+    $BERTH_TOKEN) is sent as `authorization: Bearer`. TLS: `root_certificates` (the CA to trust), and for mutual
+    TLS `certificate_chain` and `private_key`, each PEM bytes or a file path; any of them turns TLS on. A wrong
+    type raises TypeError naming the argument.
     """
 
     def __init__(
