@@ -19,6 +19,8 @@ export interface ClusterInfo {
   leader: string;
   /** The leader's epoch while this server leads; 0 otherwise. */
   epoch: number;
+  /** Since when this server leads, ms since the Unix epoch; 0 when it does not. */
+  leaderSinceMs: number;
 }
 
 /** One server's membership of a cluster. `start()` campaigns; `onLeader` / `onDeposed` say what happened. */
@@ -26,8 +28,8 @@ export class Cluster {
   readonly client: Etcd3;
   readonly leadership: Leadership;
   readonly prefix: string;
-  /** Elections this server won (berth_ha_elections_total). */
-  elections = 0;
+  /** Since when this server leads (ms since the Unix epoch); 0 while it does not. */
+  leaderSinceMs = 0;
 
   constructor(
     readonly options: ServeOptions,
@@ -79,7 +81,7 @@ export class Cluster {
   /** Calls `fn(epoch)` once this server is elected (with a decision log line). */
   onLeader(fn: (epoch: number) => void): void {
     this.leadership.once('leader', (epoch: number) => {
-      this.elections++;
+      this.leaderSinceMs = Date.now();
       this.log.info(
         { event: 'cluster_elected', cluster: this.options.cluster, epoch, address: this.leadership.leaderAddress },
         `elected leader of cluster ${this.options.cluster}, epoch ${epoch}`,
@@ -107,7 +109,14 @@ export class Cluster {
   /** Role, leader and epoch now. */
   info(): ClusterInfo {
     const l = this.leadership;
-    return { cluster: this.options.cluster, role: l.role, leader: this.leaderHint(), epoch: l.acting ? l.epoch : 0 };
+    const leading = l.acting;
+    return {
+      cluster: this.options.cluster,
+      role: l.role,
+      leader: this.leaderHint(),
+      epoch: leading ? l.epoch : 0,
+      leaderSinceMs: leading ? this.leaderSinceMs : 0,
+    };
   }
 
   /** Resigns at once (a standby takes over) unless deposed, then closes the client. Idempotent. */

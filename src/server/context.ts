@@ -10,6 +10,7 @@ import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 import type { EdgeContext } from './edge.js';
+import type { ClusterInfo } from '../ha/cluster.js';
 
 /** Shared by all handlers of one server. */
 export interface ServerContext extends EdgeContext {
@@ -46,4 +47,6 @@ export interface ServerContext extends EdgeContext {
    * sent to a worker (a deposed leader's decisions cannot reach one). Unset with the embedded store.
    */
   acting?: () => boolean;
+  /** A clustered server's standing for GetSnapshot (SPEC S7); unset with the embedded store. */
+  cluster?: () => ClusterInfo;
 }

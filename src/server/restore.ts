@@ -36,7 +36,8 @@ export interface Restored {
 }
 
 /**
- * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it.
+ * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it;
+ * `onCommit(ms, records)` observes each commit (metrics).
  * @throws Error naming the directory when another live server holds it or it cannot be written;
  *   StoreError naming the journal when it is corrupt or unreadable.
  */
@@ -47,6 +48,7 @@ export async function restoreFromJournal(
   log: Logger,
   store?: Store,
   hub?: WorkerHub,
+  onCommit?: (ms: number, records: number) => void,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
@@ -54,6 +56,7 @@ export async function restoreFromJournal(
   try {
     opened = await Journal.open(store ?? LmdbStore.open(options.stateDir), {
       onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
+      onCommit,
     });
   } catch (err) {
     lock?.release();

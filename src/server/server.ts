@@ -25,7 +25,7 @@ import { BerthError } from '../errors.js';
 import { Identities } from './identity.js';
 import { BerthMetrics } from '../observe/metrics.js';
 import { ObserveServer } from '../observe/http.js';
-import { toSnapshot, toWatchEvent } from './convert.js';
+import { toClusterStatus, toSnapshot, toWatchEvent } from './convert.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
@@ -34,6 +34,7 @@ import { followEvents } from '../journal/follow.js';
 import { restoreFromJournal, type Restored } from './restore.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
 import { Cluster } from '../ha/cluster.js';
+import { clusterMetrics, storeMetrics } from '../observe/ha-metrics.js';
 import { gated } from './standby.js';
 import type { Store } from '../journal/store.js';
 
@@ -82,6 +83,7 @@ export class BerthServer {
   /** Why this server was deposed (it stops acting and exits non-zero), once it was. */
   #deposed?: string;
   readonly #onDeposed?: (reason: string) => void;
+  #metrics?: BerthMetrics;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
@@ -165,12 +167,16 @@ export class BerthServer {
         callsInFlight: () => hub.calls.size,
       });
       this.context.metrics = metrics;
+      this.#metrics = metrics;
       this.#observe = new ObserveServer(options.metricsListen, {
         events,
         metrics,
         token: options.token,
         toJson: toWatchEvent,
-        snapshot: () => toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
+        snapshot: () => ({
+          ...toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
+          cluster: toClusterStatus(this.context.cluster?.()),
+        }),
       });
     }
     // SPEC S7: a clustered server answers berth.v1 only while it leads; until then every call ends UNAVAILABLE
@@ -282,7 +288,12 @@ export class BerthServer {
     const cluster = new Cluster(this.options, this.advertised, this.#log);
     this.#cluster = cluster;
     this.context.acting = () => this.#leading && cluster.leadership.acting;
-    cluster.onLeader((epoch) => void this.#takeOver(epoch));
+    this.context.cluster = () => cluster.info();
+    const counted = this.#metrics && clusterMetrics(this.#metrics.registry, () => cluster.info());
+    cluster.onLeader((epoch) => {
+      counted?.elected();
+      void this.#takeOver(epoch);
+    });
     cluster.onDeposed((reason) => this.#depose(reason));
     try {
       await cluster.start();
@@ -371,7 +382,8 @@ export class BerthServer {
   async #restore(store?: Store): Promise<void> {
     if (this.options.journal === 'off') return;
     const { placer, holds, hub: workers } = this.context;
-    const r = await restoreFromJournal(this.options, placer, holds, this.#log, store, workers);
+    const observe = this.#metrics && storeMetrics(this.#metrics.registry, this.options.store ? 'etcd' : 'embedded');
+    const r = await restoreFromJournal(this.options, placer, holds, this.#log, store, workers, observe);
     this.#restored = r;
     this.context.journal = r.journal;
     const { hub } = this.context;

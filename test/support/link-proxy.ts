@@ -14,7 +14,12 @@ export class LinkProxy {
   /** Connections forwarded so far. */
   connections = 0;
 
-  constructor(readonly target: string) {}
+  constructor(public target: string) {}
+
+  /** New connections go to `target` from now on (a server moved: another cluster member leads). */
+  retarget(target: string): void {
+    this.target = target;
+  }
 
   /** Listens on 127.0.0.1 (ephemeral port); resolves with the address to dial. */
   async start(): Promise<string> {

@@ -669,6 +669,25 @@ export interface GetSnapshotResponse {
   provisioners: ProvisionerStatus[];
   /** Granted claims. */
   held: HeldClaim[];
+  /**
+   * The cluster this server leads (SPEC S7, `--store etcd://…`); unset with the embedded store. A standby answers
+   * GetSnapshot UNAVAILABLE naming the leader, so a snapshot always comes from the leader.
+   */
+  cluster: ClusterStatus | undefined;
+}
+
+/** ClusterStatus is where a clustered server stands (SPEC S7). */
+export interface ClusterStatus {
+  /** The cluster name (`--cluster`; etcd keys under /berth/<name>). */
+  name: string;
+  /** This server's role: leader, standby, candidate or deposed. */
+  role: string;
+  /** The leader's advertised address (host:port); empty while none is known. */
+  leader: string;
+  /** The leader's epoch: the create revision of its election key in etcd, carried by every frame to workers. */
+  epoch: number;
+  /** Since when this server leads, in ms since the Unix epoch; 0 when it does not. */
+  leaderSinceMs: number;
 }
 
 /** DrainRequest asks for a drain (SPEC R3). */
@@ -4399,7 +4418,7 @@ export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
 };
 
 function createBaseGetSnapshotResponse(): GetSnapshotResponse {
-  return { machines: [], waiting: [], calls: [], provisioners: [], held: [] };
+  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], cluster: undefined };
 }
 
 export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
@@ -4418,6 +4437,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     for (const v of message.held) {
       HeldClaim.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.cluster !== undefined) {
+      ClusterStatus.encode(message.cluster, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -4475,6 +4497,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.held.push(HeldClaim.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cluster = ClusterStatus.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4498,6 +4528,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
         ? object.provisioners.map((e: any) => ProvisionerStatus.fromJSON(e))
         : [],
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldClaim.fromJSON(e)) : [],
+      cluster: isSet(object.cluster) ? ClusterStatus.fromJSON(object.cluster) : undefined,
     };
   },
 
@@ -4518,6 +4549,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.held?.length) {
       obj.held = message.held.map((e) => HeldClaim.toJSON(e));
     }
+    if (message.cluster !== undefined) {
+      obj.cluster = ClusterStatus.toJSON(message.cluster);
+    }
     return obj;
   },
 
@@ -4531,6 +4565,146 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     message.calls = object.calls?.map((e) => CallInFlight.fromPartial(e)) || [];
     message.provisioners = object.provisioners?.map((e) => ProvisionerStatus.fromPartial(e)) || [];
     message.held = object.held?.map((e) => HeldClaim.fromPartial(e)) || [];
+    message.cluster = (object.cluster !== undefined && object.cluster !== null)
+      ? ClusterStatus.fromPartial(object.cluster)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseClusterStatus(): ClusterStatus {
+  return { name: "", role: "", leader: "", epoch: 0, leaderSinceMs: 0 };
+}
+
+export const ClusterStatus: MessageFns<ClusterStatus> = {
+  encode(message: ClusterStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.role !== "") {
+      writer.uint32(18).string(message.role);
+    }
+    if (message.leader !== "") {
+      writer.uint32(26).string(message.leader);
+    }
+    if (message.epoch !== 0) {
+      writer.uint32(32).uint64(message.epoch);
+    }
+    if (message.leaderSinceMs !== 0) {
+      writer.uint32(40).uint64(message.leaderSinceMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClusterStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClusterStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.leader = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.epoch = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.leaderSinceMs = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClusterStatus {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      leader: isSet(object.leader) ? globalThis.String(object.leader) : "",
+      epoch: isSet(object.epoch) ? globalThis.Number(object.epoch) : 0,
+      leaderSinceMs: isSet(object.leaderSinceMs)
+        ? globalThis.Number(object.leaderSinceMs)
+        : isSet(object.leader_since_ms)
+        ? globalThis.Number(object.leader_since_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: ClusterStatus): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.leader !== "") {
+      obj.leader = message.leader;
+    }
+    if (message.epoch !== 0) {
+      obj.epoch = Math.round(message.epoch);
+    }
+    if (message.leaderSinceMs !== 0) {
+      obj.leaderSinceMs = Math.round(message.leaderSinceMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClusterStatus>, I>>(base?: I): ClusterStatus {
+    return ClusterStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClusterStatus>, I>>(object: I): ClusterStatus {
+    const message = createBaseClusterStatus();
+    message.name = object.name ?? "";
+    message.role = object.role ?? "";
+    message.leader = object.leader ?? "";
+    message.epoch = object.epoch ?? 0;
+    message.leaderSinceMs = object.leaderSinceMs ?? 0;
     return message;
   },
 };

@@ -397,18 +397,34 @@ class ProvisionedMachine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
-    __slots__ = ("machines", "waiting", "calls", "provisioners", "held")
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster")
     MACHINES_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     PROVISIONERS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     machines: _containers.RepeatedCompositeFieldContainer[Machine]
     waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
     calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
     provisioners: _containers.RepeatedCompositeFieldContainer[ProvisionerStatus]
     held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
-    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ...) -> None: ...
+    cluster: ClusterStatus
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ...) -> None: ...
+
+class ClusterStatus(_message.Message):
+    __slots__ = ("name", "role", "leader", "epoch", "leader_since_ms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    role: str
+    leader: str
+    epoch: int
+    leader_since_ms: int
+    def __init__(self, name: _Optional[str] = ..., role: _Optional[str] = ..., leader: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_since_ms: _Optional[int] = ...) -> None: ...
 
 class DrainRequest(_message.Message):
     __slots__ = ("grace_ms",)
