@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,8 @@ class Cluster:
 _clusters = 0
 
 
-@pytest.fixture
-def cluster(etcd: Etcd) -> Iterator[Cluster]:
+@contextmanager
+def _cluster(etcd: Etcd) -> Iterator[Cluster]:
     """A leader and a standby of a fresh cluster (engine 1 cpu each), and worker w1 (label w, 2 cpus) given both."""
     global _clusters
     _clusters += 1
@@ -71,6 +72,20 @@ def cluster(etcd: Etcd) -> Iterator[Cluster]:
         shutil.rmtree(state, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def steady_cluster(etcd: Etcd) -> Iterator[Cluster]:
+    """A cluster whose leader stays (shared by the tests that kill nothing)."""
+    with _cluster(etcd) as c:
+        yield c
+
+
+@pytest.fixture
+def cluster(etcd: Etcd) -> Iterator[Cluster]:
+    """A cluster of its own, for a test that kills its leader."""
+    with _cluster(etcd) as c:
+        yield c
+
+
 def snapshot_when(address: str, check: Any, timeout: float = 30.0) -> Snapshot:
     """The first snapshot of `address` for which `check` holds, while it may still be a standby (Unavailable)."""
     deadline = time.monotonic() + timeout
@@ -88,8 +103,9 @@ def snapshot_when(address: str, check: Any, timeout: float = 30.0) -> Snapshot:
 
 
 def test_a_client_whose_first_address_is_unreachable_and_second_a_standby_claims_and_runs_on_the_leader(
-    cluster: Cluster, connect: Connect
+    steady_cluster: Cluster, connect: Connect
 ) -> None:
+    cluster = steady_cluster
     servers = f"127.0.0.1:{free_port()},{cluster.standby_address}"  # the leader is not listed: only the hint leads
     with connect(servers) as client:
         assert [m.name for m in client.snapshot().machines if m.name == "w1"] == ["w1"]
