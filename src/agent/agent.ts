@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { status, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { authMetadata, channelCredentials } from '../cli/client.js';
+import { fromStandby } from '../ha/leader-hint.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { VERSION } from '../package-info.js';
@@ -249,7 +250,7 @@ export class WorkerAgent {
         break;
       }
       if (end.welcomed) targets.lost(end.leader);
-      else targets.failed(end.leader);
+      else targets.failed(end.leader, fromStandby(end));
       const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
       this.log.warn(
         { server: target.address, reason: end.details ?? end.reason, leader: end.leader, retryInMs: delay },

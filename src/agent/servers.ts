@@ -58,9 +58,13 @@ export class ServerTargets {
     return t;
   }
 
-  /** The dial failed or the stream ended before a Welcome; `leader`: the address a standby named. */
-  failed(leader?: string): void {
-    this.#failures++;
+  /**
+   * The dial failed or the stream ended before a Welcome; `leader`: the address a standby named. A standby's
+   * answer (`standby`) does not raise the backoff: it answers at once, and during an election the next leader
+   * is seconds away, so the agent keeps asking at the shortest delay.
+   */
+  failed(leader?: string, standby = false): void {
+    if (!standby) this.#failures++;
     this.#hint = leader;
   }
 
