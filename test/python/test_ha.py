@@ -111,6 +111,25 @@ def test_a_client_whose_first_address_is_unreachable_and_second_a_standby_claims
         assert [m.name for m in client.snapshot().machines if m.name == "w1"] == ["w1"]
         with client.claim(cpus=1, label="w", policy="require") as grant:
             assert grant.machine == "w1"
+        # WatchEvents too: its stream is opened again on the leader the standby names
+        kinds: list[str] = []
+        events_stream = client.events()
+
+        def watch() -> None:
+            for event in events_stream:
+                kinds.append(event.kind)
+                if event.kind == "claim_released":
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        deadline = time.monotonic() + 20
+        while watcher.is_alive() and time.monotonic() < deadline:  # claims until the watcher saw one released
+            with client.claim(cpus=1, label="w", policy="require"):
+                pass
+            watcher.join(0.2)
+        events_stream.close()
+        assert "claim_released" in kinds
         assert client.run(command=["sh", "-c", "echo hi"], label="w") == {"exit_code": 0}
         events: list[Any] = []
         assert client.run(command=["sh", "-c", "echo streamed"], label="w", on_event=events.append) == {"exit_code": 0}

@@ -14,7 +14,7 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
-from .events import EventStream
+from .events import EventStream, Reopen
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
 from .servers import Servers
@@ -293,5 +293,8 @@ class Client:
 
     def events(self) -> EventStream:
         """Placement and worker events as they happen (node_queued, node_placed, claim_released, …)."""
-        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
-        return EventStream(call)
+
+        def open_events() -> Any:
+            return self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+
+        return EventStream(open_events(), Reopen(self._servers.retry_elsewhere, open_events))

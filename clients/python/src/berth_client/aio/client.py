@@ -13,6 +13,7 @@ from .. import prepare
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
+from ..events import Reopen
 from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
@@ -259,5 +260,8 @@ class AsyncClient:
 
     def events(self) -> AsyncEventStream:
         """`async for event in client.events()`: placement and worker events as they happen."""
-        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
-        return AsyncEventStream(call)
+
+        def open_events() -> Any:
+            return self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+
+        return AsyncEventStream(open_events(), Reopen(self._servers.retry_elsewhere, open_events))
