@@ -18,7 +18,11 @@ import { detectInventory } from '../resources/inventory.js';
 export function workerCommand(): Command {
   return new Command('worker')
     .description(COMMANDS.worker.description)
-    .option('--server <host:port>', 'berth server to attach to [env BERTH_SERVER] (default 127.0.0.1:50051)')
+    .option(
+      '--server <host:port,…>',
+      'berth server to attach to; several comma-separated (or a DNS name with several records): the servers of ' +
+        'an HA cluster [env BERTH_SERVER] (default 127.0.0.1:50051)',
+    )
     .option(
       '--name <name>',
       'machine name; re-attaching under a name replaces it [env BERTH_WORKER_NAME] (default: host name)',

@@ -38,7 +38,7 @@ export async function openClaim(
   what: string,
 ): Promise<OpenClaim> {
   let last: unknown;
-  for (const { stub, settle } of conn.attempts()) {
+  for (const { stub, settle, refused } of conn.attempts()) {
     o.signal?.throwIfAborted();
     const call = stub.claim(conn.metadata);
     const messages = (call as AsyncIterable<ClaimResponse>)[Symbol.asyncIterator]();
@@ -70,6 +70,7 @@ export async function openClaim(
       if (o.signal?.aborted) throw o.signal.reason;
       if (timedOut) throw new NodeTimeout(`${what} not granted within ${o.timeoutMs} ms`);
       if (got || !serverUnavailable(e)) throw fromServiceError(e, ctx);
+      refused(e);
       last = e;
     } finally {
       clearTimeout(timer);

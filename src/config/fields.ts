@@ -17,6 +17,25 @@ export const address = z
     return m !== null && Number(m[2]) <= 65535;
   }, 'expected host:port, e.g. 127.0.0.1:50051');
 
+/**
+ * One or several servers to dial, comma-separated (`a:50051,b:50051`: the members of an HA cluster, tried in
+ * turn, SPEC S7); each entry `host:port`. Output: the entries joined by commas, blanks dropped.
+ */
+export const serverList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean),
+  )
+  .refine((list) => list.length > 0, 'expected host:port, or several comma-separated')
+  .refine(
+    (list) => list.every((a) => address.safeParse(a).success),
+    'expected host:port, or several comma-separated, e.g. 10.0.0.5:50051,10.0.0.6:50051',
+  )
+  .transform((list) => list.join(','));
+
 /** Turns a numeric flag/env string into a number; anything else is left for the schema to refuse. */
 const numeric = (v: unknown) => (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -14,10 +14,11 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
-from .events import EventStream
+from .events import EventStream, Reopen
 from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
+from .servers import Servers
 from .snapshots import Compiled, Satisfiability, Snapshot
 from .values import CancelCounts, Queued, RunEvent
 
@@ -25,10 +26,11 @@ from .values import CancelCounts, Queued, RunEvent
 class Client:
     """A connection to berth. Use as a context manager, or call `close()`.
 
-    `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer
-    <token>`. TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
-    `private_key` (the client's certificate and key), each PEM bytes or a file path; any of them
-    turns TLS on. A wrong type raises TypeError naming the argument.
+    `address` is host:port, or the members of an HA cluster comma-separated ("a:50051,b:50051": the leader a
+    standby names is followed, the next address tried when one is gone; servers.py, SPEC S7); `token` (default:
+    $BERTH_TOKEN) is sent as `authorization: Bearer <token>`. TLS: `root_certificates` (the CA to trust), and
+    for mutual TLS `certificate_chain` and `private_key` (the client's certificate and key), each PEM bytes or a
+    file path; any of them turns TLS on. A wrong type raises TypeError naming the argument.
     """
 
     def __init__(
@@ -42,15 +44,20 @@ class Client:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
         self._metadata = conn.metadata
-        if conn.credentials is not None:
-            self._channel = grpc.secure_channel(conn.address, conn.credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.insecure_channel(conn.address, options=CHANNEL_OPTIONS)
-        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        creds = conn.credentials
+
+        def channel(address: str) -> Any:
+            if creds is not None:
+                return grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
+            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+        self._servers = Servers(conn.address, channel)
+        self._stub = cast(placement_pb2_grpc.PlacementServiceStub, self._servers)
 
     def close(self) -> None:
         """Closes the channel; open claims end (and are released by the server)."""
-        self._channel.close()
+        for channel in self._servers.channels():
+            channel.close()
 
     def __enter__(self) -> Client:
         return self
@@ -318,5 +325,8 @@ class Client:
 
     def events(self) -> EventStream:
         """Placement and worker events as they happen (node_queued, node_placed, claim_released, …)."""
-        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
-        return EventStream(call)
+
+        def open_events() -> Any:
+            return self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+
+        return EventStream(open_events(), Reopen(self._servers.retry_elsewhere, open_events))
