@@ -13,8 +13,8 @@ from .. import prepare
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
-from ..history import HistoryEntry, history_request
 from ..events import Reopen
+from ..history import HistoryEntry, history_request
 from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
