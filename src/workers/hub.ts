@@ -279,6 +279,15 @@ export class WorkerHub {
   }
 
   /**
+   * True when the call `spec` on `grant` can outlive this server process: it runs on a remote worker or in the engine
+   * keeper (SPEC S5). An in-process engine-host call dies with the server, so its claim need not be durable before it
+   * starts (SPEC S4: nothing it acknowledges can outlive a crash that the record would have to account for).
+   */
+  outlivesServer(spec: CallSpec, grant: Grant): boolean {
+    return grant.remote || (this.o.keeper?.wants(spec) ?? false);
+  }
+
+  /**
    * Starts a call inside `grant` on its machine: on a worker after taking one of its slots
    * (SPEC W4: the claim is already held, so the two never deadlock), or on the engine host.
    * The call is bound to the claim's lease: releasing the claim stops it, and the claim's books

@@ -105,9 +105,9 @@ def test_a_run_answered_whole_outlives_a_cut_link_and_runs_once(server_address: 
             if os.path.exists(ran):
                 break
             threading.Event().wait(0.02)
-        proxy.cut()
+        proxy.down()
         open(go, "w").close()  # the call ends while the link is down
-        threading.Timer(1.0, proxy.restore).start()
+        threading.Timer(1.0, proxy.up).start()
 
     try:
         with connect(proxy.address) as client:

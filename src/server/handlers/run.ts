@@ -195,8 +195,9 @@ export function runCall(ctx: ServerContext): RunCall {
             owner,
             disconnectGraceMs: req.disconnectGraceMs,
           };
-          // The claim is durable before its call is sent (SPEC S4).
-          const ready = ask && ctx.journal ? journaled(ctx.journal, grant.claimId) : undefined;
+          // The claim is durable before its call is sent (SPEC S4), when the call can outlive a crash of this server.
+          const journal = ask ? ctx.journal : undefined;
+          const ready = journal && ctx.hub.outlivesServer(spec, grant) ? journaled(journal, grant.claimId) : undefined;
           const rec = await ctx.hub.start(spec, grant, signal, ready);
           grantOf.set(rec, grant);
           if (req.disconnectGraceMs > 0) callerHold.set(rec, req.disconnectGraceMs);
