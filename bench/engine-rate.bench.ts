@@ -6,6 +6,9 @@
  * the clients used before RunWhole), the client kept on the Run stream by an `on_event` callback (the "before"
  * figure), and Ray (`ray.init(num_cpus=
  * BENCH_CPUS)`) when BENCH_RAY_PYTHON names a Python with ray installed (default /tmp/fast-ray/bin/python).
+ * The berth drivers import this checkout's client (clients/python/src first on PYTHONPATH, not whatever the venv
+ * installed); BENCH_CLIENT_BEFORE=<another checkout's clients/python/src> adds that client as one more caller in the
+ * same rounds (a before/after of a client change from one command).
  * Each caller is a warm process (bench/engine-rate/driver.py) sent one command per figure; BENCH_PAIRS rounds
  * alternate the order, after one warm-up figure each. Figures are medians of the rounds; ratios are medians of the
  * per-round ratios, with the worst round beside them. Targets: berth ≥ 2× Ray in both modes; each client at most
@@ -24,6 +27,8 @@ const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 const CPUS = Number(process.env.BENCH_CPUS ?? 2);
 const PY = join(ROOT, '.venv', 'bin', 'python');
 const RAY_PY = process.env.BENCH_RAY_PYTHON ?? '/tmp/fast-ray/bin/python';
+const CLIENT_SRC = join(ROOT, 'clients', 'python', 'src');
+const BEFORE_SRC = process.env.BENCH_CLIENT_BEFORE;
 
 /** A warm driver process: `ask(cmd)` sends one command and resolves with its rate (tasks/s). */
 interface Driver {
@@ -32,10 +37,16 @@ interface Driver {
   child: ChildProcess;
 }
 
-async function startDriver(name: string, python: string, kind: string, address: string): Promise<Driver> {
+async function startDriver(
+  name: string,
+  python: string,
+  kind: string,
+  address: string,
+  clientSrc = CLIENT_SRC,
+): Promise<Driver> {
   const child = spawn(python, [join(ROOT, 'bench', 'engine-rate', 'driver.py'), kind, address], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { ...process.env, BENCH_CPUS: String(CPUS), PYTHONWARNINGS: 'ignore' },
+    env: { ...process.env, BENCH_CPUS: String(CPUS), PYTHONWARNINGS: 'ignore', PYTHONPATH: clientSrc },
   });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async (): Promise<Record<string, number>> => {
@@ -62,6 +73,10 @@ try {
   const bare = await startDriver('bare grpcio', PY, 'grpc', berth.address);
   const stream = await startDriver('bare grpcio, Run stream', PY, 'grpc-stream', berth.address);
   drivers.push(client, before, bare, stream);
+  const older = BEFORE_SRC
+    ? await startDriver('berth client, BENCH_CLIENT_BEFORE', PY, 'berth', berth.address, BEFORE_SRC)
+    : undefined;
+  if (older) drivers.push(older);
   const ray = existsSync(RAY_PY) ? await startDriver('Ray', RAY_PY, 'ray', '') : undefined;
   if (ray) drivers.push(ray);
   else console.log(`(no Ray: ${RAY_PY} does not exist; set BENCH_RAY_PYTHON to a Python with ray installed)`);
@@ -107,6 +122,22 @@ try {
       target: '≥ 0.87× (at most 15 % over)',
       met: median(overBare) >= 1 / 1.15,
     });
+    if (older) {
+      const o = got.get(older)!;
+      const overOlder = rounds(c, o);
+      rows.push({
+        name: `${m.mode}: BENCH_CLIENT_BEFORE's client vs the bare grpcio caller`,
+        value: median(o),
+        unit: 'tasks/s',
+        ratio: median(rounds(o, b)),
+      });
+      rows.push({
+        name: `${m.mode}: berth client vs BENCH_CLIENT_BEFORE's (worst ${Math.min(...overOlder).toFixed(2)}×)`,
+        value: median(c),
+        unit: 'tasks/s',
+        ratio: median(overOlder),
+      });
+    }
     if (ray) {
       const r = got.get(ray)!;
       const overRay = rounds(c, r);

@@ -39,10 +39,12 @@ def build_ask(
     run_id: str | None = None,
     env: Mapping[str, str] | None = None,
     on_oversize: str = "clamp",
+    into: resources_pb2.Ask | None = None,
 ) -> resources_pb2.Ask:
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
     `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4), `on_oversize`
     "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
+    `into`: an empty Ask to fill (e.g. a request's own `ask` field, so nothing is copied) instead of a new one.
 
     Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
     value has the wrong type (label, policy, node, run_id must be str; env a str → str mapping).
@@ -57,18 +59,27 @@ def build_ask(
     checks.text("on_oversize", on_oversize)
     if on_oversize not in ON_OVERSIZE:
         raise InvalidAsk(f"ask.on_oversize: must be 'clamp' or 'fail' (got {on_oversize!r})", field="ask.on_oversize")
-    ask = resources_pb2.Ask(
-        gpus=_count("gpus", gpus),
-        label=label or "",
-        policy=POLICIES[policy],
-        node=node,
-        run_id=run_id or "",
-        env=env or {},
-    )
+    gpus = _count("gpus", gpus)
+    cpus = None if cpus is None else _count("cpus", cpus)
+    ram_mb = None if ram_mb is None else _count("ram_mb", ram_mb)
+    # only what differs from proto3's defaults is set (the same message, built with fewer field writes)
+    ask = resources_pb2.Ask() if into is None else into
+    ask.SetInParent()  # `into` a request's ask: the request asks, even with every field at its default
+    ask.policy = POLICIES[policy]
+    if gpus:
+        ask.gpus = gpus
+    if label:
+        ask.label = label
+    if node:
+        ask.node = node
+    if run_id:
+        ask.run_id = run_id
+    if env:
+        ask.env.update(env)
     if cpus is not None:
-        ask.cpus = _count("cpus", cpus)
+        ask.cpus = cpus
     if ram_mb is not None:
-        ask.ram_mb = _count("ram_mb", ram_mb)
+        ask.ram_mb = ram_mb
     if on_oversize == "fail":
         ask.on_oversize = resources_pb2.ON_OVERSIZE_FAIL
     return ask

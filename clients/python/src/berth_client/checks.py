@@ -130,18 +130,24 @@ def argv(value: object) -> list[str] | None:
     return list(value)
 
 
+_PLAIN = (type(None), bool, str, int)  # JSON-like as they are (an int is any whole number; a float may be NaN)
+
+
 def _json_like(path: str, value: object) -> None:
+    if type(value) in _PLAIN:  # the common case first, without the ABC checks below
+        return
     if value is None or isinstance(value, (bool, str)):
         return
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidAsk(f"{path}: NaN and infinities cannot be sent (got {value!r})", field=path)
         return
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise wrong_type(f"{path} key", "a str", key)
-            _json_like(f"{path}[{key!r}]", item)
+            if type(item) not in _PLAIN:
+                _json_like(f"{path}[{key!r}]", item)
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -155,7 +161,7 @@ def kwargs(value: object) -> dict[str, Any] | None:
     InvalidAsk naming the key, e.g. `kwargs['lr']: NaN and infinities cannot be sent (got nan)`."""
     if value is None:
         return None
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise wrong_type("kwargs", "a mapping of str to JSON-like values or None", value)
     _json_like("kwargs", value)
     return dict(value)

@@ -32,12 +32,14 @@ class ClaimSpec:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A checked run: the RunRequest, the ask's `label` (for NoWorker) and `on_event`."""
+    """A checked run: the RunRequest, the ask's `label` (for NoWorker) and `on_event`; `whole`, when set, is the
+    RunWholeRequest whose `run` is `request` itself (built in place, so asking RunWhole copies nothing)."""
 
     request: placement_pb2.RunRequest
     label: str
     on_event: Callable[[RunEvent], object] | None
     oversize_fails: bool
+    whole: placement_pb2.RunWholeRequest | None = None
 
 
 def claim_spec(
@@ -130,13 +132,14 @@ def run_spec(
     checks.callback("on_event", on_event)
     claim_id = claim_id_of(claim)
     run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
-    ask = None
     if claim_id is not None and retries:
         raise InvalidAsk(
             "max_retries: a run inside a claim is not retried (the claim's machine is gone with it); "
             "pass an ask (cpus, gpus, label) instead of claim",
             field="max_retries",
         )
+    whole = placement_pb2.RunWholeRequest()
+    req = whole.run  # the RunRequest is built inside the RunWholeRequest (a reference, not a copy)
     if claim_id is not None:
         given = (("cpus", cpus), ("ram_mb", ram_mb), ("label", label), ("env", env))
         extra = [k for k, v in given if v is not None] + (["gpus"] if gpus else [])
@@ -145,7 +148,8 @@ def run_spec(
                 f"claim: runs with the claim's allocation; do not also pass {', '.join(extra)}", field="claim"
             )
     else:
-        ask = build_ask(
+        build_ask(
+            into=req.ask,
             cpus=cpus,
             gpus=gpus,
             ram_mb=ram_mb,
@@ -156,7 +160,8 @@ def run_spec(
             env=env,
             on_oversize=on_oversize,
         )
-    req = build_run_request(
+    build_run_request(
+        into=req,
         source=source,
         command=argv,
         kwargs=kw,
@@ -165,14 +170,14 @@ def run_spec(
         node=node,
         run_id=run_id,
         claim_id=claim_id,
-        ask=ask,
+        ask=None,
         timeout=timeout,
     )
     if grace is not None:
         req.disconnect_grace_ms = round(grace * 1000)
     req.max_retries = retries
     req.retry_on_failure = on_failure
-    return RunSpec(req, label or "", on_event, on_oversize == "fail")
+    return RunSpec(req, label or "", on_event, on_oversize == "fail", whole)
 
 
 def build_run_request(
@@ -187,18 +192,24 @@ def build_run_request(
     claim_id: str | None,
     ask: resources_pb2.Ask | None,
     timeout: float | None,
+    into: placement_pb2.RunRequest | None = None,
 ) -> placement_pb2.RunRequest:
     """A RunRequest: exactly one of `source` / `command`; `claim_id` or `ask`; `timeout` (s) as timeout_ms.
+    `into`: a RunRequest to fill (its `ask` possibly filled already) instead of a new one.
     Raises InvalidAsk naming the argument when both or neither payload is given, or kwargs are not JSON-like."""
     if (source is None) == (command is None):
         raise InvalidAsk("payload: give exactly one of source= or command=", field="payload")
-    req = placement_pb2.RunRequest(flow=flow, node=node, run_id=run_id)
+    req = placement_pb2.RunRequest() if into is None else into
+    req.flow = flow
+    req.node = node
+    req.run_id = run_id
     if timeout is not None:
         req.timeout_ms = max(1, round(timeout * 1000))
     if source is not None:
         req.source.source = source
         try:
-            req.source.kwargs.update(dict(kwargs or {}))
+            if kwargs:
+                req.source.kwargs.update(kwargs)
         except (ValueError, TypeError) as err:
             raise InvalidAsk(f"kwargs: must be JSON-like ({err})", field="kwargs") from None
     else:

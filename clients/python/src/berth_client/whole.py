@@ -32,11 +32,31 @@ class Attempts:
 
     def __init__(self, spec: RunSpec) -> None:
         self._spec = spec
-        self._decoder = RunDecoder(spec.request)
-        self._resumption = Resumption()
-        self.request = placement_pb2.RunWholeRequest(run=spec.request)
+        self._decoder_made: RunDecoder | None = None
+        self._resumption_made: Resumption | None = None
+        self.request = self._first()
         self._following = False
         self.waited = 0.0
+
+    def _first(self) -> placement_pb2.RunWholeRequest:
+        """The call as first asked (the spec's own RunWholeRequest when it has one: nothing copied)."""
+        return (
+            self._spec.whole if self._spec.whole is not None else placement_pb2.RunWholeRequest(run=self._spec.request)
+        )
+
+    @property
+    def _decoder(self) -> RunDecoder:
+        """The call's decoder, made when first needed (an answer with just a Result needs none)."""
+        if self._decoder_made is None:
+            self._decoder_made = RunDecoder(self._spec.request)
+        return self._decoder_made
+
+    @property
+    def _resumption(self) -> Resumption:
+        """The retry state, made at the first failure."""
+        if self._resumption_made is None:
+            self._resumption_made = Resumption()
+        return self._resumption_made
 
     def delay(self) -> float:
         """Seconds to wait before the next attempt (backoff with jitter)."""
@@ -54,7 +74,7 @@ class Attempts:
             # the server knows no such call: it never started, so it is asked for as first sent (if it is being
             # placed meanwhile, the server joins it: one call id, one execution)
             self._following = False
-            self.request = placement_pb2.RunWholeRequest(run=self._spec.request)
+            self.request = self._first()
             return None
         return mapped
 
