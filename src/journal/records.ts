@@ -1,7 +1,8 @@
 /**
  * What the journal keeps (issue 19 item 4), one record per key: `worker/<name>` (a worker known),
- * `claim/<id>` (a claim held), `call/<id>` (a call in flight) and `ended/<id>` (how an ended call
- * ended, kept for the retention period: one call id = one execution across restarts). Read back
+ * `claim/<id>` (a claim held), `call/<id>` (a call in flight), `ended/<id>` (how an ended call
+ * ended, kept for the retention period: one call id = one execution across restarts) and
+ * `label/<label>` (when a worker carrying it last left: its reconnect grace outlives a restart, SPEC P3). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
  * Units: ms since the Unix epoch for times, ms for holds, cores, MB.
  */
@@ -79,6 +80,14 @@ const ended = z.object({
   endedAt: z.number(),
 });
 
+const label = z.object({
+  label: z.string().min(1),
+  /** When a worker carrying it last left for good (ms since the epoch): it is coming back for the reconnect grace. */
+  goneAt: z.number(),
+});
+
+/** A label whose worker left: still coming back within the reconnect grace, after a restart too. */
+export type LabelRecord = z.infer<typeof label>;
 /** A worker the journal knows: restored as disconnected after a restart (SPEC S6). */
 export type WorkerRecord = z.infer<typeof worker>;
 /** A held claim: restored with exactly its allocation, awaiting its holder. */
@@ -94,6 +103,7 @@ export interface JournalState {
   claims: ClaimRecord[];
   calls: CallRecord[];
   ended: EndedRecord[];
+  labels: LabelRecord[];
 }
 
 /** Key prefixes, one per record kind. */
@@ -102,16 +112,17 @@ export const KEYS = {
   claim: (id: string) => `claim/${id}`,
   call: (id: string) => `call/${id}`,
   ended: (id: string) => `ended/${id}`,
+  label: (name: string) => `label/${name}`,
 } as const;
 
-const SCHEMAS = { worker, claim, call, ended } as const;
+const SCHEMAS = { worker, claim, call, ended, label } as const;
 
 /**
  * Sorts loaded records into a JournalState.
  * @throws Error `record <key>: <field>: <why>` for a record of the wrong shape or an unknown kind.
  */
 export function parseRecords(entries: Iterable<[string, unknown]>): JournalState {
-  const state: JournalState = { workers: [], claims: [], calls: [], ended: [] };
+  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], labels: [] };
   for (const [key, value] of entries) {
     const kind = key.slice(0, key.indexOf('/')) as keyof typeof SCHEMAS;
     const schema = SCHEMAS[kind];
@@ -124,6 +135,7 @@ export function parseRecords(entries: Iterable<[string, unknown]>): JournalState
     if (kind === 'worker') state.workers.push(r.data as WorkerRecord);
     else if (kind === 'claim') state.claims.push(r.data as ClaimRecord);
     else if (kind === 'call') state.calls.push(r.data as CallRecord);
+    else if (kind === 'label') state.labels.push(r.data as LabelRecord);
     else state.ended.push(r.data as EndedRecord);
   }
   return state;

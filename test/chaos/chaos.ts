@@ -36,6 +36,8 @@ export interface ChaosOptions {
   concurrency?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** Where the server processes' logs are kept (server-<restart>.log); default: removed with the run. */
+  logDir?: string;
 }
 
 /** What a chaos run did and what it found. `leaks` is the sum of everything left over; it must be 0. */
@@ -192,6 +194,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const stateDir = join(temp, 'state');
   const marks = join(temp, 'marks');
   mkdirSync(marks);
+  // The server's logs: kept under o.logDir when given (make chaos), else in the temporary directory.
+  const logs = o.logDir ?? temp;
+  mkdirSync(logs, { recursive: true });
   const address = `127.0.0.1:${await closedPort()}`;
   const invariantErrors: string[] = [];
   // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
@@ -202,7 +207,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     seen.set(machine, m);
   };
   const onInvariant = (message: string) => invariantErrors.push(message);
-  let server: ServerProc = startServerProc(address, stateDir, onInvariant, onWorker);
+  let server: ServerProc = startServerProc(
+    address,
+    stateDir,
+    join(logs, `server-${report.serverRestarts}.log`),
+    onInvariant,
+    onWorker,
+  );
   await server.serving;
   // One client for the whole run, across the restart: reconnects fast.
   const client = new PlacementServiceClient(address, credentials.createInsecure(), {
@@ -463,9 +474,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await stop(server.child, signal);
     if (signal === 'SIGKILL') report.serverSigkills++;
     await sleep(between(100, 1000));
-    server = startServerProc(address, stateDir, onInvariant, onWorker);
-    await server.serving;
-    log(`chaos: server serving again at +${Date.now() - begun} ms`);
+    server = startServerProc(
+      address,
+      stateDir,
+      join(logs, `server-${report.serverRestarts}.log`),
+      onInvariant,
+      onWorker,
+    );
+    const ms = await server.serving;
+    log(`chaos: server serving again at +${Date.now() - begun} ms (${ms} ms from its start)`);
     report.serverRestarts++;
   };
   // A link cut: a worker's for a blip (under the 2 s --worker-hold) or past it; the cuttable client's.

@@ -11,35 +11,43 @@ import { ROOT } from '../support/cli.js';
 /** The server process: its child, and a promise resolved once it serves. */
 export interface ServerProc {
   child: ChildProcess;
-  serving: Promise<void>;
+  /** Resolves with the ms the process took from start to serving. */
+  serving: Promise<number>;
   exited: Promise<void>;
 }
 
 /**
- * Starts test/chaos/serve.ts on `listen` with its journal in `stateDir`; `onInvariant` gets each books
+ * Starts test/chaos/serve.ts on `listen` with its journal in `stateDir`, logging to `logFile`; `onInvariant` gets each books
  * invariant it reports broken, `onWorker` each worker attach/detach. Rejects `serving` when it exits first.
  */
 export function startServerProc(
   listen: string,
   stateDir: string,
+  logFile: string,
   onInvariant: (message: string) => void,
   onWorker: (kind: string, machine: string) => void,
 ): ServerProc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/chaos/serve.ts', listen, stateDir], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/chaos/serve.ts', listen, stateDir, logFile], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stderr?.resume();
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const serving = new Promise<void>((resolve, reject) => {
+  const serving = new Promise<number>((resolve, reject) => {
     let buf = '';
     child.stdout?.on('data', (d: Buffer) => {
       buf += d.toString();
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
       for (const line of lines) {
-        const o = JSON.parse(line) as { serving?: string; invariant?: string; kind?: string; machine?: string };
-        if (o.serving) resolve();
+        const o = JSON.parse(line) as {
+          serving?: string;
+          ms?: number;
+          invariant?: string;
+          kind?: string;
+          machine?: string;
+        };
+        if (o.serving) resolve(o.ms ?? NaN);
         if (o.invariant) onInvariant(o.invariant);
         if (o.kind && o.machine) onWorker(o.kind, o.machine);
       }

@@ -6,7 +6,12 @@
  */
 import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import type { Granted, PlacementServiceClient, RunRequest, RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import type {
+  Granted,
+  PlacementServiceClient,
+  RunRequest,
+  RunResponse,
+} from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { claim, resumeClaim, type ClaimHandle } from '../support/claims.js';
 import { outputLines, terminal, type RunOutcome } from '../support/run-client.js';
@@ -69,7 +74,8 @@ export async function runThroughBreaks(
   for (let i = 1; i < seqs.length; i++)
     if (seqs[i] <= seqs[i - 1]) problems.push(`${callId}: event seq ${seqs[i]} after ${seqs[i - 1]}`);
   const seen = outputLines({ responses: all }).map((l) => l.line);
-  seen.forEach((l, i) => l !== String(i + 1) && problems.push(`${callId}: line ${i + 1} is ${JSON.stringify(l)}`));
+  for (const [i, l] of seen.entries())
+    if (l !== String(i + 1)) problems.push(`${callId}: line ${i + 1} is ${JSON.stringify(l)}`);
   const started = all.find((r) => r.kind?.$case === 'started');
   if (o.error?.code === status.NOT_FOUND && started)
     problems.push(`${callId}: started (${JSON.stringify(started.kind?.value)}), then unknown: ${o.error.details}`);

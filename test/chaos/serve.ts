@@ -1,17 +1,23 @@
 /**
  * The chaos driver's server process (SIGKILLed and started again on the same port and journal): the
- * real BerthServer as `berth serve` builds it, argv[2] the listen address, argv[3] the state dir
- * (journal), claims held 5 s after a restart (--claim-hold), with the books invariant (SPEC P8) checked at start — on the books restored from the
- * journal — and after every event. Prints one JSON object per line on stdout: `{"serving": address}`
- * once it serves, `{"invariant": message}` per broken check, `{"kind", "machine"}` per worker
- * attach/detach. SIGTERM stops it (grace 1 s); it lives at most 15 min.
+ * real BerthServer as `berth serve` builds it — argv[2] the listen address, argv[3] the state dir (its
+ * journal), argv[4] a log file (info) — with claims held 5 s after a restart (`--claim-hold`) and the
+ * books invariant (SPEC P8) checked at start, on the books restored from the journal, and after every
+ * event. Prints one JSON object per line on stdout: `{"serving": address, "ms": start to serving}` once
+ * it serves, `{"invariant": message}` per broken check, `{"kind", "machine"}` per worker attach and
+ * detach. SIGTERM stops it (grace 1 s); it lives at most 15 min.
  */
-import { startServer } from '../support/server.js';
+import { resolveServeOptions } from '../../src/config/serve-options.js';
+import { createLogger } from '../../src/log/logger.js';
+import { BerthServer } from '../../src/server/server.js';
 
-const [listen, stateDir] = process.argv.slice(2);
+const t0 = performance.now();
+const [listen, stateDir, logFile] = process.argv.slice(2);
 const say = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
-const t = await startServer({ cpus: 2, gpuIds: [0], flags: { listen, stateDir, reconnectGrace: 30, grace: 1, claimHold: 5 } });
-const placer = t.server.context.placer;
+const options = resolveServeOptions({ listen, stateDir, reconnectGrace: 30, grace: 1, claimHold: 5 }, {});
+const server = new BerthServer(options, { cpus: 2, gpuIds: [0] }, { log: createLogger('info', false, logFile) });
+await server.start();
+const placer = server.context.placer;
 const check = (after: string) => {
   try {
     placer.checkInvariants();
@@ -20,15 +26,11 @@ const check = (after: string) => {
   }
 };
 check('restore');
-t.server.context.events.subscribe((e) => {
+server.context.events.subscribe((e) => {
   check(e.kind);
   if (e.machine && (e.kind === 'worker_attached' || e.kind === 'worker_detached'))
     say({ kind: e.kind, machine: e.machine });
 });
-say({ serving: t.address });
-process.once('SIGTERM', () => {
-  t.placement.close();
-  t.worker.close();
-  void t.server.stop(1000).then(() => process.exit(0));
-});
+say({ serving: server.address, ms: Math.round(performance.now() - t0) });
+process.once('SIGTERM', () => void server.stop(1000).then(() => process.exit(0)));
 setTimeout(() => process.exit(5), 15 * 60_000).unref();
