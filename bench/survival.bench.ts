@@ -126,6 +126,11 @@ try {
     target: '≤ 1000 ms',
     met: max(c.restartedMs) <= 1000,
   });
+  rows.push({
+    name: `(c) agent restarted: its SIGKILL to failure (max of ${c.restartedFromKillMs.join(', ')})`,
+    value: max(c.restartedFromKillMs),
+    unit: 'ms',
+  });
 } finally {
   await stopAll();
 }

@@ -14,8 +14,10 @@ import { attached, client, freeAddress, kill, serve, tempDir, worker } from './h
 export interface Detection {
   sigkillMs: number[];
   sigtermMs: number[];
-  /** From the restarted agent's "attached to server" log line to the caller's failure. */
+  /** From the restarted agent's "attached to server" log line to the caller's failure (0: the failure came first). */
   restartedMs: number[];
+  /** From the SIGKILL of the agent that is then restarted to the caller's failure (the restart's own time in it). */
+  restartedFromKillMs: number[];
   /** The failures' messages, one per way. */
   samples: Record<string, string>;
 }
@@ -29,7 +31,7 @@ export async function detection(reps: number): Promise<Detection> {
   const start = () => worker(address, 'w1', ['--cpus', '2', '--gpus', ''], state);
   let agent = start();
   await attached(c, ['w1']);
-  const out: Detection = { sigkillMs: [], sigtermMs: [], restartedMs: [], samples: {} };
+  const out: Detection = { sigkillMs: [], sigtermMs: [], restartedMs: [], restartedFromKillMs: [], samples: {} };
   let n = 0;
   const call = async (graceMs: number) => {
     const h = run(c, {
@@ -57,8 +59,9 @@ export async function detection(reps: number): Promise<Detection> {
         from = performance.now();
       }
       const o = await h.done;
-      const ms = Math.round(performance.now() - from);
+      const ms = Math.max(0, Math.round(performance.now() - from));
       out[`${way}Ms`].push(ms);
+      if (way === 'restarted') out.restartedFromKillMs.push(Math.round(performance.now() - t0));
       out.samples[way] ??= o.error ? `${o.error.code} ${o.error.details}` : 'no failure';
       if (way !== 'restarted') agent = await again();
       else await attached(c, ['w1']);
