@@ -27,6 +27,9 @@ interface InClaim {
   done(): void;
 }
 
+/** How often a Run inside a claim on a disconnected (held) worker looks whether it is back, in ms. */
+const HELD_POLL_MS = 50;
+
 /** How long and how many ended calls stay followable (RunRequest.follow, SPEC S3) after their ending. */
 export const ENDED_KEPT_MS = 60_000;
 export const ENDED_KEPT_MAX = 1000;
@@ -233,6 +236,8 @@ export class WorkerHub {
    * are given back only once its process is gone (SPEC R5).
    * `ready`, when given, is awaited first (the claim's journal record, SPEC S4: nothing is sent before it is
    * durable); meanwhile the call counts as waiting for a slot, so Cancel(run_id) reaches it.
+   * On a worker that is disconnected and held (SPEC S2, S6) it waits for the worker to come back, as it does for a
+   * slot; when the hold runs out instead, it fails UNAVAILABLE "went away".
    * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
    *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot;
    *   whatever `ready` rejects with; the Cancel's CANCELLED when it came while waiting for `ready`.
@@ -251,12 +256,13 @@ export class WorkerHub {
       if (!grant.remote) {
         rec = this.#engine.start(spec, allocation);
       } else {
-        const w = this.workers.get(grant.machine);
-        if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
         const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
         this.#waitingForSlot.add(waiting);
         try {
-          rec = await w.startCall(spec, allocation, [signal, grant.lost, waiting.abort.signal]);
+          const signals = [signal, grant.lost, waiting.abort.signal];
+          const w = await this.#connected(grant.machine, signals);
+          if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
+          rec = await w.startCall(spec, allocation, signals);
         } finally {
           this.#waitingForSlot.delete(waiting);
         }
@@ -279,6 +285,29 @@ export class WorkerHub {
       this.#keepEnded(rec);
     });
     return rec;
+  }
+
+  /**
+   * The connected worker `name`, waiting while its machine is disconnected and held (SPEC S2, S6: a Run inside a
+   * claim on it waits for it to come back, it does not fail); undefined once it is gone (its hold ran out).
+   * @throws the reason of the first of `signals` to abort meanwhile.
+   */
+  async #connected(name: string, signals: readonly AbortSignal[]): Promise<AttachedWorker | undefined> {
+    for (;;) {
+      for (const s of signals) s.throwIfAborted();
+      const w = this.workers.get(name);
+      const held = w ? this.#holds.has(w) : this.o.placer.machines.get(name)?.hold !== undefined;
+      if (!held) return w;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, HELD_POLL_MS);
+        function done() {
+          clearTimeout(t);
+          for (const s of signals) s.removeEventListener('abort', done);
+          resolve();
+        }
+        for (const s of signals) s.addEventListener('abort', done, { once: true });
+      });
+    }
   }
 
   /** Awaits `ready` with the call listed as waiting for a slot (a Cancel aborts it); throws the Cancel's reason. */
