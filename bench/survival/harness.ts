@@ -44,12 +44,12 @@ export async function freeAddress(): Promise<string> {
   return `127.0.0.1:${await closedPort()}`;
 }
 
-/** `berth serve` on `address` with its journal in `stateDir`; resolves once it serves, with ms from spawn. */
+/** `berth serve` on `address` with its journal in `stateDir`; resolves once it serves: ms from spawn, its log. */
 export async function serve(
   address: string,
   stateDir: string,
   extra: string[] = [],
-): Promise<{ child: ChildProcess; ms: number }> {
+): Promise<{ child: ChildProcess; ms: number; log: () => string }> {
   const t0 = performance.now();
   const child = spawnBerth([
     'serve',
@@ -64,10 +64,11 @@ export async function serve(
     ...extra,
   ]);
   started.add(child);
+  let log = '';
+  child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
   await waitForLine(child, /"msg":"berth serving"/);
   child.stdout?.resume();
-  child.stderr?.resume();
-  return { child, ms: performance.now() - t0 };
+  return { child, ms: performance.now() - t0, log: () => log };
 }
 
 /** `berth worker --name <name> --labels w` dialling `server`, with its own state dir unless `stateDir`. */

@@ -6,8 +6,15 @@
 import { LmdbStore } from '../../src/journal/lmdb-store.js';
 import { serve, freeAddress, kill, tempDir } from './harness.js';
 
-/** Start to serving, ms, with `claims` journaled claims of 1 cpu each on the engine host. */
-export async function restoreTime(claims: number): Promise<{ readyMs: number }> {
+/**
+ * Start to serving, ms, with `claims` journaled claims of 1 cpu each on the engine host; the restore's own ms (its
+ * log line); and start to serving with an empty journal just before, for the machine's load at the time.
+ */
+export async function restoreTime(
+  claims: number,
+): Promise<{ readyMs: number; restoreMs: number; emptyReadyMs: number }> {
+  const empty = await serve(await freeAddress(), tempDir('empty'));
+  await kill(empty.child);
   const dir = tempDir('restore');
   const store = LmdbStore.open(dir);
   for (let i = 0; i < claims; i += 1000) {
@@ -31,5 +38,10 @@ export async function restoreTime(claims: number): Promise<{ readyMs: number }> 
   await store.close();
   const s = await serve(await freeAddress(), dir, ['--cpus', String(Math.max(claims, 1))]);
   await kill(s.child);
-  return { readyMs: Math.round(s.ms) };
+  const line = s
+    .log()
+    .split('\n')
+    .find((l) => l.includes('restored from the journal'));
+  const restoreMs = line ? Number(JSON.parse(line).ms) : Number.NaN;
+  return { readyMs: Math.round(s.ms), restoreMs, emptyReadyMs: Math.round(empty.ms) };
 }
