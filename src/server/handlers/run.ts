@@ -179,8 +179,7 @@ export function runCall(ctx: ServerContext): RunCall {
               r.fail(why);
             }, req.timeoutMs)
           : undefined;
-      try {
-        const end = await follow(r, sink, signal);
+      const finished = (end: Terminal | undefined) => {
         const failureType = end?.$case === 'failure' ? end.value.type : undefined;
         ctx.events.emit({
           kind: 'call_finished',
@@ -192,7 +191,26 @@ export function runCall(ctx: ServerContext): RunCall {
           failureType,
           durationMs: Date.now() - r.startedAt,
         });
+      };
+      try {
+        finished(await follow(r, sink, signal));
       } catch (err) {
+        if (!r.ended) {
+          // The caller went away and the call runs on for its disconnect grace (SPEC S3): it has not ended — the
+          // journal must keep it in flight across a restart — so its ending is told when it comes.
+          void r.settled.then(() => {
+            const end = r.ending;
+            if (end instanceof BerthError) emitFailed(end);
+            else finished(end);
+          });
+          throw err;
+        }
+        emitFailed(err);
+        throw err;
+      } finally {
+        clearTimer?.();
+      }
+      function emitFailed(err: unknown): void {
         const cancelled = err instanceof BerthError && err.kind === 'cancelled';
         ctx.events.emit({
           kind: cancelled ? 'call_cancelled' : 'call_finished',
@@ -204,9 +222,6 @@ export function runCall(ctx: ServerContext): RunCall {
           failureType: err instanceof BerthError ? err.kind : 'error',
           durationMs: Date.now() - r.startedAt,
         });
-        throw err;
-      } finally {
-        clearTimer?.();
       }
     } finally {
       grant.lost.removeEventListener('abort', onLost);
