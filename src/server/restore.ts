@@ -119,6 +119,15 @@ export async function restoreFromJournal(
     }
   }
   const lost = state.calls.filter((c) => !rebound.has(c.callId));
+  for (const c of lost) {
+    const where = c.machine === 'engine' || !c.machine ? 'the engine host, which stopped with the server' : c.machine;
+    hub?.restoreLost(
+      c.callId,
+      c.runId,
+      c.machine,
+      `call ${c.callId} was lost when the server restarted: it ran on ${where}`,
+    );
+  }
   if (lost.length) {
     const endLost = () => {
       for (const c of lost)

@@ -180,6 +180,18 @@ export class WorkerHub {
   }
 
   /**
+   * After a restart (SPEC S4): call `callId` was in flight at the crash and cannot be re-bound (it ran on the engine
+   * host, which stopped with the server, or its worker or claim is not in the journal). It is kept as ended with
+   * `reason` (UNAVAILABLE) for ENDED_KEPT_MS, so that its caller following it again is told it was lost.
+   */
+  restoreLost(callId: string, runId: string, machine: string, reason: string): void {
+    const rec = new CallRecord(callId, runId, machine, { cpus: 0, gpuIds: [], env: {} }, () => undefined);
+    rec.fail(new BerthError('unavailable', reason));
+    rec.markSettled();
+    this.#keepEnded(rec);
+  }
+
+  /**
    * After a restart (SPEC S4): worker `spec` as the journal knew it (its machine is restored as disconnected), held
    * with the calls that were in flight on it, each inside its restored claim's `grant`, for `holdMs` (the restart
    * hold). When the same agent instance re-attaches listing them, they are re-bound (Welcome.calls) and followed

@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials } from '@grpc/grpc-js';
+import { credentials, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlacementServiceClient, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
 import { spawnBerth, waitForLine } from '../support/cli.js';
@@ -201,5 +201,20 @@ describe('a call survives a server SIGKILL (SPEC S4)', () => {
     expect(again.error).toBeNull();
     expect(outputLines(again).map((l) => l.line)).toEqual(['2']);
     expect(terminal(again)).toMatchObject({ $case: 'result', value: { value: { exit_code: 0 } } });
+  }, 60_000);
+  it('a call on the engine host dies with the server; following it after the restart says it was lost (not ' +
+    'NOT_FOUND, which chaos found)', async () => {
+    const address = `127.0.0.1:${await closedPort()}`;
+    const state = tempDir('berth-state-');
+    const s1 = await serve(address, state);
+    const first = run(s1.client, runRequest({ runId: 'en', argv: ['sh', '-c', 'echo 1; sleep 30'] }));
+    await until(() => outputLines(first).length >= 1);
+    await new Promise((r) => setTimeout(r, 500)); // the call's start is durable
+    await kill(s1.child);
+    await first.done;
+    const s2 = await serve(address, state);
+    const again = await run(s2.client, { ...runRequest({}), follow: { callId: 'en:flow.node', afterSeq: 1 } }).done;
+    expect(again.error?.code).toBe(status.UNAVAILABLE);
+    expect(again.error?.details).toContain('was lost when the server restarted: it ran on the engine host');
   }, 60_000);
 });
