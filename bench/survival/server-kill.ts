@@ -8,7 +8,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { PlacementServiceClient, RunRequest } from '../../generated/ts/berth/v1/placement.js';
 import { executions, MARK, markEnv } from '../../test/chaos/processes.js';
 import { runThroughBreaks } from '../../test/chaos/resumable.js';
