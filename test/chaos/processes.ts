@@ -17,8 +17,9 @@ export interface ServerProc {
 }
 
 /**
- * Starts test/chaos/serve.ts on `listen` with its journal in `stateDir`, logging to `logFile`; `onInvariant` gets each books
- * invariant it reports broken, `onWorker` each worker attach/detach. Rejects `serving` when it exits first.
+ * Starts test/chaos/serve.ts on `listen` with its journal in `stateDir`, logging to `logFile`; `onInvariant` gets
+ * each books invariant it reports broken, `onWorker` each worker attach/detach. Rejects `serving` when it exits
+ * first.
  */
 export function startServerProc(
   listen: string,
