@@ -17,7 +17,7 @@ import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { GroupSet } from '../workers/executors/kill.js';
 import { poolCap } from '../workers/executors/pools.js';
-import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF, heldBackoff } from './backoff.js';
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { HeldCalls } from './held-calls.js';
 import { agentId, newInstanceId } from './identity.js';
@@ -235,7 +235,8 @@ export class WorkerAgent {
         break;
       }
       if (end.welcomed) attempt = 0;
-      const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+      const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
+      const delay = backoffDelay(attempt++, this.calls.held().length > 0 ? heldBackoff(backoff) : backoff);
       this.log.warn(
         { reason: end.reason, retryInMs: delay },
         end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying',
