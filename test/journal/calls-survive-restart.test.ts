@@ -40,8 +40,20 @@ async function kill(child: ChildProcess): Promise<void> {
 async function serve(
   address: string,
   stateDir: string,
+  extra: string[] = [],
 ): Promise<{ child: ChildProcess; client: PlacementServiceClient }> {
-  const child = spawnBerth(['serve', '--listen', address, '--state-dir', stateDir, '--cpus', '1', '--gpus', '']);
+  const child = spawnBerth([
+    'serve',
+    '--listen',
+    address,
+    '--state-dir',
+    stateDir,
+    '--cpus',
+    '1',
+    '--gpus',
+    '',
+    ...extra,
+  ]);
   if (process.env.DEBUG_SERVE) child.stderr?.on('data', (d: Buffer) => process.stderr.write(d));
   cleanup.push(() => kill(child));
   await waitForLine(child, /"msg":"berth serving"/);
@@ -202,17 +214,17 @@ describe('a call survives a server SIGKILL (SPEC S4)', () => {
     expect(outputLines(again).map((l) => l.line)).toEqual(['2']);
     expect(terminal(again)).toMatchObject({ $case: 'result', value: { value: { exit_code: 0 } } });
   }, 60_000);
-  it('a call on the engine host dies with the server; following it after the restart says it was lost (not ' +
-    'NOT_FOUND, which chaos found)', async () => {
+  it('a call on the engine host without its keeper dies with the server; following it after the restart says it ' +
+    'was lost (not NOT_FOUND, which chaos found)', async () => {
     const address = `127.0.0.1:${await closedPort()}`;
     const state = tempDir('berth-state-');
-    const s1 = await serve(address, state);
+    const s1 = await serve(address, state, ['--engine-keeper', 'off']);
     const first = run(s1.client, runRequest({ runId: 'en', argv: ['sh', '-c', 'echo 1; sleep 30'] }));
     await until(() => outputLines(first).length >= 1);
     await new Promise((r) => setTimeout(r, 500)); // the call's start is durable
     await kill(s1.child);
     await first.done;
-    const s2 = await serve(address, state);
+    const s2 = await serve(address, state, ['--engine-keeper', 'off']);
     const again = await run(s2.client, { ...runRequest({}), follow: { callId: 'en:flow.node', afterSeq: 1 } }).done;
     expect(again.error?.code).toBe(status.UNAVAILABLE);
     expect(again.error?.details).toContain('was lost when the server restarted: it ran on the engine host');
