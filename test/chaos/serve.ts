@@ -5,7 +5,9 @@
  * books invariant (SPEC P8) checked at start, on the books restored from the journal, and after every
  * event. Prints one JSON object per line on stdout: `{"serving": address, "ms": start to serving}` once
  * it serves, `{"invariant": message}` per broken check, `{"kind", "machine"}` per worker attach and
- * detach. SIGTERM stops it (grace 1 s); it lives at most 15 min.
+ * detach. SIGTERM stops it as it stops `berth serve` (SPEC S5: the work keeps running); it lives at most 15 min.
+ * The engine host runs its calls in process (`--engine-keeper off`): they die with a SIGKILL, and their callers are
+ * told they were lost.
  */
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -14,7 +16,10 @@ import { BerthServer } from '../../src/server/server.js';
 const t0 = performance.now();
 const [listen, stateDir, logFile] = process.argv.slice(2);
 const say = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
-const options = resolveServeOptions({ listen, stateDir, reconnectGrace: 30, grace: 1, claimHold: 5 }, {});
+const options = resolveServeOptions(
+  { listen, stateDir, reconnectGrace: 30, grace: 1, claimHold: 5, engineKeeper: 'off' as const },
+  {},
+);
 const server = new BerthServer(options, { cpus: 2, gpuIds: [0] }, { log: createLogger('info', false, logFile) });
 await server.start();
 const placer = server.context.placer;
@@ -32,5 +37,5 @@ server.context.events.subscribe((e) => {
     say({ kind: e.kind, machine: e.machine });
 });
 say({ serving: server.address, ms: Math.round(performance.now() - t0) });
-process.once('SIGTERM', () => void server.stop(1000).then(() => process.exit(0)));
+process.once('SIGTERM', () => void server.halt().then(() => process.exit(0))); // as `berth serve`: no drain
 setTimeout(() => process.exit(5), 15 * 60_000).unref();
