@@ -108,7 +108,7 @@ bench: setup build venv
 bench-fast: setup build
 	node bin/bench.js startup dispatch run-rate output
 
-## chaos: a longer chaos run (kills, cancels, releases, a restart) with a report: make chaos SEED=3 DURATION=300
+## chaos: a longer chaos run (kills, cancels, releases, server SIGKILLs, link cuts): make chaos SEED=3 DURATION=300
 chaos: setup build
 	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) node bin/chaos.js
 

@@ -12,7 +12,7 @@ const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench');
 const wanted = process.argv
   .slice(2)
   .flatMap((a) => a.split(/[\s,]+/))
-  .filter(Boolean);
+  .filter((a) => a && !a.startsWith('--')); // --flags are the benches' own (e.g. survival --quick)
 const all = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
   .sort();

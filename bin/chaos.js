@@ -2,7 +2,7 @@
 // `make chaos`: a longer chaos run (test/chaos/chaos.ts) against the real server, real `berth worker`
 // agents and client processes. SEED (default 1), DURATION in seconds (default 120), CONCURRENCY
 // (default 6). Prints the report and writes it as JSON to test-results/chaos/seed-<seed>-<time>.json;
-// exits 1 when anything leaked or an answer was unexpected.
+// keeps the server processes' logs in test-results/chaos/seed-<seed>-<time>-logs/; exits 1 when anything leaked or an answer was unexpected.
 import { register } from 'tsx/esm/api';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -22,11 +22,13 @@ const num = (name, dflt) => {
 const seed = num('SEED', 1);
 const durationS = num('DURATION', 120);
 const concurrency = num('CONCURRENCY', 6);
-const report = await runChaos({ seed, durationMs: durationS * 1000, concurrency, log: (l) => console.log(l) });
-console.log(formatReport(report));
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results', 'chaos');
+const name = `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+const logDir = join(dir, `${name}-logs`);
+const report = await runChaos({ seed, durationMs: durationS * 1000, concurrency, log: (l) => console.log(l), logDir });
+console.log(formatReport(report));
 mkdirSync(dir, { recursive: true });
-const file = join(dir, `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+const file = join(dir, `${name}.json`);
 writeFileSync(
   file,
   JSON.stringify(

@@ -20,7 +20,7 @@ import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.j
 import { GroupSet } from '../workers/executors/kill.js';
 import { poolCap } from '../workers/executors/pools.js';
 import { KEEPER_HEADER } from '../workers/keeper-process.js';
-import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
+import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF, heldBackoff } from './backoff.js';
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { HeldCalls } from './held-calls.js';
 import { agentId, newInstanceId } from './identity.js';
@@ -269,7 +269,8 @@ export class WorkerAgent {
         this.log.info('engine keeper: no call held and no server; exiting');
         break;
       }
-      const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
+      const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
+      const delay = backoffDelay(targets.rounds, this.calls.held().length > 0 ? heldBackoff(backoff) : backoff);
       this.log.warn(
         { server: target.address, reason: end.details ?? end.reason, leader: end.leader, retryInMs: delay },
         end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying',

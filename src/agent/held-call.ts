@@ -85,13 +85,17 @@ export class HeldCall implements Flow {
 
   /**
    * Links stream `link`, the server having every event up to `serverSeq` (0 for a new call): those
-   * are dropped, the rest is sent from serverSeq+1 and then the ending. Clears the disconnect grace.
+   * are dropped, the rest is sent from serverSeq+1 and then the ending — acknowledged ones too when the
+   * server lost them (a restart) and they are still kept (Outbox.rewind). Clears the disconnect grace.
    */
   attach(link: FrameWriter, serverSeq: number): void {
     clearTimeout(this.#grace);
     this.#grace = undefined;
-    if (serverSeq < this.outbox.acked)
-      this.deps.log.warn({ call: this.id, serverSeq, acked: this.outbox.acked }, 'the server lost acknowledged events');
+    if (serverSeq < this.outbox.acked) {
+      const acked = this.outbox.acked;
+      if (this.outbox.rewind(serverSeq)) this.deps.log.info({ call: this.id, serverSeq, acked }, 'resending events');
+      else this.deps.log.warn({ call: this.id, serverSeq, acked }, 'the server lost acknowledged events');
+    }
     this.outbox.ack(serverSeq);
     this.#link = link;
     this.#sent = Math.min(Math.max(serverSeq, this.outbox.acked), this.outbox.last);

@@ -3,7 +3,9 @@
  * the acknowledged one, and its terminal. Events are kept in memory up to `memoryBytes`, then spilled
  * to segment files under `spillDir` up to `spillBytes` on disk; past that the outbox is at its cap and
  * the call's Flow reports full (the node is paused, nothing is dropped). An acknowledgement trims it;
- * a segment file is deleted once none of its events is left.
+ * a segment file is deleted once none of its events is left. The newest acknowledged events are kept in
+ * memory up to `retainBytes`: a server that crashed after acknowledging them, before its caller got them,
+ * is sent them again after its restart (`rewind`), so the caller following the call again loses none.
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,10 +19,12 @@ export type Terminal = Extract<NonNullable<WorkerStreamRequest['frame']>, { $cas
 export interface OutboxBounds {
   memoryBytes: number;
   spillBytes: number;
+  /** Acknowledged events kept for a server that lost them (a crash, SPEC S4); default 1 MiB. */
+  retainBytes?: number;
 }
 
-/** Defaults: 8 MiB of events in memory, then up to 1 GiB on disk, per call. */
-export const DEFAULT_OUTBOX: OutboxBounds = { memoryBytes: 8 << 20, spillBytes: 1 << 30 };
+/** Defaults: 8 MiB of events in memory, then up to 1 GiB on disk, per call; 1 MiB of acknowledged ones kept. */
+export const DEFAULT_OUTBOX: OutboxBounds = { memoryBytes: 8 << 20, spillBytes: 1 << 30, retainBytes: 1 << 20 };
 
 interface Segment {
   path: string;
@@ -63,6 +67,10 @@ export class Outbox {
   #segments = 0;
   #current?: Segment;
   #spillBroken = false;
+  /** Acknowledged events kept (seq order, ending at #base), and their estimated bytes. */
+  #retained: { ev: Event; bytes: number; lines: number }[] = [];
+  #retainedHead = 0;
+  #retainedBytes = 0;
   terminal?: Terminal;
 
   /**
@@ -130,16 +138,46 @@ export class Outbox {
   /** Drops every event up to `seq` (the server has them). */
   ack(seq: number): void {
     const upTo = Math.min(seq, this.last);
+    const retain = this.bounds.retainBytes ?? 0;
     while (this.#base < upTo) {
+      const ev = retain > 0 ? this.event(this.#base + 1) : undefined;
       const e = this.#entries[this.#head++];
       this.#base++;
       if (e.ev) this.#memory -= e.bytes;
       else if (e.seg && --e.seg.live === 0) this.#drop(e.seg);
+      if (ev) {
+        this.#retained.push({ ev, bytes: e.bytes, lines: e.lines });
+        this.#retainedBytes += e.bytes;
+      }
+    }
+    while (this.#retainedBytes > retain && this.#retainedHead < this.#retained.length)
+      this.#retainedBytes -= this.#retained[this.#retainedHead++].bytes;
+    if (this.#retainedHead > 1024 && this.#retainedHead * 2 > this.#retained.length) {
+      this.#retained.splice(0, this.#retainedHead);
+      this.#retainedHead = 0;
     }
     if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {
       this.#entries.splice(0, this.#head);
       this.#head = 0;
     }
+  }
+
+  /**
+   * The server has only the events up to `seq` (< acked: it lost acknowledged ones in a crash): puts the kept
+   * acknowledged events after `seq` back, to be sent again. False, changing nothing, when they are no longer kept.
+   */
+  rewind(seq: number): boolean {
+    const from = this.#retained.findIndex((r, i) => i >= this.#retainedHead && r.ev.seq === seq + 1);
+    if (seq >= this.#base || from < 0) return false;
+    const back = this.#retained.splice(from);
+    this.#entries.splice(0, this.#head, ...back.map((r) => ({ ...r, offset: 0, length: 0 })));
+    this.#head = 0;
+    this.#base = seq;
+    for (const r of back) {
+      this.#retainedBytes -= r.bytes;
+      this.#memory += r.bytes;
+    }
+    return true;
   }
 
   /** Deletes the segment files (the call is forgotten). */

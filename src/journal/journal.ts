@@ -58,6 +58,8 @@ export class Journal {
   #closed = false;
   #frozenWorkers = false;
   readonly #claims = new Map<string, ClaimRecord>();
+  /** The labels of each worker known, for the label records its leaving writes. */
+  readonly #labels = new Map<string, string[]>();
   /** Ended calls' and claims' record keys → when they ended, oldest first (the history, SPEC S9). */
   readonly #ended = new Map<string, number>();
   readonly #retentionMs: number;
@@ -95,6 +97,7 @@ export class Journal {
     state.ended = state.ended.filter((e) => j.#ended.has(KEYS.ended(e.callId)));
     state.released = state.released.filter((r) => j.#ended.has(KEYS.released(r.claimId)));
     for (const c of state.claims) j.#claims.set(c.claimId, c);
+    for (const w of state.workers) j.#labels.set(w.name, w.labels);
     j.#prune = setInterval(() => j.#pruneEnded(), Math.min(j.#retentionMs, 60_000));
     j.#prune.unref();
     return { journal: j, state };
@@ -107,12 +110,26 @@ export class Journal {
 
   /** A worker attached (or re-attached with a new spec): it is known across restarts until it leaves for good. */
   workerKnown(w: WorkerRecord): void {
+    this.#labels.set(w.name, w.labels);
     this.#queue({ key: KEYS.worker(w.name), value: w });
   }
 
-  /** A worker left for good (stopped, or its hold ran out). Ignored after `freezeWorkers` (the server stopping). */
+  /**
+   * A worker left for good (stopped, or its hold ran out): its record goes, and each of its labels is recorded
+   * as left now, so that a restarted server still counts the label as coming back for the reconnect grace
+   * (SPEC P3). Ignored after `freezeWorkers` (the server stopping).
+   */
   workerGone(name: string): void {
-    if (!this.#frozenWorkers) this.#queue({ key: KEYS.worker(name), delete: true });
+    if (this.#frozenWorkers) return;
+    const goneAt = Date.now();
+    for (const label of this.#labels.get(name) ?? []) this.#queue({ key: KEYS.label(label), value: { label, goneAt } });
+    this.#labels.delete(name);
+    this.#queue({ key: KEYS.worker(name), delete: true });
+  }
+
+  /** A label's reconnect grace is over: its record goes. */
+  labelGone(label: string): void {
+    this.#queue({ key: KEYS.label(label), delete: true });
   }
 
   /**

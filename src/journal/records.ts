@@ -1,8 +1,9 @@
 /**
  * What the journal keeps (issue 19 item 4), one record per key: `worker/<name>` (a worker known),
  * `claim/<id>` (a claim held), `call/<id>` (a call in flight), `ended/<id>` (how an ended call
- * ended, kept for the retention period: one call id = one execution across restarts) and `released/<id>` (how an
- * ended claim ended); the last two are the history (SPEC S9). Read back
+ * ended, kept for the retention period: one call id = one execution across restarts), `released/<id>` (how an
+ * ended claim ended; the last two are the history, SPEC S9) and `label/<label>` (when a worker carrying it last
+ * left: its reconnect grace outlives a restart, SPEC P3). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
  * Units: ms since the Unix epoch for times, ms for holds, cores, MB.
  */
@@ -101,6 +102,14 @@ const released = z.object({
   ...entryFacts,
 });
 
+const label = z.object({
+  label: z.string().min(1),
+  /** When a worker carrying it last left for good (ms since the epoch): it is coming back for the reconnect grace. */
+  goneAt: z.number(),
+});
+
+/** A label whose worker left: still coming back within the reconnect grace, after a restart too. */
+export type LabelRecord = z.infer<typeof label>;
 /** A worker the journal knows: restored as disconnected after a restart (SPEC S6). */
 export type WorkerRecord = z.infer<typeof worker>;
 /** A held claim: restored with exactly its allocation, awaiting its holder. */
@@ -120,6 +129,7 @@ export interface JournalState {
   calls: CallRecord[];
   ended: EndedRecord[];
   released: ReleasedRecord[];
+  labels: LabelRecord[];
 }
 
 /** Key prefixes, one per record kind. */
@@ -129,16 +139,17 @@ export const KEYS = {
   call: (id: string) => `call/${id}`,
   ended: (id: string) => `ended/${id}`,
   released: (id: string) => `released/${id}`,
+  label: (name: string) => `label/${name}`,
 } as const;
 
-const SCHEMAS = { worker, claim, call, ended, released } as const;
+const SCHEMAS = { worker, claim, call, ended, released, label } as const;
 
 /**
  * Sorts loaded records into a JournalState.
  * @throws Error `record <key>: <field>: <why>` for a record of the wrong shape or an unknown kind.
  */
 export function parseRecords(entries: Iterable<[string, unknown]>): JournalState {
-  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], released: [] };
+  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], released: [], labels: [] };
   for (const [key, value] of entries) {
     const kind = key.slice(0, key.indexOf('/')) as keyof typeof SCHEMAS;
     const schema = SCHEMAS[kind];
@@ -152,6 +163,7 @@ export function parseRecords(entries: Iterable<[string, unknown]>): JournalState
     else if (kind === 'claim') state.claims.push(r.data as ClaimRecord);
     else if (kind === 'call') state.calls.push(r.data as CallRecord);
     else if (kind === 'released') state.released.push(r.data as ReleasedRecord);
+    else if (kind === 'label') state.labels.push(r.data as LabelRecord);
     else state.ended.push(r.data as EndedRecord);
   }
   return state;

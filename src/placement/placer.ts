@@ -138,6 +138,16 @@ export class Placer {
     this.#holds.restore(spec, untilMs);
   }
 
+  /**
+   * After a restart: the last worker carrying `label` left at `goneAt` (ms since the epoch, from the journal), so a
+   * required ask for it waits until the reconnect grace from then is over, as before the restart (SPEC P3).
+   */
+  restoreLabel(label: string, goneAt: number): void {
+    this.#detachedLabels.set(label, Math.max(goneAt, this.#detachedLabels.get(label) ?? 0));
+    const left = goneAt + this.#graceMs - Date.now();
+    if (left > 0) setTimeout(() => this.#expireLabels(), left + 1).unref();
+  }
+
   /** A machine joined or came back: waiters are re-fitted and those it could serve woken. */
   #cameBack(e: MachineEntry): void {
     this.#touched.add(e);

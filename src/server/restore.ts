@@ -1,7 +1,8 @@
 /**
  * Restore on start (SPEC S4, S6; issue 19 items 4 and 7), before the port serves anything: the
  * state directory's lock is taken, the journal read back, the workers it knows put in the books as
- * not yet back for `--restart-hold`, and the claims it holds taken back with exactly their
+ * not yet back for `--restart-hold`, the labels whose last worker left within `--reconnect-grace` as still coming
+ * back for the rest of it, and the claims it holds taken back with exactly their
  * resources, each awaiting its holder for `--claim-hold` (ClaimHolds: resumable with its resume token) and
  * released when that runs out. The calls in flight on a journaled worker are held with it for the restart hold
  * (WorkerHub.restoreWorker): the same agent instance re-binds them when it re-attaches, and their callers follow
@@ -81,6 +82,10 @@ export async function restoreFromJournal(
       log.warn({ worker: w.name, reason: (err as Error).message }, 'journaled worker dropped');
     }
   }
+  for (const l of state.labels) {
+    if (l.goneAt + options.reconnectGrace * 1000 > now) placer.restoreLabel(l.label, l.goneAt);
+    else journal.labelGone(l.label);
+  }
   const timers: NodeJS.Timeout[] = [];
   let claims = 0;
   let dropped = 0;
@@ -146,6 +151,16 @@ export async function restoreFromJournal(
     bind(calls, hub.restoreKeeperCalls(calls, holdMs));
   }
   const lost = state.calls.filter((c) => !rebound.has(c.callId));
+  for (const c of lost) {
+    const where =
+      c.machine === options.engineName || !c.machine ? 'the engine host, which stopped with the server' : c.machine;
+    hub?.restoreLost(
+      c.callId,
+      c.runId,
+      c.machine,
+      `call ${c.callId} was lost when the server restarted: it ran on ${where}`,
+    );
+  }
   if (lost.length) {
     const endLost = () => {
       for (const c of lost) {
@@ -168,7 +183,8 @@ export async function restoreFromJournal(
     t.unref();
     timers.push(t);
   }
-  const firstStart = state.workers.length + state.claims.length + state.calls.length + state.ended.length === 0;
+  const firstStart =
+    state.workers.length + state.claims.length + state.calls.length + state.ended.length + state.labels.length === 0;
   const ms = performance.now() - start;
   log.info(
     {

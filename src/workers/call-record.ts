@@ -73,6 +73,11 @@ export class CallRecord implements Flow {
     return this.#end !== undefined;
   }
 
+  /** How the call ended — its Result or Failure, or the RPC error — or undefined while it runs. */
+  get ending(): Terminal | BerthError | undefined {
+    return this.#end;
+  }
+
   /** Runs following the call now (the first caller and any that joined). */
   get followers(): number {
     return this.#cursors.size;

@@ -28,6 +28,9 @@ interface InClaim {
   done(): void;
 }
 
+/** How often a Run inside a claim on a disconnected (held) worker looks whether it is back, in ms. */
+const HELD_POLL_MS = 50;
+
 /** How long and how many ended calls stay followable (RunRequest.follow, SPEC S3) after their ending. */
 export const ENDED_KEPT_MS = 60_000;
 export const ENDED_KEPT_MAX = 1000;
@@ -186,6 +189,18 @@ export class WorkerHub {
   }
 
   /**
+   * After a restart (SPEC S4): call `callId` was in flight at the crash and cannot be re-bound (it ran on the engine
+   * host, which stopped with the server, or its worker or claim is not in the journal). It is kept as ended with
+   * `reason` (UNAVAILABLE) for ENDED_KEPT_MS, so that its caller following it again is told it was lost.
+   */
+  restoreLost(callId: string, runId: string, machine: string, reason: string): void {
+    const rec = new CallRecord(callId, runId, machine, { cpus: 0, gpuIds: [], env: {} }, () => undefined);
+    rec.fail(new BerthError('unavailable', reason));
+    rec.markSettled();
+    this.#keepEnded(rec);
+  }
+
+  /**
    * After a restart (SPEC S4): worker `spec` as the journal knew it (its machine is restored as disconnected), held
    * with the calls that were in flight on it, each inside its restored claim's `grant`, for `holdMs` (the restart
    * hold). When the same agent instance re-attaches listing them, they are re-bound (Welcome.calls) and followed
@@ -294,6 +309,8 @@ export class WorkerHub {
    * are given back only once its process is gone (SPEC R5).
    * `ready`, when given, is awaited first (the claim's journal record, SPEC S4: nothing is sent before it is
    * durable); meanwhile the call counts as waiting for a slot, so Cancel(run_id) reaches it.
+   * On a worker that is disconnected and held (SPEC S2, S6) it waits for the worker to come back, as it does for a
+   * slot; when the hold runs out instead, it fails UNAVAILABLE "went away".
    * @throws BerthError unavailable when the worker is gone; invalid_argument for a bad payload;
    *   `signal.reason` (or the lease's end, `grant.lost.reason`) if it aborts while waiting for a slot;
    *   whatever `ready` rejects with; the Cancel's CANCELLED when it came while waiting for `ready`.
@@ -317,12 +334,13 @@ export class WorkerHub {
           ? await keeper.startCall(spec, allocation, [signal, grant.lost])
           : this.#engine.start(spec, allocation);
       } else {
-        const w = this.workers.get(grant.machine);
-        if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
         const waiting = { runId: spec.runId, owner: spec.owner, abort: new AbortController() };
         this.#waitingForSlot.add(waiting);
         try {
-          rec = await w.startCall(spec, allocation, [signal, grant.lost, waiting.abort.signal]);
+          const signals = [signal, grant.lost, waiting.abort.signal];
+          const w = await this.#connected(grant.machine, signals);
+          if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
+          rec = await w.startCall(spec, allocation, signals);
         } finally {
           this.#waitingForSlot.delete(waiting);
         }
@@ -345,6 +363,29 @@ export class WorkerHub {
       this.#keepEnded(rec);
     });
     return rec;
+  }
+
+  /**
+   * The connected worker `name`, waiting while its machine is disconnected and held (SPEC S2, S6: a Run inside a
+   * claim on it waits for it to come back, it does not fail); undefined once it is gone (its hold ran out).
+   * @throws the reason of the first of `signals` to abort meanwhile.
+   */
+  async #connected(name: string, signals: readonly AbortSignal[]): Promise<AttachedWorker | undefined> {
+    for (;;) {
+      for (const s of signals) s.throwIfAborted();
+      const w = this.workers.get(name);
+      const held = w ? this.#holds.has(w) : this.o.placer.machines.get(name)?.hold !== undefined;
+      if (!held) return w;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, HELD_POLL_MS);
+        function done() {
+          clearTimeout(t);
+          for (const s of signals) s.removeEventListener('abort', done);
+          resolve();
+        }
+        for (const s of signals) s.addEventListener('abort', done, { once: true });
+      });
+    }
   }
 
   /** Awaits `ready` with the call listed as waiting for a slot (a Cancel aborts it); throws the Cancel's reason. */

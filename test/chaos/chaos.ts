@@ -1,23 +1,31 @@
 /**
- * The chaos driver (SPEC R4, R5, P8): a real server on loopback with real `berth worker` agents and
- * client processes, driven by a seeded PRNG for `durationMs` — Runs (some placed by an ask, some
- * inside a claim released while they run, some with one call id twice, some past their timeout),
- * claims cancelled or half-closed, Cancel of runs in flight, callers going away — while agents and
- * client processes are SIGKILLed and the server restarts once on the same port. The books
- * invariant is checked after every event (test/support/server.ts); at the end the books must be
- * full, nothing may wait or run, and no command process may be left (found in /proc by the
- * BERTH_CHAOS=<tag> in its environment). Returns a report; `leaks` must be 0.
+ * The chaos driver (SPEC R4, R5, P8, S1-S4): a real server process on loopback with its journal, real
+ * `berth worker` agents and client processes, driven by a seeded PRNG for `durationMs` — Runs (some
+ * placed by an ask, some inside a claim released while they run, some with one call id twice, some
+ * past their timeout, some followed again after their stream broke), claims cancelled, half-closed or
+ * held and resumed by token, Cancel of runs in flight, callers going away — while agents and client
+ * processes are SIGKILLed, the server is SIGKILLed (and, in longer runs, SIGTERMed) and started again
+ * on the same port and journal, and the links of workers and of a client are cut through TCP proxies
+ * (test/support/link-proxy.ts). The books invariant is checked at every start and after every event
+ * (test/chaos/serve.ts); every command records its execution (processes.ts), so that no call id may
+ * run twice; at the end the books must be full, nothing may wait or run, and no command process may be
+ * left (found in /proc by the BERTH_CHAOS=<tag> in its environment). Returns a report; `leaks` must be 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type RunRequest } from '../../generated/ts/berth/v1/placement.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim } from '../support/claims.js';
 import { ROOT, spawnBerth, waitForLine } from '../support/cli.js';
+import { LinkProxy } from '../support/link-proxy.js';
+import { closedPort } from '../support/ports.js';
 import type { RunOutcome } from '../support/run-client.js';
-import { startServer, type TestServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
+import { executions, MARK, markEnv, startServerProc, stop, type ServerProc } from './processes.js';
+import { claimThroughBreaks, runThroughBreaks } from './resumable.js';
 
 /** Chaos settings. Units: ms. */
 export interface ChaosOptions {
@@ -28,6 +36,8 @@ export interface ChaosOptions {
   concurrency?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
+  /** Where the server processes' logs are kept (server-<restart>.log); default: removed with the run. */
+  logDir?: string;
 }
 
 /** What a chaos run did and what it found. `leaks` is the sum of everything left over; it must be 0. */
@@ -38,7 +48,22 @@ export interface ChaosReport {
   operations: number;
   byKind: Record<string, number>;
   kills: { workers: number; clients: number };
+  /** Server stops and starts again on the same journal: by SIGKILL, and by SIGTERM (which must not drain). */
   serverRestarts: number;
+  serverSigkills: number;
+  /** Links cut through the TCP proxies: a worker's (short or past the 2 s hold) and the cuttable client's. */
+  linkCuts: { workers: number; clients: number };
+  /** Runs followed again by call id after their stream broke, and how many of them ended with a result. */
+  followedRuns: number;
+  followedResults: number;
+  /** Claims resumed by token after their stream broke; resumes that came back different (must be 0). */
+  resumedClaims: number;
+  resumeMismatches: string[];
+  /** What a followed Run's caller saw wrong: a line twice, out of order or missing (must be empty). */
+  lineProblems: string[];
+  /** Command executions recorded, and call ids that ran more than once (must be empty). */
+  executions: number;
+  ranTwice: string[];
   releasesWithRunsInFlight: number;
   cancels: number;
   errorsByCode: Record<string, number>;
@@ -145,6 +170,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     byKind: {},
     kills: { workers: 0, clients: 0 },
     serverRestarts: 0,
+    serverSigkills: 0,
+    linkCuts: { workers: 0, clients: 0 },
+    followedRuns: 0,
+    followedResults: 0,
+    resumedClaims: 0,
+    resumeMismatches: [],
+    lineProblems: [],
+    executions: 0,
+    ranTwice: [],
     releasesWithRunsInFlight: 0,
     cancels: 0,
     errorsByCode: {},
@@ -156,39 +190,64 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     leftover: { invariantErrors: [], held: 0, waiting: 0, calls: 0, notFull: [], processes: [] },
     leaks: 0,
   };
-  const flags = { reconnectGrace: 30, grace: 1 };
-  let server: TestServer = await startServer({ cpus: 2, gpuIds: [0], flags });
-  const port = server.server.port;
-  const address = `127.0.0.1:${port}`;
+  const temp = mkdtempSync(join(tmpdir(), 'berth-chaos-'));
+  const stateDir = join(temp, 'state');
+  const marks = join(temp, 'marks');
+  mkdirSync(marks);
+  // The server's logs: kept under o.logDir when given (make chaos), else in the temporary directory.
+  const logs = o.logDir ?? temp;
+  mkdirSync(logs, { recursive: true });
+  const address = `127.0.0.1:${await closedPort()}`;
   const invariantErrors: string[] = [];
   // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
   const seen = new Map<string, { attached?: number; detached?: number }>();
-  const follow = (t: TestServer) =>
-    t.server.context.events.subscribe((e) => {
-      if (!e.machine || (e.kind !== 'worker_attached' && e.kind !== 'worker_detached')) return;
-      const m = seen.get(e.machine) ?? {};
-      m[e.kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
-      seen.set(e.machine, m);
-    });
-  follow(server);
+  const onWorker = (kind: string, machine: string) => {
+    const m = seen.get(machine) ?? {};
+    m[kind === 'worker_attached' ? 'attached' : 'detached'] = Date.now() - begun;
+    seen.set(machine, m);
+  };
+  const onInvariant = (message: string) => invariantErrors.push(message);
+  let server: ServerProc = startServerProc(
+    address,
+    stateDir,
+    join(logs, `server-${report.serverRestarts}.log`),
+    onInvariant,
+    onWorker,
+  );
+  await server.serving;
   // One client for the whole run, across the restart: reconnects fast.
   const client = new PlacementServiceClient(address, credentials.createInsecure(), {
     'grpc.initial_reconnect_backoff_ms': 100,
     'grpc.max_reconnect_backoff_ms': 1000,
   });
 
-  // Workers: real agents, SIGKILLed and started again under the same name.
+  // A client whose link is cut now and then (its own TCP proxy), for claims and Runs that outlive a cut.
+  const clientLink = new LinkProxy(address);
+  const cuttable = new PlacementServiceClient(await clientLink.start(), credentials.createInsecure(), {
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
+  });
+
+  // Workers: real agents, each through its own cuttable link, SIGKILLed and started again under the same name.
   const agents = new Map<string, ChildProcess>();
+  const links = new Map<string, LinkProxy>();
+  for (const w of WORKERS) {
+    const link = new LinkProxy(address);
+    await link.start();
+    links.set(w.name, link);
+  }
   const startAgent = (w: (typeof WORKERS)[number]) => {
     const child = spawnBerth([
       'worker',
       '--server',
-      address,
+      links.get(w.name)!.address,
       '--name',
       w.name,
       ...w.args,
       '--grace',
       '2',
+      '--state-dir',
+      join(temp, `agent-${w.name}`),
       '--log-level',
       'info',
     ]);
@@ -219,8 +278,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       log(`chaos: FAILED_PRECONDITION at ${why}`);
       if (report.failedPreconditions.length < 10) report.failedPreconditions.push(why);
     }
+    // Every worker comes back within its reconnect grace (and the journal keeps that grace across a restart): a
+    // required label is never missing for good here.
+    const labelGone = code === status.FAILED_PRECONDITION && /no machine carries label/.test(err?.details ?? '');
     if (Date.now() - t0 >= OP_DEADLINE_MS - 500) report.stuck++;
-    else if (!EXPECTED.has(code) && report.unexpected.length < 20)
+    else if ((labelGone || !EXPECTED.has(code)) && report.unexpected.length < 20)
       report.unexpected.push(`${kind}: ${name} ${err?.details}`);
   };
   const deadline = () => ({ deadline: Date.now() + OP_DEADLINE_MS });
@@ -230,6 +292,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     node: string,
     a: { gpus?: number; label?: string; require?: boolean } = {},
     claimId?: string,
+    script = `echo $CUDA_VISIBLE_DEVICES; sleep ${sleepS.toFixed(2)}`,
   ): RunRequest => ({
     placement: claimId
       ? { $case: 'claimId', value: claimId }
@@ -249,8 +312,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     payload: {
       $case: 'command',
       value: {
-        argv: ['sh', '-c', `echo $CUDA_VISIBLE_DEVICES; sleep ${sleepS.toFixed(2)}`],
-        env: { BERTH_CHAOS: tag },
+        argv: ['sh', '-c', MARK + script],
+        env: { BERTH_CHAOS: tag, ...markEnv(marks, `${runId}:chaos.${node}`) },
         cwd: '',
       },
     },
@@ -278,8 +341,30 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   /** One random operation; resolves when every stream it opened has ended. */
   const operation = async (): Promise<void> => {
     const n = ++ids;
-    const r = rnd();
     const t0 = Date.now();
+    const q = rnd();
+    if (q < 0.1) {
+      // A Run through the cuttable link that asks its call to outlive broken streams (SPEC S2, S3).
+      count('run-followed');
+      const lines = 4 + Math.floor(rnd() * 12);
+      const script = `for i in $(seq 1 ${lines}); do echo $i; sleep 0.1; done`;
+      const a = pick([{}, { label: 'cpu', require: true }, { label: 'gpu', gpus: 1, require: true }]);
+      const req = { ...command(0, `f${n}`, 'n', a, undefined, script), disconnectGraceMs: 10_000 };
+      const f = await runThroughBreaks(cuttable, req, lines, 40_000);
+      if (f.follows > 0) report.followedRuns++;
+      if (f.follows > 0 && f.responses.at(-1)?.kind?.$case === 'result') report.followedResults++;
+      report.lineProblems.push(...f.problems);
+      return outcome('run-followed', f.error, t0);
+    }
+    if (q < 0.2) {
+      // A claim with a hold through the cuttable link, resumed by token when its stream breaks (SPEC S3).
+      count('claim-held');
+      const held = await claimThroughBreaks(cuttable, { cpus: 1, gpus: rnd() < 0.4 ? 1 : 0 }, 5000, between(500, 3000));
+      report.resumedClaims += held.resumes;
+      if (held.mismatch) report.resumeMismatches.push(held.mismatch);
+      return outcome('claim-held', held.error, t0);
+    }
+    const r = (q - 0.2) / 0.8;
     if (r < 0.3) {
       count('run');
       const a = pick([
@@ -358,7 +443,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const clientKill = async (): Promise<void> => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag],
+      ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag, marks],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     clientProcs.add(child);
@@ -387,15 +472,41 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     startAgent(w);
     log(`chaos: worker ${w.name} started again at +${Date.now() - begun} ms`);
   };
-  const restart = async (): Promise<void> => {
-    log(`chaos: server restart at +${Date.now() - begun} ms`);
-    invariantErrors.push(...server.invariantErrors);
-    server.placement.close();
-    server.worker.close();
-    await server.server.stop(300);
-    server = await startServer({ cpus: 2, gpuIds: [0], flags: { ...flags, listen: address } });
-    follow(server);
+  // The server stops — SIGKILL (a crash), or SIGTERM (a routine restart: stopping is not draining) — and
+  // starts again on the same port and journal; what it acknowledged must come back (SPEC S4).
+  const restart = async (signal: NodeJS.Signals): Promise<void> => {
+    log(`chaos: server ${signal} at +${Date.now() - begun} ms`);
+    await stop(server.child, signal);
+    if (signal === 'SIGKILL') report.serverSigkills++;
+    await sleep(between(100, 1000));
+    server = startServerProc(
+      address,
+      stateDir,
+      join(logs, `server-${report.serverRestarts}.log`),
+      onInvariant,
+      onWorker,
+    );
+    const ms = await server.serving;
+    log(`chaos: server serving again at +${Date.now() - begun} ms (${ms} ms from its start)`);
     report.serverRestarts++;
+  };
+  // A link cut: a worker's for a blip (under the 2 s --worker-hold) or past it; the cuttable client's.
+  const workerCut = async (): Promise<void> => {
+    const w = pick(WORKERS);
+    const ms = rnd() < 0.5 ? between(200, 1500) : between(2500, 4000);
+    log(`chaos: ${w.name}'s link cut for ${ms.toFixed(0)} ms at +${Date.now() - begun} ms`);
+    links.get(w.name)!.cut();
+    report.linkCuts.workers++;
+    await sleep(ms);
+    links.get(w.name)!.restore();
+  };
+  const clientCut = async (): Promise<void> => {
+    const ms = between(200, 2500);
+    log(`chaos: the client's link cut for ${ms.toFixed(0)} ms at +${Date.now() - begun} ms`);
+    clientLink.cut();
+    report.linkCuts.clients++;
+    await sleep(ms);
+    clientLink.restore();
   };
 
   // The schedule: operations keep `concurrency` in flight; kills and the restart at seeded times.
@@ -404,7 +515,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const chaos: Promise<void>[] = [];
   const schedule = (at: number, f: () => Promise<void>) =>
     chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
-  schedule(begun + o.durationMs * between(0.4, 0.6), restart);
+  const restarts = Math.max(1, Math.round(o.durationMs / 30_000));
+  for (let i = 0; i < restarts; i++)
+    schedule(begun + o.durationMs * ((i + between(0.4, 0.6)) / restarts), () =>
+      restart(i % 2 === 0 ? 'SIGKILL' : 'SIGTERM'),
+    );
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++)
+    schedule(begun + between(0.05, 0.9) * o.durationMs, workerCut);
+  for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++)
+    schedule(begun + between(0.05, 0.9) * o.durationMs, clientCut);
   for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 6000)); i++)
     schedule(begun + between(0.05, 0.95) * o.durationMs, workerKill);
   for (let i = 0; i < Math.max(2, Math.round(o.durationMs / 5000)); i++)
@@ -420,9 +539,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     }
   });
   await Promise.all([...lanes, ...chaos]);
+  log(`chaos: lanes done at +${Date.now() - begun} ms`);
   log(`chaos: ${report.operations} operations done; checking the books`);
 
-  // The end: client processes gone, every worker back, then nothing may be held, wait or run.
+  // The end: links restored, client processes gone, every worker back, then nothing may be held, wait or run.
+  for (const l of [clientLink, ...links.values()]) l.restore();
   for (const c of clientProcs) c.kill('SIGKILL');
   for (const w of WORKERS) {
     const c = agents.get(w.name);
@@ -447,11 +568,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     .map(
       (m) => `${m.name}: ${m.free!.cpus}/${m.total!.cpus} cpus, ${m.free!.gpus}/${m.total!.gpuIds.length} gpus free`,
     );
+  log(`chaos: settled=${settled} at +${Date.now() - begun} ms`);
   if (!settled) log('chaos: the books did not come back within 20 s');
   await until(() => taggedProcesses(tag).length === 0, 10_000);
   report.leftover.processes = taggedProcesses(tag);
-  invariantErrors.push(...server.invariantErrors);
   report.leftover.invariantErrors = invariantErrors.slice(0, 20);
+  const ran = executions(marks);
+  report.executions = ran.total;
+  report.ranTwice = ran.twice.slice(0, 20);
 
   // Teardown: agents stop (SIGTERM), the client closes, the server stops.
   await Promise.all(
@@ -465,13 +589,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     ),
   );
   client.close();
-  server.placement.close();
-  server.worker.close();
-  await server.server.stop(1000);
+  cuttable.close();
+  await stop(server.child, 'SIGTERM');
+  for (const l of [clientLink, ...links.values()]) await l.close();
   for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL'); // never leave a process behind, even on failure
+  rmSync(temp, { recursive: true, force: true });
   const l = report.leftover;
   report.leaks =
     report.runsOutlivingRelease +
+    report.resumeMismatches.length +
+    report.lineProblems.length +
+    ran.twice.length +
     invariantErrors.length +
     l.held +
     l.waiting +
@@ -496,11 +624,17 @@ export function formatReport(r: ChaosReport): string {
     `chaos seed ${r.seed}: ${r.operations} operations in ${(r.durationMs / 1000).toFixed(0)} s (wall ` +
       `${(r.wallMs / 1000).toFixed(1)} s): ${kinds}`,
     `  kills: ${r.kills.workers} worker(s), ${r.kills.clients} client process(es); server restarts: ` +
-      `${r.serverRestarts}; releases with runs in flight: ${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
+      `${r.serverRestarts} (${r.serverSigkills} by SIGKILL); releases with runs in flight: ` +
+      `${r.releasesWithRunsInFlight}; cancels: ${r.cancels}`,
+    `  link cuts: ${r.linkCuts.workers} worker, ${r.linkCuts.clients} client; runs followed again: ` +
+      `${r.followedRuns} (${r.followedResults} with a result); claims resumed: ${r.resumedClaims}; ` +
+      `executions: ${r.executions}`,
     `  answers by code: ${codes}`,
     ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
     `  leaks: ${r.leaks} (runs outliving their released claim ${r.runsOutlivingRelease}, ` +
+      `call ids run twice ${r.ranTwice.length}, resumes changed ${r.resumeMismatches.length}, ` +
+      `lines wrong ${r.lineProblems.length}, ` +
       `invariant errors ${r.leftover.invariantErrors.length}, held ${r.leftover.held}, ` +
       `waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, ` +
       `machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,

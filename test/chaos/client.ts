@@ -1,14 +1,17 @@
 /**
  * A chaos client process (killed with SIGKILL by the chaos driver): claims `{cpus: 1, gpus}` on
  * argv[2], prints "granted <claim_id>", starts a Run inside the claim (a command that lives 5 s,
- * tagged with BERTH_CHAOS=<tag> so leftovers can be found in /proc) and prints "running" at its
+ * tagged with BERTH_CHAOS=<tag> so leftovers can be found in /proc, recording its execution in the
+ * markers' directory argv[5]) and prints "running" at its
  * first output line; then holds both streams until killed. Bounded: exits by itself after 60 s.
  */
 import { credentials } from '@grpc/grpc-js';
 import { PlacementServiceClient, type ClaimResponse, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
 import { ask } from '../support/claims.js';
+import { MARK, markEnv } from './processes.js';
 
-const [address, gpus, tag] = process.argv.slice(2);
+const [address, gpus, tag, marks] = process.argv.slice(2);
+const runId = `client-${process.pid}`;
 const client = new PlacementServiceClient(address, credentials.createInsecure());
 const claim = client.claim();
 claim.on('data', (r: ClaimResponse) => {
@@ -19,9 +22,13 @@ claim.on('data', (r: ClaimResponse) => {
     placement: { $case: 'claimId', value: claimId },
     payload: {
       $case: 'command',
-      value: { argv: ['sh', '-c', 'echo $$; sleep 5'], env: { BERTH_CHAOS: tag }, cwd: '' },
+      value: {
+        argv: ['sh', '-c', `${MARK}echo $$; sleep 5`],
+        env: { BERTH_CHAOS: tag, ...markEnv(marks, `${runId}:chaos.client`) },
+        cwd: '',
+      },
     },
-    runId: `client-${process.pid}`,
+    runId,
     flow: 'chaos',
     node: 'client',
     timeoutMs: 0,

@@ -178,6 +178,29 @@ describe('the journal across a server SIGKILL', () => {
     again.call.cancel();
   });
 
+  it(
+    'a label whose last worker left just before the SIGKILL is still coming back after the restart, for the rest ' +
+      'of its reconnect grace (chaos found it failed at once)',
+    async () => {
+      const dir = tempDir('berth-state-');
+      const flags = ['--cpus', '1', '--gpus', '', '--reconnect-grace', '30', '--worker-hold', '0.2'];
+      const s1 = await serve(dir, flags);
+      const w = await worker(s1, 'tpu-1', ['--cpus', '1', '--gpus', '', '--labels', 'tpu']);
+      await kill(w);
+      await until(async () => !(await snapshot(s1.client)).machines.some((m) => m.name === 'tpu-1')); // hold ran out
+      const before = claim(s1.client, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
+      await before.queued; // the running server waits: the label is within its reconnect grace
+      before.call.cancel();
+      await kill(s1.child);
+
+      const s2 = await serve(dir, flags);
+      const again = claim(s2.client, { cpus: 1, label: 'tpu', policy: Policy.POLICY_REQUIRE });
+      const first = await Promise.race([again.queued.then(() => 'queued'), again.ended.then((e) => e?.details)]);
+      expect(first).toBe('queued');
+      again.call.cancel();
+    },
+  );
+
   it('a corrupt journal is refused with an error naming the directory, and changes nothing', async () => {
     const dir = tempDir('berth-state-');
     mkdirSync(join(dir, 'journal'));

@@ -9,6 +9,8 @@ import net from 'node:net';
 export class LinkProxy {
   readonly #server = net.createServer((client) => this.#connect(client));
   readonly #open = new Set<net.Socket>();
+  /** Each connection's upstream socket and its client. */
+  readonly #pairs = new Map<net.Socket, net.Socket>();
   #cut = false;
   address = '';
   /** Connections forwarded so far. */
@@ -36,6 +38,17 @@ export class LinkProxy {
     this.#cut = true;
     for (const s of this.#open) s.resetAndDestroy();
     this.#open.clear();
+  }
+
+  /**
+   * Stops reading what the target sends on every open connection: it stays in the socket buffers, written as far
+   * as the target can tell, never delivered (a receiver that froze; a crash loses it). cut() ends them.
+   */
+  freeze(): void {
+    for (const [up, down] of this.#pairs) {
+      up.unpipe(down);
+      up.pause();
+    }
   }
 
   /** Lets connections through again. */
@@ -69,6 +82,8 @@ export class LinkProxy {
         (s === client ? upstream : client).destroy();
       });
     }
+    this.#pairs.set(upstream, client);
+    upstream.once('close', () => this.#pairs.delete(upstream));
     client.pipe(upstream);
     upstream.pipe(client);
   }

@@ -265,8 +265,7 @@ export function runCall(ctx: ServerContext): RunCall {
               }, req.timeoutMs)
             : undefined;
         const finished = { callId: id, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId };
-        try {
-          const end = await follow(r, sink, signal, 0, holdFailure);
+        const ended = (end: Terminal | undefined) => {
           const failureType = end?.$case === 'failure' ? end.value.type : undefined;
           ctx.events.emit({
             kind: 'call_finished',
@@ -276,8 +275,8 @@ export function runCall(ctx: ServerContext): RunCall {
             failureType,
             durationMs: Date.now() - r.startedAt,
           });
-          return end;
-        } catch (err) {
+        };
+        const failed = (err: unknown) => {
           const cancelled = err instanceof BerthError && err.kind === 'cancelled';
           ctx.events.emit({
             kind: cancelled ? 'call_cancelled' : 'call_finished',
@@ -287,6 +286,21 @@ export function runCall(ctx: ServerContext): RunCall {
             failureType: err instanceof BerthError ? err.kind : 'error',
             durationMs: Date.now() - r.startedAt,
           });
+        };
+        try {
+          const end = await follow(r, sink, signal, 0, holdFailure);
+          ended(end);
+          return end;
+        } catch (err) {
+          if (!r.ended) {
+            // The caller went away and the call runs on for its disconnect grace (SPEC S3): it has not ended — the
+            // journal must keep it in flight across a restart — so its ending is told when it comes.
+            void r.settled.then(() => {
+              const end = r.ending;
+              if (end instanceof BerthError) failed(end);
+              else ended(end);
+            });
+          } else failed(err);
           throw err;
         } finally {
           clearTimer?.();
