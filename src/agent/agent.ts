@@ -6,6 +6,7 @@
  * retrying when retrying cannot help: a refused token, a refused Hello, or its name taken over by
  * another live worker.
  */
+import { namedPlain } from '../resources/quantity.js';
 import { join } from 'node:path';
 import { status, type ChannelCredentials } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
@@ -174,7 +175,7 @@ export class WorkerAgent {
     return {
       name: this.options.name,
       labels: this.options.labels,
-      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb },
+      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb, resources: namedPlain(inv.resources) },
       maxParallel: this.options.maxParallel,
       version: AGENT_VERSION,
       agentId: this.agentId,

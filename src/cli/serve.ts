@@ -93,7 +93,12 @@ export function serveCommand(): Command {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
       routeGrpcLogs(log);
-      const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
+      const engine = await detectInventory({
+        cpus: options.cpus,
+        gpuIds: options.gpus,
+        ramMb: options.ramMb,
+        resources: options.resources,
+      });
       log.info(
         { machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb },
         'engine inventory',

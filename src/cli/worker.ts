@@ -57,7 +57,7 @@ export function workerCommand(): Command {
       const o = resolveWorkerOptions(flags);
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
-      const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
+      const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb, resources: o.resources });
       log.info(
         {
           name: o.name,

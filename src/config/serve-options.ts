@@ -15,6 +15,7 @@ import {
   type FlagTable,
   holdSeconds,
   labelList,
+  namedList,
   logLevel,
   plainName,
   OptionsError,
@@ -32,6 +33,8 @@ const schema = z.object({
   cpus: wholeNumber(0, 65536).optional(),
   gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
+  /** Named per-machine resources (issue 23), units of 1e-4. */
+  resources: namedList.optional(),
   engineName: plainName.default('engine'),
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
@@ -57,6 +60,8 @@ const schema = z.object({
   advertise: address.optional(),
   /** What SIGTERM/SIGINT do (SPEC S5): `stop` the control plane and leave the work running, or `drain` (SPEC R3). */
   onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
+  /** Cluster-wide pools (issue 23), e.g. licenses: name → size in units of 1e-4. */
+  pools: namedList.optional(),
 });
 
 /**
@@ -81,6 +86,7 @@ const FLAGS: FlagTable = {
   cpus: ['--cpus', 'BERTH_CPUS'],
   gpus: ['--gpus', 'BERTH_GPUS'],
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
+  resources: ['--resources', 'BERTH_RESOURCES'],
   engineName: ['--engine-name', 'BERTH_ENGINE_NAME'],
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
@@ -100,6 +106,7 @@ const FLAGS: FlagTable = {
   stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
   onStop: ['--on-stop', 'BERTH_ON_STOP'],
+  pools: ['--pools', 'BERTH_POOLS'],
 };
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */

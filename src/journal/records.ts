@@ -3,14 +3,18 @@
  * `claim/<id>` (a claim held), `call/<id>` (a call in flight) and `ended/<id>` (how an ended call
  * ended, kept for the retention period: one call id = one execution across restarts). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
- * Units: ms since the Unix epoch for times, ms for holds, cores, MB.
+ * Units: ms since the Unix epoch for times, ms for holds, cores, MB, named resources in units of 1e-4.
  */
 import * as z from 'zod';
+
+/** Named resources or pools in units of 1e-4 (issue 23 item 1). */
+const named = z.record(z.string(), z.number().int().nonnegative()).optional();
 
 const inventory = z.object({
   cpus: z.number().int().nonnegative(),
   gpuIds: z.array(z.number().int().nonnegative()),
   ramMb: z.number().int().nonnegative().optional(),
+  resources: named,
 });
 
 const worker = z.object({
@@ -30,6 +34,8 @@ const ask = z.object({
   cpus: z.number().nonnegative(),
   gpus: z.number().int().nonnegative(),
   ramMb: z.number().int().nonnegative().optional(),
+  resources: named,
+  pools: named,
   label: z.string(),
   policy: z.enum(['prefer', 'require']),
   node: z.string(),
@@ -49,6 +55,7 @@ const claim = z.object({
     cpus: z.number().nonnegative(),
     gpuIds: z.array(z.number().int().nonnegative()),
     ramMb: z.number().int().nonnegative().optional(),
+    resources: named,
     env: z.record(z.string(), z.string()),
   }),
   clamped: z.boolean(),

@@ -5,6 +5,7 @@
 import { BerthError } from '../errors.js';
 import { describeAmount } from '../resources/books.js';
 import { askFacts, heldFacts } from './grant.js';
+import { wakePools } from './pool-fit.js';
 import type { MachineEntry } from './machines.js';
 import { restoreLease, type RestoredClaim } from './restore.js';
 import type { Settler } from './settle.js';
@@ -51,6 +52,7 @@ export class ClaimBook {
     if (s.held.get(claimId) !== h) return false; // its machine left meanwhile, books and all
     s.held.delete(claimId);
     s.machines.give(h.entry, claimId);
+    wakePools(s, s.pools.give(claimId));
     s.changed.add(h.entry);
     s.touched.add(h.entry);
     s.events.emit({
@@ -73,6 +75,13 @@ export class ClaimBook {
     if (s.held.has(c.claimId))
       throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: it is held already`);
     const { lease, entry } = restoreLease(s.machines, c);
+    if (c.ask.pools) {
+      if (!s.pools.fits(c.ask.pools)) {
+        s.machines.give(entry, c.claimId);
+        throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: its pools are not free`);
+      }
+      s.pools.take(c.claimId, c.ask.pools);
+    }
     s.held.set(c.claimId, { grant: lease, entry, since: Date.now() });
     s.changed.add(entry);
     const a = lease.allocation;
@@ -101,6 +110,7 @@ export class ClaimBook {
   loseOn(entry: MachineEntry, name: string, reason: string): void {
     const lost = [...this.s.held.values()].filter((h) => h.entry === entry);
     for (const h of lost) this.s.held.delete(h.grant.claimId);
+    for (const h of lost) wakePools(this.s, this.s.pools.give(h.grant.claimId)); // the pools come back (issue 23)
     for (const h of lost) {
       const g = h.grant;
       g.lose(new BerthError('unavailable', `${reason}: claim ${g.claimId} on ${name} lost`));

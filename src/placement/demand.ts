@@ -4,6 +4,7 @@
  * call back: retire an idle machine, re-send Queued to waiters whose reason changed.
  */
 import { anyCanEverHold } from './choose.js';
+import { lackingDetail } from './lacking.js';
 import { withReason, type DemandView, type Unmet } from './provisioner.js';
 import { queuedInfo } from './queued.js';
 import { placeable, type PlacerState } from './state.js';
@@ -37,12 +38,11 @@ export class Demand {
     prov.plan({ unmet, waiting, machines });
   }
 
-  /** Why `w` waits (P6), with the provisioner's reason when it waits for a machine being started (P10). */
+  /** Why `w` waits (P6) and for which short dimension (lacking.ts), with the provisioner's reason when it waits for a machine being started (P10). */
   queuedInfo(w: Waiter, position: number): QueuedInfo {
-    return withReason(
-      queuedInfo(this.s.machines, w.claimId, w.ask, w.cls.amount, position),
-      this.s.prov?.reason(w.claimId),
-    );
+    const q = queuedInfo(this.s.machines, w.claimId, w.ask, w.cls.amount, position);
+    q.detail += lackingDetail(this.s, w.ask, w.cls.amount);
+    return withReason(q, this.s.prov?.reason(w.claimId));
   }
 
   /**

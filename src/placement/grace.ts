@@ -6,6 +6,7 @@
  */
 import { BerthError } from '../errors.js';
 import { describeAmount } from '../resources/books.js';
+import { fromUnits } from '../resources/quantity.js';
 import { amountOf, requires } from './choose.js';
 import { noCores, noCoresError } from './oversize.js';
 import type { Settler } from './settle.js';
@@ -37,9 +38,40 @@ export class LabelGrace {
     if (labels.length) setTimeout(() => this.expire(), this.graceMs + 1).unref();
   }
 
-  /** @throws BerthError FAILED_PRECONDITION for a required label none carries, none coming back (SPEC P3). */
+  /**
+   * @throws BerthError FAILED_PRECONDITION for a required label none carries, none coming back (SPEC P3), or a
+   *   named resource no machine, pool or provisioner shape has, or more of a pool than it holds (issue 23 item 5).
+   */
   check(ask: NormalizedAsk): void {
     if (this.labelMissing(ask) && this.until(ask.label) < Date.now()) throw this.noLabel(ask);
+    const named = this.namedError(ask);
+    if (named) throw named;
+  }
+
+  /**
+   * FAILED_PRECONDITION naming `ask.resources.<name>` for a named resource no machine has, no pool is and no
+   * provisioner shape starts (once the restart grace is over: the machines having it may be coming back), or for
+   * more of a pool than its total; undefined when every name is known.
+   */
+  namedError(ask: NormalizedAsk): BerthError | undefined {
+    const { machines, pools, prov } = this.s;
+    for (const k in ask.pools ?? {}) {
+      const want = ask.pools?.[k] ?? 0;
+      if (want > pools.total[k])
+        return new BerthError(
+          'failed_precondition',
+          `ask.resources.${k}: asked ${fromUnits(want)} but pool ${k} holds ${fromUnits(pools.total[k])}`,
+        );
+    }
+    if (!ask.resources || this.restartUntil > Date.now()) return undefined;
+    for (const k in ask.resources) {
+      if (machines.hasResource(k) || prov?.covers({ ...ask, pools: undefined, resources: { [k]: 1 } })) continue;
+      return new BerthError(
+        'failed_precondition',
+        `ask.resources.${k}: no machine has '${k}', no pool is named so and no provisioner can start one that has it`,
+      );
+    }
+    return undefined;
   }
 
   /** True when `ask` needs cores no eligible machine has, nothing covers it and the restart grace is over. */

@@ -1,15 +1,15 @@
 /**
- * Making a grant (SPEC P8, P9): takes the amount on the chosen machine's books, builds the lease with its
+ * Making a grant (SPEC P8, P9): takes the amount on the chosen machine's books (and the ask's pools), builds the lease with its
  * env, files it as held and emits node_placed. Also the typed event facts of asks and held claims (issue 13).
  */
-import { describeAmount, type Amount } from '../resources/books.js';
+import { describeAmount, type Amount, type Holding } from '../resources/books.js';
 import { amountOf } from './choose.js';
 import { allocationEnv } from './env.js';
 import { Lease } from './lease.js';
 import type { MachineEntry } from './machines.js';
 import { limitingDimension } from './oversize.js';
 import type { Held, PlacerState } from './state.js';
-import type { Grant, NormalizedAsk } from './types.js';
+import type { AllocationGrant, Grant, NormalizedAsk } from './types.js';
 
 /**
  * Grants `amount` of `ask` to `claimId` on `entry` and returns its Grant. `since`: when it began waiting (ms since
@@ -25,10 +25,18 @@ export function grant(
   fellBack: boolean,
   since?: number,
 ): Grant {
-  const holding = s.machines.take(entry, claimId, amount);
+  if (ask.pools) s.pools.take(claimId, ask.pools); // with the machine's resources, in one step (issue 23)
+  let holding: Holding;
+  try {
+    holding = s.machines.take(entry, claimId, amount);
+  } catch (err) {
+    s.pools.give(claimId);
+    throw err;
+  }
   s.changed.add(entry);
   const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
-  const allocation = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
+  const allocation: AllocationGrant = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
+  if (holding.res || ask.pools) allocation.resources = { ...holding.res, ...ask.pools };
   const lease = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
   s.held.set(claimId, { grant: lease, entry, since: Date.now() });
   s.events.emit({

@@ -22,6 +22,7 @@ import type { Provisioning } from './provisioner.js';
 import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
+import { poolsFitNew, splitPools } from './pool-fit.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
@@ -45,6 +46,8 @@ export interface PlacerOptions {
   newClaimId?: () => string;
   /** The provisioning loop (SPEC P10, V2): told the demand after every change of the books. */
   provisioning?: Provisioning;
+  /** Cluster-wide pools (config `pools`, issue 23 item 1): name → size in units of 1e-4 (resources/quantity.ts). */
+  pools?: Record<string, number>;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -64,7 +67,7 @@ export class Placer {
   readonly #claims: ClaimBook;
 
   constructor(opts: PlacerOptions) {
-    const s = (this.#s = new PlacerState(opts.events, opts.provisioning));
+    const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
     this.machines = s.machines;
     this.#holds = new MachineHolds({
       machines: this.machines,
@@ -171,12 +174,13 @@ export class Placer {
    * it is not aborted need not make an AbortSignal for a grant made at once).
    */
   claimOrWait(
-    ask: NormalizedAsk,
+    asked: NormalizedAsk,
     opts: { signal: AbortSignal | (() => AbortSignal); onQueued?: (q: QueuedInfo) => void },
   ): Grant | Promise<Grant> {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     const s = this.#s;
+    const ask = splitPools(s, asked);
     let fit: Fit;
     try {
       this.#grace.check(ask);
@@ -186,12 +190,9 @@ export class Placer {
     }
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
-    const now = chooseNow(
-      this.machines,
-      ask,
-      amount,
-      (m) => m.books.fitsNow(amount, s.queue.reserved.on(m)) && placeable(m),
-    );
+    const now =
+      poolsFitNew(s, ask) &&
+      chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, s.queue.reserved.on(m)) && placeable(m));
     if (now) {
       const g = grant(s, claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settler.settle();
@@ -265,7 +266,7 @@ export class Placer {
    *   are not free; the books are unchanged then.
    */
   restoreClaim(c: RestoredClaim): Grant {
-    return this.#claims.restore(c);
+    return this.#claims.restore({ ...c, ask: splitPools(this.#s, c.ask) });
   }
 
   /** The held claim `claimId`, if any (not one being released). */
@@ -290,16 +291,20 @@ export class Placer {
    * A required label no machine carries, none is coming back (P3 grace) and no provisioner covers is
    * impossible with limiting "label" (issue 23 item 7): a verdict, where a Claim fails FAILED_PRECONDITION.
    */
-  verdict(ask: NormalizedAsk): AskVerdict {
+  verdict(asked: NormalizedAsk): AskVerdict {
     const s = this.#s;
+    const ask = splitPools(s, asked);
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
+    const named = this.#grace.namedError(ask)?.message.match(/^ask\.(resources\.[^:]+):/);
+    if (named) return { verdict: 'impossible', waitFor: '', limiting: named[1] };
+    const pools = poolsFitNew(s, ask);
     return askVerdict(
       this.machines,
       (a) => s.prov?.covers(a) ?? false,
       ask,
-      (m, amount) => placeable(m) && m.books.fitsNow(amount, s.queue.reserved.on(m)),
+      (m, amount) => pools && placeable(m) && m.books.fitsNow(amount, s.queue.reserved.on(m)),
     );
   }
 
@@ -312,6 +317,7 @@ export class Placer {
       [...s.held.values()],
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
+      s.pools.views(),
     );
   }
 
@@ -327,6 +333,7 @@ export class Placer {
       claims += m.books.claims;
     }
     if (claims !== s.held.size) throw new Error(`books hold ${claims} claims, placer ${s.held.size}`);
+    s.pools.check();
     for (const w of s.queue.waiters())
       if (s.held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
     s.queue.check((m) => this.machines.has(m));

@@ -7,6 +7,7 @@
 import { chooseNow, eligible, reservationTarget } from './choose.js';
 import type { Demand } from './demand.js';
 import { grant } from './grant.js';
+import { poolsFitBehind } from './pool-fit.js';
 import { placeable, type PlacerState } from './state.js';
 import type { WaitClass, Waiter } from './waiting.js';
 
@@ -48,7 +49,9 @@ export class Settler {
         }
         if (!next) return;
         const w = next;
-        const c = chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
+        const c =
+          poolsFitBehind(this.s, w) &&
+          chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
         if (!c) {
           woken.delete(w.cls);
           continue;

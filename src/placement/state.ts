@@ -1,9 +1,10 @@
 /**
  * The placer's shared state (SPEC P1, P7, P8, P12): the machines and their books, the waiting queue, the
- * held claims, and the marks a change of books leaves for the settle loop (settle.ts). The placer's parts
+ * held claims, the cluster-wide pools, and the marks a change of books leaves for the settle loop (settle.ts). The placer's parts
  * (claims, settle, refit, label grace, demand) each read and change it; only they do.
  */
 import type { EventBus } from '../events.js';
+import { PoolBooks } from '../resources/pools.js';
 import type { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import type { Provisioning } from './provisioner.js';
@@ -32,11 +33,17 @@ export class PlacerState {
   readonly woken = new Set<WaitClass>();
   /** Set by `Placer.freeze` (SPEC S5): nothing is released or detached any more. */
   frozen = false;
+  /** The cluster-wide pools (config `pools`, issue 23 item 1). */
+  readonly pools: PoolBooks;
 
+  /** @param pools pool name → size in units of 1e-4 */
   constructor(
     readonly events: EventBus,
     readonly prov: Provisioning | undefined,
-  ) {}
+    pools?: Record<string, number>,
+  ) {
+    this.pools = new PoolBooks(pools);
+  }
 }
 
 /** False for a disconnected (held) machine, restored or not (SPEC S2, S6): nothing new goes there. */

@@ -4,14 +4,19 @@
  * machine only when none has room — of the shape that would hold the most of what is left.
  * Pure functions; units: cores, GPU count, MB.
  */
-import type { Amount } from '../resources/books.js';
+import { namedFit, type Amount } from '../resources/books.js';
 import type { Shape, Unmet } from '../placement/provisioner.js';
 
 /** True when a machine of `shape` could ever hold `u`: size, and the label when the ask requires one. */
 export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): boolean {
   if (u.ask.policy === 'require' && u.ask.label !== '' && !shape.labels.includes(u.ask.label)) return false;
   const a = u.amount;
-  return a.cpus <= shape.cpus && a.gpus <= shape.gpus && (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity);
+  return (
+    a.cpus <= shape.cpus &&
+    a.gpus <= shape.gpus &&
+    (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity) &&
+    (!a.res || namedFit(a.res, shape.resources))
+  );
 }
 
 interface Room {

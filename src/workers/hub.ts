@@ -6,6 +6,7 @@
  * placer's release gate: a released claim's calls are stopped and its books come back only once
  * their processes are gone (SPEC R5).
  */
+import { namedPlain } from '../resources/quantity.js';
 import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
@@ -193,7 +194,13 @@ export class WorkerHub {
     const out: CallRecord[] = [];
     for (const c of calls) {
       const a = c.grant.allocation;
-      const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+      const allocation = {
+        cpus: a.cpus,
+        gpuIds: a.gpuIds,
+        ramMb: a.ramMb,
+        env: a.env,
+        resources: namedPlain(a.resources),
+      };
       const rec = new CallRecord(c.callId, c.runId, spec.name, allocation, (reason) => {
         void w.send({ $case: 'cancel', value: { callId: c.callId, reason: reason.message } });
       });
@@ -240,7 +247,13 @@ export class WorkerHub {
   async start(spec: CallSpec, grant: Grant, signal: AbortSignal, ready?: Promise<void>): Promise<CallRecord> {
     if (ready) await this.#whileWaiting(spec, ready);
     const a = grant.allocation;
-    const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+    const allocation = {
+      cpus: a.cpus,
+      gpuIds: a.gpuIds,
+      ramMb: a.ramMb,
+      env: a.env,
+      resources: namedPlain(a.resources),
+    };
     // The call's lease: the caller's signal and the claim's. No AbortSignal.any per call (issue 11: it
     // showed in the Run path's profile, and a held claim's `lost` would gather one dependant per call).
     signal.throwIfAborted();

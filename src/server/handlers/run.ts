@@ -15,6 +15,7 @@
  */
 import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
+import type { Resources } from '../../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
@@ -26,6 +27,7 @@ import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
 import { longTimeout } from '../long-timer.js';
+import { toResources } from '../convert.js';
 
 const part = (what: string) =>
   z
@@ -319,13 +321,13 @@ async function follow(
  */
 function startedFacts(g: Grant | undefined): {
   clamped: boolean;
-  asked: { cpus: number; gpus: number; ramMb?: number } | undefined;
+  asked: Resources | undefined;
   fellBack: boolean;
 } {
   return g
     ? {
         clamped: g.clamped,
-        asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
+        asked: toResources(g.ask),
         fellBack: g.fellBack,
       }
     : { clamped: false, asked: undefined, fellBack: false };

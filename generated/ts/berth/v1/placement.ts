@@ -669,6 +669,18 @@ export interface GetSnapshotResponse {
   provisioners: ProvisionerStatus[];
   /** Granted claims. */
   held: HeldClaim[];
+  /** Cluster-wide pools from the config (issue 23), e.g. licenses. */
+  pools: Pool[];
+}
+
+/** Pool is one cluster-wide pool: its size and what is free now (multiples of 0.0001). */
+export interface Pool {
+  /** Name as in the config, e.g. "license/matlab". */
+  name: string;
+  /** Size. */
+  total: number;
+  /** Free now. */
+  free: number;
 }
 
 /** DrainRequest asks for a drain (SPEC R3). */
@@ -4399,7 +4411,7 @@ export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
 };
 
 function createBaseGetSnapshotResponse(): GetSnapshotResponse {
-  return { machines: [], waiting: [], calls: [], provisioners: [], held: [] };
+  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], pools: [] };
 }
 
 export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
@@ -4418,6 +4430,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     for (const v of message.held) {
       HeldClaim.encode(v!, writer.uint32(42).fork()).join();
+    }
+    for (const v of message.pools) {
+      Pool.encode(v!, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -4475,6 +4490,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.held.push(HeldClaim.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.pools.push(Pool.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4498,6 +4521,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
         ? object.provisioners.map((e: any) => ProvisionerStatus.fromJSON(e))
         : [],
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldClaim.fromJSON(e)) : [],
+      pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
     };
   },
 
@@ -4518,6 +4542,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.held?.length) {
       obj.held = message.held.map((e) => HeldClaim.toJSON(e));
     }
+    if (message.pools?.length) {
+      obj.pools = message.pools.map((e) => Pool.toJSON(e));
+    }
     return obj;
   },
 
@@ -4531,6 +4558,108 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     message.calls = object.calls?.map((e) => CallInFlight.fromPartial(e)) || [];
     message.provisioners = object.provisioners?.map((e) => ProvisionerStatus.fromPartial(e)) || [];
     message.held = object.held?.map((e) => HeldClaim.fromPartial(e)) || [];
+    message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePool(): Pool {
+  return { name: "", total: 0, free: 0 };
+}
+
+export const Pool: MessageFns<Pool> = {
+  encode(message: Pool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.total !== 0) {
+      writer.uint32(17).double(message.total);
+    }
+    if (message.free !== 0) {
+      writer.uint32(25).double(message.free);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Pool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.total = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.free = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Pool {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+      free: isSet(object.free) ? globalThis.Number(object.free) : 0,
+    };
+  },
+
+  toJSON(message: Pool): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.total !== 0) {
+      obj.total = floatToJson(message.total);
+    }
+    if (message.free !== 0) {
+      obj.free = floatToJson(message.free);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Pool>, I>>(base?: I): Pool {
+    return Pool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Pool>, I>>(object: I): Pool {
+    const message = createBasePool();
+    message.name = object.name ?? "";
+    message.total = object.total ?? 0;
+    message.free = object.free ?? 0;
     return message;
   },
 };
@@ -5509,6 +5638,10 @@ export const PlacementServiceClient = makeGenericClientConstructor(
   service: typeof PlacementServiceService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
