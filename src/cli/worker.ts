@@ -26,6 +26,7 @@ export function workerCommand(): Command {
     .option('--cpus <n>', 'cores to offer, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "GPU ids to offer as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
     .option('--ram-mb <mb>', 'memory to offer in MB [env BERTH_RAM_MB]')
+    .option('--resources <name=n,…>', 'named resources to offer, e.g. trainer=1,nic=2 [env BERTH_RESOURCES]')
     .option('--max-parallel <k>', 'most calls at once, 0 = unlimited [env BERTH_MAX_PARALLEL] (default 0)')
     .option(
       '--grace <s>',

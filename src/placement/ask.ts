@@ -4,8 +4,8 @@
  * (issue 9: zod was ~4% of the server's time per claim); anything it does not accept goes through
  * zod, which either reports the error or (should the check be stricter than the schema) accepts.
  * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13). `resources` (issue 23): named quantities in
- * steps of 0.0001, kept in units of 1e-4; a finer one is INVALID_ARGUMENT naming `ask.resources.<name>`. `hold_ms` (SPEC S3): 0..3,600,000, kept
- * on the normalized ask only when above 0.
+ * steps of 0.0001, kept in units of 1e-4; a finer one is INVALID_ARGUMENT naming `ask.resources.<name>`.
+ * `hold_ms` (SPEC S3): 0..3,600,000, kept on the normalized ask only when above 0.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';

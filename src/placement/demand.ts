@@ -38,7 +38,10 @@ export class Demand {
     prov.plan({ unmet, waiting, machines });
   }
 
-  /** Why `w` waits (P6) and for which short dimension (lacking.ts), with the provisioner's reason when it waits for a machine being started (P10). */
+  /**
+   * Why `w` waits (P6) and for which short dimension (lacking.ts), with the provisioner's reason when it waits for
+   * a machine being started (P10).
+   */
   queuedInfo(w: Waiter, position: number): QueuedInfo {
     const q = queuedInfo(this.s.machines, w.claimId, w.ask, w.cls.amount, position);
     q.detail += lackingDetail(this.s, w.ask, w.cls.amount);

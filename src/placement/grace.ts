@@ -84,7 +84,7 @@ export class LabelGrace {
     return requires(ask) && !this.s.machines.hasLabel(ask.label) && !this.s.prov?.covers(ask);
   }
 
-  /** Until when `label` counts as coming back: the reconnect grace after its last machine left, or the restart grace. */
+  /** Until when `label` counts as coming back: the reconnect grace after its last machine left, or restart grace. */
   until(label: string): number {
     const gone = this.#detached.get(label);
     return Math.max(gone === undefined ? 0 : gone + this.graceMs, this.restartUntil);

@@ -1,5 +1,6 @@
 /**
- * Making a grant (SPEC P8, P9): takes the amount on the chosen machine's books (and the ask's pools), builds the lease with its
+ * Making a grant (SPEC P8, P9): takes the amount on the chosen machine's books (and the ask's pools), builds the
+ * lease with its
  * env, files it as held and emits node_placed. Also the typed event facts of asks and held claims (issue 13).
  */
 import { describeAmount, type Amount, type Holding } from '../resources/books.js';

@@ -37,7 +37,8 @@ const namedKey = (r: Record<string, number> | undefined) =>
         .join(',')
     : '';
 const classKey = (s: MachineSpec) =>
-  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}/${namedKey(s.inventory.resources)}`;
+  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}` +
+  `/${namedKey(s.inventory.resources)}`;
 
 /** Machines by name with their indexes. Change a machine's books only through `take` and `give`. */
 export class MachineSet {

@@ -1,6 +1,7 @@
 /**
  * The placer's shared state (SPEC P1, P7, P8, P12): the machines and their books, the waiting queue, the
- * held claims, the cluster-wide pools, and the marks a change of books leaves for the settle loop (settle.ts). The placer's parts
+ * held claims, the cluster-wide pools, and the marks a change of books leaves for the settle loop (settle.ts).
+ * The placer's parts
  * (claims, settle, refit, label grace, demand) each read and change it; only they do.
  */
 import type { EventBus } from '../events.js';

@@ -7,7 +7,7 @@ import { DevicePool } from './devices.js';
 import type { HostInventory } from './inventory.js';
 import { describeNamed, type Named } from './quantity.js';
 
-/** An amount of each dimension. `ramMb` undefined = none asked; `res`: named per-machine resources (units), absent = none. */
+/** An amount of each dimension. `ramMb` undefined = none asked; `res`: named per-machine resources (units), if any. */
 export interface Amount {
   cpus: number;
   gpus: number;

@@ -36,7 +36,7 @@ describe('one resource model through the real server', () => {
     expect(heavy.allocation?.ramMb).toBe(40_960);
   });
 
-  it('a trainer ask waits with "waiting for trainer: 0 of 1 free" and is woken by the trainer release only', async () => {
+  it('a trainer ask waits ("waiting for trainer: 0 of 1 free"), woken by the trainer release only', async () => {
     t = await startServer({ cpus: 0 });
     await keep(fakeWorker(t.worker, 'plain', { cpus: 8 })).welcomed;
     await keep(fakeWorker(t.worker, 'trainer-box', { cpus: 8, resources: { trainer: 1 } })).welcomed;
@@ -73,7 +73,7 @@ describe('one resource model through the real server', () => {
     expect((await b.granted).allocation?.resources).toEqual({ 'license/matlab': 1 });
   });
 
-  it('an ask finer than 0.0001 is INVALID_ARGUMENT naming ask.resources.<name>; an unknown name FAILED_PRECONDITION', async () => {
+  it('finer than 0.0001: INVALID_ARGUMENT naming the field; an unknown name: FAILED_PRECONDITION', async () => {
     t = await startServer({ cpus: 2 });
     const fine = keep(claim(t.placement, { cpus: 1, resources: { trainer: 0.00001 } }));
     const e1 = await fine.ended;

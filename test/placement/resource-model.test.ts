@@ -37,7 +37,7 @@ afterEach(() => {
   placers = [];
 });
 
-/** A placer with an engine of `engineCpus` cores and `pools` (plain numbers), its invariants checked after every event. */
+/** A placer: an engine of `engineCpus` cores, `pools` (plain numbers), invariants checked after every event. */
 function placer(engineCpus = 0, pools: Record<string, number> = {}) {
   const events = new EventBus();
   const broken: string[] = [];
@@ -71,7 +71,7 @@ const settled = async (x: Promise<Grant>) => {
 };
 
 describe('named per-machine resources', () => {
-  it('an ask for trainer lands on the machine that has it; a second waits and is woken only by a trainer release', async () => {
+  it('a trainer ask lands on the machine with one; a second waits, woken only by a trainer release', async () => {
     const { p, claim, queued, broken } = placer();
     p.attach(worker('plain', 8));
     p.attach(worker('gpu-box', 8, { resources: { trainer: 1 * UNIT } }));
@@ -92,7 +92,7 @@ describe('named per-machine resources', () => {
     expect(broken).toEqual([]);
   });
 
-  it('quantities are fixed-point: 4 × 0.25 fill one exactly and 10,000 × 0.0001 fill one; the next waits', async () => {
+  it('fixed-point: 4 × 0.25 fill one exactly, 10,000 × 0.0001 fill one; the next waits', async () => {
     const { p, claim, broken } = placer();
     p.attach(worker('a', 20_000, { resources: { slice: UNIT } }));
     const quarters = await Promise.all([1, 2, 3, 4].map(() => claim(ask({ cpus: 0, resources: { slice: 0.25 } }))));
@@ -126,7 +126,7 @@ describe('named per-machine resources', () => {
     await expect(claim(ask({ cpus: 2, resources: { nic: 3 }, onOversize: 2 }))).rejects.toThrow(/on_oversize is fail/);
   });
 
-  it('a name no machine, pool or provisioner has fails at once (FAILED_PRECONDITION naming it); Satisfiable says impossible', async () => {
+  it('a name nothing has fails at once (FAILED_PRECONDITION naming it); Satisfiable: impossible', async () => {
     const { p, claim } = placer(4);
     await expect(claim(ask({ resources: { dongle: 1 } }))).rejects.toThrow(
       /ask\.resources\.dongle: no machine has 'dongle'/,
@@ -174,7 +174,7 @@ describe('cluster-wide pools', () => {
     expect(broken).toEqual([]);
   });
 
-  it('a license is not taken when the machine part does not fit, and a younger ask does not overtake an older one', async () => {
+  it('a license is not taken while the machine part waits; a younger ask does not overtake', async () => {
     const { p, claim, broken } = placer(0, { lic: 1 });
     p.attach(worker('a', 2));
     const cores = await claim(ask({ cpus: 2 }));
@@ -221,7 +221,7 @@ describe('memory places (issue 23 item 2)', () => {
     expect(broken).toEqual([]);
   });
 
-  it('a memory-heavy ask no machine has the free memory for waits with "waiting for 40960 MB ram", woken by a memory release', async () => {
+  it('a memory-heavy ask waits ("waiting for 40960 MB ram"), woken by a memory release', async () => {
     const { p, claim, queued, broken } = placer();
     p.attach(worker('a', 8, { ramMb: 65_536 }));
     const hog = await claim(ask({ cpus: 1, ramMb: 40_000 }));
