@@ -201,6 +201,23 @@ describe('cluster-wide pools', () => {
     expect(broken).toEqual([]);
   });
 
+  it('a claim restored from the journal takes back exactly its trainer and its license (SPEC S4)', async () => {
+    const { p, claim, broken } = placer(0, { lic: 1 });
+    p.attach(worker('a', 4, { resources: { trainer: UNIT } }));
+    const g = await claim(ask({ cpus: 1, resources: { trainer: 1, lic: 1 } }));
+    const { p: again, broken: broken2 } = placer(0, { lic: 1 });
+    again.attach(worker('a', 4, { resources: { trainer: UNIT } }));
+    again.restoreClaim({ claimId: g.claimId, machine: 'a', allocation: g.allocation, ask: g.ask });
+    const s = again.snapshot();
+    expect(s.pools[0].free).toBe(0);
+    expect(s.machines.find((m) => m.name === 'a')?.free.res).toEqual({ trainer: 0 });
+    expect(() => again.restoreClaim({ claimId: 'other', machine: 'a', allocation: g.allocation, ask: g.ask })).toThrow(
+      /cannot be restored/,
+    );
+    expect(again.snapshot().pools[0].free).toBe(0);
+    expect([...broken, ...broken2]).toEqual([]);
+  });
+
   it('more of a pool than it holds fails at once', async () => {
     const { claim } = placer(4, { lic: 3 });
     await expect(claim(ask({ resources: { lic: 4 } }))).rejects.toThrow(
