@@ -4432,7 +4432,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
       HeldClaim.encode(v!, writer.uint32(42).fork()).join();
     }
     for (const v of message.pools) {
-      Pool.encode(v!, writer.uint32(50).fork()).join();
+      Pool.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -4490,8 +4490,8 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.held.push(HeldClaim.decode(reader, reader.uint32()));
             continue;
           }
-          case 6: {
-            if (tag !== 50) {
+          case 7: {
+            if (tag !== 58) {
               break;
             }
 
