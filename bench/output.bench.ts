@@ -38,6 +38,8 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
       runId: 'out',
       timeoutMs: 0,
       disconnectGraceMs: 0,
+      maxRetries: 0,
+      retryOnFailure: false,
       follow: undefined,
     });
     let next = 0;

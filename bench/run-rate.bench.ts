@@ -66,6 +66,8 @@ function runOnce(client: PlacementServiceClient, claimId: string, runId: string,
       runId,
       timeoutMs: 0,
       disconnectGraceMs: 0,
+      maxRetries: 0,
+      retryOnFailure: false,
       follow: undefined,
     });
     let ok = false;

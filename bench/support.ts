@@ -107,9 +107,14 @@ function ended(child: import('node:child_process').ChildProcess): Promise<void> 
 
 /**
  * Starts `berth serve --cpus <cpus>` on loopback and, with `worker`, a `berth worker` named
- * `remote` carrying label `remote` with `worker.cpus` cores; resolves once it is attached.
+ * `remote` carrying label `remote` with `worker.cpus` cores; resolves once it is attached. `bin`: the
+ * `berth` entry point to run (default this checkout's; another build for a side-by-side figure).
  */
-export async function startBerth(cpus: number, worker?: { cpus: number }): Promise<BenchServer> {
+export async function startBerth(
+  cpus: number,
+  worker?: { cpus: number },
+  bin: string = BERTH_BIN,
+): Promise<BenchServer> {
   const env = { ...process.env, BERTH_LOG_LEVEL: 'info' };
   // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to the server and worker processes, for profiling
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -118,7 +123,7 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
     process.execPath,
     [
       ...nodeArgs,
-      BERTH_BIN,
+      bin,
       'serve',
       '--listen',
       '127.0.0.1:0',
@@ -139,7 +144,7 @@ export async function startBerth(cpus: number, worker?: { cpus: number }): Promi
       process.execPath,
       [
         ...nodeArgs,
-        BERTH_BIN,
+        bin,
         'worker',
         '--server',
         address,

@@ -59,6 +59,8 @@ function runOnce(i: number): Promise<void> {
       runId: 'bench',
       timeoutMs: 0,
       disconnectGraceMs: 0,
+      maxRetries: 0,
+      retryOnFailure: false,
       follow: undefined,
     });
     call.on('data', (r: RunResponse) => {

@@ -35,6 +35,8 @@ const call = client.run({
   runId: 'r1',
   timeoutMs: 30_000,
   disconnectGraceMs: 0,
+  maxRetries: 0,
+  retryOnFailure: false,
   follow: undefined,
 });
 call.on('data', (r: RunResponse) => console.log(JSON.stringify(r.kind)));

@@ -26,6 +26,7 @@ export type EventKind =
   | 'call_started'
   | 'call_finished'
   | 'call_cancelled'
+  | 'call_retrying' // an attempt of a call ended with its machine lost (or its failure): placed again (SPEC S8)
   | 'server_draining'
   | 'server_stopping'
   | 'machine_started' // a provisioner started a machine (SPEC V2)
@@ -77,6 +78,8 @@ export interface EventFacts {
   durationMs?: number;
   /** node_clamped: the first dimension no machine can hold ("cpus", "gpus" or "ram_mb"). */
   limiting?: string;
+  /** call_started: its claim was placed by its Run and ends with the call (no history entry of its own, SPEC S9). */
+  runClaim?: boolean;
 }
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */

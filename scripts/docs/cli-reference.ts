@@ -44,6 +44,8 @@ const OTHER_ENV: Record<string, string> = {
     'the Python interpreter that runs `source` payloads, on the engine host and on workers (default `python3`)',
   BERTH_POOL_IDLE_MS:
     'milliseconds a warm Python process may stay idle before it is retired, whole ms ≥ 1 (default 60000)',
+  BERTH_KEEPER_SECRET:
+    'set by `berth serve` for the engine keeper it starts (a `berth worker` under the engine name); not for users',
 };
 
 const ENV_IN_HELP = /\s*\[env ([A-Z_]+)\]/;

@@ -13,11 +13,13 @@ import {
   positiveSeconds,
   readableFile,
   seconds,
+  serverList,
 } from '../../src/config/fields.js';
 
 /** The shared field schemas, each with the words the reference uses for it. */
 const NAMED: [z.ZodType, string][] = [
   [address, '`host:port`'],
+  [serverList, '`host:port`, or several comma-separated (an HA cluster)'],
   [deviceRange, "device range: `0-3`, `0,2,5`, `''` for none"],
   [labelList, 'labels, comma-separated (`a,b`)'],
   [logLevel, 'fatal, error, warn, info, debug, trace or silent (any case)'],

@@ -4,13 +4,15 @@
  * its identity and the calls it still holds: calls outlive the stream for their disconnect grace
  * (SPEC S1, held-calls.ts). Token: `authorization: Bearer <token>` (SPEC R2). It stops instead of
  * retrying when retrying cannot help: a refused token, a refused Hello, or its name taken over by
- * another live worker.
+ * another live worker. With several servers (an HA cluster, SPEC S7) it tries them in turn and dials the leader
+ * a standby names next (servers.ts); it ignores frames of an older leader epoch than it has seen (epoch.ts).
  */
 import { namedPlain } from '../resources/quantity.js';
 import { join } from 'node:path';
-import { status, type ChannelCredentials } from '@grpc/grpc-js';
+import { status, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
 import { authMetadata, channelCredentials } from '../cli/client.js';
+import { fromStandby } from '../ha/leader-hint.js';
 import { BerthError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { VERSION } from '../package-info.js';
@@ -18,11 +20,14 @@ import type { HostInventory } from '../resources/inventory.js';
 import { AGENT_MAX_MESSAGE_BYTES, Executors } from '../workers/executors/index.js';
 import { GroupSet } from '../workers/executors/kill.js';
 import { poolCap } from '../workers/executors/pools.js';
+import { KEEPER_HEADER } from '../workers/keeper-process.js';
 import { backoffDelay, sleep, type BackoffOptions, DEFAULT_BACKOFF } from './backoff.js';
 import { BACKPRESSURE_CHANNEL_OPTIONS } from './frame-writer.js';
 import { HeldCalls } from './held-calls.js';
 import { agentId, newInstanceId } from './identity.js';
+import { EpochGuard } from './epoch.js';
 import { DEFAULT_OUTBOX, type OutboxBounds } from './outbox.js';
+import { type LookupAll, ServerTargets, type Target } from './servers.js';
 import { Session, type SessionEnd } from './session.js';
 import { StateDir } from './state-dir.js';
 
@@ -34,6 +39,7 @@ export const DEFAULT_DISCONNECT_GRACE_MS = 120_000;
 
 /** What the agent needs. Units: graceMs and disconnectGraceMs in ms. */
 export interface AgentOptions {
+  /** "host:port", or several comma-separated (the members of an HA cluster), or a DNS name with several records. */
   server: string;
   name: string;
   labels: string[];
@@ -57,8 +63,15 @@ export interface AgentOptions {
    * a call whose Call.disconnect_grace_ms is longer is kept that long.
    */
   disconnectGraceMs?: number;
+  /** How a DNS name in `server` is resolved to its records (default: the system resolver); for tests. */
+  lookupAll?: LookupAll;
   /** Per-call bounds of the unacknowledged output kept in memory and spilled to the state dir (DEFAULT_OUTBOX). */
   outbox?: Partial<OutboxBounds>;
+  /**
+   * Set for the engine keeper (issue 19 item 5: the server's own local agent, src/workers/engine-keeper.ts): sent
+   * as KEEPER_HEADER, and the agent ends by itself once it holds no call while its stream is down.
+   */
+  keeperSecret?: string;
 }
 
 /** What the agent is doing, for logs and tests. */
@@ -69,6 +82,10 @@ export interface AgentStatus {
   held: number;
   pools: number;
   attaches: number;
+  /** The server of the current (or last) stream. */
+  server?: string;
+  /** The newest leader epoch seen (SPEC S7; 0 without a cluster). */
+  epoch: number;
 }
 
 /** The worker agent. `start()`, later `stop()`. */
@@ -80,12 +97,18 @@ export class WorkerAgent {
   readonly agentId: string;
   /** This start of the agent (random). */
   readonly instanceId = newInstanceId();
+  /** The newest leader epoch seen, across streams (SPEC S7). */
+  readonly epochs = new EpochGuard();
+  readonly #targets: ServerTargets;
+  #server?: string;
   readonly #stop = new AbortController();
   #stopped?: Promise<void>;
   #session?: Session;
   #attached = false;
   #attaches = 0;
   #loop?: Promise<void>;
+  /** When the last stream went down (ms since the epoch); undefined while attached. */
+  #downSince?: number;
   readonly #attachedWaiters = new Set<() => void>();
 
   readonly #state?: StateDir;
@@ -103,6 +126,7 @@ export class WorkerAgent {
       pool: { cap: poolCap(options.inventory.cpus, options.maxParallel) },
     });
     this.agentId = agentId(options.stateDir, options.name);
+    this.#targets = new ServerTargets(options.server, options.lookupAll);
     this.calls = new HeldCalls({
       executors: this.executors,
       log,
@@ -124,11 +148,15 @@ export class WorkerAgent {
       held: this.calls.size,
       pools: this.executors.python.pools.count,
       attaches: this.#attaches,
+      server: this.#server,
+      epoch: this.epochs.newest,
     };
   }
 
   /** Why the agent gave up (see fatalEnd); undefined while it keeps (re)connecting. */
   fatal?: string;
+  /** The engine keeper ended by itself: its stream was down and it held no call. */
+  idle = false;
 
   /** Starts connecting (and reconnecting) in the background. */
   start(): void {
@@ -193,7 +221,7 @@ export class WorkerAgent {
       this.log.error({ reason: this.fatal }, 'cannot take over the state directory');
       return;
     }
-    let attempt = 0;
+    const targets = this.#targets;
     while (!this.#stop.signal.aborted) {
       let creds: ChannelCredentials;
       try {
@@ -201,27 +229,26 @@ export class WorkerAgent {
         const t = this.options.tls;
         creds = channelCredentials({ tlsCa: t?.ca, tlsCert: t?.cert, tlsKey: t?.key });
       } catch (err) {
-        const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+        targets.failed();
+        const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
         this.log.warn({ reason: (err as Error).message, retryInMs: delay }, 'cannot read a TLS file; retrying');
         await sleep(delay, this.#stop.signal);
         continue;
       }
-      const client = new WorkerServiceClient(this.options.server, creds, {
-        'grpc.keepalive_time_ms': 10_000,
-        'grpc.keepalive_timeout_ms': 5_000,
-        'grpc.keepalive_permit_without_calls': 1,
-        'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
-        'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
-        ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
-      });
+      const target = await targets.next();
+      this.#server = target.address;
+      const client = new WorkerServiceClient(target.address, creds, channelOptions(target));
+      const md = authMetadata(this.options.token);
+      if (this.options.keeperSecret) md.set(KEEPER_HEADER, this.options.keeperSecret);
       const session = new Session(
-        client.workerStream(authMetadata(this.options.token)),
+        client.workerStream(md),
         this.#hello(),
         this.calls,
         this.executors,
-        this.log,
+        this.log.child({ server: target.address }),
         () => this.#onAttached(),
         this.options.welcomeTimeoutMs,
+        this.epochs,
       );
       this.#session = session;
       const end = await session.run();
@@ -235,10 +262,17 @@ export class WorkerAgent {
         this.log.error({ reason: end.details ?? end.reason }, 'not reconnecting: retrying cannot help');
         break;
       }
-      if (end.welcomed) attempt = 0;
-      const delay = backoffDelay(attempt++, this.options.backoff ?? DEFAULT_BACKOFF);
+      if (end.welcomed) targets.lost(end.leader);
+      else targets.failed(end.leader, fromStandby(end));
+      this.#downSince ??= Date.now();
+      if (this.#keeperDone(targets.rounds)) {
+        this.idle = true;
+        this.log.info('engine keeper: no call held and no server; exiting');
+        break;
+      }
+      const delay = backoffDelay(targets.rounds, this.options.backoff ?? DEFAULT_BACKOFF);
       this.log.warn(
-        { reason: end.reason, retryInMs: delay },
+        { server: target.address, reason: end.details ?? end.reason, leader: end.leader, retryInMs: delay },
         end.welcomed ? 'detached from server; reconnecting' : 'cannot attach; retrying',
       );
       await sleep(delay, this.#stop.signal);
@@ -250,12 +284,38 @@ export class WorkerAgent {
     }
   }
 
+  /**
+   * The engine keeper outlives its server only for its calls: it is done once none runs and none waits to deliver
+   * its ending (or the disconnect grace has passed since the stream went down), after it has attached once or
+   * failed to 5 times.
+   */
+  #keeperDone(attempt: number): boolean {
+    if (!this.options.keeperSecret || (this.#attaches === 0 && attempt < 5) || this.calls.running > 0) return false;
+    const down = Date.now() - (this.#downSince ?? Date.now());
+    return this.calls.size === 0 || down >= this.#disconnectGraceMs;
+  }
+
   #onAttached(): void {
+    this.#downSince = undefined;
+    this.#targets.welcomed();
     this.#attached = true;
     this.#attaches++;
     for (const w of this.#attachedWaiters) w();
     this.#attachedWaiters.clear();
   }
+}
+
+/** Channel settings of the WorkerStream to `t` (keepalive, message limits, backpressure, TLS name of a DNS record). */
+function channelOptions(t: Target): ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': 10_000,
+    'grpc.keepalive_timeout_ms': 5_000,
+    'grpc.keepalive_permit_without_calls': 1,
+    'grpc.max_receive_message_length': AGENT_MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': AGENT_MAX_MESSAGE_BYTES,
+    ...BACKPRESSURE_CHANNEL_OPTIONS, // issue 11: writes wait for HTTP/2, not grpc-js's retry buffer
+    ...(t.serverName && { 'grpc.ssl_target_name_override': t.serverName, 'grpc.default_authority': t.serverName }),
+  };
 }
 
 /**

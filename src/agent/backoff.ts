@@ -10,6 +10,8 @@ export interface BackoffOptions {
 
 /** Default: 250 ms doubling up to 5 s, so a worker is back within seconds of the server. */
 export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 250, capMs: 5000 };
+/** The engine keeper's (a local agent, issue 19 item 5): 100 ms up to 1 s, so a restarted server re-adopts it soon. */
+export const KEEPER_BACKOFF: BackoffOptions = { baseMs: 100, capMs: 1000 };
 
 /**
  * Delay before reconnect attempt `attempt` (0-based): uniform in [ceiling/2, ceiling] where

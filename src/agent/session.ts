@@ -2,14 +2,18 @@
  * Session: one WorkerStream connection of the agent. Sends Hello, answers Welcome / Call / CancelCall /
  * CompileCall / Ack / Drain frames and heartbeats itself and each running call. It owns no calls: they
  * belong to the agent's HeldCalls and outlive the stream (SPEC S1); the Welcome links them to this
- * stream, its end unlinks them. Frames that arrive after the stream ended are ignored.
+ * stream, its end unlinks them. Frames that arrive after the stream ended are ignored, and so is every frame of an
+ * older leader epoch than the newest the agent has seen (SPEC S7, epoch.ts); a Welcome of an older epoch ends the
+ * stream, so that the agent dials another server.
  */
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { Hello, WorkerStreamRequest, WorkerStreamResponse } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError } from '../errors.js';
+import { leaderHint } from '../ha/leader-hint.js';
 import type { Logger } from '../log/logger.js';
 import type { Executors } from '../workers/executors/index.js';
 import { toFailure } from '../workers/task.js';
+import { EpochGuard } from './epoch.js';
 import { FrameWriter } from './frame-writer.js';
 import type { HeldCalls } from './held-calls.js';
 
@@ -24,13 +28,15 @@ export const DEFAULT_WELCOME_TIMEOUT_MS = 20_000;
 
 /**
  * How a session ended. `welcomed`: the server accepted the Hello; `code` and `details`: the gRPC
- * status and the server's own message, if the stream ended with one.
+ * status and the server's own message, if the stream ended with one; `leader`: the leader address a
+ * standby named (its `leader` trailer, SPEC S7), to be dialled next.
  */
 export interface SessionEnd {
   welcomed: boolean;
   reason: string;
   code?: number;
   details?: string;
+  leader?: string;
 }
 
 /** One connection; `run()` resolves when it is over (its calls keep running). */
@@ -41,6 +47,7 @@ export class Session {
   #over = false;
   #alive?: NodeJS.Timeout;
   #onWelcome: () => void = () => undefined;
+  #end: (why: string) => void = () => undefined;
   #ended?: Promise<unknown>;
 
   constructor(
@@ -51,6 +58,8 @@ export class Session {
     readonly log: Logger,
     readonly onAttached: () => void = () => undefined,
     readonly welcomeTimeoutMs = DEFAULT_WELCOME_TIMEOUT_MS,
+    /** The agent's newest epoch seen, shared by all its sessions. */
+    readonly epochs = new EpochGuard(),
   ) {
     this.writer = new FrameWriter(stream);
   }
@@ -67,6 +76,7 @@ export class Session {
   async run(): Promise<SessionEnd> {
     let code: number | undefined;
     let details: string | undefined;
+    let leader: string | undefined;
     let noWelcome: NodeJS.Timeout | undefined;
     const ended = new Promise<string>((resolve) => {
       const end = (why: string) => {
@@ -78,9 +88,11 @@ export class Session {
         this.welcomeTimeoutMs,
       );
       this.#onWelcome = () => clearTimeout(noWelcome);
+      this.#end = end;
       this.stream.on('error', (err: Error & { code?: number; details?: string }) => {
         code ??= err.code;
         details ??= err.details;
+        leader ??= leaderHint(err);
         end(err.message);
       });
       this.stream.on('end', () => end('server ended the stream'));
@@ -97,7 +109,7 @@ export class Session {
     this.writer.close();
     this.stream.cancel();
     this.calls.detach(this.writer);
-    return { welcomed: this.#welcomed, reason, code, details };
+    return { welcomed: this.#welcomed, reason, code, details, leader };
   }
 
   /** Sends Stopping{reason} (SPEC S2): the server fails this agent's calls at once. */
@@ -121,6 +133,16 @@ export class Session {
   #onFrame(msg: WorkerStreamResponse): void {
     const f = msg.frame;
     if (!f) return;
+    const newest = this.epochs.newest;
+    if (!this.epochs.admit(msg.epoch)) {
+      this.log.warn(
+        { frame: f.$case, epoch: msg.epoch, newestEpoch: newest },
+        `ignoring a ${f.$case} frame of epoch ${msg.epoch}: epoch ${newest} is newer (a deposed leader, SPEC S7)`,
+      );
+      if (f.$case === 'welcome' && !this.#welcomed)
+        this.#end(`Welcome of epoch ${msg.epoch} is older than epoch ${newest}: that server no longer leads`);
+      return;
+    }
     switch (f.$case) {
       case 'welcome':
         if (this.#welcomed) return; // one Welcome per stream

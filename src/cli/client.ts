@@ -6,7 +6,7 @@
  */
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
 import * as z from 'zod';
-import { address, OptionsError, parseOptions, readableFile, readFlagFile } from '../config/fields.js';
+import { OptionsError, parseOptions, readableFile, readFlagFile, serverList } from '../config/fields.js';
 
 /** Default address clients dial. */
 export const DEFAULT_SERVER = '127.0.0.1:50051';
@@ -30,7 +30,7 @@ export interface ClientFlags {
 }
 
 const schema = z.object({
-  server: address.default(DEFAULT_SERVER),
+  server: serverList.default(DEFAULT_SERVER),
   token: z.string().min(1).optional(),
   tlsCa: readableFile.optional(),
   tlsCert: readableFile.optional(),

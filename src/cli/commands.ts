@@ -33,4 +33,8 @@ export const COMMANDS: Record<string, CommandEntry> = {
     description: 'show machines (books, free GPU ids), waiting claims with their reasons, calls in flight',
     load: async () => (await import('./status.js')).statusCommand(),
   },
+  history: {
+    description: 'list finished calls and ended claims (filters: run id, state, machine, since)',
+    load: async () => (await import('./history.js')).historyCommand(),
+  },
 };

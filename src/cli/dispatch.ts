@@ -259,7 +259,10 @@ export function dispatchCommand(): Command {
     .option('--junit <file>', 'write JUnit XML, one testcase per job')
     .option('--log-dir <dir>', 'directory for per-job logs (default: a new temp directory)')
     .option('--tail-lines <n>', 'lines of output shown per failed or stuck job', '50')
-    .option('--server <host:port>', 'run the jobs through berth as Run calls instead of on this host')
+    .option(
+      '--server <host:port,…>',
+      'run the jobs through berth as Run calls instead of on this host; several: the servers of its HA cluster',
+    )
     .option('--token <token>', 'token for --server [env BERTH_TOKEN]')
     .option('--tls-ca <file>', 'with --server: use TLS, trusting this CA (PEM) [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'with --server: client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')

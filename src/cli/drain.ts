@@ -2,12 +2,14 @@
  * `berth drain`: asks a running `berth serve` to drain (SPEC R3) and stop — no new claims, workers told, in-flight
  * work given the grace, then cancelled — and waits until the drain is over. A plain SIGTERM of `berth serve` stops
  * the control plane and leaves the work running instead (SPEC S5). Exit 0 once drained; 1 when the server cannot
- * be reached or refuses; 2 for bad flags.
+ * be reached or refuses; 2 for bad flags. Several `--server` addresses (an HA cluster, SPEC S7): the leader is
+ * drained, found in turn or through a standby's hint.
  */
 import { Command } from 'commander';
 import * as z from 'zod';
 import { PlacementServiceClient, type DrainResponse } from '../../generated/ts/berth/v1/placement.js';
 import { parseOptions, seconds } from '../config/fields.js';
+import { onLeader } from '../ha/on-leader.js';
 import { COMMANDS } from './commands.js';
 import { authMetadata, channelCredentials, resolveClientOptions, type ClientFlags } from './client.js';
 
@@ -18,7 +20,10 @@ const graceSchema = z.object({ grace: seconds.refine((s) => s <= 86_400, 'at mos
 export function drainCommand(): Command {
   return new Command('drain')
     .description(COMMANDS.drain.description)
-    .option('--server <host:port>', 'berth to drain [env BERTH_SERVER] (default 127.0.0.1:50051)')
+    .option(
+      '--server <host:port,…>',
+      'berth to drain; several: its HA cluster [env BERTH_SERVER] (default 127.0.0.1:50051)',
+    )
     .option('--token <token>', 'token [env BERTH_TOKEN]')
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
@@ -27,23 +32,24 @@ export function drainCommand(): Command {
     .action(async (flags: ClientFlags & { grace?: string }) => {
       const opts = resolveClientOptions(flags);
       const { grace } = parseOptions(graceSchema, { grace: flags.grace }, { grace: '--grace' });
-      const client = new PlacementServiceClient(opts.server, channelCredentials(opts));
       process.stdout.write(`berth drain: draining ${opts.server}${grace === undefined ? '' : ` (grace ${grace} s)`}\n`);
-      try {
-        const res = await new Promise<DrainResponse>((resolve, reject) =>
+      const drain = (address: string) => {
+        const client = new PlacementServiceClient(address, channelCredentials(opts));
+        return new Promise<DrainResponse>((resolve, reject) =>
           client.drain({ graceMs: Math.round((grace ?? 0) * 1000) }, authMetadata(opts.token), (err, r) =>
             err ? reject(err) : resolve(r!),
           ),
-        );
+        ).finally(() => client.close());
+      };
+      try {
+        const { address, result: res } = await onLeader(opts.server, drain);
         process.stdout.write(
-          `berth drain: drained: ${res.finished} call(s) and claim(s) finished within the grace, ` +
-            `${res.cancelled} cancelled when it ended; the server is stopping\n`,
+          `berth drain: drained${address === opts.server ? '' : ` ${address}`}: ${res.finished} call(s) and ` +
+            `claim(s) finished within the grace, ${res.cancelled} cancelled when it ended; the server is stopping\n`,
         );
       } catch (err) {
         const details = ((err as { details?: string }).details ?? String(err)).replace(/\s*Resolution note:\s*$/, '');
         throw new Error(`cannot drain ${opts.server}: ${details}`);
-      } finally {
-        client.close();
       }
     });
 }

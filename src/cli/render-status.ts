@@ -29,6 +29,11 @@ function kindOf(m: Machine): string {
 export function renderStatus(raw: GetSnapshotResponse): string {
   const s = printableDeep(raw);
   const out: string[] = [];
+  const c = s.cluster; // SPEC S7: only a leader answers, so this is the leader's view
+  if (c) {
+    const standbys = c.standbys.length ? c.standbys.join(', ') : 'none';
+    out.push(`cluster ${c.name}: ${c.role} ${c.leader || '-'}, epoch ${c.epoch}; standbys: ${standbys}`, '');
+  }
   out.push(
     headed(
       [

@@ -2,6 +2,7 @@
  * `berth serve`: detect the engine host, start the server (and its provisioners, from --config). SIGINT/SIGTERM
  * stop the control plane and leave the work running (SPEC S5), or drain first with `--on-stop drain` (SPEC R3:
  * then started workers and Slurm jobs are stopped before it exits); a Drain RPC (`berth drain`) drains and exits.
+ * With `--store etcd://…` (SPEC S7) a signal on the leader hands over at once; a deposed server exits with status 3.
  */
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
@@ -46,6 +47,22 @@ export function serveCommand(): Command {
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',
     )
     .option(
+      '--engine-keeper <on|off>',
+      "run the engine host's commands in a local keeper process that outlives the server and is re-adopted " +
+        'after a restart; off: as children of the server [env BERTH_ENGINE_KEEPER] (default on)',
+    )
+    .option(
+      '--history-retention <duration>',
+      'how long finished calls and ended claims stay in `berth history`, e.g. 90m, 24h, 7d; journaled, so they ' +
+        'survive a restart (with --journal off: in memory, for the life of the process) ' +
+        '[env BERTH_HISTORY_RETENTION] (default 24h)',
+    )
+    .option(
+      '--history-max <n>',
+      'most finished calls and ended claims the history keeps; the oldest go first [env BERTH_HISTORY_MAX] ' +
+        '(default 100000)',
+    )
+    .option(
       '--worker-hold <s>',
       'seconds a worker whose link broke is held with its calls, for calls that asked no disconnect_grace_ms; ' +
         '0 to 3600 [env BERTH_WORKER_HOLD] (default 2)',
@@ -84,7 +101,31 @@ export function serveCommand(): Command {
     )
     .option(
       '--advertise <host:port>',
-      'address started workers dial [env BERTH_ADVERTISE] (default the listen address)',
+      'address started workers dial, and the leader address standbys give clients [env BERTH_ADVERTISE] ' +
+        '(default the listen address)',
+    )
+    .option(
+      '--store <url>',
+      'where the journal lives: embedded (under --state-dir) or etcd://host:port[,host:port…], shared by the ' +
+        'servers of a cluster, one leading and the others standing by [env BERTH_STORE] (default embedded)',
+    )
+    .option(
+      '--cluster <name>',
+      'with --store etcd://…: the cluster this server belongs to (etcd keys under /berth/<name>) ' +
+        '[env BERTH_CLUSTER] (default default)',
+    )
+    .option(
+      '--leader-ttl <s>',
+      "with --store etcd://…: the leader's lease in whole seconds, 2 to 600; a dead leader is replaced within " +
+        'about this [env BERTH_LEADER_TTL] (default 5)',
+    )
+    .option('--etcd-ca <file>', 'verify etcd with this CA (PEM); dials etcd over TLS [env BERTH_ETCD_CA]')
+    .option('--etcd-cert <file>', 'client certificate (PEM) for etcd [env BERTH_ETCD_CERT]')
+    .option('--etcd-key <file>', 'private key (PEM) for --etcd-cert [env BERTH_ETCD_KEY]')
+    .option('--etcd-user <name>', 'etcd user (with --etcd-password-file) [env BERTH_ETCD_USER]')
+    .option(
+      '--etcd-password-file <file>',
+      "file holding --etcd-user's password (one line) [env BERTH_ETCD_PASSWORD_FILE]",
     )
     .option(
       '--on-stop <stop|drain>',
@@ -105,7 +146,9 @@ export function serveCommand(): Command {
         { machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb },
         'engine inventory',
       );
-      const server = new BerthServer(options, engine, { log });
+      // A deposed leader (SPEC S7) has stopped acting: it exits non-zero for its supervisor to start a new candidate.
+      const onDeposed = () => process.exit(server.exitCode);
+      const server = new BerthServer(options, engine, { log, onDeposed });
       let signals = 0;
       const onSignal = (sig: NodeJS.Signals) => {
         signals++;
@@ -115,11 +158,11 @@ export function serveCommand(): Command {
           process.exit(130);
         }
         log.info({ sig, onStop: options.onStop }, 'shutting down');
-        void (options.onStop === 'drain' ? server.stop() : server.halt()).then(() => process.exit(0));
+        void (options.onStop === 'drain' ? server.stop() : server.halt()).then(() => process.exit(server.exitCode));
       };
       // A Drain RPC (`berth drain`) stops the server too: exit once it has.
       server.lifecycle.onChange((state) => {
-        if (state === 'stopped') setImmediate(() => process.exit(0));
+        if (state === 'stopped') setImmediate(() => process.exit(server.exitCode));
       });
       // Handlers go in before binding, so a signal right after "berth serving" still drains.
       process.on('SIGINT', onSignal);

@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { COMMANDS } from './commands.js';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
+import { KEEPER_BACKOFF } from '../agent/backoff.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
 import { flushLogs } from '../log/flush.js';
 import { createLogger } from '../log/logger.js';
@@ -17,7 +18,11 @@ import { detectInventory } from '../resources/inventory.js';
 export function workerCommand(): Command {
   return new Command('worker')
     .description(COMMANDS.worker.description)
-    .option('--server <host:port>', 'berth server to attach to [env BERTH_SERVER] (default 127.0.0.1:50051)')
+    .option(
+      '--server <host:port,…>',
+      'berth server to attach to; several comma-separated (or a DNS name with several records): the servers of ' +
+        'an HA cluster [env BERTH_SERVER] (default 127.0.0.1:50051)',
+    )
     .option(
       '--name <name>',
       'machine name; re-attaching under a name replaces it [env BERTH_WORKER_NAME] (default: host name)',
@@ -56,6 +61,9 @@ export function workerCommand(): Command {
     )
     .action(async (flags: Record<string, unknown>) => {
       const o = resolveWorkerOptions(flags);
+      // The engine keeper's secret (issue 19 item 5): from its server only, and never in the calls' environment.
+      const keeperSecret = process.env.BERTH_KEEPER_SECRET || undefined;
+      delete process.env.BERTH_KEEPER_SECRET;
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
       const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb, resources: o.resources });
@@ -84,6 +92,8 @@ export function workerCommand(): Command {
           token: o.token,
           tls: o.tlsCa ? { ca: o.tlsCa, cert: o.tlsCert, key: o.tlsKey } : undefined,
           stateDir: o.stateDir,
+          keeperSecret,
+          backoff: keeperSecret ? KEEPER_BACKOFF : undefined,
         },
         log,
       );
@@ -100,6 +110,10 @@ export function workerCommand(): Command {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       await agent.finished;
+      if (agent.idle) {
+        await agent.stop('idle');
+        process.exit(0);
+      }
       if (agent.fatal) {
         await agent.stop();
         flushLogs(); // the log lines that led here come before the reason

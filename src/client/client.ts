@@ -16,7 +16,8 @@ import { Connection, type ConnectionOptions } from './connection.js';
 import { BerthError, InvalidAsk, Unavailable } from './errors.js';
 import { type ClaimOptions, type Lease, openLease } from './lease.js';
 import { emitWarning, type WarningHandler, warnClamped } from './outcomes.js';
-import { positive, type RunInput, type RunItem, runItems, runSpec } from './runs.js';
+import { runItems } from './run-stream.js';
+import { positive, type RunInput, type RunItem, runSpec } from './runs.js';
 import { serverStream } from './streams.js';
 
 /** Options of a BerthClient: where and how it dials (ConnectionOptions), and where its warnings go. */
@@ -33,7 +34,7 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Options of `run()`: also `onEvent`, given every item before the result (Started, metrics, log lines, links). */
+/** Options of `run()`: also `onEvent`, given every item before the result (Started, metrics, logs, links, retries). */
 export interface RunOptions extends CallOptions {
   onEvent?: (item: Exclude<RunItem, { $case: 'result' }>) => void;
 }
@@ -60,7 +61,8 @@ export class BerthClient {
   /**
    * A lease on the ask's cores, GPUs and MB on one machine, once granted (SPEC P1-P9):
    * `await using lease = await client.claim({ cpus: 2, gpus: 1 })` releases at the end of the block.
-   * `ask.holdMs` keeps the claim for its holder after a broken stream (SPEC S3).
+   * `ask.holdMs` keeps the claim for its holder after a broken stream (SPEC S3), and the lease takes it back
+   * by itself (same claim id and allocation) for that long; `lease.signal` aborts with ClaimLost when it cannot.
    * @throws InvalidAsk naming the field, NoWorker (a required label no machine carries), Oversize,
    *   NodeTimeout (`timeoutMs`), Unavailable; `signal.reason` when aborted before the grant.
    */
@@ -69,7 +71,7 @@ export class BerthClient {
     if (o.timeoutMs !== undefined) positive('timeoutMs', o.timeoutMs);
     const what = `claim${a.node ? ` for ${a.node}` : ''}`;
     const ctx = { label: a.label, oversizeFails: oversizeFails(a) };
-    const lease = await openLease(this.#conn, { kind: { $case: 'ask', value: a } }, o, ctx, what);
+    const lease = await openLease(this.#conn, { kind: { $case: 'ask', value: a } }, o, ctx, what, a.holdMs);
     warnClamped(`claim ${a.node || lease.claimId}`, lease.grant, this.#warn);
     return lease;
   }
@@ -103,6 +105,7 @@ export class BerthClient {
 
   /**
    * Runs one call on a worker and resolves to the node's value (JSON-like; a command's is `{exit_code: 0}`).
+   * A broken stream (a server restart, a cut link) is followed again by call id for up to 60 s (run-stream.ts).
    * @throws RemoteError (the node's own exception: `remoteType`, `remoteTraceback`), NodeExited, NodeTimeout,
    *   WorkerGone, NoWorker, Oversize, Cancelled, NotFound (claim no longer held), InvalidAsk; `signal.reason`.
    */
@@ -116,7 +119,8 @@ export class BerthClient {
 
   /**
    * The same run as an async iterator: `started`, `metric` / `log` / `link` items in order, then `result`;
-   * the node's exception is thrown by the iteration. Breaking out of the loop cancels the call.
+   * the node's exception is thrown by the iteration. Breaking out of the loop cancels the call. After a
+   * broken stream the call is followed again from the last item seen: each item comes once (SPEC S3).
    */
   streamRun(req: RunInput, o: CallOptions = {}): AsyncGenerator<RunItem, void, undefined> {
     const spec = runSpec(req);

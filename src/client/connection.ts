@@ -1,12 +1,14 @@
 /**
  * The client's connection to berth: one or several server addresses (comma-separated; the next is tried
- * when one answers UNAVAILABLE for want of a server), the token as `authorization: Bearer`, and TLS or
- * mutual TLS built by the CLI's own `channelCredentials` (src/cli/client.ts) — SPEC R2.
+ * when one answers UNAVAILABLE for want of a server, and the leader a standby names in its `leader` trailer
+ * before the rest, SPEC S7), the token as `authorization: Bearer`, and TLS or mutual TLS built by the CLI's
+ * own `channelCredentials` (src/cli/client.ts) — SPEC R2.
  */
 import type { ChannelOptions, ClientUnaryCall, Metadata, ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { authMetadata, channelCredentials, DEFAULT_SERVER, type Pem } from '../cli/client.js';
 import { address as addressSchema } from '../config/fields.js';
+import { leaderHint } from '../ha/leader-hint.js';
 import { type ErrorContext, fromServiceError, InvalidAsk, serverUnavailable, Unavailable } from './errors.js';
 
 /** Where and how the client dials. */
@@ -25,12 +27,15 @@ export interface ConnectionOptions {
 /**
  * Long streams (a claim held for hours, a quiet call) keep their connection: a ping every 20 s even
  * without calls, given up after 10 s unanswered (the server permits pings every 5 s), as the Python client.
+ * A server that was down a while is dialled again within 2 s of coming back (grpc-js's reconnect backoff
+ * grows to 120 s by default), so that a claim or run resumes within its hold (SPEC S3).
  */
 const CHANNEL_OPTIONS: ChannelOptions = {
   'grpc.keepalive_time_ms': 20_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
   'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.max_reconnect_backoff_ms': 2000,
 };
 
 const TLS_NAMES = { tlsCa: 'tlsCa', tlsCert: 'tlsCert', tlsKey: 'tlsKey' };
@@ -48,13 +53,21 @@ export function parseAddresses(spec: string): string[] {
   return list;
 }
 
+/** One try of a call: the stub to call; `settle()` once it answered, `refused(e)` when it failed for want of a server. */
+export interface Attempt {
+  stub: PlacementServiceClient;
+  settle: () => void;
+  refused: (e: unknown) => void;
+}
+
 /** One stub per address, made on first use, and the address that answered last (tried first). */
 export class Connection {
   readonly addresses: readonly string[];
   readonly metadata: Metadata;
   readonly #credentials;
-  readonly #stubs: (PlacementServiceClient | undefined)[];
-  #current = 0;
+  readonly #stubs = new Map<string, PlacementServiceClient>();
+  /** The address that answered last (a listed one, or a leader a standby named). */
+  #current: string;
 
   /** @throws InvalidAsk for a bad address; Error naming `tlsCa`/`tlsCert`/`tlsKey` for an unreadable PEM file. */
   constructor(o: ConnectionOptions = {}) {
@@ -65,21 +78,38 @@ export class Connection {
       throw new InvalidAsk('tlsCert: needs tlsCa (the CA that signed the server certificate)', 'tlsCa');
     this.#credentials = channelCredentials(o, TLS_NAMES);
     this.metadata = authMetadata(o.token ?? (process.env.BERTH_TOKEN || undefined));
-    this.#stubs = this.addresses.map(() => undefined);
+    this.#current = this.addresses[0];
   }
 
-  /** The stubs to try for one call, the last one that answered first, each address once. */
-  *attempts(): Generator<{ stub: PlacementServiceClient; settle: () => void }> {
-    const start = this.#current;
-    for (let k = 0; k < this.addresses.length; k++) {
-      const i = (start + k) % this.addresses.length;
-      const stub = (this.#stubs[i] ??= new PlacementServiceClient(
-        this.addresses[i],
-        this.#credentials,
-        CHANNEL_OPTIONS,
-      ));
-      yield { stub, settle: () => (this.#current = i) };
+  /**
+   * The attempts of one call: the address that answered last first, then each listed address once; after an
+   * attempt `refused` with a standby's leader hint, that leader next (at most once each).
+   */
+  *attempts(): Generator<Attempt> {
+    const start = Math.max(0, this.addresses.indexOf(this.#current));
+    const order = this.addresses.map((_, k) => this.addresses[(start + k) % this.addresses.length]);
+    if (!this.addresses.includes(this.#current)) order.unshift(this.#current);
+    const tried = new Set<string>();
+    let hint: string | undefined;
+    for (;;) {
+      const address = hint && !tried.has(hint) ? hint : order.shift();
+      if (address === undefined) return;
+      hint = undefined;
+      if (tried.has(address)) continue;
+      tried.add(address);
+      yield {
+        stub: this.#stub(address),
+        settle: () => (this.#current = address),
+        refused: (e) => (hint = leaderHint(e)),
+      };
     }
+  }
+
+  #stub(address: string): PlacementServiceClient {
+    let stub = this.#stubs.get(address);
+    if (!stub)
+      this.#stubs.set(address, (stub = new PlacementServiceClient(address, this.#credentials, CHANNEL_OPTIONS)));
+    return stub;
   }
 
   /**
@@ -96,7 +126,7 @@ export class Connection {
     ctx: ErrorContext = {},
   ): Promise<Res> {
     let last: unknown;
-    for (const { stub, settle } of this.attempts()) {
+    for (const { stub, settle, refused } of this.attempts()) {
       signal?.throwIfAborted();
       try {
         const res = await unaryCall<Res>((cb) => start(stub, this.metadata, cb), signal);
@@ -105,6 +135,7 @@ export class Connection {
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
         if (!serverUnavailable(e)) throw fromServiceError(e, ctx);
+        refused(e);
         last = e;
       }
     }
@@ -120,7 +151,7 @@ export class Connection {
 
   /** Closes every channel; open claims end and the server gives them back (SPEC P8). */
   close(): void {
-    for (const s of this.#stubs) s?.close();
+    for (const s of this.#stubs.values()) s.close();
   }
 }
 

@@ -46,6 +46,19 @@ export class NotFound extends BerthError {
   }
 }
 
+/**
+ * NOT_FOUND for a lease asked with `holdMs` whose stream broke and that could not be taken back (SPEC S3):
+ * the server no longer holds it (its hold ran out, or a restarted server knows nothing of it), or the hold
+ * ran out before any server answered. `claimId` names it; its allocation is no longer held.
+ */
+export class ClaimLost extends NotFound {
+  readonly claimId: string;
+  constructor(message: string, claimId: string) {
+    super(message);
+    this.claimId = claimId;
+  }
+}
+
 /** UNAVAILABLE: no server address could be reached, or the server is draining. */
 export class Unavailable extends BerthError {
   constructor(message: string) {
@@ -138,6 +151,7 @@ for (const cls of [
   NoWorker,
   Oversize,
   NotFound,
+  ClaimLost,
   Unavailable,
   RemoteError,
   NodeExited,

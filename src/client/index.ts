@@ -9,6 +9,7 @@ export type { ConnectionOptions } from './connection.js';
 export {
   BerthError,
   Cancelled,
+  ClaimLost,
   InvalidAsk,
   NodeExited,
   NodeTimeout,

@@ -1,17 +1,21 @@
 /**
- * A claim from the TypeScript client: the lease lives exactly as long as its Claim stream (SPEC P8).
- * `openLease` sends the first message and resolves once Granted (calling `onQueued` for each Queued);
- * `release()` — or leaving an `await using` block — sends Release and waits for Released.
+ * A claim from the TypeScript client: the lease lives as long as its Claim stream (SPEC P8) — or, for a
+ * claim asked with `holdMs`, as long as the claim, across broken streams (SPEC S3). `openLease` sends the
+ * ask and resolves once Granted (calling `onQueued` for each Queued); `release()` — or leaving an
+ * `await using` block — sends Release and waits for Released.
  *
- * The first message is a ClaimRequest, an Ask today; resuming a claim whose stream broke (SPEC S3) is
- * the same stream opened with `{ resume: { claimId, resumeToken } }` from the Granted this lease keeps,
- * which `#lost` is the one place to try — not done by this client yet.
+ * A lease with a hold whose stream breaks (UNAVAILABLE: a server restart, a cut link; not its worker
+ * gone) takes the claim back by itself on a new stream (claim-resume.ts) for up to its hold: the same
+ * Lease, claim id and allocation, told through `onResuming` / `onResumed`. When it cannot, `signal`
+ * aborts with ClaimLost and `release()` throws it.
  */
-import type { ClientDuplexStream } from '@grpc/grpc-js';
 import type { ClaimRequest, ClaimResponse, Granted, Queued } from '../../generated/ts/berth/v1/placement.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
+import { type ClaimCall, type OpenClaim, openClaim } from './claim-open.js';
+import { takeBack } from './claim-resume.js';
 import type { Connection } from './connection.js';
-import { BerthError, type ErrorContext, fromServiceError, NodeTimeout, serverUnavailable } from './errors.js';
+import { BerthError, ClaimLost, type ErrorContext, fromServiceError } from './errors.js';
+import { claimWorthResuming } from './resume.js';
 
 /** Options of `claim()` / `acquire()` / `withClaim()`. */
 export interface ClaimOptions {
@@ -21,31 +25,54 @@ export interface ClaimOptions {
   timeoutMs?: number;
   /** Called with each Queued (SPEC P6: why the claim waits, e.g. "2 cpu(s)"). */
   onQueued?: (reason: Queued) => void;
+  /** With `ask.holdMs`: called when the claim's stream broke and the lease starts taking it back (the error). */
+  onResuming?: (error: unknown) => void;
+  /** With `ask.holdMs`: called once the claim was taken back on a new stream (its Granted, `resumed` true). */
+  onResumed?: (grant: Granted) => void;
 }
 
-type Call = ClientDuplexStream<ClaimRequest, ClaimResponse>;
+/** What a lease needs to take its claim back: where, for how long (ms, 0 = never), the error context, the hooks. */
+interface ResumeWith {
+  conn: Connection;
+  holdMs: number;
+  ctx: ErrorContext;
+  o: ClaimOptions;
+}
+
+const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
+
+/** Calls a user's hook; what it throws must not end the lease, and is shown as a process warning instead. */
+function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
+  try {
+    hook?.(x);
+  } catch (e) {
+    process.emitWarning(`a lease's onResuming/onResumed hook threw: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
 
 /** A held claim: its Granted and the fields engines read most, `release()`, and `await using`. */
 export class Lease implements AsyncDisposable {
   /** Aborts (with the mapped BerthError as its reason) when the claim is lost other than by `release()`. */
   readonly signal: AbortSignal;
-  readonly #call: Call;
-  readonly #messages: AsyncIterator<ClaimResponse>;
-  readonly #ctx: ErrorContext;
+  #call: ClaimCall;
+  #messages: AsyncIterator<ClaimResponse>;
+  #broken = false;
+  #releasing = false;
+  #resumes = 0;
   readonly #lostCtl = new AbortController();
   #released?: Promise<void>;
-  #ended?: Promise<void>;
+  readonly #ended: Promise<void>;
+  readonly #resume: ResumeWith;
 
-  /** Made by `openLease` once granted. */
+  /** Made by `openLease` once granted; `resume.holdMs` > 0 resumes a broken stream on `resume.conn`. */
   constructor(
     readonly grant: Granted,
-    call: Call,
-    messages: AsyncIterator<ClaimResponse>,
-    ctx: ErrorContext,
+    open: OpenClaim,
+    resume: ResumeWith,
   ) {
-    this.#call = call;
-    this.#messages = messages;
-    this.#ctx = ctx;
+    this.#resume = resume;
+    this.#call = open.call;
+    this.#messages = open.messages;
     this.signal = this.#lostCtl.signal;
     this.#ended = this.#watch();
   }
@@ -70,17 +97,34 @@ export class Lease implements AsyncDisposable {
   get clamped(): boolean {
     return this.grant.clamped;
   }
+  /** How many times the claim was taken back after its stream broke (SPEC S3). */
+  get resumes(): number {
+    return this.#resumes;
+  }
 
-  /** Reads the stream after the grant: Released ends it; any other ending is the claim lost. */
+  /** Reads the stream after the grant: Released ends it; a break is resumed (with a hold) or the claim lost. */
   async #watch(): Promise<void> {
-    try {
-      for (;;) {
+    for (;;) {
+      try {
         const r = await this.#messages.next();
         if (r.done) return this.#lost(new BerthError(`claim ${this.claimId}: the server ended its stream`));
         if (r.value.kind?.$case === 'released') return;
+      } catch (e) {
+        const mapped = fromServiceError(e, this.#resume.ctx);
+        if (!(this.#resume.holdMs > 0 && claimWorthResuming(mapped))) return this.#lost(mapped);
+        const releasedBefore = this.#releasing; // Release sent, then the break: it may be given back already
+        this.#broken = true;
+        tell(this.#resume.o.onResuming, mapped);
+        try {
+          const open = await takeBack(this.#resume.conn, this.grant, this.#resume.holdMs, this.#resume.ctx);
+          [this.#call, this.#messages, this.#broken] = [open.call, open.messages, false];
+          this.#resumes++;
+          if (this.#releasing) this.#call.write(RELEASE);
+          tell(this.#resume.o.onResumed, open.grant);
+        } catch (lost) {
+          return releasedBefore && lost instanceof ClaimLost ? undefined : this.#lost(lost);
+        }
       }
-    } catch (e) {
-      this.#lost(fromServiceError(e, this.#ctx));
     }
   }
 
@@ -89,8 +133,9 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
-   * Sends Release and waits for Released; the same promise every time (idempotent).
-   * @throws the mapped BerthError (e.g. WorkerGone) when the claim was lost before; the server gave it back either way.
+   * Sends Release and waits for Released (through a resume, when the stream breaks meanwhile); the same
+   * promise every time (idempotent).
+   * @throws the mapped BerthError (e.g. WorkerGone, ClaimLost) when the claim was lost; it is given back either way.
    */
   release(): Promise<void> {
     this.#released ??= (async () => {
@@ -98,7 +143,8 @@ export class Lease implements AsyncDisposable {
         this.#call.cancel();
         throw this.signal.reason;
       }
-      this.#call.write({ kind: { $case: 'release', value: {} } });
+      this.#releasing = true;
+      if (!this.#broken) this.#call.write(RELEASE); // else sent on the resumed stream
       await this.#ended; // Released, then the server closes the stream
       this.#call.end();
       if (this.signal.aborted) throw this.signal.reason;
@@ -113,8 +159,8 @@ export class Lease implements AsyncDisposable {
 }
 
 /**
- * Opens a Claim stream with `first` on the connection's next address while one answers UNAVAILABLE
- * before anything else, and resolves with the Lease once Granted.
+ * Opens a Claim stream with `first` (openClaim) and resolves with the Lease once Granted; a lease with
+ * `holdMs` > 0 resumes its broken streams for that long.
  * @throws NoWorker, Oversize, InvalidAsk, Unavailable, ...; NodeTimeout after `timeoutMs`; `signal.reason` on abort.
  */
 export async function openLease(
@@ -123,45 +169,8 @@ export async function openLease(
   o: ClaimOptions,
   ctx: ErrorContext,
   what: string,
+  holdMs = 0,
 ): Promise<Lease> {
-  let last: unknown;
-  for (const { stub, settle } of conn.attempts()) {
-    o.signal?.throwIfAborted();
-    const call = stub.claim(conn.metadata);
-    const messages = (call as AsyncIterable<ClaimResponse>)[Symbol.asyncIterator]();
-    let timedOut = false;
-    const onAbort = () => call.cancel();
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    const timer =
-      o.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            call.cancel();
-          }, o.timeoutMs);
-    let got = false;
-    try {
-      call.write(first);
-      for (;;) {
-        const r = await messages.next();
-        if (r.done) throw new BerthError(`${what}: the stream ended before a grant`);
-        got = true;
-        settle();
-        const k = r.value.kind;
-        if (k?.$case === 'queued') o.onQueued?.(k.value);
-        else if (k?.$case === 'granted') return new Lease(k.value, call, messages, ctx);
-        else throw new BerthError(`${what}: unexpected ${k?.$case ?? 'empty message'} before the grant`);
-      }
-    } catch (e) {
-      call.cancel(); // the server gives back whatever it held (SPEC P8)
-      if (o.signal?.aborted) throw o.signal.reason;
-      if (timedOut) throw new NodeTimeout(`${what} not granted within ${o.timeoutMs} ms`);
-      if (got || !serverUnavailable(e)) throw fromServiceError(e, ctx);
-      last = e;
-    } finally {
-      clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
-    }
-  }
-  throw conn.unreachable(last);
+  const open = await openClaim(conn, first, o, ctx, what);
+  return new Lease(open.grant, open, { conn, holdMs, ctx, o });
 }

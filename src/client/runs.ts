@@ -1,21 +1,15 @@
 /**
  * One call of a node on a worker (the Run RPC): the ergonomic request mapped onto the generated
  * RunRequest, and its stream read as items — Started, then metrics and log lines in order (SPEC W2),
- * link changes of the call's worker (SPEC S2), then one Result; a node's Failure is thrown as a
- * RemoteError keeping its class name and traceback.
- *
- * Each metric and log item carries its `seq` (SPEC S1) and the stream keeps the last one seen: following
- * the call again after a broken stream (RunRequest.follow {callId, afterSeq}) starts from there — not
- * done by this client yet.
+ * link changes of the call's worker (SPEC S2), a retry's Retrying and its next Started (SPEC S8), then one
+ * Result; a node's Failure is thrown as a RemoteError keeping its class name and traceback. Reading the
+ * stream, and following it again after a break, is run-stream.ts.
  */
 import { randomBytes } from 'node:crypto';
 import type { LogLine, Metric, Result } from '../../generated/ts/berth/v1/calls.js';
-import { type CallStarted, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
+import { type CallStarted, type Retrying, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
 import { type AskInput, oversizeFails, toAsk } from './asks.js';
-import type { Connection } from './connection.js';
-import { BerthError, type ErrorContext, InvalidAsk } from './errors.js';
-import { remoteError, type WarningHandler, warnClamped } from './outcomes.js';
-import { serverStream } from './streams.js';
+import { type ErrorContext, InvalidAsk } from './errors.js';
 
 /** A run: a payload (`source` + `kwargs`, or `command`), names, and where (`claim`, or the ask's fields). */
 export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
@@ -39,6 +33,19 @@ export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
   claim?: { claimId: string } | string;
   /** The call's deadline in ms (NodeTimeout); absent = none. */
   timeoutMs?: number;
+  /**
+   * How long, in ms, the call outlives a lost link to its worker and its caller's own broken stream, for the
+   * client to follow it again (SPEC S2, S3); 0 or absent = the server's worker hold, and a broken stream
+   * stops the call while the server runs (after a server restart the call is kept regardless). At most 1 h.
+   */
+  disconnectGraceMs?: number;
+  /**
+   * Times the call is placed again when its machine is lost (0 to 10, default 0; SPEC S8): a `retrying` item says
+   * why, then the next attempt's `started`. Not with `claim` (InvalidAsk).
+   */
+  maxRetries?: number;
+  /** Also retry the node's own failure (an exception, a non-zero exit); needs maxRetries. */
+  retryOnFailure?: boolean;
 }
 
 /** One item of `streamRun`, in order: `started`, then `metric` / `log` / `link`, then one `result` last. */
@@ -47,6 +54,7 @@ export type RunItem =
   | { $case: 'metric'; value: Metric; callId: string; seq: number }
   | { $case: 'log'; value: LogLine; callId: string; seq: number }
   | { $case: 'link'; value: WorkerLink }
+  | { $case: 'retrying'; value: Retrying }
   | { $case: 'result'; value: Result };
 
 /** A checked RunRequest and what error mapping needs of it. */
@@ -77,7 +85,7 @@ function jsonLike(path: string, v: unknown): void {
 /**
  * The RunRequest for `r` (defaults from `RunRequest.fromPartial`).
  * @throws InvalidAsk naming the field: `payload` (both or neither of source/command), `command`, `kwargs[...]`,
- *   `claim` (with ask fields too), `timeout_ms`, or an ask field.
+ *   `claim` (with ask fields too), `timeout_ms`, `maxRetries`, `retryOnFailure`, or an ask field.
  */
 export function runSpec(r: RunInput): RunSpec {
   if ((r.source === undefined) === (r.command === undefined))
@@ -111,10 +119,48 @@ export function runSpec(r: RunInput): RunSpec {
       ? { $case: 'source', value: { source: r.source, kwargs: r.kwargs ?? {} } }
       : { $case: 'command', value: { argv: r.command ?? [], env: {}, cwd: r.cwd ?? '' } };
   const timeoutMs = r.timeoutMs === undefined ? 0 : Math.max(1, Math.round(positive('timeout_ms', r.timeoutMs)));
-  const request = RunRequest.fromPartial({ placement, payload, flow, node, runId, timeoutMs });
+  const disconnectGraceMs = grace(r.disconnectGraceMs);
+  const { maxRetries = 0, retryOnFailure = false } = r;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 10)
+    throw new InvalidAsk(
+      `maxRetries: must be a whole number 0 to 10 (got ${JSON.stringify(maxRetries)})`,
+      'maxRetries',
+    );
+  if (maxRetries > 0 && placement.$case === 'claimId')
+    throw new InvalidAsk(
+      "maxRetries: a run inside a claim is not retried (the claim's machine is gone with it)",
+      'maxRetries',
+    );
+  if (typeof retryOnFailure !== 'boolean' || (retryOnFailure && maxRetries === 0))
+    throw new InvalidAsk(
+      `retryOnFailure: a boolean, true only with maxRetries (got ${retryOnFailure})`,
+      'retryOnFailure',
+    );
+  const request = RunRequest.fromPartial({
+    placement,
+    payload,
+    flow,
+    node,
+    runId,
+    timeoutMs,
+    disconnectGraceMs,
+    maxRetries,
+    retryOnFailure,
+  });
   request.payload = payload; // fromPartial would copy kwargs through Struct's partial type; keep them as given
   const ask = placement.$case === 'ask' ? placement.value : undefined;
   return { request, ctx: { label: ask?.label, oversizeFails: ask ? oversizeFails(ask) : false } };
+}
+
+/** `disconnect_grace_ms` as sent: whole ms from 0 to an hour (absent = 0). @throws InvalidAsk naming it. */
+function grace(v: unknown): number {
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 3_600_000)
+    throw new InvalidAsk(
+      `disconnect_grace_ms: must be a whole number of ms from 0 to 3600000 (got ${JSON.stringify(v)})`,
+      'disconnect_grace_ms',
+    );
+  return v;
 }
 
 /** `v` when it is a finite number > 0; else InvalidAsk naming `field`. */
@@ -122,37 +168,4 @@ export function positive(field: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
     throw new InvalidAsk(`${field}: must be a number of ms > 0 (got ${JSON.stringify(v)})`, field);
   return v;
-}
-
-/**
- * The items of one Run (see RunItem); a Failure is thrown as a RemoteError (NodeExited for sys.exit).
- * A Started that says clamped warns `Clamped` through `warn`.
- * @throws the mapped BerthError (NodeTimeout, WorkerGone, NoWorker, Cancelled, ...); `signal.reason` on abort.
- */
-export async function* runItems(
-  conn: Connection,
-  spec: RunSpec,
-  warn: WarningHandler,
-  signal?: AbortSignal,
-): AsyncGenerator<RunItem, void, undefined> {
-  let lastSeq = 0; // the seam for following the call again (RunRequest.follow) after a broken stream
-  const stream = serverStream(conn, (stub, md) => stub.run(spec.request, md), { signal, ctx: spec.ctx });
-  for await (const msg of stream) {
-    const k = msg.kind;
-    if (k?.$case === 'started') {
-      warnClamped(`call ${k.value.callId}`, k.value, warn);
-      yield k;
-    } else if (k?.$case === 'event') {
-      const { callId, seq } = k.value;
-      lastSeq = Math.max(lastSeq, seq);
-      const e = k.value.kind;
-      if (e?.$case === 'metric' || e?.$case === 'log') yield { ...e, callId, seq };
-      else if (e?.$case === 'logs')
-        for (const line of e.value.lines) yield { $case: 'log', value: { stream: e.value.stream, line }, callId, seq };
-    } else if (k?.$case === 'link') yield k;
-    else if (k?.$case === 'result') return void (yield k);
-    else if (k?.$case === 'failure') throw remoteError(k.value);
-  }
-  const { flow, node } = spec.request;
-  throw new BerthError(`Run stream for ${flow}.${node} ended without a result (last event ${lastSeq})`);
 }

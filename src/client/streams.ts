@@ -27,7 +27,7 @@ export async function* serverStream<T>(
 ): AsyncGenerator<T, void, undefined> {
   const { signal } = o;
   let last: unknown;
-  for (const { stub, settle } of conn.attempts()) {
+  for (const { stub, settle, refused } of conn.attempts()) {
     if (signal?.aborted) {
       if (o.quietAbort) return;
       throw signal.reason;
@@ -49,6 +49,7 @@ export async function* serverStream<T>(
         throw signal.reason;
       }
       if (got || !serverUnavailable(e)) throw fromServiceError(e, o.ctx);
+      refused(e);
       last = e;
     } finally {
       signal?.removeEventListener('abort', onAbort);

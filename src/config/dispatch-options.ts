@@ -3,7 +3,7 @@
  * the flag and the value (CLI exit 2): `-j 0`, duplicate ids in `--devices`, a malformed range.
  */
 import * as z from 'zod';
-import { address, deviceRange, OptionsError, parseOptions } from './fields.js';
+import { deviceRange, OptionsError, parseOptions, serverList } from './fields.js';
 
 export { jobsLimit } from './jobs-limit.js';
 
@@ -66,7 +66,7 @@ const schema = z.object({
     .default(DEFAULT_DEVICE_ENV),
   platform: z.string().trim().min(1, 'must not be empty').optional(),
   junit: z.string().min(1, 'must not be empty').optional(),
-  server: address.optional(),
+  server: serverList.optional(),
   logDir: z.string().min(1, 'must not be empty').optional(),
   tailLines: numberFlag({ whole: true, min: 1, max: 100_000 }).default(50),
 });

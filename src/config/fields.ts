@@ -18,6 +18,25 @@ export const address = z
     return m !== null && Number(m[2]) <= 65535;
   }, 'expected host:port, e.g. 127.0.0.1:50051');
 
+/**
+ * One or several servers to dial, comma-separated (`a:50051,b:50051`: the members of an HA cluster, tried in
+ * turn, SPEC S7); each entry `host:port`. Output: the entries joined by commas, blanks dropped.
+ */
+export const serverList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean),
+  )
+  .refine((list) => list.length > 0, 'expected host:port, or several comma-separated')
+  .refine(
+    (list) => list.every((a) => address.safeParse(a).success),
+    'expected host:port, or several comma-separated, e.g. 10.0.0.5:50051,10.0.0.6:50051',
+  )
+  .transform((list) => list.join(','));
+
 /** Turns a numeric flag/env string into a number; anything else is left for the schema to refuse. */
 const numeric = (v: unknown) => (typeof v === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v);
 
@@ -47,6 +66,23 @@ export const holdSeconds = z.preprocess(
     .min(0, 'must be at least 0')
     .max(3600, 'at most 3600 (an hour); a longer hold is asked per call with disconnect_grace_ms'),
 );
+
+/** Seconds per duration unit. */
+const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** Seconds of a duration `90`, `90s`, `15m`, `24h` or `7d` (decimals allowed); undefined when it is none. */
+export function durationSeconds(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/.exec(text);
+  return m ? Number(m[1]) * UNIT_S[m[2] || 's'] : undefined;
+}
+
+/** A duration in seconds from `90`, `90s`, `15m`, `24h` or `7d` (or a number of seconds), above 0. */
+export const duration = z.union([z.string(), z.number()]).transform((v, ctx): number => {
+  const s = typeof v === 'number' ? v : durationSeconds(v);
+  if (s !== undefined && s > 0) return s;
+  ctx.addIssue({ code: 'custom', message: 'expected a duration above 0, e.g. 90s, 15m, 24h or 7d' });
+  return z.NEVER;
+});
 
 /** A number of seconds above 0 (decimals allowed): for timeouts that 0 would make fire at once. */
 export const positiveSeconds = z.preprocess(

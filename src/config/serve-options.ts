@@ -9,8 +9,10 @@ import * as z from 'zod';
 import { readTokenFile } from './token-file.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
+import { checkEtcdOptions, storeUrl } from './etcd-options.js';
 import {
   address,
+  duration,
   gpuIds,
   type FlagTable,
   holdSeconds,
@@ -47,6 +49,16 @@ const schema = z.object({
   claimHold: seconds.default(30),
   /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
   journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
+  /**
+   * `on`: the engine host's command calls run in the engine keeper, a local `berth worker` this server starts and
+   * re-adopts after a restart, so they outlive the server (issue 19 item 5); `off`: as children of the server.
+   * Needs the journal and no TLS (else off).
+   */
+  engineKeeper: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
+  /** How long finished calls and ended claims stay in the history, in s (SPEC S9): a day by default. */
+  historyRetention: duration.default(86_400),
+  /** Most finished calls and ended claims the history keeps (the oldest go first). */
+  historyMax: wholeNumber(1, 10_000_000).default(100_000),
   token: z.string().min(1, 'must not be empty').optional(),
   logLevel: logLevel.default('info'),
   tlsCert: readableFile.optional(),
@@ -62,18 +74,31 @@ const schema = z.object({
   onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
   /** Cluster-wide pools (issue 23), e.g. licenses: name → size in units of 1e-4. */
   pools: namedList.optional(),
+  /** Where the journal lives (issue 20): unset or `embedded`, under --state-dir; `etcd://h:p[,h:p…]`, in etcd. */
+  store: storeUrl.optional(),
+  /** The cluster several servers on one etcd share (SPEC S7): etcd key prefix `/berth/<cluster>`. */
+  cluster: plainName.default('default'),
+  /** The leader's etcd lease TTL in whole seconds (SPEC S7): a dead leader is replaced within about this. */
+  leaderTtl: wholeNumber(2, 600).default(5),
+  etcdCa: readableFile.optional(),
+  etcdCert: readableFile.optional(),
+  etcdKey: readableFile.optional(),
+  etcdUser: z.string().min(1, 'must not be empty').optional(),
+  etcdPasswordFile: readableFile.optional(),
 });
 
 /**
- * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold` and `claimHold` in
- * seconds, `ramMb` in MB.
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold` and
+ * `historyRetention` in seconds, `ramMb` in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
  * $XDG_STATE_HOME/berth or ~/.local/state/berth); one server per directory;
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);
- * `provisioners`: from the config file (SPEC V1), [] without one.
+ * `provisioners`: from the config file (SPEC V1), [] without one;
+ * `store`: the etcd endpoints when the journal is in etcd (SPEC S7; unset: the embedded journal), `cluster` its key
+ * prefix `/berth/<cluster>`, `leaderTtl` the leader lease in seconds, `etcd*` TLS files and credentials for etcd.
  */
 export type ServeOptions = z.output<typeof schema> & {
   stateDir: string;
@@ -95,6 +120,9 @@ const FLAGS: FlagTable = {
   restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   journal: ['--journal', 'BERTH_JOURNAL'],
+  engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
+  historyRetention: ['--history-retention', 'BERTH_HISTORY_RETENTION'],
+  historyMax: ['--history-max', 'BERTH_HISTORY_MAX'],
   token: ['--token', 'BERTH_TOKEN'],
   logLevel: ['--log-level', 'BERTH_LOG_LEVEL'],
   tlsCert: ['--tls-cert', 'BERTH_TLS_CERT'],
@@ -107,6 +135,14 @@ const FLAGS: FlagTable = {
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
   onStop: ['--on-stop', 'BERTH_ON_STOP'],
   pools: ['--pools', 'BERTH_POOLS'],
+  store: ['--store', 'BERTH_STORE'],
+  cluster: ['--cluster', 'BERTH_CLUSTER'],
+  leaderTtl: ['--leader-ttl', 'BERTH_LEADER_TTL'],
+  etcdCa: ['--etcd-ca', 'BERTH_ETCD_CA'],
+  etcdCert: ['--etcd-cert', 'BERTH_ETCD_CERT'],
+  etcdKey: ['--etcd-key', 'BERTH_ETCD_KEY'],
+  etcdUser: ['--etcd-user', 'BERTH_ETCD_USER'],
+  etcdPasswordFile: ['--etcd-password-file', 'BERTH_ETCD_PASSWORD_FILE'],
 };
 
 /** The user's state home for berth: $XDG_STATE_HOME/berth, else ~/.local/state/berth. */
@@ -143,6 +179,7 @@ export function resolveServeOptions(
         '--token, which --worker-tokens refuses; use --token without --worker-tokens, or no provisioners',
     );
   }
+  checkEtcdOptions(opts);
   if (opts.workerTokens) readTokenFile('--worker-tokens', opts.workerTokens);
   if (opts.clientTokens) readTokenFile('--client-tokens', opts.clientTokens);
   return {

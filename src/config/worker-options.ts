@@ -6,7 +6,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod';
 import {
-  address,
+  serverList,
   gpuIds,
   type FlagTable,
   labelList,
@@ -24,7 +24,7 @@ import {
 export const MAX_DISCONNECT_GRACE_S = 86_400;
 
 const schema = z.object({
-  server: address.default('127.0.0.1:50051'),
+  server: serverList.default('127.0.0.1:50051'),
   name: plainName.default(os.hostname().split('.')[0] || 'worker'),
   labels: labelList.default([]),
   cpus: wholeNumber(0, 65536).optional(),

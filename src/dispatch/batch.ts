@@ -2,9 +2,9 @@
  * Batch files (SPEC D1): YAML or JSON, either `{ jobs: [...] }` or a bare list of jobs. Each job:
  * `name`, `devices` (count ≥ 0), `argv` (list, may hold `{devices}`) or `shell` (run by `sh -c`),
  * optional `cwd` (relative to the batch file's directory), `env`, `timeout` (s),
- * `stack_dump_signal` (SIGUSR1 before a timeout stop), and `require` or `prefer` (a machine label,
- * for `--server`). Names are unique and free of control characters (they name log files, JUnit
- * testcases and output lines); the default is `job<N>`. `label:` is the old spelling of `name:`
+ * `stack_dump_signal` (SIGUSR1 before a timeout stop), `retries` (0 to 10: placed again when its machine is lost,
+ * for `--server`, SPEC S8), and `require` or `prefer` (a machine label, for `--server`). Names are unique and
+ * free of control characters (they name log files, JUnit testcases and output lines); the default is `job<N>`. `label:` is the old spelling of `name:`
  * (accepted, with a note). Errors name the file, the line, the job (`jobs[2]`, 0-based) and the key;
  * an unknown key gets the known key it most likely meant (docs/dispatch.md).
  */
@@ -69,6 +69,12 @@ const jobSchema = z.object({
     .max(MAX_TIMEOUT_S, `must be at most ${MAX_TIMEOUT_S} seconds`)
     .optional(),
   stack_dump_signal: z.boolean().default(false),
+  retries: z
+    .number()
+    .int('expected a whole number')
+    .min(0, 'must be at least 0')
+    .max(10, 'must be at most 10')
+    .default(0),
   require: machineLabel,
   prefer: machineLabel,
 });
@@ -154,6 +160,7 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
       env: j.env,
       timeoutMs: j.timeout === undefined ? undefined : Math.round(j.timeout * 1000),
       stackDumpSignal: j.stack_dump_signal,
+      retries: j.retries,
       ...(j.require !== undefined ? { machine: { label: j.require, policy: 'require' as const } } : {}),
       ...(j.prefer !== undefined ? { machine: { label: j.prefer, policy: 'prefer' as const } } : {}),
     };

@@ -27,6 +27,11 @@ export interface Job {
   timeoutMs?: number;
   /** Send SIGUSR1 to the job before stopping it on a timeout (for a stack dump). */
   stackDumpSignal: boolean;
+  /**
+   * `retries:` (0 to 10): with `--server`, how many times the job is placed again when its machine is lost (SPEC
+   * S8); never for its own failure. Embedded runs ignore it (the local machine is never lost).
+   */
+  retries?: number;
 }
 
 /** How a job ended. */

@@ -18,6 +18,7 @@ import {
 } from '../../generated/ts/berth/v1/placement.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { OptionsError } from '../config/fields.js';
+import { onLeader, splitServers } from '../ha/on-leader.js';
 import type { OutputCapture } from './capture.js';
 import type { Job, JobRun, RunEnd, Runner, StartInfo } from './job.js';
 import { describeCallError, endOf } from './remote-outcome.js';
@@ -64,17 +65,22 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
     runId,
     timeoutMs: 0,
     disconnectGraceMs: 0,
+    // `retries:` (SPEC S8): placed again when its machine is lost; a job's own non-zero exit is its result
+    maxRetries: job.retries ?? 0,
+    retryOnFailure: false,
     follow: undefined,
   };
 }
 
-/** Runs jobs through the berth server at `address`. */
+/** Runs jobs through the berth server at `address` (or the leader of the HA cluster it lists, SPEC S7). */
 export class RemoteRunner implements Runner {
-  readonly #client: PlacementServiceClient;
+  #client: PlacementServiceClient;
+  readonly #creds: ChannelCredentials;
   readonly #batchId = `dispatch-${process.pid}-${Date.now().toString(36)}`;
 
   /**
-   * @param address host:port of `berth serve`; @param deviceEnv variable that receives the device range;
+   * @param address host:port of `berth serve`, or several comma-separated (an HA cluster: snapshot() finds the
+   * leader, and the jobs run there); @param deviceEnv variable that receives the device range;
    * @param metadata sent with every call (e.g. the bearer token); @param creds channel credentials (TLS, mutual TLS;
    * default plaintext).
    */
@@ -84,7 +90,8 @@ export class RemoteRunner implements Runner {
     readonly metadata: Metadata = new Metadata(),
     creds: ChannelCredentials = credentials.createInsecure(),
   ) {
-    this.#client = new PlacementServiceClient(address, creds);
+    this.#creds = creds;
+    this.#client = new PlacementServiceClient(splitServers(address)[0], creds);
   }
 
   /** See Runner.start. Device ids come from the server; `ids` is ignored. */
@@ -112,8 +119,12 @@ export class RemoteRunner implements Runner {
             call.cancel();
             return;
           }
+          const again = machine !== undefined; // a retry's attempt (SPEC S8): the job started already
           machine = k.value.machine;
-          onStarted({ machine, devices });
+          if (!again) onStarted({ machine, devices });
+        } else if (k?.$case === 'retrying') {
+          // the job asked `retries:` and its machine was lost: its output log says so, then the new attempt's output
+          capture.write(Buffer.from(`[berth] ${k.value.reason}: attempt ${k.value.attempt} (${k.value.callId})\n`));
         } else if (k?.$case === 'event' && k.value.kind?.$case === 'log')
           capture.write(Buffer.from(`${k.value.kind.value.line}\n`));
         else if (k?.$case === 'event' && k.value.kind?.$case === 'logs')
@@ -161,26 +172,37 @@ export class RemoteRunner implements Runner {
    * @throws OptionsError naming --token/BERTH_TOKEN on UNAUTHENTICATED (CLI exit 2); Error naming
    * the address otherwise (exit 1).
    */
-  snapshot(timeoutMs = 5_000): Promise<GetSnapshotResponse> {
-    return new Promise((resolve, reject) => {
-      this.#client.getSnapshot({}, this.metadata, { deadline: Date.now() + timeoutMs }, (err, res) => {
-        if (!err) return resolve(res!);
-        if (err.code === GrpcStatus.UNAUTHENTICATED) {
-          reject(
-            new OptionsError(
-              `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ` +
-                `${err.details}); give its token with --token or BERTH_TOKEN`,
-            ),
-          );
-        } else
-          reject(
-            new Error(
-              `cannot reach berth at ${this.address}: ` +
-                `${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
-            ),
-          );
+  async snapshot(timeoutMs = 5_000): Promise<GetSnapshotResponse> {
+    const ask = (client: PlacementServiceClient) =>
+      new Promise<GetSnapshotResponse>((resolve, reject) =>
+        client.getSnapshot({}, this.metadata, { deadline: Date.now() + timeoutMs }, (err, res) =>
+          err ? reject(err) : resolve(res!),
+        ),
+      );
+    try {
+      if (splitServers(this.address).length === 1) return await ask(this.#client);
+      const { result } = await onLeader(this.address, async (address) => {
+        const client = new PlacementServiceClient(address, this.#creds);
+        const res = await ask(client).catch((e: unknown) => {
+          client.close();
+          throw e;
+        });
+        this.#client.close();
+        this.#client = client; // the leader: the jobs run there
+        return res;
       });
-    });
+      return result;
+    } catch (e) {
+      const err = e as ServiceError;
+      if (err.code === GrpcStatus.UNAUTHENTICATED)
+        throw new OptionsError(
+          `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ` +
+            `${err.details}); give its token with --token or BERTH_TOKEN`,
+        );
+      throw new Error(
+        `cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
+      );
+    }
   }
 
   /** See snapshot(). */

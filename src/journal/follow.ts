@@ -6,6 +6,7 @@
  */
 import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
+import { historyEntries, type HistoryEntry } from './history.js';
 import type { Journal } from './journal.js';
 
 /**
@@ -19,7 +20,9 @@ export function followEvents(
   agentOf: (name: string) => string = () => '',
   instanceOf: (name: string) => string = () => '',
 ): () => void {
+  const entryOf = historyEntries();
   return events.subscribe((e: BerthEvent) => {
+    const h = entryOf(e); // the history (SPEC S9): how a call or claim ended
     switch (e.kind) {
       case 'node_placed': {
         const g = e.claimId === undefined ? undefined : placer.get(e.claimId);
@@ -40,9 +43,12 @@ export function followEvents(
         return;
       }
       case 'claim_released':
-      case 'claim_lost':
-        if (e.claimId !== undefined) journal.claimGone(e.claimId);
+      case 'claim_lost': {
+        if (e.claimId === undefined) return;
+        journal.claimGone(e.claimId);
+        if (h) journal.claimEnded({ claimId: h.id, ...facts(h), outcome: h.outcome });
         return;
+      }
       case 'worker_attached':
       case 'worker_reconnected': {
         const m = e.machine === undefined ? undefined : placer.machines.get(e.machine)?.spec;
@@ -73,17 +79,23 @@ export function followEvents(
           });
         return;
       case 'call_finished':
-      case 'call_cancelled':
-        if (e.callId !== undefined)
+      case 'call_cancelled': {
+        if (h)
           journal.callEnded({
-            callId: e.callId,
-            runId: e.runId ?? '',
-            machine: e.machine ?? '',
+            callId: h.id,
+            ...facts(h),
             outcome: e.outcome ?? 'result',
             failureType: e.failureType,
-            endedAt: e.timeMs,
+            attempt: h.attempt,
           });
         return;
+      }
     }
   });
+}
+
+/** The facts of history entry `h` every ended record keeps (SPEC S9). */
+function facts(h: HistoryEntry) {
+  const { runId, machine, node, state, detail, startedAt, endedAt } = h;
+  return { runId, machine, node, state, detail, startedAt, endedAt };
 }

@@ -6,6 +6,7 @@
  * `flushed()` first: what the server acknowledged is durable (Granted only after the grant's record).
  * Within a batch the last change of a key wins.
  */
+import { DEFAULT_HISTORY_MAX } from './history.js';
 import { StoreError, type Store, type StoreOp } from './store.js';
 import {
   KEYS,
@@ -14,10 +15,11 @@ import {
   type ClaimRecord,
   type EndedRecord,
   type JournalState,
+  type ReleasedRecord,
   type WorkerRecord,
 } from './records.js';
 
-/** Default time an ended call's record is kept: one day, in ms. */
+/** Default time an ended call's or claim's record is kept (`--history-retention`): one day, in ms. */
 export const DEFAULT_RETENTION_MS = 24 * 3600_000;
 
 interface Batch {
@@ -38,9 +40,13 @@ function newBatch(): Batch {
   return { ops: new Map(), done, resolve, reject };
 }
 
-/** Journal options: retention of ended calls (ms) and a commit observer (latency in ms, records written). */
+/**
+ * Journal options: retention of ended calls and claims (ms) and most of them kept (SPEC S9), a commit observer
+ * (latency in ms, records written).
+ */
 export interface JournalOptions {
   retentionMs?: number;
+  maxHistory?: number;
   onCommit?: (ms: number, records: number) => void;
   onError?: (err: StoreError) => void;
 }
@@ -52,8 +58,10 @@ export class Journal {
   #closed = false;
   #frozenWorkers = false;
   readonly #claims = new Map<string, ClaimRecord>();
+  /** Ended calls' and claims' record keys → when they ended, oldest first (the history, SPEC S9). */
   readonly #ended = new Map<string, number>();
   readonly #retentionMs: number;
+  readonly #maxHistory: number;
   #prune?: NodeJS.Timeout;
 
   private constructor(
@@ -61,11 +69,12 @@ export class Journal {
     readonly opts: JournalOptions,
   ) {
     this.#retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.#maxHistory = opts.maxHistory ?? DEFAULT_HISTORY_MAX;
   }
 
   /**
-   * Loads everything `store` holds and returns the journal with that state; ended calls past the
-   * retention are dropped (written at the first commit).
+   * Loads everything `store` holds and returns the journal with that state; ended calls and claims past the
+   * retention or the count cap are dropped (written at the first commit).
    * @throws StoreError naming the store when it cannot be read or holds a record of the wrong shape.
    */
   static async open(store: Store, opts: JournalOptions = {}): Promise<{ journal: Journal; state: JournalState }> {
@@ -77,13 +86,14 @@ export class Journal {
       throw new StoreError(store.where, `${(err as Error).message}; move it away to start empty`);
     }
     const j = new Journal(store, opts);
-    const now = Date.now();
-    const kept = state.ended.filter((e) => now - e.endedAt <= j.#retentionMs);
-    for (const e of state.ended) {
-      if (now - e.endedAt <= j.#retentionMs) j.#ended.set(e.callId, e.endedAt);
-      else j.#queue({ key: KEYS.ended(e.callId), delete: true });
-    }
-    state.ended = kept;
+    const all = [
+      ...state.ended.map((e) => [KEYS.ended(e.callId), e.endedAt] as const),
+      ...state.released.map((r) => [KEYS.released(r.claimId), r.endedAt] as const),
+    ].sort((a, b) => a[1] - b[1]);
+    for (const [key, at] of all) j.#ended.set(key, at);
+    j.#pruneEnded();
+    state.ended = state.ended.filter((e) => j.#ended.has(KEYS.ended(e.callId)));
+    state.released = state.released.filter((r) => j.#ended.has(KEYS.released(r.claimId)));
     for (const c of state.claims) j.#claims.set(c.claimId, c);
     j.#prune = setInterval(() => j.#pruneEnded(), Math.min(j.#retentionMs, 60_000));
     j.#prune.unref();
@@ -150,9 +160,20 @@ export class Journal {
 
   /** A call ended: its in-flight record goes and how it ended is kept for the retention period. */
   callEnded(e: EndedRecord): void {
-    this.#ended.set(e.callId, e.endedAt);
     this.#queue({ key: KEYS.call(e.callId), delete: true });
-    this.#queue({ key: KEYS.ended(e.callId), value: e });
+    this.#kept(KEYS.ended(e.callId), e.endedAt, e);
+  }
+
+  /** A claim ended (released or lost): how, kept for the retention period (SPEC S9). */
+  claimEnded(r: ReleasedRecord): void {
+    this.#kept(KEYS.released(r.claimId), r.endedAt, r);
+  }
+
+  #kept(key: string, endedAt: number, value: unknown): void {
+    this.#ended.delete(key);
+    this.#ended.set(key, endedAt);
+    this.#queue({ key, value });
+    if (this.#ended.size > this.#maxHistory) this.#pruneEnded();
   }
 
   /** Writes what is queued, then closes the store. Changes queued after this are dropped. Idempotent. */
@@ -201,12 +222,13 @@ export class Journal {
       });
   }
 
+  /** Deletes the oldest ended records: those past the retention, and those past the count cap. */
   #pruneEnded(): void {
     const cut = Date.now() - this.#retentionMs;
-    for (const [id, at] of this.#ended) {
-      if (at >= cut) continue;
-      this.#ended.delete(id);
-      this.#queue({ key: KEYS.ended(id), delete: true });
+    for (const [key, at] of this.#ended) {
+      if (at >= cut && this.#ended.size <= this.#maxHistory) break;
+      this.#ended.delete(key);
+      this.#queue({ key, delete: true });
     }
   }
 }

@@ -1,8 +1,11 @@
 /**
  * The embedded store (issue 19 item 4): one LMDB environment at `<state-dir>/journal`, through the
- * `lmdb` package (prebuilt binaries; installs with --ignore-scripts). Writes of one `write()` go in
- * one transaction; lmdb-js queues the transactions of one event-loop turn into one commit (group
- * commit) and resolves them once the commit is flushed to disk (its default overlapping sync).
+ * `lmdb` package (prebuilt binaries; installs with --ignore-scripts). One `write()` is one transaction,
+ * committed synchronously with LMDB's own fsync before the promise resolves (overlappingSync off):
+ * durable across a process kill and a machine crash. The journal gives it one batch at a time (group
+ * commit), so the commit blocks the event loop for one fsync per batch (0.4 ms p50 here) — measured
+ * cheaper in CPU than lmdb-js's write thread (220 against 600 µs per grant+release in process), which
+ * is what a lone claim stream pays over the wire (issue 19's 1.5× target).
  * One server per state directory: the caller holds state-lock.ts's lock first.
  */
 import { closeSync, mkdirSync, openSync, readSync } from 'node:fs';
@@ -31,7 +34,7 @@ export class LmdbStore implements Store {
     try {
       mkdirSync(path, { recursive: true, mode: 0o700 });
       checkHeader(join(path, 'data.mdb'));
-      const db = open<unknown, string>({ path, encoding: 'json', compression: false });
+      const db = open<unknown, string>({ path, encoding: 'json', compression: false, overlappingSync: false });
       db.getKeysCount(); // reads the meta pages now: a corrupt file fails here, not at the first write
       return new LmdbStore(path, db);
     } catch (err) {
@@ -41,18 +44,17 @@ export class LmdbStore implements Store {
 
   write(ops: readonly StoreOp[]): Promise<void> {
     if (this.#closed) return Promise.reject(new StoreError(this.where, 'closed'));
-    const done = this.db.transaction(() => {
-      for (const op of ops) {
-        if ('delete' in op) this.db.removeSync(op.key);
-        else this.db.putSync(op.key, op.value);
-      }
-    });
-    return done.then(
-      () => undefined,
-      (err: Error) => {
-        throw new StoreError(this.where, `write failed: ${err.message}`);
-      },
-    );
+    try {
+      this.db.transactionSync(() => {
+        for (const op of ops) {
+          if ('delete' in op) this.db.removeSync(op.key);
+          else this.db.putSync(op.key, op.value);
+        }
+      });
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(new StoreError(this.where, `write failed: ${(err as Error).message}`));
+    }
   }
 
   async load(): Promise<Array<[string, unknown]>> {

@@ -1,11 +1,13 @@
 /**
  * What the journal keeps (issue 19 item 4), one record per key: `worker/<name>` (a worker known),
- * `claim/<id>` (a claim held), `call/<id>` (a call in flight) and `ended/<id>` (how an ended call
- * ended, kept for the retention period: one call id = one execution across restarts). Read back
+ * `claim/<id>` (a claim held), `call/<id>` (a call in flight), `ended/<id>` (how an ended call
+ * ended, kept for the retention period: one call id = one execution across restarts) and `released/<id>` (how an
+ * ended claim ended); the last two are the history (SPEC S9). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
  * Units: ms since the Unix epoch for times, ms for holds, cores, MB, named resources in units of 1e-4.
  */
 import * as z from 'zod';
+import { HISTORY_STATES, type HistoryEntry } from './history.js';
 
 /** Named resources or pools in units of 1e-4 (issue 23 item 1). */
 const named = z.record(z.string(), z.number().int().nonnegative()).optional();
@@ -76,6 +78,15 @@ const call = z.object({
   at: z.number(),
 });
 
+/** What a history entry adds to an ended call or claim (SPEC S9); optional: records of older servers lack it. */
+const entryFacts = {
+  node: z.string().optional(),
+  state: z.enum(HISTORY_STATES).optional(),
+  detail: z.string().optional(),
+  startedAt: z.number().optional(),
+  attempt: z.number().int().nonnegative().optional(),
+};
+
 const ended = z.object({
   callId: z.string().min(1),
   runId: z.string(),
@@ -84,6 +95,17 @@ const ended = z.object({
   outcome: z.string(),
   failureType: z.string().optional(),
   endedAt: z.number(),
+  ...entryFacts,
+});
+
+const released = z.object({
+  claimId: z.string().min(1),
+  runId: z.string(),
+  machine: z.string(),
+  /** claim_released's outcome ("released", "half_closed", "hold_ran_out", …) or "lost". */
+  outcome: z.string(),
+  endedAt: z.number(),
+  ...entryFacts,
 });
 
 /** A worker the journal knows: restored as disconnected after a restart (SPEC S6). */
@@ -95,12 +117,16 @@ export type CallRecord = z.infer<typeof call>;
 /** How an ended call ended, kept for the retention period. */
 export type EndedRecord = z.infer<typeof ended>;
 
+/** How an ended claim ended, kept for the retention period (SPEC S9). */
+export type ReleasedRecord = z.infer<typeof released>;
+
 /** Everything the journal held at start. */
 export interface JournalState {
   workers: WorkerRecord[];
   claims: ClaimRecord[];
   calls: CallRecord[];
   ended: EndedRecord[];
+  released: ReleasedRecord[];
 }
 
 /** Key prefixes, one per record kind. */
@@ -109,16 +135,17 @@ export const KEYS = {
   claim: (id: string) => `claim/${id}`,
   call: (id: string) => `call/${id}`,
   ended: (id: string) => `ended/${id}`,
+  released: (id: string) => `released/${id}`,
 } as const;
 
-const SCHEMAS = { worker, claim, call, ended } as const;
+const SCHEMAS = { worker, claim, call, ended, released } as const;
 
 /**
  * Sorts loaded records into a JournalState.
  * @throws Error `record <key>: <field>: <why>` for a record of the wrong shape or an unknown kind.
  */
 export function parseRecords(entries: Iterable<[string, unknown]>): JournalState {
-  const state: JournalState = { workers: [], claims: [], calls: [], ended: [] };
+  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], released: [] };
   for (const [key, value] of entries) {
     const kind = key.slice(0, key.indexOf('/')) as keyof typeof SCHEMAS;
     const schema = SCHEMAS[kind];
@@ -131,7 +158,42 @@ export function parseRecords(entries: Iterable<[string, unknown]>): JournalState
     if (kind === 'worker') state.workers.push(r.data as WorkerRecord);
     else if (kind === 'claim') state.claims.push(r.data as ClaimRecord);
     else if (kind === 'call') state.calls.push(r.data as CallRecord);
+    else if (kind === 'released') state.released.push(r.data as ReleasedRecord);
     else state.ended.push(r.data as EndedRecord);
   }
   return state;
+}
+
+/** The history entry of an ended call's or claim's record (what an older server did not write is guessed). */
+export function entryOfRecord(r: EndedRecord | ReleasedRecord): HistoryEntry {
+  const common = {
+    runId: r.runId,
+    node: r.node ?? '',
+    machine: r.machine,
+    detail: r.detail ?? '',
+    startedAt: r.startedAt ?? r.endedAt,
+    endedAt: r.endedAt,
+  };
+  if ('claimId' in r) {
+    const state = r.state ?? (r.outcome === 'lost' ? 'lost' : 'released');
+    return { kind: 'claim', id: r.claimId, ...common, state, failureType: '', outcome: r.outcome, attempt: 0 };
+  }
+  const state =
+    r.state ??
+    (r.outcome === 'result'
+      ? 'succeeded'
+      : r.outcome === 'lost'
+        ? 'lost'
+        : r.outcome === 'cancelled'
+          ? 'cancelled'
+          : 'failed');
+  return {
+    kind: 'call',
+    id: r.callId,
+    ...common,
+    state,
+    failureType: r.failureType ?? '',
+    outcome: '',
+    attempt: r.attempt ?? 1,
+  };
 }

@@ -32,6 +32,7 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   call_started: 'debug',
   call_finished: 'debug',
   call_cancelled: 'debug',
+  call_retrying: 'info',
   watch_started: undefined,
 };
 

@@ -93,6 +93,7 @@ export class BerthMetrics {
       'Claims whose stream broke without Release and that awaited their holder for their hold (SPEC S3).',
     );
     const resumed = counter('berth_claims_resumed_total', 'Awaiting claims taken back by their holder (SPEC S3).');
+    const retried = counter('berth_call_retries_total', 'Calls placed again after their machine was lost (SPEC S8).');
     const ranOut = counter(
       'berth_claim_holds_ran_out_total',
       'Awaiting claims given back because their hold ran out before their holder came back (SPEC S3).',
@@ -130,6 +131,9 @@ export class BerthMetrics {
           break;
         case 'claim_resumed':
           resumed.inc();
+          break;
+        case 'call_retrying':
+          retried.inc();
           break;
         case 'claim_lost':
           released.inc({ outcome: 'lost' });

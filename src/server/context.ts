@@ -4,12 +4,14 @@
  */
 import type { ServeOptions } from '../config/serve-options.js';
 import type { EventBus } from '../events.js';
+import type { History } from '../journal/history.js';
 import type { Journal } from '../journal/journal.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 import type { EdgeContext } from './edge.js';
+import type { ClusterInfo } from '../ha/cluster.js';
 
 /** Shared by all handlers of one server. */
 export interface ServerContext extends EdgeContext {
@@ -30,6 +32,11 @@ export interface ServerContext extends EdgeContext {
    * acknowledges what the placer did (Granted, Released, a call sent to a worker).
    */
   journal?: Journal;
+  /**
+   * Finished calls and ended claims (SPEC S9; the History RPC), fed from the events; loaded from the journal at
+   * start, in memory only for the process's life with `--journal off`.
+   */
+  history: History;
   /** Metrics, when `--metrics-listen` is given: handlers report how long each placement decision took (ms). */
   metrics?: { decided(ms: number): void };
   /**
@@ -41,4 +48,11 @@ export interface ServerContext extends EdgeContext {
   drainGraceMs?: number;
   /** The leader's epoch while this server leads a cluster (SPEC S7), sent on every frame to workers; 0 without one. */
   epoch?: number;
+  /**
+   * A clustered server (SPEC S7): true while it leads and its renew deadline has not passed. Once false no frame is
+   * sent to a worker (a deposed leader's decisions cannot reach one). Unset with the embedded store.
+   */
+  acting?: () => boolean;
+  /** A clustered server's standing for GetSnapshot (SPEC S7); unset with the embedded store. */
+  cluster?: () => ClusterInfo;
 }

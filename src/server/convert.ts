@@ -4,6 +4,7 @@
 import {
   MachineState,
   ProvisionedState,
+  type ClusterStatus,
   type GetSnapshotResponse,
   type Granted,
   type Queued,
@@ -15,6 +16,7 @@ import type { Amount } from '../resources/books.js';
 import { fromUnits, namedPlain, type Named } from '../resources/quantity.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
+import type { ClusterInfo } from '../ha/cluster.js';
 
 /** Provisioned machine state → berth.v1.ProvisionedState. */
 const PROVISIONED_STATE = {
@@ -72,6 +74,7 @@ export function toSnapshot(
   running: Map<string, number> = new Map(),
 ): GetSnapshotResponse {
   return {
+    cluster: undefined, // filled by the server when it leads a cluster (SPEC S7)
     machines: s.machines.map((m) => ({
       name: m.name,
       labels: m.labels,
@@ -180,4 +183,11 @@ export function toResources(a: Amount & { resources?: Named; pools?: Named }): R
 /** Caps a duration to uint32 ms (~49 days). */
 export function clampU32(ms: number): number {
   return Math.min(Math.max(0, Math.round(ms)), 0xffffffff);
+}
+
+/** A clustered server's standing → berth.v1.ClusterStatus (SPEC S7); undefined without a cluster. */
+export function toClusterStatus(c: ClusterInfo | undefined): ClusterStatus | undefined {
+  if (!c) return undefined;
+  const { cluster: name, role, leader, epoch, leaderSinceMs, standbys } = c;
+  return { name, role, leader, epoch, leaderSinceMs, standbys };
 }

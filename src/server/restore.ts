@@ -10,13 +10,15 @@
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
-import type { JournalState } from '../journal/records.js';
+import { entryOfRecord, type JournalState } from '../journal/records.js';
+import type { History } from '../journal/history.js';
 import type { Store } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
 import { randomBytes } from 'node:crypto';
 import type { Grant } from '../placement/types.js';
+import type { CallRecord } from '../workers/call-record.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
 
@@ -25,6 +27,8 @@ export interface Restored {
   journal: Journal;
   lock?: StateDirLock;
   workers: number;
+  /** The names of the workers restored as not yet back. */
+  workerNames: string[];
   claims: number;
   /** Claims the journal held that could not be taken back (their machine or resources were gone). */
   dropped: number;
@@ -36,7 +40,8 @@ export interface Restored {
 }
 
 /**
- * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it.
+ * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it, and
+ * `history` (SPEC S9) from its ended calls and claims; `onCommit(ms, records)` observes each commit (metrics).
  * @throws Error naming the directory when another live server holds it or it cannot be written;
  *   StoreError naming the journal when it is corrupt or unreadable.
  */
@@ -47,19 +52,25 @@ export async function restoreFromJournal(
   log: Logger,
   store?: Store,
   hub?: WorkerHub,
+  history?: History,
+  onCommit?: (ms: number, records: number) => void,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
   let opened: { journal: Journal; state: JournalState };
   try {
     opened = await Journal.open(store ?? LmdbStore.open(options.stateDir), {
+      retentionMs: options.historyRetention * 1000,
+      maxHistory: options.historyMax,
       onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
+      onCommit,
     });
   } catch (err) {
     lock?.release();
     throw err;
   }
   const { journal, state } = opened;
+  history?.load([...state.ended, ...state.released].map(entryOfRecord)); // finished work survives too (SPEC S9)
   const now = Date.now();
   for (const w of state.workers) {
     const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
@@ -95,36 +106,63 @@ export async function restoreFromJournal(
   // claim the journal lost) end as lost, kept as ended so that the call id is not taken for a new execution.
   const holdMs = options.restartHold * 1000;
   const rebound = new Set<string>();
-  for (const w of state.workers) {
-    if (!hub || !w.agentId || !w.instanceId) continue;
-    const calls = state.calls.flatMap((c) => {
-      const grant = c.machine === w.name ? grants.get(c.claimId) : undefined;
-      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
-    });
-    if (!calls.length) continue;
-    const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
-    const agent = { agentId: w.agentId, instanceId: w.instanceId };
-    const recs = hub.restoreWorker({ ...spec, version: w.version }, agent, calls, holdMs);
+  const bind = (calls: Array<{ callId: string; runId: string; grant: Grant }>, recs: CallRecord[]) => {
     for (const [i, rec] of recs.entries()) {
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
+      // No Run handler sees a re-bound call end: its ending is journaled here, so no later start restores it again.
+      void rec.settled.then(() =>
+        journal.callEnded({
+          callId: rec.callId,
+          runId: rec.runId,
+          machine: rec.machine,
+          outcome: rec.outcome || 'error',
+          failureType: rec.outcome === 'error' ? 'WorkerLost' : undefined,
+          endedAt: Date.now(),
+        }),
+      );
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
       void rec.settled.then(() => placer.release(claimId, 'run ended'));
     }
+  };
+  const onMachine = (name: string) =>
+    state.calls.flatMap((c) => {
+      const grant = c.machine === name ? grants.get(c.claimId) : undefined;
+      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
+    });
+  for (const w of state.workers) {
+    if (!hub || !w.agentId || !w.instanceId) continue;
+    const calls = onMachine(w.name);
+    if (!calls.length) continue;
+    const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };
+    const agent = { agentId: w.agentId, instanceId: w.instanceId };
+    bind(calls, hub.restoreWorker({ ...spec, version: w.version }, agent, calls, holdMs));
+  }
+  // The engine host's calls that ran in the engine keeper (issue 19 item 5) await its return the same way; the
+  // rest of the engine host's (in-process, or without a keeper now) died with the server.
+  if (hub) {
+    const calls = onMachine(options.engineName);
+    bind(calls, hub.restoreKeeperCalls(calls, holdMs));
   }
   const lost = state.calls.filter((c) => !rebound.has(c.callId));
   if (lost.length) {
     const endLost = () => {
-      for (const c of lost)
-        journal.callEnded({
+      for (const c of lost) {
+        const ended = {
           callId: c.callId,
           runId: c.runId,
           machine: c.machine,
           outcome: 'lost',
           failureType: 'ServerRestarted',
           endedAt: Date.now(),
-        });
+          startedAt: c.at,
+          state: 'lost' as const,
+          detail: `${c.callId}: lost with the server's restart (not re-bound within ${holdMs} ms)`,
+        };
+        journal.callEnded(ended);
+        history?.add(entryOfRecord(ended));
+      }
     };
     const t = setTimeout(endLost, holdMs);
     t.unref();
@@ -147,6 +185,7 @@ export async function restoreFromJournal(
     journal,
     lock,
     workers: state.workers.length,
+    workerNames: state.workers.map((w) => w.name),
     claims,
     dropped,
     firstStart,

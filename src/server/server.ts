@@ -17,6 +17,8 @@ import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
 import { logDecisions } from '../log/decisions.js';
 import { silentLogger, type Logger } from '../log/logger.js';
+import { join } from 'node:path';
+import { EngineKeeper } from '../workers/engine-keeper.js';
 import { WorkerHub } from '../workers/hub.js';
 import type { ServerContext } from './context.js';
 import { tolerantDecoding } from './decode.js';
@@ -25,17 +27,26 @@ import { BerthError } from '../errors.js';
 import { Identities } from './identity.js';
 import { BerthMetrics } from '../observe/metrics.js';
 import { ObserveServer } from '../observe/http.js';
-import { toSnapshot, toWatchEvent } from './convert.js';
+import { toClusterStatus, toSnapshot, toWatchEvent } from './convert.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
 import { DRAINING } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
 import { followEvents } from '../journal/follow.js';
+import { History, historyEntries } from '../journal/history.js';
 import { restoreFromJournal, type Restored } from './restore.js';
 import { MAX_MESSAGE_BYTES } from '../workers/executors/limits.js';
+import { Cluster } from '../ha/cluster.js';
+import { clusterMetrics, storeMetrics } from '../observe/ha-metrics.js';
+import { gated } from './standby.js';
+import { holdWhileMostMissing } from './takeover-hold.js';
+import type { Store } from '../journal/store.js';
 
 /** After the drain, how long open streams (health watches, idle agents) get to close after the GOAWAY, in ms. */
 const CLOSE_MS = 1000;
+
+/** How long a deposed server waits for its halt before `onDeposed` runs anyway (it exits then), in ms. */
+const DEPOSED_STOP_MS = 10_000;
 
 /** Names reported by grpc.health.v1: '' is the whole server. */
 const HEALTH_NAMES = ['', 'berth.v1.PlacementService', 'berth.v1.WorkerService'];
@@ -68,12 +79,24 @@ export class BerthServer {
   readonly #provisioning?: ProvisioningLoop;
   #restored?: Restored;
   #unfollow?: () => void;
+  #journalClosed?: Promise<void>;
+  /** With `--store etcd://…`: this server's standing in its cluster (from start(), once its port is bound). */
+  #cluster?: Cluster;
+  /** True once this clustered server has taken over (restored) and serves. */
+  #leading = false;
+  /** Why this server was deposed (it stops acting and exits non-zero), once it was. */
+  #deposed?: string;
+  readonly #onDeposed?: (reason: string) => void;
+  #metrics?: BerthMetrics;
+  /** Stops holding the workers missing after a takeover (takeover-hold.ts). */
+  #unhold?: () => void;
 
   /**
    * @param options validated serve options (see resolveServeOptions)
    * @param engine the engine host's inventory
    * @param deps optional logger, provisioning loop factory (SPEC P10; default: built from options.provisioners),
-   *   worker heartbeat interval in ms (default 5000) and server keepalive (default DEFAULT_KEEPALIVE)
+   *   worker heartbeat interval in ms (default 5000), server keepalive (default DEFAULT_KEEPALIVE), and what to do
+   *   once this clustered server is deposed (after it stopped acting; `berth serve` exits non-zero)
    */
   constructor(
     readonly options: ServeOptions,
@@ -83,8 +106,10 @@ export class BerthServer {
       provisioning?: (events: EventBus, log: Logger) => ProvisioningLoop;
       heartbeatMs?: number;
       keepalive?: KeepaliveOptions;
+      onDeposed?: (reason: string) => void;
     } = {},
   ) {
+    this.#onDeposed = deps.onDeposed;
     const keepalive = deps.keepalive ?? DEFAULT_KEEPALIVE;
     this.#grpc = new Server({
       'grpc.keepalive_time_ms': keepalive.timeMs,
@@ -129,6 +154,7 @@ export class BerthServer {
       graceMs: options.grace * 1000,
       engineCpus: engine.cpus,
       workerHoldMs: Math.round(options.workerHold * 1000),
+      keeper: this.#keeper(options, engine, log),
     });
     const { live } = this.lifecycle;
     const identities = new Identities({
@@ -138,7 +164,25 @@ export class BerthServer {
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
     const holds = new ClaimHolds(placer, events, live);
-    this.context = { log, token: options.token, identities, live, options, engine, events, placer, hub, holds };
+    const history = new History(options.historyRetention * 1000, options.historyMax);
+    const entryOf = historyEntries();
+    events.subscribe((e) => {
+      const h = entryOf(e);
+      if (h) history.add(h); // finished work stays queryable (SPEC S9)
+    });
+    this.context = {
+      log,
+      token: options.token,
+      identities,
+      live,
+      options,
+      engine,
+      events,
+      placer,
+      hub,
+      holds,
+      history,
+    };
     this.context.drain = (graceMs) => {
       void this.stop(graceMs);
       return this.#drained ?? Promise.resolve({ finished: 0, cancelled: 0 });
@@ -149,21 +193,56 @@ export class BerthServer {
         callsInFlight: () => hub.calls.size,
       });
       this.context.metrics = metrics;
+      this.#metrics = metrics;
       this.#observe = new ObserveServer(options.metricsListen, {
         events,
         metrics,
         token: options.token,
         toJson: toWatchEvent,
-        snapshot: () => toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
+        snapshot: () => ({
+          ...toSnapshot(withHolds(placer.snapshot(), holds), hub.callsInFlight(), hub.runningByMachine()),
+          cluster: toClusterStatus(this.context.cluster?.()),
+        }),
       });
     }
-    this.#grpc.addService(tolerantDecoding(PlacementServiceService), placementService(this.context));
-    this.#grpc.addService(tolerantDecoding(WorkerServiceService), workerService(this.context));
+    // SPEC S7: a clustered server answers berth.v1 only while it leads; until then every call ends UNAVAILABLE
+    // with the leader's address (standby.ts). The embedded store has no gate at all.
+    const gate = () => (this.#leading ? this.#cluster?.answer() : this.#standbyAnswer());
+    const serve = <S extends object>(def: typeof PlacementServiceService | typeof WorkerServiceService, impl: S) =>
+      options.store ? gated(def, impl, gate) : impl;
+    this.#grpc.addService(
+      tolerantDecoding(PlacementServiceService),
+      serve(PlacementServiceService, placementService(this.context)),
+    );
+    this.#grpc.addService(
+      tolerantDecoding(WorkerServiceService),
+      serve(WorkerServiceService, workerService(this.context)),
+    );
     this.#health.addToServer(this.#grpc);
     // Real descriptors (buf-built), not proto-loader's: the cast is to the fields @grpc/reflection reads.
     new ReflectionService(
       loadDescriptors() as unknown as ConstructorParameters<typeof ReflectionService>[0],
     ).addToServer(this.#grpc);
+  }
+
+  /**
+   * The engine keeper (issue 19 item 5) unless `--engine-keeper off`, `--journal off` (nothing would re-adopt it) or
+   * TLS (it dials this server's loopback address in the clear): engine-host commands then run in-process.
+   */
+  #keeper(options: ServeOptions, engine: HostInventory, log: Logger): EngineKeeper | undefined {
+    if (options.engineKeeper === 'off' || options.journal === 'off' || options.tlsCert) return undefined;
+    return new EngineKeeper({
+      dir: join(options.stateDir, 'engine-keeper'),
+      engineName: options.engineName,
+      cpus: engine.cpus,
+      graceMs: options.grace * 1000,
+      disconnectGraceMs: options.restartHold * 1000,
+      log,
+      server: () => {
+        const host = this.options.listen.slice(0, this.options.listen.lastIndexOf(':'));
+        return `${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${this.#port}`;
+      },
+    });
   }
 
   /** Current lifecycle state. */
@@ -202,11 +281,13 @@ export class BerthServer {
    *   naming the option and the value; Error `--tls-…: cannot read '<file>': …` for a TLS file;
    *   Error when a provisioner cannot read its shapes (sinfo fails); Error naming the state directory
    *   when another live server holds it or it cannot be written; StoreError `journal <dir>: …` when the
-   *   journal is corrupt or unreadable.
+   *   journal is corrupt or unreadable; with `--store etcd://…`, Error `--store <url>: cannot campaign in etcd
+   *   (…)`.
+   *   A clustered server (SPEC S7) resolves once it stands by or leads: it restores and serves when elected.
    */
   async start(): Promise<number> {
     const creds = this.#credentials();
-    await this.#restore();
+    if (!this.options.store) await this.#restore();
     logDecisions(this.context.events, this.#log);
     try {
       this.#port = await new Promise<number>((resolve, reject) => {
@@ -228,11 +309,126 @@ export class BerthServer {
       }
       this.#log.info({ url: this.#observe.url, metrics: `${this.#observe.url}/metrics` }, 'status page and metrics');
     }
-    await this.#provisioning?.start();
-    if (!this.lifecycle.to('serving')) return this.#port; // stop() came first: stay NOT_SERVING
-    for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
-    this.#log.info({ address: this.address, tls: Boolean(this.options.tlsCert) }, 'berth serving');
+    if (this.options.store) await this.#campaign();
+    else await this.#serve();
     return this.#port;
+  }
+
+  /** Starts the provisioning loop and serves: health SERVING (a clustered server: once it leads and restored). */
+  async #serve(): Promise<void> {
+    await this.#provisioning?.start();
+    if (!this.lifecycle.to('serving')) return; // stop() came first: stay NOT_SERVING
+    for (const n of HEALTH_NAMES) this.#health.setStatus(n, 'SERVING');
+    this.#log.info(
+      { address: this.address, tls: Boolean(this.options.tlsCert), epoch: this.context.epoch },
+      'berth serving',
+    );
+  }
+
+  /**
+   * SPEC S7: a clustered server is live (health '' SERVING) but a standby (PlacementService NOT_SERVING, every
+   * berth.v1 call UNAVAILABLE with the leader's address) until it is elected; then it takes over.
+   * @throws Error naming the endpoints when etcd cannot be reached (the port is closed again).
+   */
+  async #campaign(): Promise<void> {
+    this.#health.setStatus('', 'SERVING');
+    if (!this.options.advertise && /^(0\.0\.0\.0|\[::\]):/.test(this.options.listen)) {
+      this.#log.warn(
+        { listen: this.options.listen, advertise: this.advertised },
+        'listening on every interface without --advertise: standbys will name a loopback leader address',
+      );
+    }
+    const cluster = new Cluster(this.options, this.advertised, this.#log);
+    this.#cluster = cluster;
+    this.context.acting = () => this.#leading && cluster.leadership.acting;
+    this.context.cluster = () => cluster.info();
+    const counted = this.#metrics && clusterMetrics(this.#metrics.registry, () => cluster.info());
+    cluster.onLeader((epoch) => {
+      counted?.elected();
+      void this.#takeOver(epoch);
+    });
+    // A candidacy that fails while it starts (etcd refuses the lease) is a start-up error, not a deposition.
+    let starting = true;
+    let endedEarly: string | undefined;
+    cluster.onDeposed((reason) => (starting ? (endedEarly = reason) : this.#depose(reason)));
+    try {
+      await cluster.start();
+      starting = false;
+      if (endedEarly !== undefined) this.#depose(endedEarly);
+    } catch (err) {
+      this.#grpc.forceShutdown();
+      await this.#observe?.stop();
+      await cluster.close(false);
+      throw err;
+    }
+    if (!this.#leading && cluster.leadership.role !== 'leader') {
+      const { address, advertised } = this;
+      this.#log.info({ address, advertise: advertised, cluster: this.options.cluster }, 'berth standing by');
+    }
+  }
+
+  /** The standby gate's answer before this server took over (also while it is restoring). */
+  #standbyAnswer(): { cluster: string; leader: string } {
+    return { cluster: this.options.cluster, leader: this.#cluster?.leaderHint() ?? '' };
+  }
+
+  /**
+   * Elected (SPEC S7): restores from the etcd store exactly as a restart restores from its journal (workers
+   * held for --restart-hold and claims for --claim-hold, counted from now), then serves under `epoch`.
+   */
+  async #takeOver(epoch: number): Promise<void> {
+    const cluster = this.#cluster;
+    if (!cluster || this.#stopping) return;
+    const started = performance.now();
+    this.context.epoch = epoch;
+    try {
+      await this.#restore(cluster.store());
+    } catch (err) {
+      this.#depose(`the takeover failed: ${(err as Error).message}`);
+      return;
+    }
+    if (this.#stopping || !cluster.leadership.acting) {
+      if (!this.#stopping) this.#depose('deposed while restoring');
+      return;
+    }
+    this.#leading = true;
+    const { hub, placer } = this.context;
+    const names = this.#restored?.workerNames ?? [];
+    this.#unhold = holdWhileMostMissing(names, this.options.restartHold * 1000, { hub, placer, log: this.#log });
+    await this.#serve();
+    const ms = Math.round(performance.now() - started);
+    this.#log.info(
+      { event: 'cluster_took_over', cluster: this.options.cluster, epoch, ms, workers: this.#restored?.workers },
+      `took over cluster ${this.options.cluster} at epoch ${epoch}`,
+    );
+  }
+
+  /**
+   * This server can no longer be sure it leads (its own renew deadline passed, its lease was lost, another leads):
+   * it stops acting at once as halt() stops (nothing more is granted, sent or written), then `onDeposed` runs.
+   */
+  #depose(reason: string): void {
+    if (this.#deposed !== undefined) return;
+    this.#deposed = reason;
+    const wasLeading = this.#leading;
+    this.#leading = false;
+    this.#log.error(
+      { event: 'cluster_deposed', cluster: this.options.cluster, epoch: this.context.epoch, reason },
+      wasLeading ? `deposed: ${reason}; stopping at once` : `candidacy ended: ${reason}; stopping`,
+    );
+    // bounded: an etcd call in flight may take its whole deadline, engine-host processes their grace
+    const bound = new Promise<void>((resolve) => setTimeout(resolve, DEPOSED_STOP_MS).unref());
+    void Promise.race([this.halt(), bound]).finally(() => this.#onDeposed?.(reason));
+  }
+
+  /** 0, or 3 once this clustered server was deposed (`berth serve`'s exit status). */
+  get exitCode(): number {
+    return this.#deposed === undefined ? 0 : 3;
+  }
+
+  /** The cluster's standing (undefined with the embedded store). */
+  get cluster(): Cluster | undefined {
+    return this.#cluster;
   }
 
   /** What start-up restored from the journal (undefined before `start()`). */
@@ -244,10 +440,20 @@ export class BerthServer {
    * Restore on start (SPEC S4, S6), before the port is bound: the journal of --state-dir is read and
    * the workers and claims it holds put back in the books; from then on it follows the event bus.
    */
-  async #restore(): Promise<void> {
+  async #restore(store?: Store): Promise<void> {
     if (this.options.journal === 'off') return;
     const { placer, holds, hub: workers } = this.context;
-    const r = await restoreFromJournal(this.options, placer, holds, this.#log, undefined, workers);
+    const observe = this.#metrics && storeMetrics(this.#metrics.registry, this.options.store ? 'etcd' : 'embedded');
+    const r = await restoreFromJournal(
+      this.options,
+      placer,
+      holds,
+      this.#log,
+      store,
+      workers,
+      this.context.history,
+      observe,
+    );
     this.#restored = r;
     this.context.journal = r.journal;
     const { hub } = this.context;
@@ -257,13 +463,27 @@ export class BerthServer {
   }
 
   /** Writes what the journal has queued, closes it and gives the state directory back. Idempotent. */
-  async #closeJournal(): Promise<void> {
+  #closeJournal(): Promise<void> {
     const r = this.#restored;
-    if (!r) return;
-    this.#unfollow?.();
-    r.cancel();
-    await r.journal.close();
-    r.lock?.release();
+    if (!r) return Promise.resolve();
+    this.#journalClosed ??= (async () => {
+      this.#unhold?.();
+      this.#unfollow?.();
+      r.cancel();
+      await r.journal.close();
+      r.lock?.release();
+    })();
+    return this.#journalClosed;
+  }
+
+  /**
+   * A clustered server's part of stopping: the journal written and closed, then the candidacy given up — at once,
+   * so a standby takes over (hand-over, SPEC S7) — unless deposed (nothing of it is to be written any more).
+   */
+  async #leave(): Promise<void> {
+    if (!this.#cluster) return;
+    await this.#closeJournal();
+    await this.#cluster.close(this.#deposed === undefined);
   }
 
   /**
@@ -292,8 +512,9 @@ export class BerthServer {
    * health turns NOT_SERVING, the books are frozen (no stream ending releases a claim or stops a run: the workers
    * keep their calls through their disconnect grace, clients resume their claims from a restarted server), every
    * connection is cut at once (no Drain is sent to workers), the provisioners' machines are left running.
-   * Calls on the engine host are children of this process and cannot outlive it yet: they are stopped as a drain
-   * stops them (SIGTERM, SIGKILL after the grace). Resolves once they are gone. Idempotent; a stop() or halt()
+   * The engine host's commands run in the engine keeper and run on too (issue 19 item 5); its calls that run
+   * in-process (Python source, or every call without a keeper) are stopped as a drain stops them (SIGTERM, SIGKILL
+   * after the grace). Resolves once they are gone. Idempotent; a stop() or halt()
    * already under way is awaited instead.
    */
   halt(): Promise<void> {
@@ -315,7 +536,8 @@ export class BerthServer {
     this.#grpc.forceShutdown();
     this.lifecycle.to('draining');
     this.lifecycle.live.abortAll(new BerthError('unavailable', 'server is stopping; it will be back'));
-    await this.context.hub.close();
+    await this.#leave();
+    await this.context.hub.close(true);
     await this.#observe?.stop();
     await this.#closeJournal();
     this.lifecycle.to('stopped');
@@ -355,6 +577,7 @@ export class BerthServer {
     await Promise.all([this.context.hub.close(), this.#provisioning?.close()]);
     await this.#observe?.stop();
     await this.#closeJournal();
+    await this.#leave();
     this.lifecycle.to('stopped');
     this.#log.info('berth stopped');
   }

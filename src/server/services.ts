@@ -9,6 +9,7 @@ import { claimHandler } from './handlers/claim.js';
 import { compileHandler } from './handlers/compile.js';
 import { drainHandler } from './handlers/drain.js';
 import { getSnapshotHandler } from './handlers/get-snapshot.js';
+import { historyHandler } from './handlers/history.js';
 import { runHandler } from './handlers/run.js';
 import { runWholeHandler } from './handlers/run-whole.js';
 import { satisfiableHandler } from './handlers/satisfiable.js';
@@ -27,6 +28,7 @@ export function placementService(ctx: ServerContext): PlacementServiceServer {
     watchEvents: watchEventsHandler(ctx),
     drain: drainHandler(ctx),
     runWhole: runWholeHandler(ctx),
+    history: historyHandler(ctx),
   };
 }
 

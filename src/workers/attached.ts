@@ -66,6 +66,8 @@ export class AttachedWorker {
   lastSeen = Date.now();
   /** Its warm Python pools as of its last own heartbeat (undefined before the first). */
   warmPools: WarmPools | undefined;
+  /** Calls whose Result or Failure frame came from the worker (an ending of ours may have come first: a Cancel). */
+  readonly #answered = new WeakSet<CallRecord>();
   #chain: Promise<void> = Promise.resolve();
   #ids = 0;
 
@@ -76,6 +78,8 @@ export class AttachedWorker {
   #severed = false;
   /** Restored from the journal after a restart (SPEC S4): no stream yet; its agent instance re-binds its calls. */
   restored = false;
+  /** The engine keeper's stream (issue 19 item 5): its machine is the engine's, never in the books. */
+  keeper = false;
 
   constructor(
     readonly spec: MachineSpec,
@@ -194,6 +198,7 @@ export class AttachedWorker {
           frame.$case === 'result' ? { $case: 'result', value: frame.value } : { $case: 'failure', value: frame.value },
         );
         rec.markSettled();
+        this.#answered.add(rec);
         if (this.#acking) this.#ackLater(rec);
         return;
       }
@@ -228,7 +233,9 @@ export class AttachedWorker {
     const calls: CallAck[] = [];
     let again = false;
     for (const rec of this.#acking!) {
-      const ended = rec.finished;
+      // The worker's own ending counts even when the call had ended here first (cancelled, failed): else the agent
+      // would hold the ended call, unacknowledged, for as long as it runs.
+      const ended = rec.finished || this.#answered.has(rec);
       const safe = ended ? rec.lastSeq : (rec.safeSeq() ?? 0);
       if (safe > rec.ackedSeq || ended) {
         rec.ackedSeq = Math.max(safe, rec.ackedSeq);

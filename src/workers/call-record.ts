@@ -134,6 +134,12 @@ export class CallRecord implements Flow {
     return this.#end !== undefined && !(this.#end instanceof BerthError);
   }
 
+  /** How it ended, as the journal records it (SPEC S4): "result", "failure" (the machine's), "error"; "" running. */
+  get outcome(): '' | 'result' | 'failure' | 'error' {
+    if (this.#end === undefined) return '';
+    return this.#end instanceof BerthError ? 'error' : this.#end.$case;
+  }
+
   /** Ends the call with its Result or Failure (first ending wins). */
   finish(t: Terminal): void {
     if (this.#end) return;

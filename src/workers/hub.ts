@@ -17,6 +17,7 @@ import { AttachedWorker, type CallSpec } from './attached.js';
 import { CallIds } from './call-ids.js';
 import { CallRecord } from './call-record.js';
 import { EngineRunner } from './engine-runner.js';
+import type { EngineKeeper } from './engine-keeper.js';
 import { LinkHolds } from './link-holds.js';
 
 export type { CallSpec } from './attached.js';
@@ -52,6 +53,8 @@ export interface HubOptions {
   engineCpus?: number;
   /** How long a broken worker link holds a call that asked for no hold (`--worker-hold`, SPEC S2; default 2000). */
   workerHoldMs?: number;
+  /** The engine keeper (issue 19 item 5): engine-host commands run in it; undefined: all run in-process. */
+  keeper?: EngineKeeper;
 }
 
 /** All attached workers and all calls in flight of one server. */
@@ -100,6 +103,10 @@ export class WorkerHub {
    *   another agent id holds it, connected or held (SPEC S2: naming the host); nothing changes then.
    */
   attach(w: AttachedWorker): AttachedWorker {
+    if (w.keeper) {
+      this.o.keeper?.attach(w);
+      return w;
+    }
     const old = this.workers.get(w.name);
     if (old && !old.restored && old.identity.key !== w.identity.key) {
       throw new BerthError(
@@ -159,6 +166,7 @@ export class WorkerHub {
    * leave (SPEC W3). Idempotent; nothing for a held worker (its holds decide).
    */
   leave(w: AttachedWorker, why: string): void {
+    if (w.keeper) return this.o.keeper?.leave(w, why);
     if (this.#holds.has(w)) return;
     this.#forget(w);
     w.leave(new BerthError('unavailable', `worker ${w.name} went away: ${why}`));
@@ -173,6 +181,7 @@ export class WorkerHub {
    * longer the worker of its name, when this is `leave`.
    */
   lost(w: AttachedWorker, why: string): void {
+    if (w.keeper) return this.o.keeper?.lost(w, why);
     if (this.workers.get(w.name) !== w || (w.gone.signal.aborted && !this.#holds.has(w))) return this.leave(w, why);
     this.#holds.hold(w, why);
   }
@@ -191,6 +200,38 @@ export class WorkerHub {
   ): CallRecord[] {
     const w = new AttachedWorker(spec, () => Promise.resolve(), undefined, { ...agent, heldCalls: [] });
     w.restored = true;
+    const out = this.#restoreCalls(w, calls, holdMs);
+    this.workers.set(spec.name, w);
+    this.#holds.hold(w, 'the server restarted');
+    return out;
+  }
+
+  /**
+   * After a restart (issue 19 item 5): the engine host's calls that ran in the engine keeper, held for `holdMs`
+   * awaiting the keeper's return (EngineKeeper.hold); they fail "went away" at once without a keeper. Returns their
+   * records; none without a keeper (they died with the server).
+   */
+  restoreKeeperCalls(
+    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    holdMs: number,
+  ): CallRecord[] {
+    const keeper = this.o.keeper;
+    if (!keeper || !calls.length) return [];
+    const spec = { name: this.o.engineName, labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: true };
+    const w = new AttachedWorker(spec, () => Promise.resolve());
+    w.keeper = true;
+    w.restored = true;
+    const out = this.#restoreCalls(w, calls, holdMs);
+    keeper.hold(w, holdMs, 'the server restarted');
+    return out;
+  }
+
+  /** Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id. */
+  #restoreCalls(
+    w: AttachedWorker,
+    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    holdMs: number,
+  ): CallRecord[] {
     const out: CallRecord[] = [];
     for (const c of calls) {
       const a = c.grant.allocation;
@@ -201,7 +242,7 @@ export class WorkerHub {
         env: a.env,
         resources: namedPlain(a.resources),
       };
-      const rec = new CallRecord(c.callId, c.runId, spec.name, allocation, (reason) => {
+      const rec = new CallRecord(c.callId, c.runId, w.name, allocation, (reason) => {
         void w.send({ $case: 'cancel', value: { callId: c.callId, reason: reason.message } });
       });
       rec.holdMs = holdMs;
@@ -217,9 +258,20 @@ export class WorkerHub {
       });
       out.push(rec);
     }
-    this.workers.set(spec.name, w);
-    this.#holds.hold(w, 'the server restarted');
     return out;
+  }
+
+  /**
+   * Moves the hold of worker `name` — still away, held in the books — to `untilMs` (ms since the epoch) because
+   * `why`, with its calls' holds when the hub holds them (SPEC S7: no mass expiry after a takeover).
+   * Returns false when it is not held (it came back, or left).
+   */
+  extendHold(name: string, untilMs: number, why: string): boolean {
+    if (!this.o.placer.machines.get(name)?.hold) return false;
+    const w = this.workers.get(name);
+    if (w && this.#holds.has(w)) this.#holds.extend(w, untilMs, why);
+    else this.o.placer.disconnect(name, untilMs, why);
+    return true;
   }
 
   /** A held worker's hold ran out (the placer's timer): its calls still held fail, it leaves the hub. */
@@ -262,7 +314,12 @@ export class WorkerHub {
     let rec: CallRecord;
     try {
       if (!grant.remote) {
-        rec = this.#engine.start(spec, allocation);
+        const keeper = this.o.keeper?.wants(spec) ? await this.o.keeper.link() : undefined;
+        signal.throwIfAborted();
+        grant.lost.throwIfAborted();
+        rec = keeper
+          ? await keeper.startCall(spec, allocation, [signal, grant.lost])
+          : this.#engine.start(spec, allocation);
       } else {
         const w = this.workers.get(grant.machine);
         if (!w) throw new BerthError('unavailable', `worker ${grant.machine} went away`);
@@ -380,11 +437,25 @@ export class WorkerHub {
   }
 
   /**
-   * Shutdown of the engine host's calls: those still running are stopped (SIGTERM, SIGKILL after
-   * `graceMs`); resolves once their process groups are gone (bounded), warm Python processes closed.
+   * Shutdown of the engine host's calls: those still running in-process are stopped (SIGTERM, SIGKILL after
+   * `graceMs`); resolves once their process groups are gone (bounded), warm Python processes closed. The engine
+   * keeper's calls are stopped too (a Cancel each; awaited, bounded) unless `keepKeeper` (a stop without drain,
+   * SPEC S5: they run on).
    */
-  close(): Promise<void> {
-    return this.#engine.close();
+  async close(keepKeeper = false): Promise<void> {
+    const kept = keepKeeper ? [] : (this.o.keeper?.calls().filter((r) => !r.ended) ?? []);
+    const reason = new BerthError('unavailable', `server stopped: call stopped on ${this.o.engineName}`);
+    for (const rec of kept) {
+      rec.stop(reason);
+      rec.fail(reason);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((r) => (timer = setTimeout(r, this.o.graceMs + 3000)));
+    await Promise.all([
+      this.#engine.close(),
+      kept.length ? Promise.race([Promise.all(kept.map((r) => r.settled)), bound]) : undefined,
+    ]);
+    clearTimeout(timer);
   }
 
   /**
@@ -393,11 +464,13 @@ export class WorkerHub {
    */
   sever(): void {
     for (const w of this.workers.values()) w.sever();
+    this.o.keeper?.sever();
   }
 
   /** SIGKILLs the engine host's running calls' process groups now (synchronous; second signal). */
   killNow(): void {
     this.#engine.killNow();
+    this.o.keeper?.killNow();
   }
 
   /** Registers a call starting inside `claimId`; `done()` once it failed to start or its process is gone. */

@@ -132,6 +132,30 @@ export class LinkHolds {
     w.calls.delete(id);
   }
 
+  /**
+   * Moves held `w`'s hold and every call's to `untilMs` (ms since the epoch), now held because `why` (no mass
+   * expiry after a takeover, SPEC S7). No-op when `w` is not held.
+   */
+  extend(w: AttachedWorker, untilMs: number, why: string): void {
+    const held = this.#held.get(w);
+    if (!held) return;
+    for (const t of held.timers) clearTimeout(t);
+    held.timers = [];
+    held.why = why;
+    held.untilMs = untilMs;
+    for (const rec of w.calls.values()) {
+      const t = setTimeout(
+        () => {
+          if (w.calls.get(rec.callId) === rec && this.#held.get(w) === held) this.#runOut(w, rec.callId);
+        },
+        Math.max(0, untilMs - Date.now()),
+      );
+      t.unref();
+      held.timers.push(t);
+    }
+    this.placer.disconnect(w.name, untilMs, why);
+  }
+
   /** Ends `w`'s hold without failing anything (it is replaced or leaves; the caller fails its calls). */
   forget(w: AttachedWorker): void {
     const held = this.#held.get(w);

@@ -19,7 +19,8 @@ import { nextOrAbort } from './next-or-abort.js';
 export const STREAM_CUT = 'its stream was cut (the agent stopped or the connection was lost)';
 
 /**
- * Serves one worker stream until it is over.
+ * Serves one worker stream until it is over. `keeper`: the stream presented the engine keeper's secret (issue 19
+ * item 5): it attaches under the engine's name, which any other stream is refused.
  * @throws BerthError invalid_argument for a first frame that is not a valid Hello (or names the
  *   engine), or a bad later frame; failed_precondition when replaced by a newer stream of the same
  *   name; unavailable while draining or silent past the keepalive; permission_denied when the
@@ -32,6 +33,7 @@ export async function serveWorkerStream(
   signal: AbortSignal,
   drain: { signal: AbortSignal; graceMs: number },
   credential?: WorkerCredential,
+  keeper = false,
 ): Promise<void> {
   const it = messages[Symbol.asyncIterator]();
   const first = await it.next();
@@ -44,8 +46,13 @@ export async function serveWorkerStream(
   const spec = machineFromHello(first.value.frame.value);
   if (drain.signal.aborted)
     throw new BerthError('unavailable', 'server is draining: attach to it again once it is back');
-  if (spec.name === hub.o.engineName)
-    throw new BerthError('invalid_argument', `hello.name: '${spec.name}' is the engine's name`);
+  if ((spec.name === hub.o.engineName) !== keeper)
+    throw new BerthError(
+      'invalid_argument',
+      keeper
+        ? `hello.name: the engine keeper attaches as '${hub.o.engineName}' (got '${spec.name}')`
+        : `hello.name: '${spec.name}' is the engine's name`,
+    );
   if (credential) checkWorkerName(spec.name, credential);
   const hello = first.value.frame.value;
   const w = new AttachedWorker(spec, write, credential && { key: credential.key, describe: credential.describe }, {
@@ -53,6 +60,7 @@ export async function serveWorkerStream(
     instanceId: hello.instanceId,
     heldCalls: hello.heldCalls,
   });
+  w.keeper = keeper;
   hub.attach(w);
   await w.send({
     $case: 'welcome',

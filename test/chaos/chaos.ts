@@ -260,6 +260,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     node,
     timeoutMs: 0,
     disconnectGraceMs: 0,
+    maxRetries: 0,
+    retryOnFailure: false,
     follow: undefined,
   });
   const runWithDeadline = (req: RunRequest) => {

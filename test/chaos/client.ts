@@ -26,6 +26,8 @@ claim.on('data', (r: ClaimResponse) => {
     node: 'client',
     timeoutMs: 0,
     disconnectGraceMs: 0,
+    maxRetries: 0,
+    retryOnFailure: false,
     follow: undefined,
   });
   let said = false;

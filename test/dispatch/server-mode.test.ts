@@ -3,6 +3,8 @@
  * before anything starts, a short grant is never run, the token and the address are checked up
  * front with the real cause, and jobs berth refuses are `error`s, one result per job in file order.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,6 +18,7 @@ import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { closedPort } from '../support/ports.js';
 import { snapshot } from '../support/snapshot.js';
+import { until } from '../support/until.js';
 import { dispatch, recordingJob, scratch, started, statuses, withLogDir, type Scratch } from './support.js';
 
 let s: Scratch | undefined;
@@ -164,6 +167,36 @@ describe('dispatch --server results', () => {
     expect(statuses(r.stdout)).toEqual({ long: 'error' });
     expect(r.stdout).toMatch(/ERROR\s+long\s+machine w1 went away, the job's outcome is unknown \(worker w1 went away/);
     expect(r.stdout).not.toMatch(/unreachable/);
+  });
+
+  it('a job with retries: 1 whose worker is killed runs again on another worker and passes', async () => {
+    s = scratch();
+    t = await startServer({ cpus: 2, gpuIds: [], flags: { workerHold: 0.3 } });
+    const worker = (name: string) =>
+      spawnBerth(['worker', '--server', t!.address, '--name', name, '--cpus', '2', '--gpus', '0-1']);
+    const w1 = worker('w1');
+    const w1Done = finished(w1);
+    await waitForLine(w1, /attached to server/);
+    const marker = join(s.dir, 'ran-once');
+    // bounded: the killed worker's child is orphaned for at most 10 s
+    const shell = `if [ -e ${marker} ]; then echo second; exit 0; fi; touch ${marker}; sleep 10`;
+    const file = s.batch([{ name: 'long', devices: 1, shell, retries: 1 }]);
+    const d = spawnBerth(['dispatch', file, ...withLogDir(file, ['--server', t.address])]);
+    const done = finished(d);
+    await until(() => existsSync(marker));
+    const w2 = worker('w2');
+    const w2Done = finished(w2);
+    try {
+      await waitForLine(w2, /attached to server/);
+      w1.kill('SIGKILL');
+      await w1Done;
+      const r = await done;
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(statuses(r.stdout)).toEqual({ long: 'passed' });
+    } finally {
+      w2.kill('SIGKILL');
+      await w2Done;
+    }
   });
 
   it('a worker that went away blames the machine, not the server', () => {

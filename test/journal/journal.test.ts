@@ -94,6 +94,20 @@ describe('the journal on lmdb', () => {
     expect(s3.ended.map((e) => e.callId)).toEqual(['r:f.new']);
   });
 
+  it('ended calls and claims (the history) are capped at maxHistory, the oldest dropped first', async () => {
+    const d = dir();
+    const { journal } = await Journal.open(LmdbStore.open(d), { maxHistory: 3 });
+    const now = Date.now();
+    for (let i = 0; i < 3; i++)
+      journal.callEnded({ callId: `r:f.n${i}`, runId: 'r', machine: 'engine', outcome: 'result', endedAt: now + i });
+    journal.claimEnded({ claimId: 'c-9', runId: 'r', machine: 'engine', outcome: 'released', endedAt: now + 9 });
+    await journal.close();
+    const { journal: j2, state } = await Journal.open(LmdbStore.open(d), { maxHistory: 3 });
+    cleanup.push(() => j2.close());
+    expect(state.ended.map((e) => e.callId)).toEqual(['r:f.n1', 'r:f.n2']);
+    expect(state.released.map((r) => [r.claimId, r.outcome])).toEqual([['c-9', 'released']]);
+  });
+
   it('a record of the wrong shape is refused naming the journal and the key', async () => {
     const d = dir();
     const store = LmdbStore.open(d);

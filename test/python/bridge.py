@@ -133,6 +133,9 @@ class BridgedClient:
 
         return BridgedIterator(self._lt, self._lt.call(open_events()))
 
+    def history(self, *args: Any, **kwargs: Any) -> Any:
+        return self._lt.call(self.aclient.history(*args, **kwargs))
+
     def cancel(self, run_id: Any) -> Any:
         return self._lt.call(self.aclient.cancel(run_id))
 

@@ -11,9 +11,12 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
+import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,3 +117,70 @@ def worker_cli_built() -> str:
     )
     text = out.stdout + out.stderr
     return text.strip() if "not built yet" in text else ""
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_member(etcd: str, cluster: str, *flags: str) -> tuple[BerthProcess, str]:
+    """`berth serve --store etcd://ETCD --cluster CLUSTER` (SPEC S7) on a fresh loopback port, with a 2 s leader
+    lease → (process, "127.0.0.1:PORT") once it leads ("berth serving") or stands by ("berth standing by")."""
+    address = f"127.0.0.1:{free_port()}"
+    server = BerthProcess(
+        ["serve", "--listen", address, "--store", f"etcd://{etcd}", "--cluster", cluster, "--leader-ttl", "2"]
+        + ["--grace", "1", *flags]
+    )
+    server.wait_for_line('"msg":"berth s')  # serving, or standing by
+    return server, address
+
+
+class Etcd:
+    """A one-member etcd (Debian's etcd-server) on loopback ports of its own with a temporary data dir; `stop()`
+    ends it and removes the dir. `missing()` says why none can run here."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="berth-etcd-")
+        port, peer = free_port(), free_port()
+        self.endpoint = f"127.0.0.1:{port}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        self.proc = subprocess.Popen(
+            ["etcd", "--name=t", f"--data-dir={self.dir}/data", f"--listen-client-urls=http://{self.endpoint}"]
+            + [f"--advertise-client-urls=http://{self.endpoint}", f"--listen-peer-urls={peer_url}"]
+            + [f"--initial-advertise-peer-urls={peer_url}", f"--initial-cluster=t={peer_url}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{self.endpoint}/health", timeout=1) as res:
+                    if b"true" in res.read():
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("etcd did not answer within 20 s")
+            time.sleep(0.1)
+
+    @staticmethod
+    def missing() -> str:
+        """ "" when an etcd 3 binary is installed, else why not."""
+        try:
+            out = subprocess.run(["etcd", "--version"], capture_output=True, text=True, timeout=10)
+        except OSError:
+            return "no etcd binary (apt-get install etcd-server, or run scripts/etcd-up.sh)"
+        return "" if "etcd Version: 3." in out.stdout else f"etcd 3 needed (found {out.stdout.splitlines()[:1]})"
+
+    def stop(self) -> None:
+        """SIGKILL, and the data dir removed."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -2,7 +2,7 @@
  * Test support: a test-double WorkerService server (grpc-js + the generated definition) that
  * hands each worker connection to the test, to drive the real agent frame by frame.
  */
-import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import { Metadata, Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js';
 import {
   WorkerServiceService,
   type WorkerStreamRequest,
@@ -36,9 +36,16 @@ export class FakeConnection {
     call.on('error', close);
   }
 
-  /** Sends a server frame. */
-  send(frame: WorkerStreamResponse['frame']): void {
-    this.call.write({ frame, epoch: 0 });
+  /** Sends a server frame as the leader of `epoch` (SPEC S7; default 0: no cluster). */
+  send(frame: WorkerStreamResponse['frame'], epoch = 0): void {
+    this.call.write({ frame, epoch });
+  }
+
+  /** Ends the stream with UNAVAILABLE as a standby does: `details`, and the `leader` trailer when given. */
+  refuse(details: string, leader?: string): void {
+    const metadata = new Metadata();
+    if (leader) metadata.set('leader', leader);
+    this.call.emit('error', { code: status.UNAVAILABLE, details, message: details, metadata });
   }
 
   /** Acknowledges call `callId` up to event `seq` (and its ending when `ended`), as the server does (SPEC S1). */
@@ -86,26 +93,33 @@ export class FakeConnection {
 /** The double server. */
 export class FakeHub {
   readonly server = new Server();
+  /**
+   * Set: every new stream is refused at once as a standby refuses it (FakeConnection.refuse), with these
+   * details and this `leader` trailer.
+   */
+  standby?: { details: string; leader?: string };
   readonly connections: FakeConnection[] = [];
   readonly metadata: Array<Record<string, unknown>> = [];
   #waiters: Array<() => void> = [];
   port = 0;
 
-  /** Binds 127.0.0.1:`port` (0 = ephemeral). */
-  async start(port = 0): Promise<string> {
+  /** Binds `host`:`port` (0 = ephemeral; host default 127.0.0.1). */
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
     this.server.addService(WorkerServiceService, {
       workerStream: (call: ServerDuplexStream<WorkerStreamRequest, WorkerStreamResponse>) => {
         this.metadata.push(call.metadata.getMap());
-        this.connections.push(new FakeConnection(call));
+        const c = new FakeConnection(call);
+        this.connections.push(c);
+        if (this.standby) c.refuse(this.standby.details, this.standby.leader);
         for (const w of this.#waiters.splice(0)) w();
       },
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (e, p) =>
+      this.server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (e, p) =>
         e ? reject(e) : resolve(p),
       ),
     );
-    return `127.0.0.1:${this.port}`;
+    return `${host}:${this.port}`;
   }
 
   /** Resolves with connection number `n` (0-based) once it exists. */

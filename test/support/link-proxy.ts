@@ -13,8 +13,15 @@ export class LinkProxy {
   address = '';
   /** Connections forwarded so far. */
   connections = 0;
+  /** Connections reset at once because the link was cut. */
+  refused = 0;
 
-  constructor(readonly target: string) {}
+  constructor(public target: string) {}
+
+  /** New connections go to `target` from now on (a server moved: another cluster member leads). */
+  retarget(target: string): void {
+    this.target = target;
+  }
 
   /** Listens on 127.0.0.1 (ephemeral port); resolves with the address to dial. */
   async start(): Promise<string> {
@@ -44,6 +51,7 @@ export class LinkProxy {
 
   #connect(client: net.Socket): void {
     if (this.#cut) {
+      this.refused++;
       client.resetAndDestroy();
       return;
     }

@@ -34,6 +34,10 @@ export function runRequest(o: {
   policy?: Policy;
   /** The call's hold when its worker's link breaks, in ms (SPEC S2); default 0 (the server's). */
   disconnectGraceMs?: number;
+  /** Times the call is placed again when its machine is lost (SPEC S8); default 0. */
+  maxRetries?: number;
+  /** Also retry the node's own failure (SPEC S8); default false. */
+  retryOnFailure?: boolean;
 }): RunRequest {
   const ask: Ask = {
     cpus: o.cpus,
@@ -56,6 +60,8 @@ export function runRequest(o: {
     runId: o.runId ?? 'r1',
     timeoutMs: o.timeoutMs ?? 0,
     disconnectGraceMs: o.disconnectGraceMs ?? 0,
+    maxRetries: o.maxRetries ?? 0,
+    retryOnFailure: o.retryOnFailure ?? false,
     follow: undefined,
   };
 }

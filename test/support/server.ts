@@ -47,7 +47,12 @@ export async function startServer(o: TestServerOptions = {}): Promise<TestServer
   const temp = o.flags?.stateDir === undefined ? tempStateDir() : undefined;
   // no BERTH_* from the environment; XDG_STATE_HOME (the test file's temporary one) for what defaults to it
   const env = { XDG_STATE_HOME: process.env.XDG_STATE_HOME };
-  const options = resolveServeOptions({ listen: '127.0.0.1:0', grace: 1, stateDir: temp, ...o.flags }, env);
+  // In-process test servers run engine-host calls in-process unless a test asks for the engine keeper (issue 19
+  // item 5), which runs dist's `berth worker`; the keeper's own tests go through real `berth serve` processes.
+  const options = resolveServeOptions(
+    { listen: '127.0.0.1:0', grace: 1, stateDir: temp, engineKeeper: 'off', ...o.flags },
+    env,
+  );
   const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
   const server = new BerthServer(options, engine, { provisioning: o.provisioning, keepalive: o.keepalive });
   const removeTemp = () => temp && rmSync(temp, { recursive: true, force: true });

@@ -2,7 +2,7 @@
  * Test support: a test-double worker speaking WorkerStream with the generated client, driven by
  * the test frame by frame (SPEC W1–W5 acceptance without the real agent).
  */
-import { credentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import type { Failure } from '../../generated/ts/berth/v1/calls.js';
 import {
   WorkerServiceClient,
@@ -29,6 +29,8 @@ export interface TestWorkerOptions {
   instanceId?: string;
   /** Hello held_calls: calls this instance still holds from an earlier stream (SPEC S1). */
   heldCalls?: { callId: string; lastSeq: number; ended?: boolean }[];
+  /** Request metadata of the stream (e.g. the engine keeper's secret header). */
+  metadata?: Record<string, string>;
 }
 
 /** One connected test-double worker. */
@@ -45,7 +47,9 @@ export class TestWorker {
     readonly o: TestWorkerOptions,
   ) {
     this.client = new WorkerServiceClient(address, credentials.createInsecure());
-    this.stream = this.client.workerStream();
+    const md = new Metadata();
+    for (const [k, v] of Object.entries(o.metadata ?? {})) md.set(k, v);
+    this.stream = this.client.workerStream(md);
     this.stream.on('data', (m: WorkerStreamResponse) => {
       if (m.frame) this.frames.push(m.frame);
       this.#wake();

@@ -1,7 +1,8 @@
 /**
  * Shutdown leaves no engine-host process behind (issue #2 finding 1): a command placed on the
  * engine host that ignores SIGTERM is SIGKILLed after the grace, and the server is only stopped
- * once its process group is gone — through `stop()` and through `berth serve` + signals.
+ * once its process group is gone — through `stop()` and through `berth serve` + signals, for calls run in-process
+ * (`--engine-keeper off`; the keeper's: test/journal/engine-calls-survive-restart.test.ts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
@@ -54,7 +55,11 @@ describe('shutdown with engine-host calls running', () => {
   );
 
   it('berth serve: SIGTERM waits for the grace then kills the group; exit 0 with nothing left running', async () => {
-    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '2', '--gpus', '', '--grace', '0.5']);
+    // in-process engine-host calls (the engine keeper's outlive a plain stop: engine-calls-survive-restart.test.ts)
+    const child = spawnBerth([
+      ...['serve', '--listen', '127.0.0.1:0', '--cpus', '2', '--gpus', '', '--grace', '0.5'],
+      ...['--engine-keeper', 'off'],
+    ]);
     const done = finished(child);
     open.push(() => void child.kill('SIGKILL'));
     const line = await waitForLine(child, /berth serving/);
@@ -70,7 +75,10 @@ describe('shutdown with engine-host calls running', () => {
   });
 
   it('berth serve: a second signal SIGKILLs the group at once before exiting 130', async () => {
-    const child = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--cpus', '2', '--gpus', '', '--grace', '30']);
+    const child = spawnBerth([
+      ...['serve', '--listen', '127.0.0.1:0', '--cpus', '2', '--gpus', '', '--grace', '30'],
+      ...['--engine-keeper', 'off'],
+    ]);
     const done = finished(child);
     open.push(() => void child.kill('SIGKILL'));
     const line = await waitForLine(child, /berth serving/);

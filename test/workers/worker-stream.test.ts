@@ -11,6 +11,7 @@ import { runBerth } from '../support/cli.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
 import { startServer, tempStateDir } from '../support/server.js';
 import { TestWorker } from '../support/test-worker.js';
+import { KEEPER_HEADER } from '../../src/workers/keeper-process.js';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { credentials } from '@grpc/grpc-js';
 
@@ -112,6 +113,40 @@ describe('names', () => {
     expect(ended.code).toBe(status.INVALID_ARGUMENT);
     expect(ended.details).toContain('hello.name');
   });
+});
+
+describe('the engine keeper (issue 19 item 5)', () => {
+  it(
+    "only the keeper's secret takes the engine's name; the keeper joins no books and runs engine-host commands, " +
+      'Python source stays in-process',
+    async () => {
+      const s = await startServer({ cpus: 2, flags: { engineKeeper: 'on' } });
+      open.push(() => s.close());
+      const secret = s.server.context.hub.o.keeper!.secret;
+      const wrong = new TestWorker(s.address, { name: 'engine', metadata: { [KEEPER_HEADER]: `${secret}x` } });
+      open.push(() => wrong.close());
+      expect(((await wrong.waitEnded()) as ServiceError).details).toContain("'engine' is the engine's name");
+      const other = new TestWorker(s.address, { name: 'w9', metadata: { [KEEPER_HEADER]: secret } });
+      open.push(() => other.close());
+      expect(((await other.waitEnded()) as ServiceError).details).toContain("attaches as 'engine'");
+      const keeper = await TestWorker.attach(s.address, {
+        name: 'engine',
+        agentId: 'test:keeper',
+        instanceId: 'i1',
+        metadata: { [KEEPER_HEADER]: secret },
+      });
+      open.push(() => keeper.close());
+      expect(s.server.context.placer.snapshot().machines.map((m) => m.name)).toEqual(['engine']);
+      const r = run(s.placement, runRequest({ runId: 'kc', argv: ['true'] }));
+      const call = await keeper.next('call');
+      expect(call.callId).toBe('kc:flow.node');
+      keeper.send({ $case: 'result', value: { callId: call.callId, value: { exit_code: 0 } } });
+      expect(terminal(await r.done)).toMatchObject({ $case: 'result', value: { value: { exit_code: 0 } } });
+      const py = await run(s.placement, runRequest({ runId: 'kp' })).done; // in-process: the double never sees it
+      expect(terminal(py)?.$case).toBe('result');
+      expect(keeper.frames.filter((f) => f.$case === 'call')).toHaveLength(1);
+    },
+  );
 });
 
 describe('berth worker CLI', () => {

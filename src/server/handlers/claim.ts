@@ -110,6 +110,9 @@ async function lease(
 ): Promise<void> {
   let given = false; // Release or half-close: the holder gave it back
   let unlisten: (() => void) | undefined;
+  // When the lease fails before it reads `pending` (the journal write failed), the call's error status rejects
+  // the read still pending: handled here, not an unhandled rejection that ends the process.
+  pending.catch(() => {});
   try {
     if (writes) await writes;
     if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)

@@ -1,12 +1,13 @@
 /**
  * GetSnapshot RPC: machines with their books (engine first), waiting claims in arrival order,
  * held claims, calls in flight, provisioners. When client identities are configured, other
- * identities' claims are shown without their ids (SPEC R7). Never fails once authenticated.
+ * identities' claims are shown without their ids (SPEC R7); a clustered server adds its cluster, role, leader and
+ * epoch (SPEC S7). Never fails once authenticated.
  */
 import type { GetSnapshotRequest, GetSnapshotResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { withHolds } from '../claim-holds.js';
 import type { ServerContext } from '../context.js';
-import { toSnapshot } from '../convert.js';
+import { toClusterStatus, toSnapshot } from '../convert.js';
 import { unary } from '../edge.js';
 
 /** Builds the GetSnapshot handler. */
@@ -23,6 +24,7 @@ export function getSnapshotHandler(ctx: ServerContext) {
     const snap = toSnapshot(s, ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
     const pools = ctx.hub.warmPools(); // pool sizes and hits/misses per machine (issue 11)
     for (const m of snap.machines) m.warmPools = pools.get(m.name);
+    snap.cluster = toClusterStatus(ctx.cluster?.());
     return snap;
   });
 }

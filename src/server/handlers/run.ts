@@ -12,22 +12,26 @@
  * `follow` (SPEC S3) follows a call already started from the caller's last event sequence number instead: NOT_FOUND
  * when no such call is in flight or ended within the last minute. A Run with `disconnect_grace_ms` keeps its call
  * running that long after its caller's stream breaks, for the caller to follow it again; without, the call stops.
+ * `max_retries` (SPEC S8, src/server/retries.ts): an attempt whose machine is lost (or, with `retry_on_failure`,
+ * whose node failed) is placed again under `<call id>#<k>`; the caller gets Retrying, then the next Started. A Run
+ * with the same call id arriving meanwhile follows the current attempt.
  */
 import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
-import type { Resources } from '../../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant } from '../../placement/types.js';
-import { isTerminal, type CallRecord, type Terminal } from '../../workers/call-record.js';
-import { ENDED_KEPT_MS } from '../../workers/hub.js';
+import type { CallRecord, Terminal } from '../../workers/call-record.js';
+import { callerHold, follow, grantOf } from '../call-follow.js';
+import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
+import type { Once } from '../../workers/call-ids.js';
+import { attemptCallId, checkRetries, machineLost } from '../retries.js';
 import { toTask } from '../../workers/task.js';
 import type { Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
 import { longTimeout } from '../long-timer.js';
-import { toResources } from '../convert.js';
 
 const part = (what: string) =>
   z
@@ -42,12 +46,15 @@ const SNAKE: Record<string, string> = { runId: 'run_id' };
 export const MAX_TIMEOUT_MS = 2_592_000_000;
 /** Longest `disconnect_grace_ms` a Run may name: an hour (SPEC S2). */
 export const MAX_DISCONNECT_GRACE_MS = 3_600_000;
-/** How long each call outlives its caller's broken stream, waiting to be followed again (its Run's grace), in ms. */
-const callerHold = new WeakMap<CallRecord, number>();
 /** A follow's call id: `<run_id>:<flow>.<node>`. */
-const CALL_ID = /^[A-Za-z0-9_.-]{1,128}:[A-Za-z0-9_.-]{1,128}\.[A-Za-z0-9_.-]{1,128}$/;
-/** The grant each call runs in, so Started (also for a joined follower) says clamped + asked (issue 13). */
-const grantOf = new WeakMap<CallRecord, Grant>();
+const CALL_ID = /^[A-Za-z0-9_.-]{1,128}:[A-Za-z0-9_.-]{1,128}\.[A-Za-z0-9_.-]{1,128}(#[0-9]{1,2})?$/;
+/** Per hub: the call id each call being retried runs its current attempt under (SPEC S8), by the Run's call id. */
+const chains = new WeakMap<WorkerHub, Map<string, string>>();
+function chainsOf(hub: WorkerHub): Map<string, string> {
+  let m = chains.get(hub);
+  if (!m) chains.set(hub, (m = new Map()));
+  return m;
+}
 
 /** Builds the Run handler. */
 export function runHandler(ctx: ServerContext) {
@@ -106,115 +113,189 @@ export function runCall(ctx: ServerContext): RunCall {
     const placement = req.placement;
     if (!placement) throw new BerthError('invalid_argument', 'placement: a claim_id or an ask is required');
     const ask = placement.$case === 'ask' ? normalizeAsk(placement.value, 'ask') : undefined;
-    const joined = ctx.hub.calls.get(callId);
+    const inClaim = placement.$case === 'claimId' ? placement.value : '';
+    checkRetries(req);
+    const chain = chainsOf(ctx.hub);
+    // A Run joining a call being retried follows its current attempt (one call id, one execution, SPEC S8).
+    const current = chain.get(callId) ?? callId;
+    const joined = ctx.hub.calls.get(current);
     if (joined && !joined.ended && joined.owner !== owner) throw othersCall(callId);
+    if (current !== callId) {
+      return void (await attempt(current, ctx.hub.ids.once(current, ctx.hub.calls, signal, place(current)), false, {}));
+    }
 
-    // One call id, one execution: follow the call in flight, or the one being placed, else place it.
-    const got = await ctx.hub.ids.once(callId, ctx.hub.calls, signal, async () => {
-      let grant: Grant;
-      if (!ask) {
-        const g = ctx.placer.get(placement.value as string);
-        if (!g || g.ask.owner !== owner)
-          throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(placement.value)}`);
-        grant = g;
-      } else {
-        const decideStart = performance.now();
-        const claimed = ctx.placer.claim(
-          { ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner },
-          { signal },
-        );
-        ctx.metrics?.decided(performance.now() - decideStart);
-        grant = await claimed;
-      }
-      try {
-        signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
-        const spec = {
-          callId,
-          runId,
-          flow,
-          node,
-          payload: req.payload,
-          owner,
-          disconnectGraceMs: req.disconnectGraceMs,
-        };
-        // The claim is durable before its call is sent (SPEC S4).
-        const ready = ask && ctx.journal ? journaled(ctx.journal, grant.claimId) : undefined;
-        const rec = await ctx.hub.start(spec, grant, signal, ready);
-        grantOf.set(rec, grant);
-        if (req.disconnectGraceMs > 0) callerHold.set(rec, req.disconnectGraceMs);
-        return { rec, grant };
-      } catch (err) {
-        if (ask) ctx.placer.release(grant.claimId, 'run ended');
-        throw err;
-      }
-    });
-    if (!got.placed && got.rec.owner !== owner) throw othersCall(callId);
-    scope.keepThroughDrain();
-    if (!got.placed) return void (await follow(got.rec, sink, signal));
-    const { rec: r, grant } = got.placed;
-    const onLost = () => r.fail(grant.lost.reason as BerthError);
+    let placing = ctx.hub.ids.once(callId, ctx.hub.calls, signal, place(callId));
     try {
-      grant.lost.addEventListener('abort', onLost, { once: true });
-      if (grant.lost.aborted) onLost();
-      const a = grant.allocation;
-      ctx.events.emit({
-        kind: 'call_started',
-        callId,
-        runId,
-        machine: grant.machine,
-        node: `${flow}.${node}`,
-        claimId: grant.claimId,
-        detail: `${callId} on ${grant.machine}`,
-        granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
-        gpuIds: a.gpuIds,
-        clamped: grant.clamped,
-        fellBack: grant.fellBack,
-      });
-      const clearTimer =
-        req.timeoutMs > 0
-          ? longTimeout(() => {
-              const why = new BerthError(
-                'deadline_exceeded',
-                `call ${callId} exceeded its timeout of ${req.timeoutMs} ms`,
-              );
-              r.stop(why);
-              r.fail(why);
-            }, req.timeoutMs)
-          : undefined;
-      try {
-        const end = await follow(r, sink, signal);
-        const failureType = end?.$case === 'failure' ? end.value.type : undefined;
+      for (let n = 1; ; n++) {
+        const id = attemptCallId(callId, n);
+        const retry = n <= req.maxRetries;
+        let reason: string;
+        const where = { machine: '' };
+        try {
+          const end = await attempt(id, placing, retry && req.retryOnFailure, where);
+          if (end?.$case !== 'failure' || !retry || !req.retryOnFailure) return;
+          reason = `${end.value.type}: ${end.value.message}`;
+        } catch (err) {
+          if (!retry || signal.aborted || !machineLost(err)) throw err;
+          reason = err.message;
+        }
+        const next = attemptCallId(callId, n + 1);
+        chain.set(callId, next);
+        placing = ctx.hub.ids.once(next, ctx.hub.calls, signal, place(next)); // placed before anything is awaited
+        placing.catch(() => {}); // awaited by the next attempt, after Retrying is written
+        const { machine } = where;
         ctx.events.emit({
-          kind: 'call_finished',
-          callId,
+          kind: 'call_retrying',
+          callId: next,
           runId,
-          machine: grant.machine,
-          detail: `${callId} finished${failureType ? `: ${failureType}` : ''}`,
-          outcome: end?.$case ?? 'result',
-          failureType,
-          durationMs: Date.now() - r.startedAt,
+          machine,
+          node: `${flow}.${node}`,
+          detail: `${id} on ${machine} ended (${reason}): placed again as ${next}, attempt ${n + 1} of ${
+            req.maxRetries + 1
+          }`,
         });
-      } catch (err) {
-        const cancelled = err instanceof BerthError && err.kind === 'cancelled';
-        ctx.events.emit({
-          kind: cancelled ? 'call_cancelled' : 'call_finished',
-          callId,
-          runId,
-          machine: grant.machine,
-          detail: err instanceof Error ? err.message : String(err),
-          outcome: cancelled ? 'cancelled' : 'error',
-          failureType: err instanceof BerthError ? err.kind : 'error',
-          durationMs: Date.now() - r.startedAt,
-        });
-        throw err;
-      } finally {
-        clearTimer?.();
+        const retrying = { attempt: n + 1, reason, machine, callId: next, previousCallId: id };
+        try {
+          await sink.write({ kind: { $case: 'retrying', value: retrying } });
+        } catch (err) {
+          void attempt(next, placing, false, {}).catch(() => {}); // its follow fails at once: stopped and released
+          throw err;
+        }
       }
     } finally {
-      grant.lost.removeEventListener('abort', onLost);
-      // A claim this Run placed is given back once the machine is really done with the call (a
-      // cancelled process may take its grace; Runs that joined may still follow it).
-      if (ask) void r.settled.then(() => ctx.placer.release(grant.claimId, 'run ended'));
+      if (chain.get(callId) !== undefined) chain.delete(callId);
+    }
+
+    /** Places call `id` for `once`: in the held claim, or claims the ask; then starts it on the claim's machine. */
+    function place(id: string): () => Promise<{ rec: CallRecord; grant: Grant }> {
+      return async () => {
+        let grant: Grant;
+        if (!ask) {
+          const g = ctx.placer.get(inClaim);
+          if (!g || g.ask.owner !== owner)
+            throw new BerthError('not_found', `claim_id: no held claim ${JSON.stringify(inClaim)}`);
+          grant = g;
+        } else {
+          const decideStart = performance.now();
+          const claimed = ctx.placer.claim(
+            { ...ask, node: ask.node || `${flow}.${node}`, runId: ask.runId || runId, owner },
+            { signal },
+          );
+          ctx.metrics?.decided(performance.now() - decideStart);
+          grant = await claimed;
+        }
+        try {
+          signal.throwIfAborted(); // e.g. the drain began while it was placed: nothing new starts (SPEC R3)
+          const spec = {
+            callId: id,
+            runId,
+            flow,
+            node,
+            payload: req.payload,
+            owner,
+            disconnectGraceMs: req.disconnectGraceMs,
+          };
+          // The claim is durable before its call is sent (SPEC S4).
+          const ready = ask && ctx.journal ? journaled(ctx.journal, grant.claimId) : undefined;
+          const rec = await ctx.hub.start(spec, grant, signal, ready);
+          grantOf.set(rec, grant);
+          if (req.disconnectGraceMs > 0) callerHold.set(rec, req.disconnectGraceMs);
+          return { rec, grant };
+        } catch (err) {
+          if (ask) ctx.placer.release(grant.claimId, 'run ended');
+          throw err;
+        }
+      };
+    }
+
+    /**
+     * One attempt: follows call `id` once `placing` resolved (the call in flight or being placed, or the one this
+     * Run placed: then it is run to its end, timed and reported). Resolves with its ending; a Failure is held back
+     * from the caller when `holdFailure` (it is retried); `where.machine` is set to the machine it ran on.
+     * @throws the attempt's BerthError ("went away", …).
+     */
+    async function attempt(
+      id: string,
+      placing: Promise<Once<{ rec: CallRecord; grant: Grant }>>,
+      holdFailure: boolean,
+      where: { machine?: string },
+    ): Promise<Terminal | undefined> {
+      let got: Once<{ rec: CallRecord; grant: Grant }>;
+      try {
+        got = await placing;
+      } catch (err) {
+        if (machineLost(err)) where.machine = /^worker (\S+)/.exec(err.message)?.[1] ?? '';
+        throw err;
+      }
+      if (!got.placed && got.rec.owner !== owner) throw othersCall(callId);
+      scope.keepThroughDrain();
+      where.machine = got.rec.machine;
+      if (!got.placed) return follow(got.rec, sink, signal, 0, holdFailure);
+      const { rec: r, grant } = got.placed;
+      where.machine = grant.machine;
+      const onLost = () => r.fail(grant.lost.reason as BerthError);
+      try {
+        grant.lost.addEventListener('abort', onLost, { once: true });
+        if (grant.lost.aborted) onLost();
+        const a = grant.allocation;
+        ctx.events.emit({
+          kind: 'call_started',
+          callId: id,
+          runId,
+          machine: grant.machine,
+          node: `${flow}.${node}`,
+          claimId: grant.claimId,
+          detail: `${id} on ${grant.machine}`,
+          granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
+          gpuIds: a.gpuIds,
+          clamped: grant.clamped,
+          fellBack: grant.fellBack,
+          runClaim: ask !== undefined,
+        });
+        const clearTimer =
+          req.timeoutMs > 0
+            ? longTimeout(() => {
+                const why = new BerthError(
+                  'deadline_exceeded',
+                  `call ${id} exceeded its timeout of ${req.timeoutMs} ms`,
+                );
+                r.stop(why);
+                r.fail(why);
+              }, req.timeoutMs)
+            : undefined;
+        const finished = { callId: id, runId, machine: grant.machine, node: `${flow}.${node}`, claimId: grant.claimId };
+        try {
+          const end = await follow(r, sink, signal, 0, holdFailure);
+          const failureType = end?.$case === 'failure' ? end.value.type : undefined;
+          ctx.events.emit({
+            kind: 'call_finished',
+            ...finished,
+            detail: `${id} finished${failureType ? `: ${failureType}` : ''}`,
+            outcome: end?.$case ?? 'result',
+            failureType,
+            durationMs: Date.now() - r.startedAt,
+          });
+          return end;
+        } catch (err) {
+          const cancelled = err instanceof BerthError && err.kind === 'cancelled';
+          ctx.events.emit({
+            kind: cancelled ? 'call_cancelled' : 'call_finished',
+            ...finished,
+            detail: err instanceof Error ? err.message : String(err),
+            outcome: cancelled ? 'cancelled' : 'error',
+            failureType: err instanceof BerthError ? err.kind : 'error',
+            durationMs: Date.now() - r.startedAt,
+          });
+          throw err;
+        } finally {
+          clearTimer?.();
+        }
+      } finally {
+        grant.lost.removeEventListener('abort', onLost);
+        // A claim this Run placed is given back once the machine is really done with the call (a
+        // cancelled process may take its grace; Runs that joined may still follow it).
+        if (ask) void r.settled.then(() => ctx.placer.release(grant.claimId, 'run ended'));
+      }
     }
   }
 
@@ -248,7 +329,6 @@ export function runCall(ctx: ServerContext): RunCall {
   }
 }
 
-/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
 /** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
 function journaled(journal: Journal, claimId: string): Promise<void> {
   return journal.flushed().catch((err: unknown) => {
@@ -256,79 +336,7 @@ function journaled(journal: Journal, claimId: string): Promise<void> {
   });
 }
 
+/** Another identity's call under this id (SPEC R7): neither followed nor shown. */
 function othersCall(callId: string): BerthError {
   return new BerthError('failed_precondition', `call ${callId} is in flight for another client: use another run_id`);
-}
-
-/**
- * Streams `rec` to the caller: Started, events, then the terminal. If this caller goes away (or is
- * cut off as too slow) and no one else follows the call, the call is stopped.
- */
-async function follow(
-  rec: CallRecord,
-  sink: Sink<RunResponse>,
-  signal: AbortSignal,
-  afterSeq = 0,
-): Promise<Terminal | undefined> {
-  await sink.write({
-    kind: {
-      $case: 'started',
-      value: {
-        callId: rec.callId,
-        machine: rec.machine,
-        allocation: rec.allocation,
-        ...startedFacts(grantOf.get(rec)),
-      },
-    },
-  });
-  try {
-    let end: Terminal | undefined;
-    for await (const item of rec.follow(signal, afterSeq)) {
-      await sink.write({ kind: item });
-      if (isTerminal(item)) end = item;
-    }
-    return end;
-  } catch (err) {
-    // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
-    // the process nor its claim lingers.
-    const hold = callerHold.get(rec) ?? 0;
-    if (rec.followers === 0 && !rec.ended && signal.aborted && hold > 0) {
-      // The caller may follow it again (SPEC S3): stop it only if no one has when its grace runs out.
-      const t = setTimeout(() => {
-        if (rec.followers > 0 || rec.ended) return;
-        const why = new BerthError('cancelled', `call ${rec.callId}: its caller did not come back within ${hold} ms`);
-        rec.stop(why);
-        rec.fail(why);
-      }, hold);
-      t.unref();
-      void rec.settled.then(() => clearTimeout(t));
-    } else if (rec.followers === 0 && !rec.ended) {
-      const why = signal.aborted
-        ? new BerthError('cancelled', `call ${rec.callId} cancelled by its caller`)
-        : err instanceof BerthError
-          ? err
-          : new BerthError('cancelled', `call ${rec.callId}: its caller stopped following`);
-      rec.stop(why);
-      rec.fail(why);
-    }
-    throw err;
-  }
-}
-
-/**
- * Started's facts of the grant, as Granted has them: clamped and the amount asked before clamping
- * (SPEC P11, issue 13), and fell_back when a preferred label was not used (SPEC P4, issue 23 item 7).
- */
-function startedFacts(g: Grant | undefined): {
-  clamped: boolean;
-  asked: Resources | undefined;
-  fellBack: boolean;
-} {
-  return g
-    ? {
-        clamped: g.clamped,
-        asked: toResources(g.ask),
-        fellBack: g.fellBack,
-      }
-    : { clamped: false, asked: undefined, fellBack: false };
 }

@@ -31,6 +31,7 @@ from .errors import (
     WorkerGone,
 )
 from .events import EventStream
+from .history import HistoryEntry
 from .runs import RunStream
 from .snapshots import (
     CallInFlight,
@@ -54,6 +55,7 @@ from .values import (
     Metric,
     Queued,
     Result,
+    Retrying,
     RunEvent,
     Started,
     WorkerLink,
@@ -75,6 +77,7 @@ __all__ = [
     "EventStream",
     "Grant",
     "HeldClaim",
+    "HistoryEntry",
     "InvalidAsk",
     "Inventory",
     "LogLine",
@@ -90,6 +93,7 @@ __all__ = [
     "RemoteError",
     "ResourceExhausted",
     "Result",
+    "Retrying",
     "RunEvent",
     "RunStream",
     "Satisfiability",

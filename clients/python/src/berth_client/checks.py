@@ -61,6 +61,24 @@ def disconnect_grace(value: object) -> float | None:
     return float(value)
 
 
+MAX_RETRIES = 10
+"""Most `max_retries` the server takes (SPEC S8)."""
+
+
+def retries(max_retries: object, retry_on_failure: object) -> tuple[int, bool]:
+    """`max_retries` (an int 0 to 10) and `retry_on_failure` (a bool, only with max_retries >= 1); else InvalidAsk
+    naming the argument, or TypeError for another type."""
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int):
+        raise wrong_type("max_retries", f"an int from 0 to {MAX_RETRIES}", max_retries)
+    if not 0 <= max_retries <= MAX_RETRIES:
+        raise InvalidAsk(f"max_retries: must be 0 to {MAX_RETRIES} (got {max_retries})", field="max_retries")
+    if not isinstance(retry_on_failure, bool):
+        raise wrong_type("retry_on_failure", "a bool", retry_on_failure)
+    if retry_on_failure and max_retries == 0:
+        raise InvalidAsk("retry_on_failure: needs max_retries of 1 or more (got 0)", field="retry_on_failure")
+    return max_retries, retry_on_failure
+
+
 def env(name: str, value: object) -> dict[str, str] | None:
     """None or a mapping of str to str (copied); else TypeError naming the argument and the key."""
     if value is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
@@ -24,6 +25,12 @@ from .views import GrantFields
 from .watchdog import Watched
 
 _END = None  # sentinel closing the request stream (half-close)
+
+
+def _drain(requests: queue.SimpleQueue[placement_pb2.ClaimRequest | None]) -> Iterator[placement_pb2.ClaimRequest]:
+    """The request stream of one call, read from its own queue until _END (half-close)."""
+    while (msg := requests.get()) is not _END:
+        yield msg
 
 
 class ClaimLease(GrantFields):
@@ -44,13 +51,10 @@ class ClaimLease(GrantFields):
         self._lock = threading.Lock()  # orders the grant against the timeout, and releases
         self.grant: Grant | None = None
         self._done = False
+        self._answered = False  # the current stream got a message (it reached the leader)
 
     def _request_stream(self) -> Iterator[placement_pb2.ClaimRequest]:
-        while True:
-            msg = self._requests.get()
-            if msg is _END:
-                return
-            yield msg
+        return _drain(self._requests)  # bound to this stream's queue: a stream opened again gets a new one
 
     def _expire(self) -> None:
         with self._lock:
@@ -65,16 +69,13 @@ class ClaimLease(GrantFields):
         if self._call is not None:
             raise RuntimeError("a claim is acquired once; call client.claim() or acquire() again for a new claim")
         ask = self._spec.ask
-        self._requests.put(placement_pb2.ClaimRequest(ask=ask))
-        self._call = self._stub.Claim(self._request_stream(), metadata=self._metadata)
-        self._responses = Watched(self._call)
         timeout = self._spec.timeout
         timer = threading.Timer(timeout, self._expire) if timeout is not None else None
         if timer is not None:
             timer.daemon = True
             timer.start()
         try:
-            grant = self._await_grant()
+            grant = self._open_until_reached()
             with self._lock:
                 if not self._expired.is_set():
                     self.grant = grant
@@ -92,6 +93,29 @@ class ClaimLease(GrantFields):
             if self.grant is None:
                 self._abandon()
 
+    def _open_until_reached(self) -> Grant:
+        """Opens the Claim stream and waits for the grant; a stream that never reached a leader (a standby's
+        answer, a refused connection; servers.py, SPEC S7) is opened again where the client's Servers say."""
+        attempt = 0
+        while True:
+            self._requests.put(placement_pb2.ClaimRequest(ask=self._spec.ask))
+            self._call = self._stub.Claim(self._request_stream(), metadata=self._metadata)
+            self._responses = Watched(self._call)
+            self._answered = False
+            try:
+                return self._await_grant()
+            except grpc.RpcError as err:
+                retry = getattr(self._stub, "retry_elsewhere", None)
+                wait = None if self._answered or retry is None else retry(self._call, err, attempt)
+                if wait is None or self._expired.is_set():
+                    raise
+            self._call.cancel()
+            self._responses.close()
+            self._requests.put(_END)
+            self._requests = queue.SimpleQueue()
+            time.sleep(wait)
+            attempt += 1
+
     def _timed_out(self) -> NodeTimeout:
         what = f"claim for {self._spec.ask.node}" if self._spec.ask.node else "claim"
         return NodeTimeout(f"{what} not granted within {self._spec.timeout} s")
@@ -99,6 +123,7 @@ class ClaimLease(GrantFields):
     def _await_grant(self) -> Grant:
         assert self._responses is not None
         for msg in self._responses:
+            self._answered = True
             kind = msg.WhichOneof("kind")
             if kind == "queued":
                 if self._spec.on_queued is not None:

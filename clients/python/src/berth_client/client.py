@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -14,9 +14,11 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
-from .events import EventStream
+from .events import EventStream, Reopen
+from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
+from .servers import Servers
 from .snapshots import Compiled, Satisfiability, Snapshot
 from .values import CancelCounts, Queued, RunEvent
 
@@ -24,10 +26,11 @@ from .values import CancelCounts, Queued, RunEvent
 class Client:
     """A connection to berth. Use as a context manager, or call `close()`.
 
-    `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer
-    <token>`. TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
-    `private_key` (the client's certificate and key), each PEM bytes or a file path; any of them
-    turns TLS on. A wrong type raises TypeError naming the argument.
+    `address` is host:port, or the members of an HA cluster comma-separated ("a:50051,b:50051": the leader a
+    standby names is followed, the next address tried when one is gone; servers.py, SPEC S7); `token` (default:
+    $BERTH_TOKEN) is sent as `authorization: Bearer <token>`. TLS: `root_certificates` (the CA to trust), and
+    for mutual TLS `certificate_chain` and `private_key` (the client's certificate and key), each PEM bytes or a
+    file path; any of them turns TLS on. A wrong type raises TypeError naming the argument.
     """
 
     def __init__(
@@ -41,15 +44,20 @@ class Client:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
         self._metadata = conn.metadata
-        if conn.credentials is not None:
-            self._channel = grpc.secure_channel(conn.address, conn.credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.insecure_channel(conn.address, options=CHANNEL_OPTIONS)
-        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        creds = conn.credentials
+
+        def channel(address: str) -> Any:
+            if creds is not None:
+                return grpc.secure_channel(address, creds, options=CHANNEL_OPTIONS)
+            return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+        self._servers = Servers(conn.address, channel)
+        self._stub = cast(placement_pb2_grpc.PlacementServiceStub, self._servers)
 
     def close(self) -> None:
         """Closes the channel; open claims end (and are released by the server)."""
-        self._channel.close()
+        for channel in self._servers.channels():
+            channel.close()
 
     def __enter__(self) -> Client:
         return self
@@ -157,6 +165,8 @@ class Client:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -170,6 +180,10 @@ class Client:
         client's own broken stream — before it fails or stops (SPEC S2, S3); None: the server's worker hold, and a
         broken stream stops the call. A stream that breaks (server restart, cut link) is followed again from the
         last event seen for up to a minute, so the caller sees every event once.
+        `max_retries` (0 to 10): how many times the call is placed again when its machine is lost (its worker went
+        away, its link's hold ran out; SPEC S8), as Ray's max_retries; `on_event` gets a Retrying saying why, then the
+        new attempt's Started. Not with `claim` (InvalidAsk). `retry_on_failure`: also retry the node's own failure
+        (an exception, a non-zero exit); without it a node's failure is raised at once.
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached; `sys.exit` as NodeExited); NodeTimeout; WorkerGone;
@@ -195,6 +209,8 @@ class Client:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return execute(self._stub, spec, self._metadata)
 
@@ -217,6 +233,8 @@ class Client:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
@@ -239,6 +257,8 @@ class Client:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return RunStream(self._stub, spec, self._metadata)
 
@@ -291,7 +311,29 @@ class Client:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
 
+    def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims the server keeps (SPEC S9, like `berth history`), newest first: only
+        `run_id`, `state` ("succeeded", "failed", "cancelled", "lost", "released"), `machine`, `kind` ("call" or
+        "claim"), ended within `since` seconds; at most `limit` (1 to 10,000). InvalidAsk names a bad argument."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
+
     def events(self) -> EventStream:
         """Placement and worker events as they happen (node_queued, node_placed, claim_released, …)."""
-        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
-        return EventStream(call)
+
+        def open_events() -> Any:
+            return self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+
+        return EventStream(open_events(), Reopen(self._servers.retry_elsewhere, open_events))

@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from ._proto.berth.v1 import calls_pb2, placement_pb2
 from .errors import BerthError, Clamped
 from .failures import exception_from_failure
-from .values import Amount, Result, RunEvent, Started, WorkerLink, run_events
+from .values import Amount, Result, Retrying, RunEvent, Started, WorkerLink, run_events
 
 
 def value_of(msg: struct_pb2.Value) -> Any:
@@ -61,7 +61,7 @@ def _user_stacklevel() -> int:
 class RunDecoder:
     """Folds one Run stream, and the streams that follow the same call again after a break (SPEC S3).
     `feed(msg)` returns the events to hand on, in order (one message may carry several; a second Started, from a
-    stream that follows the call again, is not handed on twice); `result()` returns the Result, raises the node's
+    stream that follows the call again, is not handed on twice; a Retrying, SPEC S8, starts the next attempt's); `result()` returns the Result, raises the node's
     exception, or BerthError when the stream ended without an outcome. `resume_request()` is the RunRequest that
     picks the call up again after its stream broke."""
 
@@ -94,7 +94,7 @@ class RunDecoder:
         return self._outcome is not None
 
     def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
-        """The events `msg` carries (Started, Metric, LogLine, WorkerLink), in order; none for a result, a failure or
+        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying), in order; none for a result, a failure or
         a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
@@ -111,6 +111,12 @@ class RunDecoder:
             return list(run_events(msg.event))  # a batch of lines: one LogLine each, in order
         if kind == "link":
             return [WorkerLink.from_proto(msg.link)]  # the worker's link went down or came back (SPEC S2)
+        if kind == "retrying":
+            # the attempt ended and the call is placed again (SPEC S8): its Started and events (numbered from 1)
+            # follow, and a broken stream follows the new attempt's call id from then on
+            self.started = None
+            self.last_seq = 0
+            return [Retrying.from_proto(msg.retrying)]
         if kind == "result" and self._outcome is None:
             self._outcome = Result(msg.result.call_id, value_of(msg.result.value))
         elif kind == "failure" and self._outcome is None:

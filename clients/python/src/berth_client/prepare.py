@@ -112,6 +112,8 @@ def run_spec(
     on_event: Callable[[RunEvent], object] | None,
     on_oversize: str,
     disconnect_grace: float | None = None,
+    max_retries: int = 0,
+    retry_on_failure: bool = False,
 ) -> RunSpec:
     """The RunSpec for `run()` / `stream_run()` arguments (see Client.run); `run_id` None → "py-" and
     12 hex digits."""
@@ -126,10 +128,17 @@ def run_spec(
     checks.optional_str("cwd", cwd)
     timeout = checks.timeout(timeout)
     grace = checks.disconnect_grace(disconnect_grace)
+    retries, on_failure = checks.retries(max_retries, retry_on_failure)
     checks.callback("on_event", on_event)
     claim_id = claim_id_of(claim)
     run_id = run_id or f"py-{uuid.uuid4().hex[:12]}"
     ask = None
+    if claim_id is not None and retries:
+        raise InvalidAsk(
+            "max_retries: a run inside a claim is not retried (the claim's machine is gone with it); "
+            "pass an ask (cpus, gpus, label) instead of claim",
+            field="max_retries",
+        )
     if claim_id is not None:
         given = (("cpus", cpus), ("ram_mb", ram_mb), ("label", label), ("env", env))
         extra = [k for k, v in given if v is not None] + (["gpus"] if gpus else [])
@@ -163,6 +172,8 @@ def run_spec(
     )
     if grace is not None:
         req.disconnect_grace_ms = round(grace * 1000)
+    req.max_retries = retries
+    req.retry_on_failure = on_failure
     return RunSpec(req, label or "", on_event, on_oversize == "fail")
 
 

@@ -184,7 +184,25 @@ class WorkerLink:
         return cls(msg.machine, state, msg.hold_left_ms, msg.detail)
 
 
-RunEvent = Union[Started, Metric, LogLine, WorkerLink]
+@dataclass(frozen=True)
+class Retrying:
+    """An attempt of the call ended and it is placed again (SPEC S8, `run(max_retries=...)`): `reason` says why
+    (e.g. "worker w1 went away: ..."), `machine` where the last attempt ran; attempt `attempt` runs as `call_id`
+    ("<run_id>:<flow>.<node>#<attempt>") and a new Started follows."""
+
+    attempt: int
+    reason: str
+    machine: str
+    call_id: str
+    previous_call_id: str
+
+    @classmethod
+    def from_proto(cls, msg: placement_pb2.Retrying) -> Retrying:
+        """Builds a Retrying from its message."""
+        return cls(msg.attempt, msg.reason, msg.machine, msg.call_id, msg.previous_call_id)
+
+
+RunEvent = Union[Started, Metric, LogLine, WorkerLink, Retrying]
 """What `run(on_event=...)` receives, in order, before the call's value."""
 
 

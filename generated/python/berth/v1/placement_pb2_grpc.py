@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from berth.v1 import history_pb2 as berth_dot_v1_dot_history__pb2
 from berth.v1 import placement_pb2 as berth_dot_v1_dot_placement__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -79,6 +80,11 @@ class PlacementServiceStub:
                 '/berth.v1.PlacementService/RunWhole',
                 request_serializer=berth_dot_v1_dot_placement__pb2.RunWholeRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_placement__pb2.RunWholeResponse.FromString,
+                _registered_method=True)
+        self.History = channel.unary_unary(
+                '/berth.v1.PlacementService/History',
+                request_serializer=berth_dot_v1_dot_history__pb2.HistoryRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_history__pb2.HistoryResponse.FromString,
                 _registered_method=True)
 
 
@@ -166,6 +172,15 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def History(self, request, context):
+        """History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+        `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+        started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -213,6 +228,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.RunWhole,
                     request_deserializer=berth_dot_v1_dot_placement__pb2.RunWholeRequest.FromString,
                     response_serializer=berth_dot_v1_dot_placement__pb2.RunWholeResponse.SerializeToString,
+            ),
+            'History': grpc.unary_unary_rpc_method_handler(
+                    servicer.History,
+                    request_deserializer=berth_dot_v1_dot_history__pb2.HistoryRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_history__pb2.HistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -459,6 +479,33 @@ class PlacementService:
             '/berth.v1.PlacementService/RunWhole',
             berth_dot_v1_dot_placement__pb2.RunWholeRequest.SerializeToString,
             berth_dot_v1_dot_placement__pb2.RunWholeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def History(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/berth.v1.PlacementService/History',
+            berth_dot_v1_dot_history__pb2.HistoryRequest.SerializeToString,
+            berth_dot_v1_dot_history__pb2.HistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

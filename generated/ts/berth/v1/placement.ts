@@ -23,6 +23,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
+import { HistoryRequest, HistoryResponse } from "./history.js";
 import { Allocation, Ask, Inventory, Resources } from "./resources.js";
 
 export const protobufPackage = "berth.v1";
@@ -377,12 +378,43 @@ export interface RunRequest {
    */
   disconnectGraceMs: number;
   /** Follow a call already started, instead of starting one (SPEC S3): payload and placement are then ignored. */
-  follow: FollowCall | undefined;
+  follow:
+    | FollowCall
+    | undefined;
+  /**
+   * How many times the call is placed again when its machine is lost (SPEC S8): its worker went away, its link's
+   * hold ran out, its agent stopped or restarted without it. 0 (the default) to 10. Only with an ask: a Run inside
+   * a claim (claim_id) is not retried (its claim's machine is gone with the call) and is INVALID_ARGUMENT with it.
+   * Attempt k >= 2 runs under call id "<run_id>:<flow>.<node>#<k>"; the caller gets Retrying, then its Started.
+   */
+  maxRetries: number;
+  /**
+   * Also place it again when the node itself fails (its Failure: an exception, a non-zero exit; never a deadline or a
+   * cancel), as Ray's retry_exceptions; without it a node's own failure is never retried. Counts against max_retries.
+   */
+  retryOnFailure: boolean;
+}
+
+/** Retrying says an attempt of a call ended and the call is placed again (SPEC S8); never the last message. */
+export interface Retrying {
+  /** The attempt about to be placed: 2 for the first retry. */
+  attempt: number;
+  /** Why the last attempt ended, e.g. "worker w1 went away: its stream was cut; its hold of 2000 ms ran out". */
+  reason: string;
+  /** Machine the last attempt ran on. */
+  machine: string;
+  /**
+   * Call id of the attempt about to be placed, "<run_id>:<flow>.<node>#<attempt>": what follow names from its
+   * Started on.
+   */
+  callId: string;
+  /** Call id of the attempt that ended. */
+  previousCallId: string;
 }
 
 /** FollowCall names a call to follow again after a broken Run stream. */
 export interface FollowCall {
-  /** Call id "<run_id>:<flow>.<node>". */
+  /** Call id "<run_id>:<flow>.<node>", or "<run_id>:<flow>.<node>#<attempt>" for a retry's attempt (SPEC S8). */
   callId: string;
   /**
    * The last event sequence number the caller saw (0: from the start); it gets every later event exactly once,
@@ -445,6 +477,12 @@ export interface RunResponse {
     | //
     /** The link to the call's worker went down or came back (SPEC S2); never the last message. */
     { $case: "link"; value: WorkerLink }
+    | //
+    /**
+     * The attempt ended with its machine lost (or its node's failure, with retry_on_failure) and the call is placed
+     * again (SPEC S8): a new Started follows, whose events are numbered from 1.
+     */
+    { $case: "retrying"; value: Retrying }
     | undefined;
 }
 
@@ -669,6 +707,13 @@ export interface GetSnapshotResponse {
   provisioners: ProvisionerStatus[];
   /** Granted claims. */
   held: HeldClaim[];
+  /**
+   * The cluster this server leads (SPEC S7, `--store etcd://…`); unset with the embedded store. A standby answers
+   * GetSnapshot UNAVAILABLE naming the leader, so a snapshot always comes from the leader.
+   */
+  cluster:
+    | ClusterStatus
+    | undefined;
   /** Cluster-wide pools from the config (issue 23), e.g. licenses. */
   pools: Pool[];
 }
@@ -681,6 +726,22 @@ export interface Pool {
   total: number;
   /** Free now. */
   free: number;
+}
+
+/** ClusterStatus is where a clustered server stands (SPEC S7). */
+export interface ClusterStatus {
+  /** The cluster name (`--cluster`; etcd keys under /berth/<name>). */
+  name: string;
+  /** This server's role: leader, standby, candidate or deposed. */
+  role: string;
+  /** The leader's advertised address (host:port); empty while none is known. */
+  leader: string;
+  /** The leader's epoch: the create revision of its election key in etcd, carried by every frame to workers. */
+  epoch: number;
+  /** Since when this server leads, in ms since the Unix epoch; 0 when it does not. */
+  leaderSinceMs: number;
+  /** The advertised addresses of the other candidates (the standbys), in the order they would take over. */
+  standbys: string[];
 }
 
 /** DrainRequest asks for a drain (SPEC R3). */
@@ -1664,6 +1725,8 @@ function createBaseRunRequest(): RunRequest {
     timeoutMs: 0,
     disconnectGraceMs: 0,
     follow: undefined,
+    maxRetries: 0,
+    retryOnFailure: false,
   };
 }
 
@@ -1702,6 +1765,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.follow !== undefined) {
       FollowCall.encode(message.follow, writer.uint32(82).fork()).join();
+    }
+    if (message.maxRetries !== 0) {
+      writer.uint32(88).uint32(message.maxRetries);
+    }
+    if (message.retryOnFailure !== false) {
+      writer.uint32(96).bool(message.retryOnFailure);
     }
     return writer;
   },
@@ -1799,6 +1868,22 @@ export const RunRequest: MessageFns<RunRequest> = {
             message.follow = FollowCall.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.maxRetries = reader.uint32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.retryOnFailure = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1843,6 +1928,16 @@ export const RunRequest: MessageFns<RunRequest> = {
         ? globalThis.Number(object.disconnect_grace_ms)
         : 0,
       follow: isSet(object.follow) ? FollowCall.fromJSON(object.follow) : undefined,
+      maxRetries: isSet(object.maxRetries)
+        ? globalThis.Number(object.maxRetries)
+        : isSet(object.max_retries)
+        ? globalThis.Number(object.max_retries)
+        : 0,
+      retryOnFailure: isSet(object.retryOnFailure)
+        ? globalThis.Boolean(object.retryOnFailure)
+        : isSet(object.retry_on_failure)
+        ? globalThis.Boolean(object.retry_on_failure)
+        : false,
     };
   },
 
@@ -1875,6 +1970,12 @@ export const RunRequest: MessageFns<RunRequest> = {
     }
     if (message.follow !== undefined) {
       obj.follow = FollowCall.toJSON(message.follow);
+    }
+    if (message.maxRetries !== 0) {
+      obj.maxRetries = Math.round(message.maxRetries);
+    }
+    if (message.retryOnFailure !== false) {
+      obj.retryOnFailure = message.retryOnFailure;
     }
     return obj;
   },
@@ -1920,6 +2021,149 @@ export const RunRequest: MessageFns<RunRequest> = {
     message.follow = (object.follow !== undefined && object.follow !== null)
       ? FollowCall.fromPartial(object.follow)
       : undefined;
+    message.maxRetries = object.maxRetries ?? 0;
+    message.retryOnFailure = object.retryOnFailure ?? false;
+    return message;
+  },
+};
+
+function createBaseRetrying(): Retrying {
+  return { attempt: 0, reason: "", machine: "", callId: "", previousCallId: "" };
+}
+
+export const Retrying: MessageFns<Retrying> = {
+  encode(message: Retrying, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.attempt !== 0) {
+      writer.uint32(8).uint32(message.attempt);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.machine !== "") {
+      writer.uint32(26).string(message.machine);
+    }
+    if (message.callId !== "") {
+      writer.uint32(34).string(message.callId);
+    }
+    if (message.previousCallId !== "") {
+      writer.uint32(42).string(message.previousCallId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Retrying {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetrying();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.attempt = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.machine = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.callId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.previousCallId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Retrying {
+    return {
+      attempt: isSet(object.attempt) ? globalThis.Number(object.attempt) : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
+      callId: isSet(object.callId)
+        ? globalThis.String(object.callId)
+        : isSet(object.call_id)
+        ? globalThis.String(object.call_id)
+        : "",
+      previousCallId: isSet(object.previousCallId)
+        ? globalThis.String(object.previousCallId)
+        : isSet(object.previous_call_id)
+        ? globalThis.String(object.previous_call_id)
+        : "",
+    };
+  },
+
+  toJSON(message: Retrying): unknown {
+    const obj: any = {};
+    if (message.attempt !== 0) {
+      obj.attempt = Math.round(message.attempt);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.machine !== "") {
+      obj.machine = message.machine;
+    }
+    if (message.callId !== "") {
+      obj.callId = message.callId;
+    }
+    if (message.previousCallId !== "") {
+      obj.previousCallId = message.previousCallId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Retrying>, I>>(base?: I): Retrying {
+    return Retrying.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Retrying>, I>>(object: I): Retrying {
+    const message = createBaseRetrying();
+    message.attempt = object.attempt ?? 0;
+    message.reason = object.reason ?? "";
+    message.machine = object.machine ?? "";
+    message.callId = object.callId ?? "";
+    message.previousCallId = object.previousCallId ?? "";
     return message;
   },
 };
@@ -2321,6 +2565,9 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "link":
         WorkerLink.encode(message.kind.value, writer.uint32(42).fork()).join();
         break;
+      case "retrying":
+        Retrying.encode(message.kind.value, writer.uint32(50).fork()).join();
+        break;
     }
     return writer;
   },
@@ -2378,6 +2625,14 @@ export const RunResponse: MessageFns<RunResponse> = {
             message.kind = { $case: "link", value: WorkerLink.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.kind = { $case: "retrying", value: Retrying.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2402,6 +2657,8 @@ export const RunResponse: MessageFns<RunResponse> = {
         ? { $case: "failure", value: Failure.fromJSON(object.failure) }
         : isSet(object.link)
         ? { $case: "link", value: WorkerLink.fromJSON(object.link) }
+        : isSet(object.retrying)
+        ? { $case: "retrying", value: Retrying.fromJSON(object.retrying) }
         : undefined,
     };
   },
@@ -2418,6 +2675,8 @@ export const RunResponse: MessageFns<RunResponse> = {
       obj.failure = Failure.toJSON(message.kind.value);
     } else if (message.kind?.$case === "link") {
       obj.link = WorkerLink.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "retrying") {
+      obj.retrying = Retrying.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -2455,6 +2714,12 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "link": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "link", value: WorkerLink.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "retrying": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "retrying", value: Retrying.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -4411,7 +4676,7 @@ export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
 };
 
 function createBaseGetSnapshotResponse(): GetSnapshotResponse {
-  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], pools: [] };
+  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], cluster: undefined, pools: [] };
 }
 
 export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
@@ -4430,6 +4695,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     for (const v of message.held) {
       HeldClaim.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.cluster !== undefined) {
+      ClusterStatus.encode(message.cluster, writer.uint32(50).fork()).join();
     }
     for (const v of message.pools) {
       Pool.encode(v!, writer.uint32(58).fork()).join();
@@ -4490,6 +4758,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.held.push(HeldClaim.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cluster = ClusterStatus.decode(reader, reader.uint32());
+            continue;
+          }
           case 7: {
             if (tag !== 58) {
               break;
@@ -4521,6 +4797,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
         ? object.provisioners.map((e: any) => ProvisionerStatus.fromJSON(e))
         : [],
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldClaim.fromJSON(e)) : [],
+      cluster: isSet(object.cluster) ? ClusterStatus.fromJSON(object.cluster) : undefined,
       pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
     };
   },
@@ -4542,6 +4819,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.held?.length) {
       obj.held = message.held.map((e) => HeldClaim.toJSON(e));
     }
+    if (message.cluster !== undefined) {
+      obj.cluster = ClusterStatus.toJSON(message.cluster);
+    }
     if (message.pools?.length) {
       obj.pools = message.pools.map((e) => Pool.toJSON(e));
     }
@@ -4558,6 +4838,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     message.calls = object.calls?.map((e) => CallInFlight.fromPartial(e)) || [];
     message.provisioners = object.provisioners?.map((e) => ProvisionerStatus.fromPartial(e)) || [];
     message.held = object.held?.map((e) => HeldClaim.fromPartial(e)) || [];
+    message.cluster = (object.cluster !== undefined && object.cluster !== null)
+      ? ClusterStatus.fromPartial(object.cluster)
+      : undefined;
     message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
     return message;
   },
@@ -4660,6 +4943,159 @@ export const Pool: MessageFns<Pool> = {
     message.name = object.name ?? "";
     message.total = object.total ?? 0;
     message.free = object.free ?? 0;
+    return message;
+  },
+};
+
+function createBaseClusterStatus(): ClusterStatus {
+  return { name: "", role: "", leader: "", epoch: 0, leaderSinceMs: 0, standbys: [] };
+}
+
+export const ClusterStatus: MessageFns<ClusterStatus> = {
+  encode(message: ClusterStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.role !== "") {
+      writer.uint32(18).string(message.role);
+    }
+    if (message.leader !== "") {
+      writer.uint32(26).string(message.leader);
+    }
+    if (message.epoch !== 0) {
+      writer.uint32(32).uint64(message.epoch);
+    }
+    if (message.leaderSinceMs !== 0) {
+      writer.uint32(40).uint64(message.leaderSinceMs);
+    }
+    for (const v of message.standbys) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClusterStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClusterStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.leader = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.epoch = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.leaderSinceMs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.standbys.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClusterStatus {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      leader: isSet(object.leader) ? globalThis.String(object.leader) : "",
+      epoch: isSet(object.epoch) ? globalThis.Number(object.epoch) : 0,
+      leaderSinceMs: isSet(object.leaderSinceMs)
+        ? globalThis.Number(object.leaderSinceMs)
+        : isSet(object.leader_since_ms)
+        ? globalThis.Number(object.leader_since_ms)
+        : 0,
+      standbys: globalThis.Array.isArray(object?.standbys) ? object.standbys.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ClusterStatus): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.leader !== "") {
+      obj.leader = message.leader;
+    }
+    if (message.epoch !== 0) {
+      obj.epoch = Math.round(message.epoch);
+    }
+    if (message.leaderSinceMs !== 0) {
+      obj.leaderSinceMs = Math.round(message.leaderSinceMs);
+    }
+    if (message.standbys?.length) {
+      obj.standbys = message.standbys;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClusterStatus>, I>>(base?: I): ClusterStatus {
+    return ClusterStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClusterStatus>, I>>(object: I): ClusterStatus {
+    const message = createBaseClusterStatus();
+    message.name = object.name ?? "";
+    message.role = object.role ?? "";
+    message.leader = object.leader ?? "";
+    message.epoch = object.epoch ?? 0;
+    message.leaderSinceMs = object.leaderSinceMs ?? 0;
+    message.standbys = object.standbys?.map((e) => e) || [];
     return message;
   },
 };
@@ -5440,6 +5876,20 @@ export const PlacementServiceService = {
     responseSerialize: (value: RunWholeResponse): Buffer => Buffer.from(RunWholeResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RunWholeResponse => RunWholeResponse.decode(value),
   },
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history: {
+    path: "/berth.v1.PlacementService/History" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HistoryRequest): Buffer => Buffer.from(HistoryRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HistoryRequest => HistoryRequest.decode(value),
+    responseSerialize: (value: HistoryResponse): Buffer => Buffer.from(HistoryResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HistoryResponse => HistoryResponse.decode(value),
+  },
 } as const;
 
 export interface PlacementServiceServer extends UntypedServiceImplementation {
@@ -5488,6 +5938,12 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
    * following its call id with Run (SPEC S3).
    */
   runWhole: handleUnaryCall<RunWholeRequest, RunWholeResponse>;
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history: handleUnaryCall<HistoryRequest, HistoryResponse>;
 }
 
 export interface PlacementServiceClient extends Client {
@@ -5627,6 +6083,26 @@ export interface PlacementServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RunWholeResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * History lists finished calls and ended claims, newest first, kept for `--history-retention` (and at most
+   * `--history-max`) from the journal, so they survive a restart; with `--journal off` only since the server
+   * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
+   */
+  history(
+    request: HistoryRequest,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
+  ): ClientUnaryCall;
+  history(
+    request: HistoryRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
+  ): ClientUnaryCall;
+  history(
+    request: HistoryRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HistoryResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -17,7 +17,7 @@ from ..errors import BerthError, NodeTimeout, from_rpc_error, from_status
 from ..prepare import ClaimSpec
 from ..values import Grant, Queued
 from ..views import GrantFields
-from .streams import Reader
+from .streams import CallEnded, Reader
 
 
 class AsyncClaimLease(GrantFields):
@@ -34,20 +34,18 @@ class AsyncClaimLease(GrantFields):
         self._reader: Reader | None = None
         self.grant: Grant | None = None
         self._done = False
+        self._answered = False  # the current stream got a message (it reached the leader)
 
     async def acquire(self) -> Grant:
         """Waits until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
         if self._call is not None:
             raise RuntimeError("a claim is acquired once; call client.claim() or acquire() again for a new claim")
         ask = self._spec.ask
-        self._call = self._stub.Claim(metadata=self._metadata)
-        self._reader = Reader(self._call)
         try:
-            await self._call.write(placement_pb2.ClaimRequest(ask=ask))
             if self._spec.timeout is None:
-                grant = await self._await_grant()
+                grant = await self._open_until_reached()
             else:
-                grant = await asyncio.wait_for(self._await_grant(), self._spec.timeout)
+                grant = await asyncio.wait_for(self._open_until_reached(), self._spec.timeout)
         except asyncio.TimeoutError:
             what = f"claim for {ask.node}" if ask.node else "claim"
             raise NodeTimeout(f"{what} not granted within {self._spec.timeout} s") from None
@@ -58,9 +56,36 @@ class AsyncClaimLease(GrantFields):
                 self._abandon()
         return grant
 
+    async def _open_until_reached(self) -> Grant:
+        """Opens the Claim stream and waits for the grant; a stream that never reached a leader (a standby's
+        answer, a refused connection; servers.py, SPEC S7) is opened again where the client's Servers say."""
+        attempt = 0
+        while True:
+            self._call = self._stub.Claim(metadata=self._metadata)
+            self._reader = Reader(self._call)
+            self._answered = False
+            try:
+                await self._call.write(placement_pb2.ClaimRequest(ask=self._spec.ask))
+                return await self._await_grant()
+            except (grpc.RpcError, asyncio.InvalidStateError) as raised:
+                # a write to a call the server already ended raises InvalidStateError: its status tells why
+                err = raised if isinstance(raised, grpc.RpcError) else await self._ended()
+                retry = getattr(self._stub, "retry_elsewhere", None)
+                wait = None if self._answered or retry is None else retry(self._call, err, attempt)
+                if wait is None:
+                    raise err from None
+            self._call.cancel()
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def _ended(self) -> grpc.RpcError:
+        """The status of the current call, which has ended, as the error to raise."""
+        return CallEnded(await self._call.code(), await self._call.details())
+
     async def _await_grant(self) -> Grant:
         assert self._reader is not None
         while (msg := await self._reader.read()) is not None:
+            self._answered = True
             kind = msg.WhichOneof("kind")
             if kind == "queued":
                 if self._spec.on_queued is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import grpc
 
@@ -13,6 +13,9 @@ from .. import prepare
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
+from ..events import Reopen
+from ..history import HistoryEntry, history_request
+from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
 from .claims import AsyncClaimLease
@@ -25,10 +28,11 @@ class AsyncClient:
     """A connection to berth for asyncio engines: `async with AsyncClient(address) as client:`, or
     `await client.close()`. Create it inside the event loop that uses it.
 
-    `address` is host:port; `token` (default: $BERTH_TOKEN) is sent as `authorization: Bearer`.
-    TLS: `root_certificates` (the CA to trust), and for mutual TLS `certificate_chain` and
-    `private_key`, each PEM bytes or a file path; any of them turns TLS on. A wrong type raises
-    TypeError naming the argument.
+    `address` is host:port, or the members of an HA cluster comma-separated ("a:50051,b:50051": the leader a
+    standby names is followed, the next address tried when one is gone; servers.py, SPEC S7); `token` (default:
+    $BERTH_TOKEN) is sent as `authorization: Bearer`. TLS: `root_certificates` (the CA to trust), and for mutual
+    TLS `certificate_chain` and `private_key`, each PEM bytes or a file path; any of them turns TLS on. A wrong
+    type raises TypeError naming the argument.
     """
 
     def __init__(
@@ -42,15 +46,20 @@ class AsyncClient:
         conn = connection(address, token, root_certificates, certificate_chain, private_key)
         self.address = conn.address
         self._metadata = conn.metadata
-        if conn.credentials is not None:
-            self._channel = grpc.aio.secure_channel(conn.address, conn.credentials, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.aio.insecure_channel(conn.address, options=CHANNEL_OPTIONS)
-        self._stub = placement_pb2_grpc.PlacementServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        creds = conn.credentials
+
+        def channel(address: str) -> Any:
+            if creds is not None:
+                return grpc.aio.secure_channel(address, creds, options=CHANNEL_OPTIONS)
+            return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+        self._servers = Servers(conn.address, channel, aio=True)
+        self._stub = cast(placement_pb2_grpc.PlacementServiceStub, self._servers)
 
     async def close(self) -> None:
         """Closes the channel; calls in flight are cancelled and open claims end (the server releases them)."""
-        await self._channel.close()
+        for channel in self._servers.channels():
+            await channel.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -138,6 +147,8 @@ class AsyncClient:
         on_event: Callable[[RunEvent], object] | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
@@ -159,6 +170,8 @@ class AsyncClient:
             on_event=on_event,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return await execute(self._stub, spec, self._metadata)
 
@@ -181,6 +194,8 @@ class AsyncClient:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         disconnect_grace: float | None = None,
+        max_retries: int = 0,
+        retry_on_failure: bool = False,
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
@@ -204,6 +219,8 @@ class AsyncClient:
             on_event=None,
             on_oversize=on_oversize,
             disconnect_grace=disconnect_grace,
+            max_retries=max_retries,
+            retry_on_failure=retry_on_failure,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 
@@ -252,7 +269,27 @@ class AsyncClient:
             raise from_rpc_error(err) from None
         return Snapshot.from_proto(res)
 
+    async def history(
+        self,
+        run_id: str | None = None,
+        state: str | None = None,
+        machine: str | None = None,
+        kind: str | None = None,
+        since: float | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished calls and ended claims, newest first — see `Client.history`."""
+        req = history_request(run_id, state, machine, kind, since, limit)
+        try:
+            res = await self._stub.History(req, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [HistoryEntry.from_proto(e) for e in res.entries]
+
     def events(self) -> AsyncEventStream:
         """`async for event in client.events()`: placement and worker events as they happen."""
-        call = self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
-        return AsyncEventStream(call)
+
+        def open_events() -> Any:
+            return self._stub.WatchEvents(placement_pb2.WatchEventsRequest(), metadata=self._metadata)
+
+        return AsyncEventStream(open_events(), Reopen(self._servers.retry_elsewhere, open_events))

@@ -96,7 +96,8 @@ async def execute(
 ) -> Any:
     """Runs the call and returns the node's value; `spec.on_event` gets the events before it returns (on the Run
     stream; without `on_event` the call is answered whole, whole.py). Cancelling the task cancels the call."""
-    if spec.on_event is None:
+    # a retried call (SPEC S8) is followed on the stream: a broken stream follows the attempt its last Started named
+    if spec.on_event is None and not spec.request.max_retries:
         attempts = Attempts(spec)
         while True:
             try:

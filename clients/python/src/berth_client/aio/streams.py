@@ -15,7 +15,7 @@ import grpc
 
 from .._proto.berth.v1 import placement_pb2
 from ..errors import Unavailable, from_rpc_error
-from ..events import ENDED_BY_SERVER
+from ..events import ENDED_BY_SERVER, Reopen
 from ..snapshots import Event
 from ..watchdog import SETTLE_S
 
@@ -86,10 +86,13 @@ class AsyncEventStream:
     `async with`) ends it quietly; when the server ends it (draining, stopped, connection lost) the
     iteration raises Unavailable, or the BerthError for the status the server sent."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, reopen: Reopen | None = None) -> None:
         self._call = call
         self._reader = Reader(call)
         self._closed = False
+        self._reopen = reopen
+        self._got = False
+        self._attempt = 0
 
     def __aiter__(self) -> AsyncEventStream:
         return self
@@ -97,12 +100,22 @@ class AsyncEventStream:
     async def __anext__(self) -> Event:
         if self._closed:
             raise StopAsyncIteration
-        try:
-            msg: placement_pb2.WatchEventsResponse | None = await self._reader.read()
-        except grpc.RpcError as err:
-            if self._closed:
-                raise StopAsyncIteration from None
-            raise from_rpc_error(err) from None
+        while True:
+            try:
+                msg: placement_pb2.WatchEventsResponse | None = await self._reader.read()
+                break
+            except grpc.RpcError as err:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                wait = None if self._got or self._reopen is None else self._reopen.retry(self._call, err, self._attempt)
+                if wait is None:
+                    raise from_rpc_error(err) from None
+            await asyncio.sleep(wait)
+            self._attempt += 1
+            assert self._reopen is not None  # wait is None without it
+            self._call = self._reopen.open()
+            self._reader = Reader(self._call)
+        self._got = True
         if msg is None:
             if self._closed:
                 raise StopAsyncIteration

@@ -1,5 +1,6 @@
 # Vendored by clients/python/tools/vendor_proto.py from generated/python. DO NOT EDIT.
 from berth_client._proto.berth.v1 import calls_pb2 as _calls_pb2
+from berth_client._proto.berth.v1 import history_pb2 as _history_pb2
 from berth_client._proto.berth.v1 import resources_pb2 as _resources_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -137,7 +138,7 @@ class ClaimResponse(_message.Message):
     def __init__(self, queued: _Optional[_Union[Queued, _Mapping]] = ..., granted: _Optional[_Union[Granted, _Mapping]] = ..., released: _Optional[_Union[Released, _Mapping]] = ...) -> None: ...
 
 class RunRequest(_message.Message):
-    __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms", "disconnect_grace_ms", "follow")
+    __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms", "disconnect_grace_ms", "follow", "max_retries", "retry_on_failure")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     ASK_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
@@ -148,6 +149,8 @@ class RunRequest(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     DISCONNECT_GRACE_MS_FIELD_NUMBER: _ClassVar[int]
     FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    MAX_RETRIES_FIELD_NUMBER: _ClassVar[int]
+    RETRY_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     ask: _resources_pb2.Ask
     command: _calls_pb2.Command
@@ -158,7 +161,23 @@ class RunRequest(_message.Message):
     timeout_ms: int
     disconnect_grace_ms: int
     follow: FollowCall
-    def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., disconnect_grace_ms: _Optional[int] = ..., follow: _Optional[_Union[FollowCall, _Mapping]] = ...) -> None: ...
+    max_retries: int
+    retry_on_failure: bool
+    def __init__(self, claim_id: _Optional[str] = ..., ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., command: _Optional[_Union[_calls_pb2.Command, _Mapping]] = ..., source: _Optional[_Union[_calls_pb2.PythonSource, _Mapping]] = ..., flow: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., disconnect_grace_ms: _Optional[int] = ..., follow: _Optional[_Union[FollowCall, _Mapping]] = ..., max_retries: _Optional[int] = ..., retry_on_failure: _Optional[bool] = ...) -> None: ...
+
+class Retrying(_message.Message):
+    __slots__ = ("attempt", "reason", "machine", "call_id", "previous_call_id")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    reason: str
+    machine: str
+    call_id: str
+    previous_call_id: str
+    def __init__(self, attempt: _Optional[int] = ..., reason: _Optional[str] = ..., machine: _Optional[str] = ..., call_id: _Optional[str] = ..., previous_call_id: _Optional[str] = ...) -> None: ...
 
 class FollowCall(_message.Message):
     __slots__ = ("call_id", "after_seq")
@@ -197,18 +216,20 @@ class CallStarted(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., fell_back: _Optional[bool] = ...) -> None: ...
 
 class RunResponse(_message.Message):
-    __slots__ = ("started", "event", "result", "failure", "link")
+    __slots__ = ("started", "event", "result", "failure", "link", "retrying")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
+    RETRYING_FIELD_NUMBER: _ClassVar[int]
     started: CallStarted
     event: _calls_pb2.Event
     result: _calls_pb2.Result
     failure: _calls_pb2.Failure
     link: WorkerLink
-    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ...) -> None: ...
+    retrying: Retrying
+    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ..., retrying: _Optional[_Union[Retrying, _Mapping]] = ...) -> None: ...
 
 class RunWholeRequest(_message.Message):
     __slots__ = ("run",)
@@ -397,20 +418,22 @@ class ProvisionedMachine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
-    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "pools")
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools")
     MACHINES_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     PROVISIONERS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     machines: _containers.RepeatedCompositeFieldContainer[Machine]
     waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
     calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
     provisioners: _containers.RepeatedCompositeFieldContainer[ProvisionerStatus]
     held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
+    cluster: ClusterStatus
     pools: _containers.RepeatedCompositeFieldContainer[Pool]
-    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ...) -> None: ...
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ...) -> None: ...
 
 class Pool(_message.Message):
     __slots__ = ("name", "total", "free")
@@ -421,6 +444,22 @@ class Pool(_message.Message):
     total: float
     free: float
     def __init__(self, name: _Optional[str] = ..., total: _Optional[float] = ..., free: _Optional[float] = ...) -> None: ...
+
+class ClusterStatus(_message.Message):
+    __slots__ = ("name", "role", "leader", "epoch", "leader_since_ms", "standbys")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    STANDBYS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    role: str
+    leader: str
+    epoch: int
+    leader_since_ms: int
+    standbys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., role: _Optional[str] = ..., leader: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_since_ms: _Optional[int] = ..., standbys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DrainRequest(_message.Message):
     __slots__ = ("grace_ms",)
