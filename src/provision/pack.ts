@@ -21,18 +21,20 @@ export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): bool
 
 interface Room {
   shape: Shape;
-  free: { cpus: number; gpus: number; ramMb: number };
+  free: { cpus: number; gpus: number; ramMb: number; res: Record<string, number> };
 }
 
 const roomOf = (shape: Shape): Room => ({
   shape,
-  free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity },
+  free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity, res: { ...shape.resources } },
 });
 
 function take(r: Room, u: Unmet): boolean {
   const a: Amount = u.amount;
   if (!shapeHolds(r.shape, u)) return false;
   if (a.cpus > r.free.cpus || a.gpus > r.free.gpus || (a.ramMb ?? 0) > r.free.ramMb) return false;
+  if (a.res && !namedFit(a.res, r.free.res)) return false; // a planned machine's named room counts too (issue 23)
+  for (const k in a.res ?? {}) r.free.res[k] -= a.res?.[k] ?? 0;
   r.free.cpus -= a.cpus;
   r.free.gpus -= a.gpus;
   r.free.ramMb -= a.ramMb ?? 0;
