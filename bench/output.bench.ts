@@ -29,6 +29,7 @@ function printRun(client: PlacementServiceClient, label: string, node: string): 
           runId: '',
           env: {},
           holdMs: 0,
+          resources: {},
         },
       },
       payload: { $case: 'source', value: { source: SOURCE, kwargs: {} } },

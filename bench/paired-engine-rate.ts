@@ -35,7 +35,7 @@ function claim(c: PlacementServiceClient): Promise<{ id: string; release: () => 
     });
     call.on('error', (e: ServiceError) => reject(e));
     const ask = { cpus: 1, gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {} };
-    call.write({ kind: { $case: 'ask', value: { ...ask, holdMs: 0 } } });
+    call.write({ kind: { $case: 'ask', value: { ...ask, holdMs: 0, resources: {} } } });
   });
 }
 

@@ -49,6 +49,7 @@ function holdClaim(client: PlacementServiceClient, label: string): Promise<{ id:
           runId: '',
           env: {},
           holdMs: 0,
+          resources: {},
         },
       },
     });

@@ -42,7 +42,16 @@ function runOnce(i: number): Promise<void> {
     const call = client.run({
       placement: {
         $case: 'ask',
-        value: { gpus: 0, label: 'bench', policy: Policy.POLICY_REQUIRE, node: '', runId: '', env: {}, holdMs: 0 },
+        value: {
+          gpus: 0,
+          label: 'bench',
+          policy: Policy.POLICY_REQUIRE,
+          node: '',
+          runId: '',
+          env: {},
+          holdMs: 0,
+          resources: {},
+        },
       },
       payload: { $case: 'source', value: { source: 'def process(i):\n    return i\n', kwargs: { i } } },
       flow: 'bench',

@@ -26,6 +26,7 @@ const call = client.run({
       runId: '',
       env: {},
       holdMs: 0,
+      resources: {},
     },
   },
   payload: { $case: 'source', value: { source, kwargs: { x: 1 } } },

@@ -52,9 +52,9 @@ server.addService(PlacementServiceService, {
         value: {
           callId,
           machine: 'engine',
-          allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1' } },
+          allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1' }, resources: {} },
           clamped: false,
-          asked: { cpus: 1, gpus: 0 },
+          asked: { cpus: 1, gpus: 0, resources: {} },
           fellBack: false,
         },
       },

@@ -23,6 +23,7 @@ const ASK: ClaimRequest = {
       runId: 'bench',
       env: {},
       holdMs: 0,
+      resources: {},
     },
   },
 };

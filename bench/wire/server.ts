@@ -17,10 +17,16 @@ const GRANTED: ClaimResponse = {
       remote: false,
       clamped: false,
       fellBack: false,
-      asked: { cpus: 1, gpus: 0 },
+      asked: { cpus: 1, gpus: 0, resources: {} },
       resumeToken: '',
       resumed: false,
-      allocation: { cpus: 1, gpuIds: [], ramMb: undefined, env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' } },
+      allocation: {
+        cpus: 1,
+        gpuIds: [],
+        ramMb: undefined,
+        env: { OMP_NUM_THREADS: '1', CUDA_VISIBLE_DEVICES: '' },
+        resources: {},
+      },
     },
   },
 };

@@ -7,6 +7,7 @@
  * another live worker. With several servers (an HA cluster, SPEC S7) it tries them in turn and dials the leader
  * a standby names next (servers.ts); it ignores frames of an older leader epoch than it has seen (epoch.ts).
  */
+import { namedPlain } from '../resources/quantity.js';
 import { join } from 'node:path';
 import { status, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { WorkerServiceClient, type Hello } from '../../generated/ts/berth/v1/worker.js';
@@ -202,7 +203,7 @@ export class WorkerAgent {
     return {
       name: this.options.name,
       labels: this.options.labels,
-      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb },
+      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb, resources: namedPlain(inv.resources) },
       maxParallel: this.options.maxParallel,
       version: AGENT_VERSION,
       agentId: this.agentId,

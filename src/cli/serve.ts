@@ -21,6 +21,8 @@ export function serveCommand(): Command {
     .option('--cpus <n>', 'engine host cores, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "engine host GPU ids as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
     .option('--ram-mb <mb>', 'engine host memory in MB [env BERTH_RAM_MB]')
+    .option('--resources <name=n,…>', 'named resources of the engine host, e.g. trainer=1 [env BERTH_RESOURCES]')
+    .option('--pools <name=n,…>', 'cluster-wide pools taken with a machine, e.g. license/matlab=30 [env BERTH_POOLS]')
     .option('--engine-name <name>', 'machine name of the engine host [env BERTH_ENGINE_NAME] (default engine)')
     .option('--engine-labels <a,b>', 'labels of the engine host [env BERTH_ENGINE_LABELS]')
     .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')
@@ -134,7 +136,12 @@ export function serveCommand(): Command {
       const options = resolveServeOptions(flags);
       const log = createLogger(options.logLevel);
       routeGrpcLogs(log);
-      const engine = await detectInventory({ cpus: options.cpus, gpuIds: options.gpus, ramMb: options.ramMb });
+      const engine = await detectInventory({
+        cpus: options.cpus,
+        gpuIds: options.gpus,
+        ramMb: options.ramMb,
+        resources: options.resources,
+      });
       log.info(
         { machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb },
         'engine inventory',

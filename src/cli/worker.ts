@@ -31,6 +31,7 @@ export function workerCommand(): Command {
     .option('--cpus <n>', 'cores to offer, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "GPU ids to offer as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
     .option('--ram-mb <mb>', 'memory to offer in MB [env BERTH_RAM_MB]')
+    .option('--resources <name=n,…>', 'named resources to offer, e.g. trainer=1,nic=2 [env BERTH_RESOURCES]')
     .option('--max-parallel <k>', 'most calls at once, 0 = unlimited [env BERTH_MAX_PARALLEL] (default 0)')
     .option(
       '--grace <s>',
@@ -65,7 +66,7 @@ export function workerCommand(): Command {
       delete process.env.BERTH_KEEPER_SECRET;
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
-      const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb });
+      const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb, resources: o.resources });
       log.info(
         {
           name: o.name,

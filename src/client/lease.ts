@@ -91,7 +91,7 @@ export class Lease implements AsyncDisposable {
   }
   /** What it holds: cores, exact GPU ids, MB, and the env the node must run with (SPEC P9). */
   get allocation(): Allocation {
-    return this.grant.allocation ?? { cpus: 0, gpuIds: [], env: {} };
+    return this.grant.allocation ?? { cpus: 0, gpuIds: [], env: {}, resources: {} };
   }
   /** True when the ask was cut down to the best real machine (SPEC P5). */
   get clamped(): boolean {

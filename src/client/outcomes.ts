@@ -46,7 +46,12 @@ export function warnClamped(
 ): void {
   if (!g.clamped) return;
   const a = g.allocation;
-  const granted: Resources = { cpus: a?.cpus ?? 0, gpus: a?.gpuIds.length ?? 0, ramMb: a?.ramMb };
+  const granted: Resources = {
+    cpus: a?.cpus ?? 0,
+    gpus: a?.gpuIds.length ?? 0,
+    ramMb: a?.ramMb,
+    resources: a?.resources ?? {},
+  };
   const asked = g.asked ? `asked ${amount(g.asked)}, ` : '';
   warn(
     new Clamped(

@@ -67,6 +67,11 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
  */
 function asFlagValue(key: string, v: unknown, where: string): unknown {
   if (Array.isArray(v)) return v.join(',');
+  // a mapping of named quantities (`resources: {trainer: 1}`, `pools: {license/matlab: 30}`, issue 23) → `k=v,…`
+  if (v !== null && typeof v === 'object')
+    return Object.entries(v)
+      .map(([k, q]) => `${k}=${q}`)
+      .join(',');
   if (key === 'gpus' && typeof v === 'number') {
     throw new OptionsError(
       `${where}: device ids, not a count: write a list or a range, e.g. [0, 1] or '0-3', ` +

@@ -2,6 +2,7 @@
  * zod field schemas shared by every command's options: listen addresses, counts, device ranges.
  * Each error message says what is expected; the caller prefixes the flag name and the value.
  */
+import { namedSchema } from '../resources/quantity.js';
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import * as z from 'zod';
 import { LOG_LEVELS } from '../log/levels.js';
@@ -203,6 +204,28 @@ export const labelList = z
       .filter(Boolean),
   )
   .pipe(z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, 'labels are letters, digits, _ . -')));
+
+/**
+ * Named quantities as `name=quantity,…` (`trainer=1,nic=2`, `license/matlab=30`; issue 23): names per
+ * RESOURCE_NAME, quantities in steps of 0.0001; parsed to units of 1e-4 (resources/quantity.ts).
+ */
+export const namedList = z
+  .string()
+  .transform((s) =>
+    Object.fromEntries(
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+        .map((x) => {
+          const i = x.lastIndexOf('=');
+          return i < 0
+            ? [x, Number.NaN]
+            : [x.slice(0, i).trim(), x.slice(i + 1).trim() === '' ? Number.NaN : Number(x.slice(i + 1))];
+        }),
+    ),
+  )
+  .pipe(namedSchema);
 
 // defined without zod (options-error.ts), so that code only throwing it stays small
 export { OptionsError };

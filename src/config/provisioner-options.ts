@@ -3,6 +3,7 @@
  * and how many, validated with zod. Keys are snake_case, as in the file; unknown keys are errors.
  */
 import * as z from 'zod';
+import { namedSchema } from '../resources/quantity.js';
 import { plainName as name, positiveSeconds, seconds, wholeNumber } from './fields.js';
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
@@ -13,6 +14,9 @@ export const shapeSchema = z.strictObject({
     .optional()
     .describe('memory in MB; absent = not limited'),
   labels: z.array(name).default([]).describe('labels the started worker carries, for asks to require or prefer'),
+  resources: namedSchema
+    .optional()
+    .describe('named resources the started worker offers (issue 23), e.g. {trainer: 1}; multiples of 0.0001'),
 });
 
 /** One entry of `provisioners:` (its `.shape` lists the keys an entry may have). */

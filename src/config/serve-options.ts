@@ -17,6 +17,7 @@ import {
   type FlagTable,
   holdSeconds,
   labelList,
+  namedList,
   logLevel,
   plainName,
   OptionsError,
@@ -34,6 +35,8 @@ const schema = z.object({
   cpus: wholeNumber(0, 65536).optional(),
   gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
+  /** Named per-machine resources (issue 23), units of 1e-4. */
+  resources: namedList.optional(),
   engineName: plainName.default('engine'),
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
@@ -69,6 +72,8 @@ const schema = z.object({
   advertise: address.optional(),
   /** What SIGTERM/SIGINT do (SPEC S5): `stop` the control plane and leave the work running, or `drain` (SPEC R3). */
   onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
+  /** Cluster-wide pools (issue 23), e.g. licenses: name → size in units of 1e-4. */
+  pools: namedList.optional(),
   /** Where the journal lives (issue 20): unset or `embedded`, under --state-dir; `etcd://h:p[,h:p…]`, in etcd. */
   store: storeUrl.optional(),
   /** The cluster several servers on one etcd share (SPEC S7): etcd key prefix `/berth/<cluster>`. */
@@ -106,6 +111,7 @@ const FLAGS: FlagTable = {
   cpus: ['--cpus', 'BERTH_CPUS'],
   gpus: ['--gpus', 'BERTH_GPUS'],
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
+  resources: ['--resources', 'BERTH_RESOURCES'],
   engineName: ['--engine-name', 'BERTH_ENGINE_NAME'],
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
@@ -128,6 +134,7 @@ const FLAGS: FlagTable = {
   stateDir: ['--state-dir', 'BERTH_STATE_DIR'],
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
   onStop: ['--on-stop', 'BERTH_ON_STOP'],
+  pools: ['--pools', 'BERTH_POOLS'],
   store: ['--store', 'BERTH_STORE'],
   cluster: ['--cluster', 'BERTH_CLUSTER'],
   leaderTtl: ['--leader-ttl', 'BERTH_LEADER_TTL'],

@@ -10,6 +10,7 @@ import {
   gpuIds,
   type FlagTable,
   labelList,
+  namedList,
   logLevel,
   plainName,
   OptionsError,
@@ -29,6 +30,8 @@ const schema = z.object({
   cpus: wholeNumber(0, 65536).optional(),
   gpus: gpuIds.optional(), // a bare number is refused (issue 23 item 7)
   ramMb: wholeNumber(0, 1 << 30).optional(),
+  /** Named per-machine resources (issue 23), units of 1e-4. */
+  resources: namedList.optional(),
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),
   disconnectGrace: seconds
@@ -57,6 +60,7 @@ const FLAGS: FlagTable = {
   cpus: ['--cpus', 'BERTH_CPUS'],
   gpus: ['--gpus', 'BERTH_GPUS'],
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
+  resources: ['--resources', 'BERTH_RESOURCES'],
   maxParallel: ['--max-parallel', 'BERTH_MAX_PARALLEL'],
   grace: ['--grace', 'BERTH_GRACE'],
   disconnectGrace: ['--disconnect-grace', 'BERTH_DISCONNECT_GRACE'],

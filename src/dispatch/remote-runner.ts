@@ -43,6 +43,7 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
         cpus: job.devices > 0 ? 0 : 1,
         gpus: job.devices,
         ramMb: undefined,
+        resources: {},
         // require:/prefer: a machine label, as the ask's label and policy (berth's placement rules)
         label: job.machine?.label ?? '',
         policy:

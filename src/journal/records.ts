@@ -5,15 +5,19 @@
  * ended claim ended; the last two are the history, SPEC S9) and `label/<label>` (when a worker carrying it last
  * left: its reconnect grace outlives a restart, SPEC P3). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
- * Units: ms since the Unix epoch for times, ms for holds, cores, MB.
+ * Units: ms since the Unix epoch for times, ms for holds, cores, MB, named resources in units of 1e-4.
  */
 import * as z from 'zod';
 import { HISTORY_STATES, type HistoryEntry } from './history.js';
+
+/** Named resources or pools in units of 1e-4 (issue 23 item 1). */
+const named = z.record(z.string(), z.number().int().nonnegative()).optional();
 
 const inventory = z.object({
   cpus: z.number().int().nonnegative(),
   gpuIds: z.array(z.number().int().nonnegative()),
   ramMb: z.number().int().nonnegative().optional(),
+  resources: named,
 });
 
 const worker = z.object({
@@ -33,6 +37,8 @@ const ask = z.object({
   cpus: z.number().nonnegative(),
   gpus: z.number().int().nonnegative(),
   ramMb: z.number().int().nonnegative().optional(),
+  resources: named,
+  pools: named,
   label: z.string(),
   policy: z.enum(['prefer', 'require']),
   node: z.string(),
@@ -52,6 +58,7 @@ const claim = z.object({
     cpus: z.number().nonnegative(),
     gpuIds: z.array(z.number().int().nonnegative()),
     ramMb: z.number().int().nonnegative().optional(),
+    resources: named,
     env: z.record(z.string(), z.string()),
   }),
   clamped: z.boolean(),

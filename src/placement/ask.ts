@@ -3,12 +3,14 @@
  * the value in every error. A well-formed ask takes a precompiled check that allocates nothing
  * (issue 9: zod was ~4% of the server's time per claim); anything it does not accept goes through
  * zod, which either reports the error or (should the check be stricter than the schema) accepts.
- * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13). `hold_ms` (SPEC S3): 0..3,600,000, kept
- * on the normalized ask only when above 0.
+ * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13). `resources` (issue 23): named quantities in
+ * steps of 0.0001, kept in units of 1e-4; a finer one is INVALID_ARGUMENT naming `ask.resources.<name>`.
+ * `hold_ms` (SPEC S3): 0..3,600,000, kept on the normalized ask only when above 0.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
+import { namedSchema } from '../resources/quantity.js';
 import { reservedEnvKey } from './env.js';
 import type { NormalizedAsk } from './types.js';
 
@@ -47,6 +49,7 @@ const schema = z.object({
   cpus: z.number().int().min(0).max(MAX_CPUS, `at most ${MAX_CPUS} cores`).optional(),
   gpus: z.number().int().min(0).max(MAX_GPUS, `at most ${MAX_GPUS} GPUs`),
   ramMb: z.number().int().min(0).max(MAX_RAM_MB, `at most ${MAX_RAM_MB} MB`).optional(),
+  resources: namedSchema.optional(),
   label: z
     .string()
     .max(MAX_LABEL, `at most ${MAX_LABEL} characters`)
@@ -117,6 +120,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
   if (ask.holdMs !== undefined && !count(ask.holdMs, MAX_HOLD_MS)) return false;
+  for (const _ in ask.resources) return false; // named resources take the schema path (issue 23)
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   let keys = 0;
@@ -160,6 +164,7 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
     const key = path[0] ?? '';
     let value: unknown = (ask as unknown as Record<string, unknown>)[key];
     if (key === 'env' && path[1] !== undefined) value = ask.env[path[1]];
+    else if (key === 'resources' && path[1] !== undefined) value = ask.resources?.[path[1]];
     else if (key === 'env' && typeof ask.env === 'object' && ask.env !== null) {
       value = `${Object.keys(ask.env).length} variables, ${envBytes(ask.env)} bytes`;
     }
@@ -183,6 +188,8 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
 
 type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'> & {
   holdMs?: number;
+  /** Named resources in units (the schema path only). */
+  resources?: Record<string, number>;
 };
 
 /** The defaults applied to a valid ask. */
@@ -198,5 +205,6 @@ function normalized(a: AskFields): NormalizedAsk {
     env: { ...a.env },
     ...(a.onOversize === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
     ...(a.holdMs ? { holdMs: a.holdMs } : {}),
+    ...(a.resources && Object.keys(a.resources).length ? { resources: a.resources } : {}),
   };
 }

@@ -1,10 +1,11 @@
 /**
- * A class of machines: the same total cores, GPUs and labels (memory may differ). Its machines sit
+ * A class of machines: the same total cores, GPUs, labels and named resources (memory may differ). Its machines sit
  * in buckets keyed by (free GPUs, free cores), the bucket keys kept sorted, so "the best machine of
  * this class that can hold this" walks a handful of buckets, not every machine (SPEC P12).
  * Memory is checked per machine inside a bucket.
  */
-import type { Amount } from '../resources/books.js';
+import { namedFit, type Amount } from '../resources/books.js';
+import type { Named } from '../resources/quantity.js';
 import type { MachineEntry } from './machines.js';
 
 /** How far a machine is from fitting an amount: [gpu deficit, cpu deficit, gpus left over, cpus left over]. */
@@ -21,6 +22,28 @@ export function distance(m: MachineEntry, a: Amount): Distance {
   const g = m.books.freeGpus;
   const c = m.books.freeCpus;
   return [Math.max(0, a.gpus - g), Math.max(0, a.cpus - c), Math.max(0, g - a.gpus), Math.max(0, c - a.cpus)];
+}
+
+/**
+ * How full `m` would be after granting `a` (issue 23 item 2): the share used of each dimension it has (cores, GPUs,
+ * memory when limited and asked), most used first. A tighter fit is larger, compared with `tighter`.
+ */
+export function tightness(m: MachineEntry, a: Amount): number[] {
+  const b = m.books;
+  const t = b.total;
+  const u: number[] = [];
+  if (t.cpus > 0) u.push((t.cpus - b.freeCpus + a.cpus) / t.cpus);
+  const g = t.gpuIds.length;
+  if (g > 0) u.push((g - b.freeGpus + a.gpus) / g);
+  const ram = b.freeRamMb;
+  if (a.ramMb && t.ramMb && ram !== undefined) u.push((t.ramMb - ram + a.ramMb) / t.ramMb);
+  return u.sort((x, y) => y - x);
+}
+
+/** True when tightness `x` is the tighter fit: the larger most-used share, then the next, and so on. */
+export function tighter(x: number[], y: number[]): boolean {
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] > y[i];
+  return x.length > y.length;
 }
 
 /** True when `m`'s memory could ever hold `ramMb` (undefined or 0 = none asked). */
@@ -43,6 +66,8 @@ export class MachineClass {
     readonly cpus: number,
     readonly gpus: number,
     readonly labels: readonly string[],
+    /** Named per-machine resources every machine of the class has (units); absent = none. */
+    readonly res?: Readonly<Named>,
   ) {}
 
   /** Adds `e` (indexed by its current free capacity). */
@@ -100,7 +125,12 @@ export class MachineClass {
 
   /** True when some machine of the class could hold `a` if it were idle. */
   holdsEver(a: Amount): boolean {
-    return a.cpus <= this.cpus && a.gpus <= this.gpus && this.machinesHolding(a.ramMb) > 0;
+    return (
+      a.cpus <= this.cpus &&
+      a.gpus <= this.gpus &&
+      (!a.res || namedFit(a.res, this.res)) &&
+      this.machinesHolding(a.ramMb) > 0
+    );
   }
 
   /** How many machines of the class have the memory for `ramMb` (all when none asked). */
@@ -117,6 +147,7 @@ export class MachineClass {
    * aside (SPEC S2). Within a bucket the machine filed last comes first: the one just released is reused, warm.
    */
   bestFit(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
+    if (a.ramMb) return this.#tightest(a, ok, skip);
     const width = this.cpus + 1;
     for (const k of this.#keys) {
       if (k < a.gpus * width || k % width < a.cpus) continue;
@@ -127,6 +158,31 @@ export class MachineClass {
       }
     }
     return undefined;
+  }
+
+  /**
+   * Memory places (issue 23 item 2): among the machines with room for `a` that pass `ok`, the one it fits
+   * tightest (see `tightness`), so a small ask does not take the memory-rich machine a large one needs. Walks
+   * every machine of the buckets with enough free GPUs and cores: asks with memory cost per machine, not per bucket.
+   */
+  #tightest(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
+    const width = this.cpus + 1;
+    let best: MachineEntry | undefined;
+    let score: number[] = [];
+    for (const k of this.#keys) {
+      if (k < a.gpus * width || k % width < a.cpus) continue;
+      const list = this.#buckets.get(k)!;
+      for (let i = list.length - 1; i >= 0; i--) {
+        const m = list[i];
+        if (m === skip || m.hold !== undefined || !ok(m)) continue;
+        const t = tightness(m, a);
+        if (!best || tighter(t, score)) {
+          best = m;
+          score = t;
+        }
+      }
+    }
+    return best;
   }
 
   /** The machine of the class closest to holding `a` (see `distance`) whose memory could ever hold it. */

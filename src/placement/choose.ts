@@ -3,13 +3,15 @@
  * classes and their free-capacity buckets (capacity.ts), never every machine (SPEC P12).
  */
 import type { Amount } from '../resources/books.js';
-import { closer, distance, type Distance, type MachineClass } from './capacity.js';
+import { closer, distance, tighter, tightness, type Distance, type MachineClass } from './capacity.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk } from './types.js';
 
-/** The amount part of an ask. */
+/** The amount part of an ask: cores, GPUs, memory and named per-machine resources (pools apart, pools.ts). */
 export function amountOf(a: NormalizedAsk): Amount {
-  return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
+  return a.resources
+    ? { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb, res: a.resources }
+    : { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
 }
 
 /** True when the ask must stay on machines carrying its label (SPEC P3). */
@@ -22,7 +24,10 @@ export function eligible(m: MachineEntry, ask: NormalizedAsk): boolean {
   return !requires(ask) || m.cls.labels.includes(ask.label);
 }
 
-/** The best-fitting machine (fewest free GPUs, then cores) among `classes` holding `a` that passes `ok`, but `skip`. */
+/**
+ * The best-fitting machine among `classes` holding `a` that passes `ok`, but `skip`: fewest free GPUs, then cores;
+ * for an ask with memory, the tightest fit (issue 23 item 2, capacity.ts `tightness`).
+ */
 function bestAmong(
   classes: Iterable<MachineClass>,
   a: Amount,
@@ -30,10 +35,19 @@ function bestAmong(
   skip?: MachineEntry,
 ): MachineEntry | undefined {
   let best: MachineEntry | undefined;
+  let score: number[] = [];
   for (const cls of classes) {
-    if (a.cpus > cls.cpus || a.gpus > cls.gpus) continue;
+    if (a.cpus > cls.cpus || a.gpus > cls.gpus || (a.res && !cls.holdsEver(a))) continue;
     const m = cls.bestFit(a, ok, skip);
     if (!m) continue;
+    if (a.ramMb) {
+      const t = tightness(m, a);
+      if (!best || tighter(t, score)) {
+        best = m;
+        score = t;
+      }
+      continue;
+    }
     const g = m.books.freeGpus;
     if (!best || g < best.books.freeGpus || (g === best.books.freeGpus && m.books.freeCpus < best.books.freeCpus))
       best = m;
@@ -104,9 +118,15 @@ export function clampTarget(
   ask: NormalizedAsk,
 ): { machine: MachineEntry; amount: Amount } | undefined {
   let best: { machine: MachineEntry; amount: Amount } | undefined;
-  // More GPUs, then more cores, then more memory is better.
+  // More GPUs, then more cores, then more memory, then more of the named resources is better (SPEC P5 order).
   const better = (x: Amount, y: Amount) =>
-    x.gpus !== y.gpus ? x.gpus > y.gpus : x.cpus !== y.cpus ? x.cpus > y.cpus : (x.ramMb ?? 0) > (y.ramMb ?? 0);
+    x.gpus !== y.gpus
+      ? x.gpus > y.gpus
+      : x.cpus !== y.cpus
+        ? x.cpus > y.cpus
+        : (x.ramMb ?? 0) !== (y.ramMb ?? 0)
+          ? (x.ramMb ?? 0) > (y.ramMb ?? 0)
+          : namedSum(x.res) > namedSum(y.res);
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
     // A machine with no cores is no clamping target for an ask that needs some (issue 23 item 7): a task
     // cut to 0 cores would run unbounded on a machine offering none (`serve --cpus 0`: workers do the work).
@@ -119,6 +139,7 @@ export function clampTarget(
       gpus: Math.min(ask.gpus, cls.gpus),
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
+    if (ask.resources) amount.res = clampNamed(ask.resources, cls.res);
     if (!best || better(amount, best.amount)) best = { machine: m, amount };
   }
   return best;
@@ -128,4 +149,20 @@ export function clampTarget(
 export function anyCanEverHold(machines: MachineSet, ask: NormalizedAsk, amount: Amount): boolean {
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) if (cls.holdsEver(amount)) return true;
   return false;
+}
+
+/** Each named quantity of `want` cut to what `have` has (units); a name `have` lacks is dropped (clamped to 0). */
+function clampNamed(want: Record<string, number>, have: Readonly<Record<string, number>> | undefined) {
+  const out: Record<string, number> = {};
+  for (const k in want) {
+    const n = Math.min(want[k], have?.[k] ?? 0);
+    if (n > 0) out[k] = n;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+function namedSum(r: Record<string, number> | undefined): number {
+  let n = 0;
+  for (const k in r ?? {}) n += r?.[k] ?? 0;
+  return n;
 }

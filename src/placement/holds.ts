@@ -103,13 +103,14 @@ export class MachineHolds {
   }
 }
 
-/** Same cores, GPU ids and memory: a reconnecting worker's claims still fit where they were. */
+/** Same cores, GPU ids, memory and named resources: a reconnecting worker's claims still fit where they were. */
 function sameInventory(a: MachineSpec, b: MachineSpec): boolean {
   const x = a.inventory;
   const y = b.inventory;
   return (
     x.cpus === y.cpus &&
     x.ramMb === y.ramMb &&
+    JSON.stringify(x.resources ?? {}) === JSON.stringify(y.resources ?? {}) &&
     x.gpuIds.length === y.gpuIds.length &&
     x.gpuIds.every((id, i) => id === y.gpuIds[i])
   );

@@ -1,6 +1,6 @@
 /**
  * The machines whose books berth keeps (SPEC P1), the engine first. Grouped into classes of one
- * shape (total cores, GPUs, labels), each indexed by free capacity (capacity.ts), and classes
+ * shape (total cores, GPUs, labels, named resources), each indexed by free capacity (capacity.ts), and classes
  * indexed by label, so a decision walks classes and buckets, never every machine (SPEC P12).
  */
 import { ResourceAccountant, type Amount, type Holding } from '../resources/books.js';
@@ -29,14 +29,24 @@ export interface MachineHold {
   timer?: ReturnType<typeof setTimeout>;
 }
 
+const namedKey = (r: Record<string, number> | undefined) =>
+  r
+    ? Object.keys(r)
+        .sort()
+        .map((k) => `${k}=${r[k]}`)
+        .join(',')
+    : '';
 const classKey = (s: MachineSpec) =>
-  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}`;
+  `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}` +
+  `/${namedKey(s.inventory.resources)}`;
 
 /** Machines by name with their indexes. Change a machine's books only through `take` and `give`. */
 export class MachineSet {
   readonly #byName = new Map<string, MachineEntry>();
   readonly #classes = new Map<string, MachineClass>();
   readonly #byLabel = new Map<string, Set<MachineClass>>();
+  /** Named resource → how many machines have some of it (issue 23 item 5: an unknown name fails at once). */
+  readonly #named = new Map<string, number>();
   #engine?: MachineEntry;
 
   /** Adds `spec` (the engine when `spec.remote` is false). @throws Error if the name is taken. */
@@ -48,7 +58,21 @@ export class MachineSet {
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     cls.add(e);
+    this.#count(spec, 1);
     return e;
+  }
+
+  #count(spec: MachineSpec, by: number): void {
+    for (const k in spec.inventory.resources ?? {}) {
+      const n = (this.#named.get(k) ?? 0) + by;
+      if (n > 0) this.#named.set(k, n);
+      else this.#named.delete(k);
+    }
+  }
+
+  /** True when some machine in the books has named resource `name`. */
+  hasResource(name: string): boolean {
+    return this.#named.has(name);
   }
 
   /**
@@ -64,6 +88,7 @@ export class MachineSet {
     e.spec = spec;
     e.cls = this.#classFor(spec);
     this.#byName.set(spec.name, e);
+    this.#count(spec, 1);
     e.cls.add(e);
   }
 
@@ -71,7 +96,12 @@ export class MachineSet {
     const k = classKey(spec);
     let cls = this.#classes.get(k);
     if (!cls) {
-      cls = new MachineClass(spec.inventory.cpus, new Set(spec.inventory.gpuIds).size, [...new Set(spec.labels)]);
+      cls = new MachineClass(
+        spec.inventory.cpus,
+        new Set(spec.inventory.gpuIds).size,
+        [...new Set(spec.labels)],
+        spec.inventory.resources,
+      );
       this.#classes.set(k, cls);
       for (const l of cls.labels) {
         let set = this.#byLabel.get(l);
@@ -87,6 +117,7 @@ export class MachineSet {
     const e = this.#byName.get(name);
     if (!e) return undefined;
     this.#byName.delete(name);
+    this.#count(e.spec, -1);
     e.cls.remove(e);
     if (e.cls.size === 0) {
       this.#classes.delete(classKey(e.spec));

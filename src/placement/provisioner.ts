@@ -7,12 +7,16 @@
 import type { Amount } from '../resources/books.js';
 import type { NormalizedAsk, QueuedInfo } from './types.js';
 
-/** A machine shape a provisioner can start: cores, GPU count, MB (absent = not limited), labels. */
+/**
+ * A machine shape a provisioner can start: cores, GPU count, MB (absent = not limited), labels, and named
+ * per-machine resources in units of 1e-4 (absent = none; an ask naming one only such a shape covers).
+ */
 export interface Shape {
   cpus: number;
   gpus: number;
   ramMb?: number;
   labels: string[];
+  resources?: Record<string, number>;
 }
 
 /** A waiting claim that no attached machine can ever hold (the demand of SPEC V2). */

@@ -4,6 +4,7 @@
  * all of it; a waiter fits behind only what older waiters hold back.
  */
 import type { Amount } from '../resources/books.js';
+import type { Named } from '../resources/quantity.js';
 import type { MachineEntry } from './machines.js';
 import type { WaitClass, Waiter } from './waiting.js';
 
@@ -12,12 +13,25 @@ interface Held {
   cpus: number;
   gpus: number;
   ramMb: number;
+  /** Named resources held back (units); absent until a class asking some reserves here. */
+  res?: Named;
   classes: Set<WaitClass>;
 }
 
 const NONE: readonly WaitClass[] = [];
 const overlaps = (x: Amount, y: Amount) =>
-  (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb);
+  (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb) || sharesName(x.res, y.res);
+
+function sharesName(x: Named | undefined, y: Named | undefined): boolean {
+  if (!x || !y) return false;
+  for (const k in x) if (y[k]) return true;
+  return false;
+}
+
+/** `into` += `times` × `add`, per name (units). */
+function addNamed(into: Named, add: Named, times: number): void {
+  for (const k in add) into[k] = (into[k] ?? 0) + add[k] * times;
+}
 
 /** The per-machine reservation ledger, kept by WaitQueue as classes join, leave and move. */
 export class Reservations {
@@ -34,6 +48,7 @@ export class Reservations {
     h.cpus += cls.amount.cpus * times;
     h.gpus += cls.amount.gpus * times;
     h.ramMb += (cls.amount.ramMb ?? 0) * times;
+    if (cls.amount.res) addNamed((h.res ??= {}), cls.amount.res, times);
     if (times > 0) h.classes.add(cls);
     else if (cls.size + times <= 0) {
       h.classes.delete(cls);
@@ -62,13 +77,14 @@ export class Reservations {
     if (!m.books.fitsNow(a)) return false;
     const h = this.#held.get(m);
     if (!h) return true;
-    const r = { cpus: 0, gpus: 0, ramMb: 0 };
+    const r: Held = { cpus: 0, gpus: 0, ramMb: 0, classes: h.classes };
     for (const cls of h.classes) {
       if (!overlaps(cls.amount, a)) continue;
       for (let o = cls.head; o && o.seq < w.seq; o = o.next) {
         r.cpus += cls.amount.cpus;
         r.gpus += cls.amount.gpus;
         r.ramMb += cls.amount.ramMb ?? 0;
+        if (cls.amount.res) addNamed((r.res ??= {}), cls.amount.res, 1);
         if (!m.books.fitsNow(a, r)) return false;
       }
     }
@@ -80,18 +96,22 @@ export class Reservations {
     const want = new Map<MachineEntry, Required<Amount>>();
     for (const cls of classes) {
       if (!cls.target) continue;
-      const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0 };
+      const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0, res: {} };
       const k = cls.size;
       const a = cls.amount;
+      if (a.res) addNamed(cur.res, a.res, k);
       want.set(cls.target, {
         cpus: cur.cpus + k * a.cpus,
         gpus: cur.gpus + k * a.gpus,
         ramMb: cur.ramMb + k * (a.ramMb ?? 0),
+        res: cur.res,
       });
     }
     for (const [m, h] of this.#held) {
-      const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0 };
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb)
+      const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0, res: {} };
+      const named = new Set([...Object.keys(w.res), ...Object.keys(h.res ?? {})]);
+      const resOff = [...named].some((k) => (w.res[k] ?? 0) !== (h.res?.[k] ?? 0));
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb || resOff)
         throw new Error(`reservations on ${m.spec.name} out of step`);
       want.delete(m);
     }

@@ -1,6 +1,6 @@
 /**
  * Restoring the books after a restart (SPEC S4, S6; issue 19 items 4 and 7). A claim read back from
- * the journal takes exactly the resources it held — the same cores, device ids and memory — or
+ * the journal takes exactly the resources it held — the same cores, device ids, memory and named ones — or
  * fails, so nothing is granted twice across a restart. A machine the journal knows stays in the
  * books while its restart hold runs: never chosen for a new grant, but it counts for clamping and
  * labels, so an ask waits for it rather than being cut down below it or failing (S6).
@@ -32,8 +32,10 @@ export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: L
   if (!entry)
     throw new BerthError('failed_precondition', `claim ${c.claimId} cannot be restored: no machine ${c.machine}`);
   const a = c.allocation;
+  let res: Record<string, number> | undefined;
+  for (const k in a.resources ?? {}) if (!c.ask.pools?.[k]) (res ??= {})[k] = a.resources?.[k] ?? 0; // pools apart
   try {
-    machines.takeExact(entry, c.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb });
+    machines.takeExact(entry, c.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, res });
   } catch (err) {
     if (!(err instanceof BooksError)) throw err;
     throw new BerthError(
@@ -41,7 +43,13 @@ export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: L
       `claim ${c.claimId} cannot be restored on ${c.machine}: ${err.message}`,
     );
   }
-  const allocation = { cpus: a.cpus, gpuIds: [...a.gpuIds].sort((x, y) => x - y), ramMb: a.ramMb, env: { ...a.env } };
+  const allocation: AllocationGrant = {
+    cpus: a.cpus,
+    gpuIds: [...a.gpuIds].sort((x, y) => x - y),
+    ramMb: a.ramMb,
+    env: { ...a.env },
+  };
+  if (a.resources) allocation.resources = { ...a.resources };
   const lease = new Lease(
     c.claimId,
     entry.spec.name,

@@ -55,6 +55,8 @@ export interface PlacerSnapshot {
     holdLeftMs?: number;
   }[];
   provisioners: ProvisionerView[];
+  /** Cluster-wide pools (issue 23 item 1): name, total and free in units of 1e-4. */
+  pools: { name: string; total: number; free: number }[];
 }
 
 /** Builds the snapshot from the placer's parts. */
@@ -64,6 +66,7 @@ export function placerSnapshot(
   held: readonly { grant: Grant; entry: MachineEntry; since: number }[],
   provisioning: (claimId: string) => string | undefined,
   provisioners: ProvisionerView[],
+  pools: PlacerSnapshot['pools'] = [],
 ): PlacerSnapshot {
   const now = Date.now();
   // Waiters of one class wait for the same thing: work out why once per class.
@@ -78,7 +81,7 @@ export function placerSnapshot(
       name: m.spec.name,
       labels: [...m.spec.labels],
       remote: m.spec.remote,
-      total: { cpus: m.books.total.cpus, gpuIds: [...m.books.total.gpuIds], ramMb: m.books.total.ramMb },
+      total: { ...m.books.total, gpuIds: [...m.books.total.gpuIds] },
       free: m.books.free,
       freeGpuIds: m.books.freeGpuIds(),
       claims: m.books.claims,
@@ -108,5 +111,6 @@ export function placerSnapshot(
       owner: h.grant.ask.owner,
     })),
     provisioners,
+    pools,
   };
 }

@@ -25,6 +25,10 @@ export interface NormalizedAsk {
   cpus: number;
   gpus: number;
   ramMb?: number;
+  /** Named per-machine resources asked, in units of 1e-4 (resources/quantity.ts); absent = none. */
+  resources?: Record<string, number>;
+  /** Cluster-wide pools asked (config `pools`, e.g. licenses), in units; taken with the machine's resources. */
+  pools?: Record<string, number>;
   label: string;
   policy: LabelPolicy;
   node: string;
@@ -47,6 +51,8 @@ export interface AllocationGrant {
   /** Sorted device ids. */
   gpuIds: number[];
   ramMb?: number;
+  /** Named resources and pools held, in units of 1e-4 (issue 23 item 1); absent = none. */
+  resources?: Record<string, number>;
   /** OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES and the ask's env. */
   env: Record<string, string>;
 }

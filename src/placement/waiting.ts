@@ -43,10 +43,17 @@ export interface WaitClass {
   size: number;
 }
 
-// fail asks wait apart (issue 13)
+const namedKey = (r: Record<string, number> | undefined) =>
+  r
+    ? `/${Object.keys(r)
+        .sort()
+        .map((k) => `${k}=${r[k]}`)
+        .join(',')}`
+    : '';
+// fail asks wait apart (issue 13); named resources and pools are part of what a class asks (issue 23)
 const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
-  `${a.onOversize === 'fail' ? '/fail' : ''}`;
+  `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}`;
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {

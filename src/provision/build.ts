@@ -29,6 +29,7 @@ export function buildProvisioning(
       gpus: s.gpus,
       ramMb: s.ram_mb,
       labels: s.labels,
+      ...(s.resources && Object.keys(s.resources).length ? { resources: s.resources } : {}),
     }));
     const t = lazyTarget(target);
     const backend: Backend =

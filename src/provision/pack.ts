@@ -4,30 +4,37 @@
  * machine only when none has room — of the shape that would hold the most of what is left.
  * Pure functions; units: cores, GPU count, MB.
  */
-import type { Amount } from '../resources/books.js';
+import { namedFit, type Amount } from '../resources/books.js';
 import type { Shape, Unmet } from '../placement/provisioner.js';
 
 /** True when a machine of `shape` could ever hold `u`: size, and the label when the ask requires one. */
 export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): boolean {
   if (u.ask.policy === 'require' && u.ask.label !== '' && !shape.labels.includes(u.ask.label)) return false;
   const a = u.amount;
-  return a.cpus <= shape.cpus && a.gpus <= shape.gpus && (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity);
+  return (
+    a.cpus <= shape.cpus &&
+    a.gpus <= shape.gpus &&
+    (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity) &&
+    (!a.res || namedFit(a.res, shape.resources))
+  );
 }
 
 interface Room {
   shape: Shape;
-  free: { cpus: number; gpus: number; ramMb: number };
+  free: { cpus: number; gpus: number; ramMb: number; res: Record<string, number> };
 }
 
 const roomOf = (shape: Shape): Room => ({
   shape,
-  free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity },
+  free: { cpus: shape.cpus, gpus: shape.gpus, ramMb: shape.ramMb ?? Infinity, res: { ...shape.resources } },
 });
 
 function take(r: Room, u: Unmet): boolean {
   const a: Amount = u.amount;
   if (!shapeHolds(r.shape, u)) return false;
   if (a.cpus > r.free.cpus || a.gpus > r.free.gpus || (a.ramMb ?? 0) > r.free.ramMb) return false;
+  if (a.res && !namedFit(a.res, r.free.res)) return false; // a planned machine's named room counts too (issue 23)
+  for (const k in a.res ?? {}) r.free.res[k] -= a.res?.[k] ?? 0;
   r.free.cpus -= a.cpus;
   r.free.gpus -= a.gpus;
   r.free.ramMb -= a.ramMb ?? 0;

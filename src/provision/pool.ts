@@ -347,5 +347,5 @@ export class Pool {
 /** "2 cpu(s) [hpc]". */
 function describeShape(s: Shape): string {
   const labels = s.labels.length ? ` [${s.labels.join(',')}]` : '';
-  return `${describeAmount({ cpus: s.cpus, gpus: s.gpus, ramMb: s.ramMb })}${labels}`;
+  return `${describeAmount({ cpus: s.cpus, gpus: s.gpus, ramMb: s.ramMb, res: s.resources })}${labels}`;
 }

@@ -3,6 +3,7 @@
  * dialing the server's advertised address, under a name the provisioner chose, with the labels
  * of its shape; the token travels in the environment (BERTH_TOKEN), never on the command line.
  */
+import { fromUnits } from '../resources/quantity.js';
 import { execFile } from 'node:child_process';
 import { BERTH_ARGV } from '../berth-bin.js';
 import type { Shape } from '../placement/provisioner.js';
@@ -24,6 +25,9 @@ export function workerArgv(t: WorkerTarget, name: string, shape: Shape, withInve
     argv.push('--cpus', String(shape.cpus), '--gpus', shape.gpus ? `0-${shape.gpus - 1}` : '');
     if (shape.ramMb !== undefined) argv.push('--ram-mb', String(shape.ramMb));
   }
+  // named resources cannot be detected: always given (issue 23)
+  const named = Object.entries(shape.resources ?? {}).map(([k, u]) => `${k}=${fromUnits(u)}`);
+  if (named.length) argv.push('--resources', named.join(','));
   return argv;
 }
 

@@ -1,23 +1,26 @@
 /**
  * ResourceAccountant: the books of one machine — what it has, what is free, what each claim
  * holds (SPEC P8: free never exceeds total nor goes below zero; no device held twice).
- * Units: cpus in cores, ramMb in MB.
+ * Units: cpus in cores, ramMb in MB, named resources in units of 1e-4 (quantity.ts).
  */
 import { DevicePool } from './devices.js';
 import type { HostInventory } from './inventory.js';
+import { describeNamed, type Named } from './quantity.js';
 
-/** An amount of each dimension. `ramMb` undefined = none asked. */
+/** An amount of each dimension. `ramMb` undefined = none asked; `res`: named per-machine resources (units), if any. */
 export interface Amount {
   cpus: number;
   gpus: number;
   ramMb?: number;
+  res?: Named;
 }
 
-/** What one claim holds on a machine. */
+/** What one claim holds on a machine. `res`: named resources in units. */
 export interface Holding {
   cpus: number;
   gpuIds: number[];
   ramMb?: number;
+  res?: Named;
 }
 
 /** Thrown when the books would break an invariant: a bug, never caused by input. */
@@ -34,19 +37,31 @@ export class ResourceAccountant {
   readonly #devices: DevicePool;
   #freeCpus: number;
   #freeRam: number | undefined;
+  /** Free units of each named resource the machine has (issue 23 item 1). */
+  readonly #freeRes: Named = {};
   readonly #held = new Map<string, Holding>();
 
   /** @param total the machine's inventory (ramMb undefined = memory not limited). */
   constructor(total: HostInventory) {
+    const res = total.resources ? { ...total.resources } : undefined;
     this.total = { cpus: total.cpus, gpuIds: [...total.gpuIds].sort((a, b) => a - b), ramMb: total.ramMb };
+    if (res) this.total = { ...this.total, resources: res };
     this.#devices = new DevicePool(total.gpuIds);
     this.#freeCpus = total.cpus;
     this.#freeRam = total.ramMb;
+    if (res) Object.assign(this.#freeRes, res);
   }
 
-  /** What is free now. `ramMb` undefined when memory is not limited. */
+  /** What is free now. `ramMb` undefined when memory is not limited; `res` only when the machine has named ones. */
   get free(): Amount {
-    return { cpus: this.#freeCpus, gpus: this.#devices.freeCount, ramMb: this.#freeRam };
+    const a: Amount = { cpus: this.#freeCpus, gpus: this.#devices.freeCount, ramMb: this.#freeRam };
+    if (this.total.resources) a.res = { ...this.#freeRes };
+    return a;
+  }
+
+  /** Free units of named resource `name`; 0 when the machine has none of it. */
+  freeOf(name: string): number {
+    return this.#freeRes[name] ?? 0;
   }
 
   /** Free cores now (no allocation, for the placement indexes). */
@@ -76,7 +91,12 @@ export class ResourceAccountant {
 
   /** True when the machine could hold `a` if nothing else were held. */
   canEverHold(a: Amount): boolean {
-    return a.cpus <= this.total.cpus && a.gpus <= this.total.gpuIds.length && ramFits(a.ramMb, this.total.ramMb);
+    return (
+      a.cpus <= this.total.cpus &&
+      a.gpus <= this.total.gpuIds.length &&
+      ramFits(a.ramMb, this.total.ramMb) &&
+      (!a.res || namedFit(a.res, this.total.resources))
+    );
   }
 
   /** True when `a` fits what is free now minus `reserved` (held back for an older waiter). */
@@ -87,7 +107,8 @@ export class ResourceAccountant {
     return (
       (a.cpus === 0 || a.cpus <= this.#freeCpus - rc) &&
       (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg) &&
-      (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0))
+      (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0)) &&
+      (!a.res || namedFit(a.res, this.#freeRes, reserved?.res))
     );
   }
 
@@ -104,6 +125,10 @@ export class ResourceAccountant {
     this.#freeCpus -= a.cpus;
     if (this.#freeRam !== undefined && a.ramMb !== undefined) this.#freeRam -= a.ramMb;
     const h: Holding = { cpus: a.cpus, gpuIds, ramMb: a.ramMb };
+    if (a.res) {
+      h.res = { ...a.res };
+      for (const k in a.res) this.#freeRes[k] -= a.res[k];
+    }
     this.#held.set(claimId, h);
     return h;
   }
@@ -117,6 +142,8 @@ export class ResourceAccountant {
     if (h.cpus > this.#freeCpus) throw new BooksError(`claim ${claimId}: ${h.cpus} cpu(s) not free`);
     if (h.ramMb !== undefined && this.#freeRam !== undefined && h.ramMb > this.#freeRam)
       throw new BooksError(`claim ${claimId}: ${h.ramMb} MB RAM not free`);
+    for (const k in h.res ?? {})
+      if ((h.res?.[k] ?? 0) > this.freeOf(k)) throw new BooksError(`claim ${claimId}: ${k} not free`);
     const ids = [...h.gpuIds].sort((a, b) => a - b);
     const free = new Set(this.#devices.freeIds());
     const busy = ids.filter((id) => !free.has(id));
@@ -126,6 +153,10 @@ export class ResourceAccountant {
     this.#freeCpus -= h.cpus;
     if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam -= h.ramMb;
     const held: Holding = { cpus: h.cpus, gpuIds: ids, ramMb: h.ramMb };
+    if (h.res) {
+      held.res = { ...h.res };
+      for (const k in h.res) this.#freeRes[k] -= h.res[k];
+    }
     this.#held.set(claimId, held);
     return held;
   }
@@ -138,6 +169,7 @@ export class ResourceAccountant {
     this.#devices.give(h.gpuIds);
     this.#freeCpus += h.cpus;
     if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam += h.ramMb;
+    if (h.res) for (const k in h.res) this.#freeRes[k] += h.res[k];
     return true;
   }
 
@@ -148,10 +180,12 @@ export class ResourceAccountant {
   check(name: string): void {
     let cpus = 0;
     let ram = 0;
+    const res: Named = {};
     const ids = new Set<number>();
     for (const [id, h] of this.#held) {
       cpus += h.cpus;
       ram += h.ramMb ?? 0;
+      for (const k in h.res ?? {}) res[k] = (res[k] ?? 0) + (h.res?.[k] ?? 0);
       for (const g of h.gpuIds) {
         if (ids.has(g)) throw new BooksError(`${name}: device ${g} held twice (claim ${id})`);
         ids.add(g);
@@ -173,7 +207,20 @@ export class ResourceAccountant {
       if (ram + this.#freeRam !== this.total.ramMb)
         throw new BooksError(`${name}: held ram ${ram} + free ${this.#freeRam} ≠ ${this.total.ramMb}`);
     }
+    const totals = this.total.resources ?? {};
+    for (const k of new Set([...Object.keys(totals), ...Object.keys(res)])) {
+      const t = totals[k] ?? 0;
+      const f = this.#freeRes[k] ?? 0;
+      if (f < 0 || f > t) throw new BooksError(`${name}: free ${k} ${f} outside [0, ${t}]`);
+      if ((res[k] ?? 0) + f !== t) throw new BooksError(`${name}: held ${k} ${res[k] ?? 0} + free ${f} ≠ ${t}`);
+    }
   }
+}
+
+/** True when every named quantity of `want` fits `have` minus `reserved` (units); a name `have` lacks never fits. */
+export function namedFit(want: Named, have: Named | undefined, reserved?: Named): boolean {
+  for (const k in want) if (want[k] > (have?.[k] ?? 0) - (reserved?.[k] ?? 0)) return false;
+  return true;
 }
 
 function ramFits(want: number | undefined, free: number | undefined): boolean {
@@ -186,6 +233,7 @@ export function describeAmount(a: Amount): string {
   if (a.gpus > 0) parts.push(`${a.gpus} gpu(s)`);
   if (a.cpus > 0) parts.push(`${a.cpus} cpu(s)`);
   if (a.ramMb) parts.push(`${a.ramMb} MB RAM`);
+  if (a.res) parts.push(describeNamed(a.res));
   if (parts.length === 0) return 'nothing';
   return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
 }

@@ -6,11 +6,15 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-/** What a machine has: `cpus` cores, `gpuIds` device indices, `ramMb` MB (undefined = not limited). */
+/**
+ * What a machine has: `cpus` cores, `gpuIds` device indices, `ramMb` MB (undefined = not limited), `resources`
+ * named per-machine resources in units of 1e-4 (quantity.ts; absent = none).
+ */
 export interface HostInventory {
   cpus: number;
   gpuIds: number[];
   ramMb?: number;
+  resources?: Record<string, number>;
 }
 
 /** Overrides given on the command line; each replaces the detected value when present. */
@@ -18,6 +22,8 @@ export interface InventoryOverrides {
   cpus?: number;
   gpuIds?: number[];
   ramMb?: number;
+  /** Named per-machine resources in units (issue 23); there is nothing to detect, so only this sets them. */
+  resources?: Record<string, number>;
 }
 
 /**
@@ -103,5 +109,6 @@ export async function detectInventory(
           : limit.gpuIds;
   }
   const ramMb = overrides.ramMb ?? limit.ramMb ?? Math.floor(os.totalmem() / MB);
-  return { cpus, gpuIds: [...gpuIds].sort((a, b) => a - b), ramMb };
+  const named = overrides.resources && Object.keys(overrides.resources).length ? overrides.resources : undefined;
+  return { cpus, gpuIds: [...gpuIds].sort((a, b) => a - b), ramMb, ...(named ? { resources: named } : {}) };
 }

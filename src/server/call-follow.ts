@@ -5,9 +5,11 @@
  * and its follows.
  */
 import type { RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import type { Resources } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import type { Grant } from '../placement/types.js';
 import { isTerminal, type CallRecord, type Terminal } from '../workers/call-record.js';
+import { toResources } from './convert.js';
 import type { Sink } from './edge.js';
 
 /** How long each call outlives its caller's broken stream, waiting to be followed again (its Run's grace), in ms. */
@@ -79,13 +81,13 @@ export async function follow(
  */
 function startedFacts(g: Grant | undefined): {
   clamped: boolean;
-  asked: { cpus: number; gpus: number; ramMb?: number } | undefined;
+  asked: Resources | undefined;
   fellBack: boolean;
 } {
   return g
     ? {
         clamped: g.clamped,
-        asked: { cpus: g.ask.cpus, gpus: g.ask.gpus, ramMb: g.ask.ramMb },
+        asked: toResources(g.ask),
         fellBack: g.fellBack,
       }
     : { clamped: false, asked: undefined, fellBack: false };

@@ -13,6 +13,7 @@ import {
 import type { Resources } from '../../generated/ts/berth/v1/resources.js';
 import type { BerthEvent, QueuedFacts } from '../events.js';
 import type { Amount } from '../resources/books.js';
+import { fromUnits, namedPlain, type Named } from '../resources/quantity.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
 import type { ClusterInfo } from '../ha/cluster.js';
@@ -56,6 +57,7 @@ export function toGranted(g: Grant): Granted {
       gpuIds: g.allocation.gpuIds,
       ramMb: g.allocation.ramMb,
       env: g.allocation.env,
+      resources: namedPlain(g.allocation.resources),
     },
     clamped: g.clamped,
     fellBack: g.fellBack,
@@ -77,7 +79,12 @@ export function toSnapshot(
       name: m.name,
       labels: m.labels,
       remote: m.remote,
-      total: { cpus: m.total.cpus, gpuIds: m.total.gpuIds, ramMb: m.total.ramMb },
+      total: {
+        cpus: m.total.cpus,
+        gpuIds: m.total.gpuIds,
+        ramMb: m.total.ramMb,
+        resources: namedPlain(m.total.resources),
+      },
       free: toResources(m.free),
       freeGpuIds: m.freeGpuIds,
       claims: m.claims,
@@ -107,6 +114,7 @@ export function toSnapshot(
         cpus: x.cpus,
         gpuIds: Array.from({ length: x.gpus }, (_, i) => i),
         ramMb: x.ramMb,
+        resources: namedPlain(x.resources),
       })),
       shapeLabels: p.shapes.map((x) => x.labels.join(',')),
       machines: p.machines.map((m) => ({
@@ -128,10 +136,12 @@ export function toSnapshot(
         gpuIds: h.allocation.gpuIds,
         ramMb: h.allocation.ramMb,
         env: h.allocation.env,
+        resources: namedPlain(h.allocation.resources),
       },
       awaitingHolder: h.holdLeftMs !== undefined,
       holdLeftMs: clampU32(h.holdLeftMs ?? 0),
     })),
+    pools: s.pools.map((p) => ({ name: p.name, total: fromUnits(p.total), free: fromUnits(p.free) })),
   };
 }
 
@@ -161,9 +171,13 @@ export function toWatchEvent(e: BerthEvent): WatchEventsResponse {
   };
 }
 
-/** Amount → berth.v1.Resources. */
-export function toResources(a: Amount): Resources {
-  return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
+/**
+ * Amount (or an ask: its named resources and pools, all in units of 1e-4) → berth.v1.Resources, quantities as plain
+ * numbers.
+ */
+export function toResources(a: Amount & { resources?: Named; pools?: Named }): Resources {
+  const named = a.res || a.resources || a.pools ? namedPlain({ ...a.res, ...a.resources, ...a.pools }) : {};
+  return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb, resources: named };
 }
 
 /** Caps a duration to uint32 ms (~49 days). */

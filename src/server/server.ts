@@ -142,6 +142,7 @@ export class BerthServer {
       // Without it (--journal off), every start gives required labels the reconnect grace (issue 10 item 10).
       restartGraceMs: options.journal === 'off' ? options.reconnectGrace * 1000 : 0,
       provisioning: this.#provisioning,
+      pools: options.pools,
     });
     const hub = new WorkerHub({
       placer,

@@ -1,6 +1,7 @@
 /**
  * Validation of a worker's Hello frame (SPEC R1) into the machine it brings.
  */
+import { namedSchema } from '../resources/quantity.js';
 import * as z from 'zod';
 import type { Hello } from '../../generated/ts/berth/v1/worker.js';
 import { BerthError, valueAt } from '../errors.js';
@@ -32,6 +33,7 @@ const schema = z.object({
         .max(MAX_DEVICES, `at most ${MAX_DEVICES} device ids`)
         .refine((ids) => new Set(ids).size === ids.length, 'device ids must be unique'),
       ramMb: z.number().int().min(0).max(MAX_RAM_MB).optional(),
+      resources: namedSchema,
     },
     { error: 'required' },
   ),
@@ -74,6 +76,7 @@ export function machineFromHello(h: Hello): MachineSpec {
       cpus: v.inventory.cpus,
       gpuIds: [...v.inventory.gpuIds].sort((a, b) => a - b),
       ramMb: v.inventory.ramMb,
+      ...(Object.keys(v.inventory.resources).length ? { resources: v.inventory.resources } : {}),
     },
     remote: true,
     maxParallel: v.maxParallel,

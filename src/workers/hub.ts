@@ -6,6 +6,7 @@
  * placer's release gate: a released claim's calls are stopped and its books come back only once
  * their processes are gone (SPEC R5).
  */
+import { namedPlain } from '../resources/quantity.js';
 import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
@@ -194,7 +195,13 @@ export class WorkerHub {
    * `reason` (UNAVAILABLE) for ENDED_KEPT_MS, so that its caller following it again is told it was lost.
    */
   restoreLost(callId: string, runId: string, machine: string, reason: string): void {
-    const rec = new CallRecord(callId, runId, machine, { cpus: 0, gpuIds: [], env: {} }, () => undefined);
+    const rec = new CallRecord(
+      callId,
+      runId,
+      machine,
+      { cpus: 0, gpuIds: [], env: {}, resources: {} },
+      () => undefined,
+    );
     rec.fail(new BerthError('unavailable', reason));
     rec.markSettled();
     this.#keepEnded(rec);
@@ -249,7 +256,13 @@ export class WorkerHub {
     const out: CallRecord[] = [];
     for (const c of calls) {
       const a = c.grant.allocation;
-      const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+      const allocation = {
+        cpus: a.cpus,
+        gpuIds: a.gpuIds,
+        ramMb: a.ramMb,
+        env: a.env,
+        resources: namedPlain(a.resources),
+      };
       const rec = new CallRecord(c.callId, c.runId, w.name, allocation, (reason) => {
         void w.send({ $case: 'cancel', value: { callId: c.callId, reason: reason.message } });
       });
@@ -318,7 +331,13 @@ export class WorkerHub {
   async start(spec: CallSpec, grant: Grant, signal: AbortSignal, ready?: Promise<void>): Promise<CallRecord> {
     if (ready) await this.#whileWaiting(spec, ready);
     const a = grant.allocation;
-    const allocation = { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env };
+    const allocation = {
+      cpus: a.cpus,
+      gpuIds: a.gpuIds,
+      ramMb: a.ramMb,
+      env: a.env,
+      resources: namedPlain(a.resources),
+    };
     // The call's lease: the caller's signal and the claim's. No AbortSignal.any per call (issue 11: it
     // showed in the Run path's profile, and a held claim's `lost` would gather one dependant per call).
     signal.throwIfAborted();

@@ -34,7 +34,7 @@ async function setup(extra: { token?: string } = {}) {
   return { hub, agent, conn };
 }
 
-const alloc = (env: Record<string, string> = {}, gpuIds: number[] = []) => ({ cpus: 1, gpuIds, env });
+const alloc = (env: Record<string, string> = {}, gpuIds: number[] = []) => ({ cpus: 1, gpuIds, env, resources: {} });
 
 describe('berth worker agent against a test-double server', () => {
   it('attaches with Hello naming its labels, inventory, max_parallel, version and the token', async () => {

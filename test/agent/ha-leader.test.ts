@@ -62,7 +62,7 @@ const call = (callId: string) => ({
     runId: 'r1',
     flow: 'f',
     node: 'n',
-    allocation: { cpus: 1, gpuIds: [], env: {} },
+    allocation: { cpus: 1, gpuIds: [], env: {}, resources: {} },
     payload: { $case: 'command' as const, value: { argv: ['true'], env: {}, cwd: '' } },
     timeoutMs: 0,
     disconnectGraceMs: 0,

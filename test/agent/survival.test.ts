@@ -76,7 +76,7 @@ function command(callId: string, script: string, disconnectGraceMs = 0): Call {
     runId: 'r1',
     flow: 'f',
     node: callId,
-    allocation: { cpus: 1, gpuIds: [], env: {} },
+    allocation: { cpus: 1, gpuIds: [], env: {}, resources: {} },
     payload: { $case: 'command', value: { argv: ['sh', '-c', script], env: {}, cwd: '' } },
     timeoutMs: 0,
     disconnectGraceMs,

@@ -188,7 +188,17 @@ describe('client identity under mutual TLS', () => {
       held.write({
         kind: {
           $case: 'ask',
-          value: { cpus: 1, gpus: 0, label: 'gpu', policy: 2, node: 'n', runId: 'mine', env: {}, holdMs: 0 },
+          value: {
+            cpus: 1,
+            gpus: 0,
+            label: 'gpu',
+            policy: 2,
+            node: 'n',
+            runId: 'mine',
+            env: {},
+            holdMs: 0,
+            resources: {},
+          },
         },
       });
       const claimId = await granted;

@@ -307,6 +307,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             runId: '',
             env: {},
             holdMs: 0,
+            resources: {},
           },
         },
     payload: {

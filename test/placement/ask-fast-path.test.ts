@@ -17,6 +17,7 @@ const base: Ask = {
   runId: 'run-1',
   env: { XLA_FLAGS: '--x' },
   holdMs: 0,
+  resources: {},
 };
 
 /** Values for each field: valid ones and every kind of bad one (bounds, types, characters). */
@@ -28,6 +29,7 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   policy: [0, 1, 2, 3, -1, 7, undefined, '1'],
   node: ['', 'a.b', 'n'.repeat(256), 'n'.repeat(257), 'sp ace', undefined],
   runId: ['', 'r:1.x-y_z', 'r'.repeat(128), 'r'.repeat(129), 'r 1', 'r/1', undefined],
+  resources: [{}, { trainer: 1 }, { 'license/matlab': 0.25 }, { x: 0.00001 }, { 'bad name': 1 }, { t: -1 }],
   holdMs: [0, 1, 30_000, 3_600_000, 3_600_001, -1, 1.5, NaN, Infinity, '10', undefined, null],
   env: [
     {},

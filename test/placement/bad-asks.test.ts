@@ -38,7 +38,10 @@ describe('bad asks are refused naming the field, and change nothing (SPEC R1)', 
       const c = claim(t.placement, { cpus: 2 });
       await c.granted;
       c.call.write({
-        kind: { $case: 'ask', value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {}, holdMs: 0 } },
+        kind: {
+          $case: 'ask',
+          value: { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {}, holdMs: 0, resources: {} },
+        },
       });
       const err = await c.ended;
       expect(err?.code).toBe(status.INVALID_ARGUMENT);

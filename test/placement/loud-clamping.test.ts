@@ -41,7 +41,7 @@ describe('loud clamping', () => {
     expect(started?.$case).toBe('started');
     if (started?.$case !== 'started') return;
     expect(started.value.clamped).toBe(true);
-    expect(started.value.asked).toEqual({ cpus: 1, gpus: 1, ramMb: undefined });
+    expect(started.value.asked).toEqual({ cpus: 1, gpus: 1, ramMb: undefined, resources: {} });
     expect(started.value.allocation?.gpuIds).toEqual([]);
     expect(started.value.allocation?.env.CUDA_VISIBLE_DEVICES).toBe('');
   });
@@ -164,14 +164,14 @@ describe('loud clamping', () => {
       expect(await satisfiable(t.placement, { cpus: 1, gpus: 64 })).toEqual({
         waitFor: '',
         verdict: Verdict.VERDICT_CLAMPED,
-        clampedTo: { cpus: 1, gpus: 0, ramMb: undefined },
+        clampedTo: { cpus: 1, gpus: 0, ramMb: undefined, resources: {} },
         limiting: 'gpus',
       });
       expect(
         await satisfiable(t.placement, { cpus: 1, gpus: 64, onOversize: OnOversize.ON_OVERSIZE_FAIL }),
       ).toMatchObject({
         verdict: Verdict.VERDICT_IMPOSSIBLE,
-        clampedTo: { cpus: 1, gpus: 0 },
+        clampedTo: { cpus: 1, gpus: 0, resources: {} },
         limiting: 'gpus',
       });
       await held.release();

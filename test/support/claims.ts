@@ -21,7 +21,17 @@ import type {
 
 /** A complete Ask from a partial one (wire defaults). */
 export function ask(a: Partial<Ask> = {}): Ask {
-  return { gpus: 0, label: '', policy: Policy.POLICY_UNSPECIFIED, node: '', runId: '', env: {}, holdMs: 0, ...a };
+  return {
+    gpus: 0,
+    label: '',
+    policy: Policy.POLICY_UNSPECIFIED,
+    node: '',
+    runId: '',
+    env: {},
+    holdMs: 0,
+    resources: {},
+    ...a,
+  };
 }
 
 /** One open Claim stream. */
@@ -109,7 +119,7 @@ export interface FakeWorker {
 export function fakeWorker(
   client: WorkerServiceClient,
   name: string,
-  inv: { cpus: number; gpuIds?: number[]; ramMb?: number },
+  inv: { cpus: number; gpuIds?: number[]; ramMb?: number; resources?: Record<string, number> },
   labels: string[] = [],
 ): FakeWorker {
   const call = client.workerStream();
@@ -130,7 +140,7 @@ export function fakeWorker(
       value: {
         name,
         labels,
-        inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb },
+        inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb, resources: inv.resources ?? {} },
         maxParallel: 0,
         version: 'test',
         agentId: '',

@@ -48,6 +48,7 @@ export function runRequest(o: {
     runId: '',
     env: {},
     holdMs: 0,
+    resources: {},
   };
   return {
     placement: o.claimId ? { $case: 'claimId', value: o.claimId } : { $case: 'ask', value: ask },

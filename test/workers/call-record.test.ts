@@ -16,7 +16,7 @@ async function drain(it: AsyncGenerator<CallItem>): Promise<CallItem[]> {
 
 describe('a call record fans one call out to its followers', () => {
   it('a follower gets every event in order however many there are, then the result', async () => {
-    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
+    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {}, resources: {} }, () => undefined);
     const got = drain(rec.follow(new AbortController().signal));
     const n = MAX_REPLAY * 3;
     for (let i = 0; i < n; i++) rec.event(ev(i));
@@ -32,7 +32,7 @@ describe('a call record fans one call out to its followers', () => {
   });
 
   it('a follower that joins late gets the last events kept and the same ending', async () => {
-    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
+    const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {}, resources: {} }, () => undefined);
     for (let i = 0; i < MAX_REPLAY + 5000; i++) rec.event(ev(i));
     const late = drain(rec.follow(new AbortController().signal));
     rec.fail(new BerthError('unavailable', 'worker m went away'));
@@ -45,7 +45,7 @@ describe('a call record is the Flow of an engine-host process', () => {
     'is full while its slowest follower lags FLOW_HIGH events, has room again at FLOW_LOW, ' +
       'and always once the call ends',
     async () => {
-      const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {} }, () => undefined);
+      const rec = new CallRecord('r:f.n', 'r', 'm', { cpus: 1, gpuIds: [], env: {}, resources: {} }, () => undefined);
       const it = rec.follow(new AbortController().signal);
       for (let i = 0; i < FLOW_HIGH; i++) rec.event(ev(i));
       expect(rec.full()).toBe(true);

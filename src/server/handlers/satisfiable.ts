@@ -34,7 +34,10 @@ export function satisfiableHandler(ctx: ServerContext) {
   return unary<SatisfiableRequest, SatisfiableResponse>(ctx, 'Satisfiable', (req) => {
     if (ctx.live.draining) throw new BerthError('unavailable', DRAINING);
     const v = ctx.placer.verdict(
-      normalizeAsk(req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {}, holdMs: 0 }, 'ask'),
+      normalizeAsk(
+        req.ask ?? { gpus: 0, label: '', policy: 0, node: '', runId: '', env: {}, holdMs: 0, resources: {} },
+        'ask',
+      ),
     );
     return {
       waitFor: v.waitFor,

@@ -39,11 +39,13 @@ def build_ask(
     run_id: str | None = None,
     env: Mapping[str, str] | None = None,
     on_oversize: str = "clamp",
+    resources: Mapping[str, float] | None = None,
     into: resources_pb2.Ask | None = None,
 ) -> resources_pb2.Ask:
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
     `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4), `on_oversize`
     "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
+    `resources`: named resources and pools, name → quantity, each a multiple of 0.0001 (issue 23).
     `into`: an empty Ask to fill (e.g. a request's own `ask` field, so nothing is copied) instead of a new one.
 
     Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
@@ -82,4 +84,26 @@ def build_ask(
         ask.ram_mb = ram_mb
     if on_oversize == "fail":
         ask.on_oversize = resources_pb2.ON_OVERSIZE_FAIL
+    if resources is not None:
+        ask.resources.update(_named(resources))
     return ask
+
+
+def _named(resources: Mapping[str, float] | None) -> dict[str, float]:
+    """Checks named quantities: str names, numbers >= 0 in steps of 0.0001 (the server keeps 1e-4 units)."""
+    if resources is None:
+        return {}
+    if not isinstance(resources, Mapping):
+        raise TypeError(f"resources: must be a mapping of name to quantity (got {type(resources).__name__})")
+    out: dict[str, float] = {}
+    for name, q in resources.items():
+        if not isinstance(name, str):
+            raise TypeError(f"resources: names must be str (got {name!r})")
+        field_name = f"ask.resources.{name}"
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or q != q or q < 0 or q > 1e9:
+            raise InvalidAsk(f"{field_name}: a number from 0 to 1000000000 (got {q!r})", field=field_name)
+        units = round(q * 10_000)
+        if abs(units - q * 10_000) > 1e-6 * max(1, units):
+            raise InvalidAsk(f"{field_name}: in steps of 0.0001 (got {q!r})", field=field_name)
+        out[name] = float(q)
+    return out

@@ -81,6 +81,7 @@ class Client:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         hold: float | None = None,
+        resources: Mapping[str, float] | None = None,
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -97,6 +98,11 @@ class Client:
         breaks with UNAVAILABLE (a server restart, a cut link), retrying with backoff for as long as the
         hold; leaving the block then raises ClaimLost if it could not. Without it the claim ends with
         its stream, as always. A process that dies holding such a claim leaves it held for the hold.
+
+        `resources`: named resources to take with the cores (issue 23), per-machine ones a worker offers
+        (`{"trainer": 1}`) or cluster-wide pools from the server's config (`{"license/matlab": 1}`), each a
+        multiple of 0.0001 (else InvalidAsk naming `ask.resources.<name>`); a name nothing has raises
+        FailedPrecondition from the server.
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -111,6 +117,7 @@ class Client:
             on_queued=on_queued,
             timeout=timeout,
             hold=hold,
+            resources=resources,
         )
         if spec.ask.hold_ms:
             return ResumableClaimLease(self._stub, spec, self._metadata)

@@ -56,9 +56,10 @@ def claim_spec(
     on_queued: Callable[[Queued], object] | None,
     timeout: float | None,
     hold: float | None = None,
+    resources: Mapping[str, float] | None = None,
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
-    Ask's hold_ms."""
+    Ask's hold_ms; `resources` the Ask's named resources."""
     timeout = checks.timeout(timeout)
     hold_ms = checks.hold(hold)
     checks.callback("on_queued", on_queued)
@@ -72,6 +73,7 @@ def claim_spec(
         run_id=run_id,
         env=env,
         on_oversize=on_oversize,
+        resources=resources,
     )
     ask.hold_ms = hold_ms
     return ClaimSpec(ask, on_queued, timeout)

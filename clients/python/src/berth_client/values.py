@@ -44,18 +44,21 @@ def flag(msg: Message, name: str) -> bool:
 
 @dataclass(frozen=True)
 class Allocation:
-    """What a claim holds on its machine (SPEC P9): cores, exact GPU ids, MB (None = not asked), env."""
+    """What a claim holds on its machine (SPEC P9): cores, exact GPU ids, MB (None = not asked), env, named
+    resources."""
 
     cpus: int
     gpu_ids: tuple[int, ...]
     ram_mb: int | None
     env: dict[str, str] = field(default_factory=dict)
+    #: Named resources and pools held (issue 23), e.g. {"trainer": 1.0}; empty when none was asked.
+    resources: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_proto(cls, msg: resources_pb2.Allocation) -> Allocation:
         """Builds an Allocation from its message."""
         ram = msg.ram_mb if msg.HasField("ram_mb") else None
-        return cls(msg.cpus, tuple(msg.gpu_ids), ram, dict(msg.env))
+        return cls(msg.cpus, tuple(msg.gpu_ids), ram, dict(msg.env), dict(msg.resources))
 
 
 @dataclass(frozen=True)

@@ -417,20 +417,32 @@ class ProvisionedMachine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
-    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster")
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools")
     MACHINES_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
     PROVISIONERS_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
     machines: _containers.RepeatedCompositeFieldContainer[Machine]
     waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
     calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
     provisioners: _containers.RepeatedCompositeFieldContainer[ProvisionerStatus]
     held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
     cluster: ClusterStatus
-    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ...) -> None: ...
+    pools: _containers.RepeatedCompositeFieldContainer[Pool]
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ...) -> None: ...
+
+class Pool(_message.Message):
+    __slots__ = ("name", "total", "free")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FREE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    total: float
+    free: float
+    def __init__(self, name: _Optional[str] = ..., total: _Optional[float] = ..., free: _Optional[float] = ...) -> None: ...
 
 class ClusterStatus(_message.Message):
     __slots__ = ("name", "role", "leader", "epoch", "leader_since_ms", "standbys")

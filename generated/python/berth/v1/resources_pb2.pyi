@@ -26,27 +26,45 @@ ON_OVERSIZE_CLAMP: OnOversize
 ON_OVERSIZE_FAIL: OnOversize
 
 class Inventory(_message.Message):
-    __slots__ = ("cpus", "gpu_ids", "ram_mb")
+    __slots__ = ("cpus", "gpu_ids", "ram_mb", "resources")
+    class ResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     CPUS_FIELD_NUMBER: _ClassVar[int]
     GPU_IDS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpu_ids: _containers.RepeatedScalarFieldContainer[int]
     ram_mb: int
-    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ...) -> None: ...
+    resources: _containers.ScalarMap[str, float]
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb")
+    __slots__ = ("cpus", "gpus", "ram_mb", "resources")
+    class ResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     CPUS_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ...) -> None: ...
+    resources: _containers.ScalarMap[str, float]
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +72,13 @@ class Ask(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     CPUS_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +89,7 @@ class Ask(_message.Message):
     ENV_FIELD_NUMBER: _ClassVar[int]
     ON_OVERSIZE_FIELD_NUMBER: _ClassVar[int]
     HOLD_MS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -74,10 +100,11 @@ class Ask(_message.Message):
     env: _containers.ScalarMap[str, str]
     on_oversize: OnOversize
     hold_ms: int
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ...) -> None: ...
+    resources: _containers.ScalarMap[str, float]
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("cpus", "gpu_ids", "ram_mb", "env")
+    __slots__ = ("cpus", "gpu_ids", "ram_mb", "env", "resources")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -85,12 +112,21 @@ class Allocation(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class ResourcesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     CPUS_FIELD_NUMBER: _ClassVar[int]
     GPU_IDS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpu_ids: _containers.RepeatedScalarFieldContainer[int]
     ram_mb: int
     env: _containers.ScalarMap[str, str]
-    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    resources: _containers.ScalarMap[str, float]
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...

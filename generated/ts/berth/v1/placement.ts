@@ -711,7 +711,21 @@ export interface GetSnapshotResponse {
    * The cluster this server leads (SPEC S7, `--store etcd://…`); unset with the embedded store. A standby answers
    * GetSnapshot UNAVAILABLE naming the leader, so a snapshot always comes from the leader.
    */
-  cluster: ClusterStatus | undefined;
+  cluster:
+    | ClusterStatus
+    | undefined;
+  /** Cluster-wide pools from the config (issue 23), e.g. licenses. */
+  pools: Pool[];
+}
+
+/** Pool is one cluster-wide pool: its size and what is free now (multiples of 0.0001). */
+export interface Pool {
+  /** Name as in the config, e.g. "license/matlab". */
+  name: string;
+  /** Size. */
+  total: number;
+  /** Free now. */
+  free: number;
 }
 
 /** ClusterStatus is where a clustered server stands (SPEC S7). */
@@ -4662,7 +4676,7 @@ export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
 };
 
 function createBaseGetSnapshotResponse(): GetSnapshotResponse {
-  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], cluster: undefined };
+  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], cluster: undefined, pools: [] };
 }
 
 export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
@@ -4684,6 +4698,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     if (message.cluster !== undefined) {
       ClusterStatus.encode(message.cluster, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.pools) {
+      Pool.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -4749,6 +4766,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.cluster = ClusterStatus.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.pools.push(Pool.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4773,6 +4798,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
         : [],
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldClaim.fromJSON(e)) : [],
       cluster: isSet(object.cluster) ? ClusterStatus.fromJSON(object.cluster) : undefined,
+      pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
     };
   },
 
@@ -4796,6 +4822,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.cluster !== undefined) {
       obj.cluster = ClusterStatus.toJSON(message.cluster);
     }
+    if (message.pools?.length) {
+      obj.pools = message.pools.map((e) => Pool.toJSON(e));
+    }
     return obj;
   },
 
@@ -4812,6 +4841,108 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     message.cluster = (object.cluster !== undefined && object.cluster !== null)
       ? ClusterStatus.fromPartial(object.cluster)
       : undefined;
+    message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePool(): Pool {
+  return { name: "", total: 0, free: 0 };
+}
+
+export const Pool: MessageFns<Pool> = {
+  encode(message: Pool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.total !== 0) {
+      writer.uint32(17).double(message.total);
+    }
+    if (message.free !== 0) {
+      writer.uint32(25).double(message.free);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Pool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.total = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.free = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Pool {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      total: isSet(object.total) ? globalThis.Number(object.total) : 0,
+      free: isSet(object.free) ? globalThis.Number(object.free) : 0,
+    };
+  },
+
+  toJSON(message: Pool): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.total !== 0) {
+      obj.total = floatToJson(message.total);
+    }
+    if (message.free !== 0) {
+      obj.free = floatToJson(message.free);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Pool>, I>>(base?: I): Pool {
+    return Pool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Pool>, I>>(object: I): Pool {
+    const message = createBasePool();
+    message.name = object.name ?? "";
+    message.total = object.total ?? 0;
+    message.free = object.free ?? 0;
     return message;
   },
 };
@@ -5983,6 +6114,10 @@ export const PlacementServiceClient = makeGenericClientConstructor(
   service: typeof PlacementServiceService;
   serviceName: string;
 };
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -104,7 +104,19 @@ export interface Inventory {
   /** Device indices of the machine's GPUs (or other accelerators), e.g. [0, 1, 2, 3]. */
   gpuIds: number[];
   /** Memory in MB; absent means not limited. */
-  ramMb?: number | undefined;
+  ramMb?:
+    | number
+    | undefined;
+  /**
+   * Named per-machine resources and their quantities, e.g. {"trainer": 1, "nic": 2} (issue 23). Quantities are
+   * fixed-point: multiples of 0.0001; names hold 1–63 letters, digits and _ . - /.
+   */
+  resources: { [key: string]: number };
+}
+
+export interface Inventory_ResourcesEntry {
+  key: string;
+  value: number;
 }
 
 /** Resources is an amount of each dimension, without naming devices. */
@@ -114,7 +126,16 @@ export interface Resources {
   /** Number of GPUs. */
   gpus: number;
   /** Memory in MB; absent means not limited / not asked. */
-  ramMb?: number | undefined;
+  ramMb?:
+    | number
+    | undefined;
+  /** Named resources and pools (multiples of 0.0001), e.g. {"trainer": 1, "license/matlab": 1}; empty = none. */
+  resources: { [key: string]: number };
+}
+
+export interface Resources_ResourcesEntry {
+  key: string;
+  value: number;
 }
 
 /** Ask is what a node requests from berth. */
@@ -150,11 +171,23 @@ export interface Ask {
    * journaled claim waits for its holder for the server's claim hold, whatever this says.
    */
   holdMs: number;
+  /**
+   * Named resources to take with the cores (issue 23): per-machine ones a worker reports (`--resources trainer=1`)
+   * or cluster-wide pools from the config (`pools:`, e.g. licenses), taken in one step with the machine's
+   * resources. Quantities are multiples of 0.0001 (finer: INVALID_ARGUMENT naming ask.resources.<name>); a name
+   * no machine, pool or provisioner shape has is FAILED_PRECONDITION.
+   */
+  resources: { [key: string]: number };
 }
 
 export interface Ask_EnvEntry {
   key: string;
   value: string;
+}
+
+export interface Ask_ResourcesEntry {
+  key: string;
+  value: number;
 }
 
 /** Allocation is what was granted on one machine (SPEC P9). */
@@ -169,6 +202,8 @@ export interface Allocation {
     | undefined;
   /** Environment the node must run with: OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES and the ask's env. */
   env: { [key: string]: string };
+  /** Named resources and pools granted (multiples of 0.0001); empty when none was asked. */
+  resources: { [key: string]: number };
 }
 
 export interface Allocation_EnvEntry {
@@ -176,8 +211,13 @@ export interface Allocation_EnvEntry {
   value: string;
 }
 
+export interface Allocation_ResourcesEntry {
+  key: string;
+  value: number;
+}
+
 function createBaseInventory(): Inventory {
-  return { cpus: 0, gpuIds: [], ramMb: undefined };
+  return { cpus: 0, gpuIds: [], ramMb: undefined, resources: {} };
 }
 
 export const Inventory: MessageFns<Inventory> = {
@@ -195,6 +235,9 @@ export const Inventory: MessageFns<Inventory> = {
     if (message.ramMb !== undefined) {
       writer.uint32(24).uint32(message.ramMb);
     }
+    globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
+      Inventory_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
     return writer;
   },
 
@@ -245,6 +288,17 @@ export const Inventory: MessageFns<Inventory> = {
             message.ramMb = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = Inventory_ResourcesEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.resources[entry4.key] = entry4.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -270,6 +324,20 @@ export const Inventory: MessageFns<Inventory> = {
         : isSet(object.ram_mb)
         ? globalThis.Number(object.ram_mb)
         : undefined,
+      resources: isObject(object.resources)
+        ? (globalThis.Object.entries(object.resources) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -284,6 +352,15 @@ export const Inventory: MessageFns<Inventory> = {
     if (message.ramMb !== undefined) {
       obj.ramMb = Math.round(message.ramMb);
     }
+    if (message.resources) {
+      const entries = globalThis.Object.entries(message.resources) as [string, number][];
+      if (entries.length > 0) {
+        obj.resources = {};
+        entries.forEach(([k, v]) => {
+          obj.resources[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -295,12 +372,106 @@ export const Inventory: MessageFns<Inventory> = {
     message.cpus = object.cpus ?? 0;
     message.gpuIds = object.gpuIds?.map((e) => e) || [];
     message.ramMb = object.ramMb ?? undefined;
+    message.resources = (globalThis.Object.entries(object.resources ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseInventory_ResourcesEntry(): Inventory_ResourcesEntry {
+  return { key: "", value: 0 };
+}
+
+export const Inventory_ResourcesEntry: MessageFns<Inventory_ResourcesEntry> = {
+  encode(message: Inventory_ResourcesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Inventory_ResourcesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInventory_ResourcesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Inventory_ResourcesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Inventory_ResourcesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Inventory_ResourcesEntry>, I>>(base?: I): Inventory_ResourcesEntry {
+    return Inventory_ResourcesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Inventory_ResourcesEntry>, I>>(object: I): Inventory_ResourcesEntry {
+    const message = createBaseInventory_ResourcesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
 
 function createBaseResources(): Resources {
-  return { cpus: 0, gpus: 0, ramMb: undefined };
+  return { cpus: 0, gpus: 0, ramMb: undefined, resources: {} };
 }
 
 export const Resources: MessageFns<Resources> = {
@@ -314,6 +485,9 @@ export const Resources: MessageFns<Resources> = {
     if (message.ramMb !== undefined) {
       writer.uint32(24).uint32(message.ramMb);
     }
+    globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
+      Resources_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
     return writer;
   },
 
@@ -354,6 +528,17 @@ export const Resources: MessageFns<Resources> = {
             message.ramMb = reader.uint32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = Resources_ResourcesEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.resources[entry4.key] = entry4.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -375,6 +560,20 @@ export const Resources: MessageFns<Resources> = {
         : isSet(object.ram_mb)
         ? globalThis.Number(object.ram_mb)
         : undefined,
+      resources: isObject(object.resources)
+        ? (globalThis.Object.entries(object.resources) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -389,6 +588,15 @@ export const Resources: MessageFns<Resources> = {
     if (message.ramMb !== undefined) {
       obj.ramMb = Math.round(message.ramMb);
     }
+    if (message.resources) {
+      const entries = globalThis.Object.entries(message.resources) as [string, number][];
+      if (entries.length > 0) {
+        obj.resources = {};
+        entries.forEach(([k, v]) => {
+          obj.resources[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -400,6 +608,100 @@ export const Resources: MessageFns<Resources> = {
     message.cpus = object.cpus ?? 0;
     message.gpus = object.gpus ?? 0;
     message.ramMb = object.ramMb ?? undefined;
+    message.resources = (globalThis.Object.entries(object.resources ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseResources_ResourcesEntry(): Resources_ResourcesEntry {
+  return { key: "", value: 0 };
+}
+
+export const Resources_ResourcesEntry: MessageFns<Resources_ResourcesEntry> = {
+  encode(message: Resources_ResourcesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Resources_ResourcesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResources_ResourcesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Resources_ResourcesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Resources_ResourcesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Resources_ResourcesEntry>, I>>(base?: I): Resources_ResourcesEntry {
+    return Resources_ResourcesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Resources_ResourcesEntry>, I>>(object: I): Resources_ResourcesEntry {
+    const message = createBaseResources_ResourcesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -416,6 +718,7 @@ function createBaseAsk(): Ask {
     env: {},
     onOversize: undefined,
     holdMs: 0,
+    resources: {},
   };
 }
 
@@ -451,6 +754,9 @@ export const Ask: MessageFns<Ask> = {
     if (message.holdMs !== 0) {
       writer.uint32(80).uint32(message.holdMs);
     }
+    globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
+      Ask_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(90).fork()).join();
+    });
     return writer;
   },
 
@@ -550,6 +856,17 @@ export const Ask: MessageFns<Ask> = {
             message.holdMs = reader.uint32();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            const entry11 = Ask_ResourcesEntry.decode(reader, reader.uint32());
+            if (entry11.value !== undefined) {
+              message.resources[entry11.key] = entry11.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -603,6 +920,20 @@ export const Ask: MessageFns<Ask> = {
         : isSet(object.hold_ms)
         ? globalThis.Number(object.hold_ms)
         : 0,
+      resources: isObject(object.resources)
+        ? (globalThis.Object.entries(object.resources) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -644,6 +975,15 @@ export const Ask: MessageFns<Ask> = {
     if (message.holdMs !== 0) {
       obj.holdMs = Math.round(message.holdMs);
     }
+    if (message.resources) {
+      const entries = globalThis.Object.entries(message.resources) as [string, number][];
+      if (entries.length > 0) {
+        obj.resources = {};
+        entries.forEach(([k, v]) => {
+          obj.resources[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -670,6 +1010,15 @@ export const Ask: MessageFns<Ask> = {
     );
     message.onOversize = object.onOversize ?? undefined;
     message.holdMs = object.holdMs ?? 0;
+    message.resources = (globalThis.Object.entries(object.resources ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
     return message;
   },
 };
@@ -759,8 +1108,93 @@ export const Ask_EnvEntry: MessageFns<Ask_EnvEntry> = {
   },
 };
 
+function createBaseAsk_ResourcesEntry(): Ask_ResourcesEntry {
+  return { key: "", value: 0 };
+}
+
+export const Ask_ResourcesEntry: MessageFns<Ask_ResourcesEntry> = {
+  encode(message: Ask_ResourcesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Ask_ResourcesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAsk_ResourcesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Ask_ResourcesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Ask_ResourcesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Ask_ResourcesEntry>, I>>(base?: I): Ask_ResourcesEntry {
+    return Ask_ResourcesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Ask_ResourcesEntry>, I>>(object: I): Ask_ResourcesEntry {
+    const message = createBaseAsk_ResourcesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
 function createBaseAllocation(): Allocation {
-  return { cpus: 0, gpuIds: [], ramMb: undefined, env: {} };
+  return { cpus: 0, gpuIds: [], ramMb: undefined, env: {}, resources: {} };
 }
 
 export const Allocation: MessageFns<Allocation> = {
@@ -780,6 +1214,9 @@ export const Allocation: MessageFns<Allocation> = {
     }
     globalThis.Object.entries(message.env).forEach(([key, value]: [string, string]) => {
       Allocation_EnvEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
+      Allocation_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
     });
     return writer;
   },
@@ -842,6 +1279,17 @@ export const Allocation: MessageFns<Allocation> = {
             }
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = Allocation_ResourcesEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.resources[entry5.key] = entry5.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -881,6 +1329,20 @@ export const Allocation: MessageFns<Allocation> = {
           {},
         )
         : {},
+      resources: isObject(object.resources)
+        ? (globalThis.Object.entries(object.resources) as [string, any][]).reduce(
+          (acc: { [key: string]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -904,6 +1366,15 @@ export const Allocation: MessageFns<Allocation> = {
         });
       }
     }
+    if (message.resources) {
+      const entries = globalThis.Object.entries(message.resources) as [string, number][];
+      if (entries.length > 0) {
+        obj.resources = {};
+        entries.forEach(([k, v]) => {
+          obj.resources[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -919,6 +1390,15 @@ export const Allocation: MessageFns<Allocation> = {
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
           acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.resources = (globalThis.Object.entries(object.resources ?? {}) as [string, number][]).reduce(
+      (acc: { [key: string]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.Number(value);
         }
         return acc;
       },
@@ -1012,6 +1492,95 @@ export const Allocation_EnvEntry: MessageFns<Allocation_EnvEntry> = {
     return message;
   },
 };
+
+function createBaseAllocation_ResourcesEntry(): Allocation_ResourcesEntry {
+  return { key: "", value: 0 };
+}
+
+export const Allocation_ResourcesEntry: MessageFns<Allocation_ResourcesEntry> = {
+  encode(message: Allocation_ResourcesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Allocation_ResourcesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllocation_ResourcesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Allocation_ResourcesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Allocation_ResourcesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Allocation_ResourcesEntry>, I>>(base?: I): Allocation_ResourcesEntry {
+    return Allocation_ResourcesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Allocation_ResourcesEntry>, I>>(object: I): Allocation_ResourcesEntry {
+    const message = createBaseAllocation_ResourcesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? 0;
+    return message;
+  },
+};
+
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -83,6 +83,7 @@ class AsyncClient:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         hold: float | None = None,
+        resources: Mapping[str, float] | None = None,
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
@@ -100,6 +101,7 @@ class AsyncClient:
             on_queued=on_queued,
             timeout=timeout,
             hold=hold,
+            resources=resources,
         )
         if spec.ask.hold_ms:
             return AsyncResumableClaimLease(self._stub, spec, self._metadata)

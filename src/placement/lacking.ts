@@ -1,0 +1,41 @@
+/**
+ * What a waiting claim waits for, in the Queued detail (SPEC P6, issue 23 item 1): the dimension no machine it may
+ * use has free now — `waiting for 40960 MB ram`, `waiting for trainer: 0 of 1 free` — or a pool short of what
+ * it asks behind older waiters: `waiting for license/matlab: 0 of 30 free`. Cost: every machine, on the waiting
+ * path only, and only for asks with memory or named resources.
+ */
+import type { Amount } from '../resources/books.js';
+import { fromUnits } from '../resources/quantity.js';
+import { eligible } from './choose.js';
+import { placeable, type PlacerState } from './state.js';
+import type { NormalizedAsk } from './types.js';
+
+/** The detail's tail (`: waiting for …`), or '' when nothing but cores and GPUs are short. */
+export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount): string {
+  const parts: string[] = [];
+  if (amount.ramMb || amount.res) {
+    let ram = false;
+    const best: Record<string, [number, number]> = {};
+    for (const m of s.machines.all()) {
+      if (!placeable(m) || !eligible(m, ask) || !m.books.canEverHold(amount)) continue;
+      const free = m.books.freeRamMb;
+      if (!amount.ramMb || free === undefined || free >= amount.ramMb) ram = true;
+      for (const k in amount.res ?? {}) {
+        const f = m.books.freeOf(k);
+        if (!best[k] || f > best[k][0]) best[k] = [f, m.books.total.resources?.[k] ?? 0];
+      }
+    }
+    if (!ram) parts.push(`waiting for ${amount.ramMb} MB ram`);
+    for (const k in amount.res ?? {}) {
+      const b = best[k];
+      if (b && b[0] < (amount.res?.[k] ?? 0))
+        parts.push(`waiting for ${k}: ${fromUnits(b[0])} of ${fromUnits(b[1])} free`);
+    }
+  }
+  for (const k in ask.pools ?? {}) {
+    const free = s.pools.freeOf(k);
+    if (!s.pools.fits({ [k]: ask.pools?.[k] ?? 0 }))
+      parts.push(`waiting for ${k}: ${fromUnits(free)} of ${fromUnits(s.pools.total[k])} free`);
+  }
+  return parts.length ? `: ${parts.join(', ')}` : '';
+}

@@ -1,0 +1,101 @@
+/**
+ * The settle/wake loop (SPEC P7, P12): after a change of books, classes reserving on a changed machine re-choose
+ * their target, classes a touched machine's free room could serve wake (looked up by amount, not by walking the
+ * queue), and the oldest woken head is granted if it fits behind the reservations of older waiters. Also how a
+ * waiter leaves the queue (granted, abandoned) and how a class moves its reservation.
+ */
+import { chooseNow, eligible, reservationTarget } from './choose.js';
+import type { Demand } from './demand.js';
+import { grant } from './grant.js';
+import { poolsFitBehind } from './pool-fit.js';
+import { placeable, type PlacerState } from './state.js';
+import type { WaitClass, Waiter } from './waiting.js';
+
+/** Brings the queue to rest after each change. */
+export class Settler {
+  #settling = false;
+
+  constructor(
+    readonly s: PlacerState,
+    readonly demand: Demand,
+  ) {}
+
+  /**
+   * Brings the queue to rest after a change (P7, P12): classes reserving on a changed machine
+   * re-choose their target; classes a touched machine's free room could serve wake; the oldest woken
+   * head is granted if it fits behind the reservations of older waiters, else its class sleeps. Repeats
+   * until nothing is woken, then tells provisioning the demand. Cost: the classes a change could serve,
+   * the classes reserving on a changed machine, and the grants made.
+   */
+  settle(): void {
+    if (this.#settling) return;
+    this.#settling = true;
+    const { machines, queue, changed, touched, woken } = this.s;
+    try {
+      for (;;) {
+        for (const m of changed) for (const cls of queue.reserved.classesOn(m)) this.retarget(cls);
+        changed.clear();
+        for (const m of touched) {
+          if (!machines.has(m)) continue;
+          for (const cls of queue.servable(m.books.freeGpus, m.books.freeCpus)) {
+            if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) woken.add(cls);
+          }
+        }
+        touched.clear();
+        let next: Waiter | undefined;
+        for (const cls of woken) {
+          if (!cls.head) woken.delete(cls);
+          else if (!next || cls.head.seq < next.seq) next = cls.head;
+        }
+        if (!next) return;
+        const w = next;
+        const c =
+          poolsFitBehind(this.s, w) &&
+          chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
+        if (!c) {
+          woken.delete(w.cls);
+          continue;
+        }
+        const { amount, clamped } = w.cls;
+        this.unwait(w);
+        w.resolve(grant(this.s, w.claimId, w.ask, amount, clamped, c.machine, c.fellBack, w.since));
+      }
+    } finally {
+      this.#settling = false;
+      this.demand.plan();
+    }
+  }
+
+  /** Points `cls` at the machine it is closest to fitting, keeping its target when that is as close. */
+  retarget(cls: WaitClass): void {
+    const old = cls.target;
+    const t = reservationTarget(this.s.machines, cls.ask, cls.amount, old);
+    if (t === old) return;
+    this.s.queue.setTarget(cls, t);
+    if (old) this.s.touched.add(old);
+  }
+
+  /** Takes `w` out of the queue; what its class held back on its target becomes room. False when not waiting. */
+  unwait(w: Waiter): boolean {
+    const target = w.cls.target;
+    if (!this.s.queue.remove(w)) return false;
+    w.detach();
+    if (target) this.s.touched.add(target);
+    return true;
+  }
+
+  /** `w` stops waiting, rejected with `reason` (cancel, abort, a failed refit): node_abandoned, then settle. */
+  abandon(w: Waiter, reason: unknown): void {
+    if (!this.unwait(w)) return;
+    this.s.events.emit({
+      kind: 'node_abandoned',
+      claimId: w.claimId,
+      node: w.ask.node,
+      runId: w.ask.runId,
+      detail: reason instanceof Error ? reason.message : 'abandoned',
+      durationMs: Date.now() - w.since,
+    });
+    w.reject(reason);
+    this.settle();
+  }
+}

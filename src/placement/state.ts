@@ -1,0 +1,53 @@
+/**
+ * The placer's shared state (SPEC P1, P7, P8, P12): the machines and their books, the waiting queue, the
+ * held claims, the cluster-wide pools, and the marks a change of books leaves for the settle loop (settle.ts).
+ * The placer's parts
+ * (claims, settle, refit, label grace, demand) each read and change it; only they do.
+ */
+import type { EventBus } from '../events.js';
+import { PoolBooks } from '../resources/pools.js';
+import type { Lease } from './lease.js';
+import { MachineSet, type MachineEntry } from './machines.js';
+import type { Provisioning } from './provisioner.js';
+import { WaitQueue, type WaitClass } from './waiting.js';
+
+/** A granted claim in the books: its lease, its machine and since when (ms since the epoch). */
+export interface Held {
+  grant: Lease;
+  entry: MachineEntry;
+  since: number;
+  /** Released, its books kept until the runs inside it are gone (SPEC R5). */
+  releasing?: boolean;
+}
+
+/** What every part of the placer shares. */
+export class PlacerState {
+  readonly machines = new MachineSet();
+  readonly queue = new WaitQueue();
+  /** Held claims by id. */
+  readonly held = new Map<string, Held>();
+  /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
+  readonly changed = new Set<MachineEntry>();
+  /** Machines with more room than before (release, attach, a reservation gone): may serve a waiter. */
+  readonly touched = new Set<MachineEntry>();
+  /** Classes whose head may be grantable now. */
+  readonly woken = new Set<WaitClass>();
+  /** Set by `Placer.freeze` (SPEC S5): nothing is released or detached any more. */
+  frozen = false;
+  /** The cluster-wide pools (config `pools`, issue 23 item 1). */
+  readonly pools: PoolBooks;
+
+  /** @param pools pool name → size in units of 1e-4 */
+  constructor(
+    readonly events: EventBus,
+    readonly prov: Provisioning | undefined,
+    pools?: Record<string, number>,
+  ) {
+    this.pools = new PoolBooks(pools);
+  }
+}
+
+/** False for a disconnected (held) machine, restored or not (SPEC S2, S6): nothing new goes there. */
+export function placeable(m: MachineEntry): boolean {
+  return m.hold === undefined;
+}
