@@ -2,23 +2,31 @@
 `berth serve --store etcd://…` processes, a real etcd and a real `berth worker`: `Client("a:1,b:2")` whose first
 address is unreachable and whose second is a standby claims and runs on the leader the standby names; after the
 leader's SIGKILL a `with client.claim(..., hold=30)` block and a running `client.run(...)` follow to the new
-leader with the same claim and the same call (run once), as after a server restart."""
+leader with the same claim and the same call (run once), as after a server restart; a Claim stream the standby ends
+while the asyncio client writes its first message counts as unreached (UNAVAILABLE), never as grpc.aio's INTERNAL."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from berth_client import Client, Snapshot, Unavailable
+from berth_client._proto.berth.v1 import placement_pb2, placement_pb2_grpc
+from berth_client.aio.streams import CallEnded, send
+from berth_client.claim_resume import worth_resuming
+from berth_client.servers import never_reached
 from conftest import Connect, has_machine, wait_until
 from processes import BerthProcess, Etcd, free_port, start_member, start_worker
 
@@ -44,6 +52,7 @@ class Cluster:
 
 
 _clusters = 0
+_RESUME = placement_pb2.ClaimRequest(resume=placement_pb2.Resume(claim_id="c-none", resume_token="none"))
 
 
 @contextmanager
@@ -136,6 +145,32 @@ def test_a_client_whose_first_address_is_unreachable_and_second_a_standby_claims
         assert any(getattr(e, "line", "") == "streamed" for e in events)
     with Client(cluster.leader_address) as direct:
         assert not direct.snapshot().held
+
+
+def test_asyncio_claim_streams_a_standby_ends_at_once_are_refused_as_unreached_never_as_internal(
+    steady_cluster: Cluster,
+) -> None:
+    """A standby ends a Claim stream as soon as it opens; grpc.aio then often loses that status to its own INTERNAL
+    "Internal error from Core" for the first write, which made a held claim's resume give up (SPEC S7, S3)."""
+
+    async def open_streams(n: int) -> list[tuple[grpc.StatusCode, str]]:
+        seen: list[tuple[grpc.StatusCode, str]] = []
+        async with grpc.aio.insecure_channel(steady_cluster.standby_address) as channel:
+            stub = placement_pb2_grpc.PlacementServiceStub(channel)  # type: ignore[no-untyped-call]
+            for _ in range(n):
+                call = stub.Claim()
+                try:
+                    await send(call, _RESUME)
+                    await call.read()
+                    seen.append((await call.code(), await call.details()))
+                except grpc.RpcError as err:
+                    seen.append((err.code(), err.details()))  # type: ignore[attr-defined]
+                call.cancel()
+        return seen
+
+    seen = asyncio.run(open_streams(200))
+    assert {code for code, _ in seen} == {grpc.StatusCode.UNAVAILABLE}, Counter(code.name for code, _ in seen)
+    assert all(worth_resuming(code, details) and never_reached(CallEnded(code, details)) for code, details in seen)
 
 
 def test_after_the_leader_is_killed_a_held_claim_and_a_running_call_follow_to_the_new_leader(

@@ -25,7 +25,13 @@ from ._proto.berth.v1 import placement_pb2_grpc
 
 STREAMS = frozenset({"Claim", "Run", "WatchEvents"})
 """The PlacementService methods that stream (their errors come while reading)."""
-_NOT_REACHED = ("standby of cluster", "failed to connect", "connection refused", "dns resolution failed")
+_NOT_REACHED = (
+    "standby of cluster",
+    "failed to connect",
+    "connection refused",
+    "dns resolution failed",
+    "message was not sent",  # aio/streams.py NOT_SENT: a write that the server's ending of the stream beat
+)
 _IN_DETAILS = re.compile(r"the leader is at (\S+?)[.,;)]?$")
 _ROUNDS = 2  # rounds of the address list a unary call tries
 _FIRST_DELAY_S = 0.1  # backoff before the second round; doubles, jittered

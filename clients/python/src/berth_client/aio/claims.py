@@ -17,7 +17,7 @@ from ..errors import BerthError, NodeTimeout, from_rpc_error, from_status
 from ..prepare import ClaimSpec
 from ..values import Grant, Queued
 from ..views import GrantFields
-from .streams import CallEnded, Reader
+from .streams import CallEnded, Reader, send
 
 
 class AsyncClaimLease(GrantFields):
@@ -65,7 +65,7 @@ class AsyncClaimLease(GrantFields):
             self._reader = Reader(self._call)
             self._answered = False
             try:
-                await self._call.write(placement_pb2.ClaimRequest(ask=self._spec.ask))
+                await send(self._call, placement_pb2.ClaimRequest(ask=self._spec.ask))
                 return await self._await_grant()
             except (grpc.RpcError, asyncio.InvalidStateError) as raised:
                 # a write to a call the server already ended raises InvalidStateError: its status tells why

@@ -18,7 +18,7 @@ from ..errors import BerthError, ClaimLost, from_rpc_error
 from ..prepare import ClaimSpec
 from ..values import Grant
 from .claims import AsyncClaimLease
-from .streams import Reader
+from .streams import Reader, send
 
 _RELEASE = placement_pb2.ClaimRequest(release=placement_pb2.Release())
 
@@ -72,7 +72,7 @@ class AsyncResumableClaimLease(AsyncClaimLease):
             call: Any = self._stub.Claim(metadata=self._metadata)
             reader = Reader(call)
             try:
-                await call.write(resume_request(grant))
+                await send(call, resume_request(grant))
                 msg = await reader.read()
                 if msg is None or msg.WhichOneof("kind") != "granted":
                     raise BerthError("claim stream: no Granted answering a resume")

@@ -36,6 +36,25 @@ class CallEnded(grpc.RpcError):
         return self._details
 
 
+_CORE_STAND_IN = "Internal error from Core"  # grpc.aio's status for a write that core could not send
+NOT_SENT = "the message was not sent: the server had ended the stream"
+"""The details of `send`'s UNAVAILABLE (servers.py counts it as a call that never reached a leader)."""
+
+
+async def send(call: Any, message: Any) -> None:
+    """Writes `message` on the grpc.aio stream `call`. When the server ends the call while the write is under way
+    (a standby refusing a Claim at once, SPEC S7), grpc.aio sets the call's status to INTERNAL "Internal error from
+    Core" in place of the server's: core did not send the message. That is raised as CallEnded(UNAVAILABLE,
+    NOT_SENT), so a claim or a resume is opened again (where servers.py says) instead of failing as INTERNAL."""
+    try:
+        await call.write(message)
+    except grpc.RpcError as err:
+        code, details = err.code(), err.details()
+        if code == grpc.StatusCode.INTERNAL and details == _CORE_STAND_IN:
+            raise CallEnded(grpc.StatusCode.UNAVAILABLE, f"{NOT_SENT} (grpc: {details})") from None
+        raise
+
+
 class Reader:
     """Messages of a grpc.aio streaming call: `await read()` gives the next message, None at the end
     (status OK), or raises a grpc.RpcError (CallEnded(CANCELLED) once the call was cancelled)."""
