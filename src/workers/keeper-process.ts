@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { BERTH_ARGV } from '../berth-bin.js';
 import { procStat } from './executors/kill.js';
 
@@ -32,9 +32,16 @@ export interface KeeperSpawn {
   disconnectGraceMs: number;
 }
 
-/** The keeper secret of `dir`: read, or made (32 random bytes, base64url, mode 0600) on first use. */
+/**
+ * The keeper secret of `dir`: read, or made (32 random bytes, base64url, mode 0600) on first use.
+ * @throws Error `--state-dir DIR cannot be used: …` when `dir` cannot be made under the state directory.
+ */
 export function keeperSecret(dir: string): string {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new Error(`--state-dir ${dirname(dir)} cannot be used: ${(err as Error).message}`);
+  }
   const file = join(dir, 'secret');
   try {
     const s = readFileSync(file, 'utf8').trim();

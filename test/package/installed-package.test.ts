@@ -126,9 +126,10 @@ describe('the package installed from its tarball into an empty prefix', () => {
       (await exec(process.execPath, [join(app, 'engine.mjs'), address], { cwd: app, env: env() })).stdout,
     );
     expect(value).toEqual({ machine: 'pkg-w', remote: true, same: true, value: { twice: 42, python: 3 } });
-    // the worker kept its records, and the server its journal and lock, under XDG_STATE_HOME (the temporary one),
+    // the worker kept its records, and the server its journal, lock and engine keeper's secret, under XDG_STATE_HOME (the temporary one),
     // not in the real home
     expect(readdirSync(join(tmp, 'state', 'berth')).sort()).toEqual([
+      'engine-keeper',
       'journal',
       'server.lock',
       `worker-pkg-w@${address.replace(/[^A-Za-z0-9_.-]/g, '_')}`,
