@@ -13,28 +13,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { BerthClient } from '../../src/client/index.js';
 import { finished, runBerth, spawnBerth } from '../support/cli.js';
-import { etcdMissing, startEtcd, type TestEtcd } from '../support/etcd.js';
-import { clusterName, member } from '../support/ha-cluster.js';
+import { etcdSuite, member } from '../support/cluster.js';
 import { closedPort } from '../support/ports.js';
 import { outputLines, run, runRequest, terminal } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
 import { until } from '../support/until.js';
 
-const missing = etcdMissing();
-const inCI = process.env.CI === 'true';
-const describeEtcd = missing && !inCI ? describe.skip : describe;
-if (missing && !inCI) console.warn(`clients-follow-leader.test.ts skipped: ${missing} (in CI these tests run)`);
-
-let etcd: TestEtcd;
-beforeAll(async () => {
-  if (!missing || inCI) etcd = await startEtcd();
-}, 30_000);
-afterAll(async () => etcd?.stop());
-
-const open: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const f of open.splice(0).reverse()) await f();
-});
+const { describeEtcd, etcd, cleanup: open, clusterName } = etcdSuite('clients-follow-leader.test.ts');
 
 function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
@@ -42,12 +27,15 @@ function tempDir(prefix: string): string {
   return d;
 }
 
+/** Each member: one core, no GPU, info logs (the tests read its log lines). */
+const ONE_CPU = ['--cpus', '1', '--gpus', '', '--log-level', 'info'];
+
 /** A leader and a standby of a fresh cluster, both ended after the test. */
 async function cluster() {
   const name = clusterName();
-  const leader = await member(etcd.endpoint, name);
+  const leader = await member(etcd().endpoint, name, open, ONE_CPU);
   open.push(() => leader.kill());
-  const standby = await member(etcd.endpoint, name);
+  const standby = await member(etcd().endpoint, name, open, ONE_CPU);
   open.push(() => standby.kill());
   expect(leader.log()).toContain('"msg":"berth serving"');
   expect(standby.log()).toContain('"msg":"berth standing by"');

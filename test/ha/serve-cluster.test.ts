@@ -10,45 +10,13 @@ import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { runBerth } from '../support/cli.js';
 import { closedPort } from '../support/ports.js';
 import { claim } from '../support/claims.js';
-import { member, serving, type Member } from '../support/cluster.js';
-import { etcdMissing, startEtcd, type TestEtcd } from '../support/etcd.js';
+import { etcdSuite, member, serving, type Member } from '../support/cluster.js';
 import { healthClient } from '../support/grpc-std.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { run, runRequest } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
 
-const missing = etcdMissing();
-const inCI = process.env.CI === 'true';
-const describeEtcd = missing && !inCI ? describe.skip : describe;
-if (missing && !inCI) console.warn(`serve-cluster.test.ts skipped: ${missing} (in CI these tests run)`);
-
-let etcd: TestEtcd;
-beforeAll(async () => {
-  if (!missing || inCI) etcd = await startEtcd();
-}, 30_000);
-afterAll(async () => etcd?.stop());
-
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f();
-});
-
-let clusters = 0;
-/** A fresh cluster name per test: the tests share one etcd. */
-const clusterName = () => `t${++clusters}-${process.pid}`;
-
-/** Two members of a new cluster: the first leads (it serves before the second starts). */
-async function pair(
-  flags: string[] = [],
-  etcdAt = etcd.endpoint,
-  leaderFlags: string[] = [],
-): Promise<{ name: string; a: Member; b: Member }> {
-  const name = clusterName();
-  const a = await member(etcdAt, name, cleanup, [...flags, ...leaderFlags]);
-  await serving(a);
-  const b = await member(etcd.endpoint, name, cleanup, flags);
-  return { name, a, b };
-}
+const { describeEtcd, etcd, cleanup, clusterName, pair } = etcdSuite('serve-cluster.test.ts');
 
 /** The health status of `service` at `address`. */
 function health(address: string, service: string): Promise<string> {
@@ -69,7 +37,7 @@ describeEtcd('berth serve --store etcd (SPEC S7)', () => {
   it('one of two servers leads; the standby answers every berth.v1 RPC UNAVAILABLE naming the leader with a leader ' +
     "trailer, and its health is '' SERVING but berth.v1.PlacementService NOT_SERVING", async () => {
     const metricsAt = `127.0.0.1:${await closedPort()}`;
-    const { name, a, b } = await pair([], etcd.endpoint, ['--metrics-listen', metricsAt]);
+    const { name, a, b } = await pair([], etcd().endpoint, ['--metrics-listen', metricsAt]);
     expect(a.log()).toContain(`"msg":"elected leader of cluster ${name}`);
     expect(b.log()).toContain('"msg":"berth standing by"');
     const snap = await snapshot(a.client);
@@ -120,12 +88,12 @@ describeEtcd('berth serve --store etcd (SPEC S7)', () => {
   it('a leader cut off from etcd stops acting: it exits 3 saying it was deposed, the standby takes over, and a ' +
     'claim asked of the old leader after the cut was never granted nor written', async () => {
     const name = clusterName();
-    const proxy = new LinkProxy(etcd.endpoint);
+    const proxy = new LinkProxy(etcd().endpoint);
     cleanup.push(() => proxy.close());
     const via = await proxy.start();
     const a = await member(via, name, cleanup);
     await serving(a);
-    const b = await member(etcd.endpoint, name, cleanup);
+    const b = await member(etcd().endpoint, name, cleanup);
     const before = claim(a.client, { cpus: 1 });
     const kept = await before.granted;
     proxy.cut();
@@ -139,7 +107,7 @@ describeEtcd('berth serve --store etcd (SPEC S7)', () => {
     await serving(b);
     const held = (await snapshot(b.client)).held.map((h) => h.claimId);
     expect(held).toEqual([kept.claimId]); // the claim granted before the cut, and nothing after
-    const keys = await etcd.client.getAll().prefix(`/berth/${name}/journal/claim`).keys();
+    const keys = await etcd().client.getAll().prefix(`/berth/${name}/journal/claim`).keys();
     expect(keys).toHaveLength(1);
   }, 30_000);
 });

@@ -11,45 +11,13 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { spawnBerth } from '../support/cli.js';
 import { claim, resumeClaim } from '../support/claims.js';
-import { member, serving, type Member } from '../support/cluster.js';
-import { etcdMissing, startEtcd, type TestEtcd } from '../support/etcd.js';
+import { etcdSuite, member, serving, type Member } from '../support/cluster.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { outputLines, run, runRequest, terminal } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
 import { until } from '../support/until.js';
 
-const missing = etcdMissing();
-const inCI = process.env.CI === 'true';
-const describeEtcd = missing && !inCI ? describe.skip : describe;
-if (missing && !inCI) console.warn(`takeover.test.ts skipped: ${missing} (in CI these tests run)`);
-
-let etcd: TestEtcd;
-beforeAll(async () => {
-  if (!missing || inCI) etcd = await startEtcd();
-}, 30_000);
-afterAll(async () => etcd?.stop());
-
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f();
-});
-
-let clusters = 0;
-/** A fresh cluster name per test: the tests share one etcd. */
-const clusterName = () => `t${++clusters}-${process.pid}`;
-
-/** Two members of a new cluster: the first leads (it serves before the second starts). */
-async function pair(
-  flags: string[] = [],
-  etcdAt = etcd.endpoint,
-  leaderFlags: string[] = [],
-): Promise<{ name: string; a: Member; b: Member }> {
-  const name = clusterName();
-  const a = await member(etcdAt, name, cleanup, [...flags, ...leaderFlags]);
-  await serving(a);
-  const b = await member(etcd.endpoint, name, cleanup, flags);
-  return { name, a, b };
-}
+const { describeEtcd, etcd, cleanup, pair } = etcdSuite('takeover.test.ts');
 
 function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
