@@ -9,7 +9,7 @@ import { credentials } from '@grpc/grpc-js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { BerthClient } from '../../src/client/index.js';
 import { finished, runBerth, spawnBerth } from '../support/cli.js';

@@ -5,7 +5,7 @@
  * a leader cut off from etcd stops acting and exits 3, and nothing it writes after lands. Takeover: takeover.test.ts.
  */
 import { credentials, status, type ServiceError } from '@grpc/grpc-js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { WorkerServiceClient } from '../../generated/ts/berth/v1/worker.js';
 import { runBerth } from '../support/cli.js';
 import { closedPort } from '../support/ports.js';

@@ -8,16 +8,16 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { spawnBerth } from '../support/cli.js';
 import { claim, resumeClaim } from '../support/claims.js';
-import { etcdSuite, member, serving, type Member } from '../support/cluster.js';
+import { etcdSuite, serving } from '../support/cluster.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { outputLines, run, runRequest, terminal } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
 import { until } from '../support/until.js';
 
-const { describeEtcd, etcd, cleanup, pair } = etcdSuite('takeover.test.ts');
+const { describeEtcd, cleanup, pair } = etcdSuite('takeover.test.ts');
 
 function tempDir(prefix: string): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
