@@ -265,7 +265,11 @@ export class BerthMetrics {
           for (const p of current().pools) this.set({ pool: p.name }, fromUnits(pick(p)));
         },
       });
-    pool('berth_pool_total', 'Size of a cluster-wide pool from the config (issue 23), e.g. license/matlab.', (p) => p.total);
+    pool(
+      'berth_pool_total',
+      'Size of a cluster-wide pool from the config (issue 23), e.g. license/matlab.',
+      (p) => p.total,
+    );
     pool('berth_pool_free', 'What is free of a cluster-wide pool now (issue 23).', (p) => p.free);
     new Gauge({
       name: 'berth_claims_waiting',

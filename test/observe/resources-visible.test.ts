@@ -18,7 +18,14 @@ afterEach(async () => {
 
 /** Starts `berth serve …args`; resolves with its gRPC address and metrics URL from its log lines. */
 async function serve(args: string[]): Promise<{ address: string; metrics: string }> {
-  const child: ChildProcess = spawnBerth(['serve', '--listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', ...args]);
+  const child: ChildProcess = spawnBerth([
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    '--metrics-listen',
+    '127.0.0.1:0',
+    ...args,
+  ]);
   const exited = new Promise((r) => child.once('close', r));
   open.push(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
