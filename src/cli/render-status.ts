@@ -1,12 +1,13 @@
 /**
  * Renders a GetSnapshot response as the text `berth status` prints: machines with their books (a disconnected
- * worker with its hold left), waiting claims with their reasons and wait times, held claims and calls in flight.
+ * worker with its hold left, and named resources when any machine has some), the pools, waiting claims with their reasons and wait times, held claims and calls in flight.
  */
 import { MachineState, type GetSnapshotResponse, type Machine } from '../../generated/ts/berth/v1/placement.js';
 import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
 import { renderProvisioners } from './render-provisioners.js';
+import { machineResources, renderPools } from './render-resources.js';
 
 function headed(head: string[], rows: string[][]): string {
   return table([head, ...rows]);
@@ -34,6 +35,8 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     const standbys = c.standbys.length ? c.standbys.join(', ') : 'none';
     out.push(`cluster ${c.name}: ${c.role} ${c.leader || '-'}, epoch ${c.epoch}; standbys: ${standbys}`, '');
   }
+  // A RESOURCES column only when some machine has named resources (issue 23 item 1), e.g. "trainer 1/2".
+  const named = s.machines.some((m) => Object.keys(m.total?.resources ?? {}).length > 0);
   out.push(
     headed(
       [
@@ -44,6 +47,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
         'GPUS FREE/TOTAL',
         'FREE GPU IDS',
         'RAM MB FREE/TOTAL',
+        ...(named ? ['RESOURCES FREE/TOTAL'] : []),
         'CLAIMS',
         'CALLS',
       ],
@@ -55,11 +59,13 @@ export function renderStatus(raw: GetSnapshotResponse): string {
         `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,
         formatRange(m.freeGpuIds) || '-',
         m.total?.ramMb === undefined ? 'unlimited' : `${m.free?.ramMb ?? 0}/${m.total.ramMb}`,
+        ...(named ? [machineResources(m) || '-'] : []),
         String(m.claims),
         m.maxParallel ? `${m.runningCalls}/${m.maxParallel}` : String(m.runningCalls),
       ]),
     ),
   );
+  out.push(...renderPools(s.pools));
   out.push('');
   if (s.waiting.length === 0) out.push('waiting: none');
   else {

@@ -1,12 +1,14 @@
 /**
  * Prometheus metrics (issue 13 item 2), served at /metrics when `--metrics-listen` is given.
  * Counters and histograms follow the event bus; gauges are read from the snapshot at scrape time,
- * so they can never drift from the books. Units: seconds, bytes (RAM: MB × 1 048 576), cores, GPUs.
+ * so they can never drift from the books. Units: seconds, bytes (RAM: MB × 1 048 576), cores, GPUs; named
+ * resources and pools as plain quantities (issue 23), one series per name a machine or the config has.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BerthEvent, EventBus } from '../events.js';
 import { PROVISIONED_STATES } from '../placement/provisioner.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
+import { fromUnits, type Named } from '../resources/quantity.js';
 
 /** What the gauges are read from at scrape time. */
 export interface MetricsSource {
@@ -235,6 +237,40 @@ export class BerthMetrics {
         },
       });
     }
+    const named = (name: string, help: string, pick: (m: PlacerSnapshot['machines'][number]) => Named | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['machine', 'resource'],
+        registers: [r],
+        collect() {
+          this.reset(); // only names the books hold now: a machine that went takes its series along
+          for (const m of current().machines) {
+            const have = pick(m) ?? {};
+            for (const res of Object.keys(m.total.resources ?? {}))
+              this.set({ machine: m.name, resource: res }, fromUnits(have[res] ?? 0));
+          }
+        },
+      });
+    named('berth_resource_total', 'Named resources a machine has (issue 23), e.g. trainer.', (m) => m.total.resources);
+    named('berth_resource_free', 'Named resources free on a machine now (issue 23).', (m) => m.free.res);
+    const pool = (name: string, help: string, pick: (p: PlacerSnapshot['pools'][number]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['pool'],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const p of current().pools) this.set({ pool: p.name }, fromUnits(pick(p)));
+        },
+      });
+    pool(
+      'berth_pool_total',
+      'Size of a cluster-wide pool from the config (issue 23), e.g. license/matlab.',
+      (p) => p.total,
+    );
+    pool('berth_pool_free', 'What is free of a cluster-wide pool now (issue 23).', (p) => p.free);
     new Gauge({
       name: 'berth_claims_waiting',
       help: 'Claims waiting now (SPEC P6).',
