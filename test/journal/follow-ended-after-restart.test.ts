@@ -25,7 +25,10 @@ function clientOf(address: string): PlacementServiceClient {
 }
 
 /** A follow of call `callId` from event `afterSeq`. */
-const followOf = (callId: string, afterSeq: number): RunRequest => ({ ...runRequest({}), follow: { callId, afterSeq } });
+const followOf = (callId: string, afterSeq: number): RunRequest => ({
+  ...runRequest({}),
+  follow: { callId, afterSeq },
+});
 
 describe('a call that ended before a server SIGKILL is followed by id after the restart', () => {
   it('the follow answers its result value, its failure, or "result not kept", with no events; an unknown id is ' +
@@ -51,7 +54,10 @@ describe('a call that ended before a server SIGKILL is followed by id after the 
     const again = await run(c2, followOf('ok:flow.node', 0)).done;
     expect(again.error).toBeNull();
     expect(kinds(again)).toEqual(['started', 'result']); // the events are not kept across the restart
-    expect(terminal(again)).toMatchObject({ $case: 'result', value: { callId: 'ok:flow.node', value: { answer: 42 } } });
+    expect(terminal(again)).toMatchObject({
+      $case: 'result',
+      value: { callId: 'ok:flow.node', value: { answer: 42 } },
+    });
     const failed = await run(c2, followOf('bad:flow.node', 3)).done;
     expect(failed.error).toBeNull();
     expect(kinds(failed)).toEqual(['started', 'failure']);
