@@ -76,7 +76,7 @@ export class WorkerHub {
   /** Calls that ended before the restart, by id: their ended journal records' endings (SPEC S3, issue 19). */
   readonly #journaled = new Map<
     string,
-    { runId: string; machine: string; owner?: string; end: Terminal | BerthError }
+    { runId: string; machine: string; owner?: string; end: Terminal | BerthError; until: number }
   >();
   /** Workers whose link broke, held (SPEC S2). */
   readonly #holds: LinkHolds;
@@ -434,7 +434,10 @@ export class WorkerHub {
     const kept = this.#ended.get(callId);
     if (kept && Date.now() - kept.at <= ENDED_KEPT_MS) return kept.rec;
     const j = this.#journaled.get(callId);
-    if (!j) return undefined;
+    if (!j || Date.now() > j.until) {
+      this.#journaled.delete(callId); // past the retention: the journal prunes its record too
+      return undefined;
+    }
     const rec = new CallRecord(callId, j.runId, j.machine, { cpus: 0, gpuIds: [], env: {}, resources: {} }, () => {});
     rec.owner = j.owner;
     if (j.end instanceof BerthError) rec.fail(j.end);
@@ -445,10 +448,15 @@ export class WorkerHub {
 
   /**
    * After a restart (SPEC S4): call `callId` of `owner` ended before it, with `end` (from its ended journal
-   * record). Following it by id answers Started and `end`, no events (they were not kept), while the hub lives.
+   * record, kept until `until`, ms since the epoch). Following it by id until then answers Started and `end`, no
+   * events (they were not kept).
    */
-  restoreEnded(callId: string, runId: string, machine: string, owner: string | undefined, end: Terminal | BerthError) {
-    this.#journaled.set(callId, { runId, machine, owner, end });
+  restoreEnded(
+    c: { callId: string; runId: string; machine: string; owner?: string },
+    end: Terminal | BerthError,
+    until: number,
+  ): void {
+    this.#journaled.set(c.callId, { runId: c.runId, machine: c.machine, owner: c.owner, end, until });
   }
 
   #keepEnded(rec: CallRecord): void {
