@@ -6,12 +6,14 @@
  */
 import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
+import { keptEnding } from './ending.js';
 import { historyEntries, type HistoryEntry } from './history.js';
 import type { Journal } from './journal.js';
 
 /**
  * Subscribes `journal` to `events`; returns the unsubscribe function. `agentOf(name)`: the agent id
- * (`<host>:<state dir>`, SPEC S5) of the worker attached under `name`, '' when it sent none.
+ * (`<host>:<state dir>`, SPEC S5) of the worker attached under `name`, '' when it sent none; `endOf(callId)`: the
+ * owner and ending of call `callId` (kept in its ended record, src/journal/ending.ts), undefined when unknown.
  */
 export function followEvents(
   journal: Journal,
@@ -19,6 +21,7 @@ export function followEvents(
   placer: Placer,
   agentOf: (name: string) => string = () => '',
   instanceOf: (name: string) => string = () => '',
+  endOf: (callId: string) => Parameters<typeof keptEnding>[0] | undefined = () => undefined,
 ): () => void {
   const entryOf = historyEntries();
   return events.subscribe((e: BerthEvent) => {
@@ -87,6 +90,7 @@ export function followEvents(
             outcome: e.outcome ?? 'result',
             failureType: e.failureType,
             attempt: h.attempt,
+            ...keptEnding(endOf(h.id) ?? {}),
           });
         return;
       }

@@ -8,6 +8,7 @@
  * Units: ms since the Unix epoch for times, ms for holds, cores, MB, named resources in units of 1e-4.
  */
 import * as z from 'zod';
+import { endingFields } from './ending.js';
 import { HISTORY_STATES, type HistoryEntry } from './history.js';
 
 /** Named resources or pools in units of 1e-4 (issue 23 item 1). */
@@ -97,6 +98,8 @@ const ended = z.object({
   failureType: z.string().optional(),
   endedAt: z.number(),
   ...entryFacts,
+  /** How it ended, for a follow after a restart (src/journal/ending.ts). */
+  ...endingFields,
 });
 
 const released = z.object({

@@ -459,7 +459,11 @@ export class BerthServer {
     const { hub } = this.context;
     const agentOf = (name: string) => hub.workers.get(name)?.agent.agentId ?? '';
     const instanceOf = (name: string) => hub.workers.get(name)?.agent.instanceId ?? '';
-    this.#unfollow = followEvents(r.journal, this.context.events, this.context.placer, agentOf, instanceOf);
+    const endOf = (callId: string) => {
+      const rec = hub.followable(callId);
+      return rec && { owner: rec.owner, end: rec.ending instanceof BerthError ? undefined : rec.ending };
+    };
+    this.#unfollow = followEvents(r.journal, this.context.events, placer, agentOf, instanceOf, endOf);
   }
 
   /** Writes what the journal has queued, closes it and gives the state directory back. Idempotent. */

@@ -15,7 +15,7 @@ import type { Placer } from '../placement/placer.js';
 import type { Grant, MachineSpec } from '../placement/types.js';
 import { AttachedWorker, type CallSpec } from './attached.js';
 import { CallIds } from './call-ids.js';
-import { CallRecord } from './call-record.js';
+import { CallRecord, type Terminal } from './call-record.js';
 import { EngineRunner } from './engine-runner.js';
 import type { EngineKeeper } from './engine-keeper.js';
 import { LinkHolds } from './link-holds.js';
@@ -73,6 +73,11 @@ export class WorkerHub {
   readonly #inClaim = new Map<string, Set<InClaim>>();
   /** Calls that ended lately, oldest first, for a caller following one again (SPEC S3). */
   readonly #ended = new Map<string, { rec: CallRecord; at: number }>();
+  /** Calls that ended before the restart, by id: their ended journal records' endings (SPEC S3, issue 19). */
+  readonly #journaled = new Map<
+    string,
+    { runId: string; machine: string; owner?: string; end: Terminal | BerthError; until: number }
+  >();
   /** Workers whose link broke, held (SPEC S2). */
   readonly #holds: LinkHolds;
 
@@ -421,13 +426,37 @@ export class WorkerHub {
 
   /**
    * The call `callId` to follow again (SPEC S3): in flight, or ended within the last ENDED_KEPT_MS (at most
-   * ENDED_KEPT_MAX kept); undefined otherwise.
+   * ENDED_KEPT_MAX kept), or ended before the restart (`restoreEnded`: its ending only, no events); else undefined.
    */
   followable(callId: string): CallRecord | undefined {
     const live = this.calls.get(callId);
     if (live) return live;
     const kept = this.#ended.get(callId);
-    return kept && Date.now() - kept.at <= ENDED_KEPT_MS ? kept.rec : undefined;
+    if (kept && Date.now() - kept.at <= ENDED_KEPT_MS) return kept.rec;
+    const j = this.#journaled.get(callId);
+    if (!j || Date.now() > j.until) {
+      this.#journaled.delete(callId); // past the retention: the journal prunes its record too
+      return undefined;
+    }
+    const rec = new CallRecord(callId, j.runId, j.machine, { cpus: 0, gpuIds: [], env: {}, resources: {} }, () => {});
+    rec.owner = j.owner;
+    if (j.end instanceof BerthError) rec.fail(j.end);
+    else rec.finish(j.end);
+    rec.markSettled();
+    return rec;
+  }
+
+  /**
+   * After a restart (SPEC S4): call `callId` of `owner` ended before it, with `end` (from its ended journal
+   * record, kept until `until`, ms since the epoch). Following it by id until then answers Started and `end`, no
+   * events (they were not kept).
+   */
+  restoreEnded(
+    c: { callId: string; runId: string; machine: string; owner?: string },
+    end: Terminal | BerthError,
+    until: number,
+  ): void {
+    this.#journaled.set(c.callId, { runId: c.runId, machine: c.machine, owner: c.owner, end, until });
   }
 
   #keepEnded(rec: CallRecord): void {

@@ -10,7 +10,8 @@
  * events; `disconnect_grace_ms` (0 to 3,600,000) is the call's hold (SPEC S2). When client identities
  * are configured, another identity's claim_id is NOT_FOUND and its call id FAILED_PRECONDITION (SPEC R7).
  * `follow` (SPEC S3) follows a call already started from the caller's last event sequence number instead: NOT_FOUND
- * when no such call is in flight or ended within the last minute. A Run with `disconnect_grace_ms` keeps its call
+ * when no such call is in flight, ended within the last minute, or ended before a restart (its journaled ending, no
+ * events: docs/survival.md). A Run with `disconnect_grace_ms` keeps its call
  * running that long after its caller's stream breaks, for the caller to follow it again; without, the call stops.
  * `max_retries` (SPEC S8, src/server/retries.ts): an attempt whose machine is lost (or, with `retry_on_failure`,
  * whose node failed) is placed again under `<call id>#<k>`; the caller gets Retrying, then the next Started. A Run
@@ -335,7 +336,7 @@ export function runCall(ctx: ServerContext): RunCall {
     if (!rec || rec.owner !== owner) {
       throw new BerthError(
         'not_found',
-        `follow.call_id: no call ${f.callId} in flight or ended within the last ${ENDED_KEPT_MS / 1000} s`,
+        `follow.call_id: no call ${f.callId} in flight, ended within the last ${ENDED_KEPT_MS / 1000} s or journaled`,
       );
     }
     scope.keepThroughDrain();
