@@ -150,7 +150,7 @@ export class Session {
         this.#onWelcome();
         this.#heartbeatMs = f.value.heartbeatMs || DEFAULT_HEARTBEAT_MS;
         this.log.info(
-          { server: f.value.serverVersion, heartbeatMs: this.#heartbeatMs, resumed: f.value.calls.length },
+          { serverVersion: f.value.serverVersion, heartbeatMs: this.#heartbeatMs, resumed: f.value.calls.length },
           'attached to server',
         );
         this.calls.attach(this.writer, f.value.calls);

@@ -9,6 +9,7 @@ import type { HistoryRequest, HistoryResponse } from '../../generated/ts/berth/v
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { durationSeconds, OptionsError } from '../config/fields.js';
 import { authMetadata, channelCredentials, resolveClientOptions, type ClientFlags } from './client.js';
+import { onLeader } from '../ha/on-leader.js';
 import { COMMANDS } from './commands.js';
 import { renderHistory } from './render-history.js';
 
@@ -61,7 +62,10 @@ export function historyCommand(): Command {
     .option('--since <duration>', 'only what ended within this long, e.g. 15m, 1h, 7d')
     .option('--limit <n>', 'most entries, newest first, 1 to 10000 (default 100)')
     .option('--json', 'print the answer as JSON (for scripts)')
-    .option('--server <host:port>', 'berth to ask [env BERTH_SERVER] (default 127.0.0.1:50051)')
+    .option(
+      '--server <host:port,…>',
+      'berth to ask; several: its HA cluster [env BERTH_SERVER] (default 127.0.0.1:50051)',
+    )
     .option('--token <token>', 'token [env BERTH_TOKEN]')
     .option('--tls-ca <file>', 'use TLS, trusting this CA (PEM) for the server certificate [env BERTH_TLS_CA]')
     .option('--tls-cert <file>', 'client certificate (PEM) for mutual TLS [env BERTH_TLS_CERT]')
@@ -69,19 +73,21 @@ export function historyCommand(): Command {
     .action(async (flags: HistoryFlags) => {
       const opts = resolveClientOptions(flags);
       const req = historyRequest(flags);
-      const client = new PlacementServiceClient(opts.server, channelCredentials(opts));
-      try {
-        const h = await new Promise<HistoryResponse>((resolve, reject) =>
+      // several addresses (an HA cluster): the standby's leader hint is followed, as `berth status` does (SPEC S7)
+      const ask = (address: string) => {
+        const client = new PlacementServiceClient(address, channelCredentials(opts));
+        return new Promise<HistoryResponse>((resolve, reject) =>
           client.history(req, authMetadata(opts.token), { deadline: Date.now() + 10_000 }, (err, res) =>
             err ? reject(err) : resolve(res!),
           ),
-        );
+        ).finally(() => client.close());
+      };
+      try {
+        const { result: h } = await onLeader(opts.server, ask);
         process.stdout.write(`${flags.json ? JSON.stringify(h, null, 2) : renderHistory(h)}\n`);
       } catch (err) {
         const details = ((err as { details?: string }).details ?? String(err)).replace(/\s*Resolution note:\s*$/, '');
         throw new Error(`cannot get history from ${opts.server}: ${details}`);
-      } finally {
-        client.close();
       }
     });
 }

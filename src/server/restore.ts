@@ -8,11 +8,12 @@
  * (WorkerHub.restoreWorker): the same agent instance re-binds them when it re-attaches, and their callers follow
  * them again by call id (SPEC S3); the claim a Run placed for its call lasts as long as the call.
  */
+import { BerthError } from '../errors.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
 import { endingOfRecord } from '../journal/ending.js';
-import { entryOfRecord, type JournalState } from '../journal/records.js';
+import { entryOfRecord, type EndedRecord, type JournalState } from '../journal/records.js';
 import type { History } from '../journal/history.js';
 import type { Store } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
@@ -119,17 +120,14 @@ export async function restoreFromJournal(
     for (const [i, rec] of recs.entries()) {
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
-      // No Run handler sees a re-bound call end: its ending is journaled here, so no later start restores it again.
-      void rec.settled.then(() =>
-        journal.callEnded({
-          callId: rec.callId,
-          runId: rec.runId,
-          machine: rec.machine,
-          outcome: rec.outcome || 'error',
-          failureType: rec.outcome === 'error' ? 'WorkerLost' : undefined,
-          endedAt: Date.now(),
-        }),
-      );
+      // No Run handler sees a re-bound call end: its ending is journaled and put in the history here (SPEC S9), so
+      // no later start restores it again and `berth history` lists it once it ends.
+      const startedAt = state.calls.find((c) => c.callId === rec.callId)?.at;
+      void rec.settled.then(() => {
+        const ended = reboundEnding(rec, startedAt);
+        journal.callEnded(ended);
+        history?.add(entryOfRecord(ended));
+      });
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
       void rec.settled.then(() => placer.release(claimId, 'run ended'));
@@ -213,5 +211,27 @@ export async function restoreFromJournal(
     cancel: () => {
       for (const t of timers) clearTimeout(t);
     },
+  };
+}
+
+/** The ended record of a call re-bound after a restart, once it settled (`startedAt`: when it first started). */
+function reboundEnding(rec: CallRecord, startedAt: number | undefined): EndedRecord {
+  const end = rec.ending;
+  const error = end instanceof BerthError ? end : undefined;
+  const failure = end && !(end instanceof BerthError) && end.$case === 'failure' ? end.value : undefined;
+  const failureType = error ? error.kind : failure?.type;
+  const outcome = rec.outcome || 'error';
+  const state = outcome === 'result' ? 'succeeded' : error?.kind === 'cancelled' ? 'cancelled' : 'failed';
+  return {
+    callId: rec.callId,
+    runId: rec.runId,
+    machine: rec.machine,
+    outcome,
+    failureType: failureType ?? (outcome === 'error' ? 'WorkerLost' : undefined),
+    endedAt: Date.now(),
+    startedAt,
+    node: rec.callId.slice(rec.callId.indexOf(':') + 1),
+    state,
+    detail: error ? error.message : `${rec.callId} finished${failureType ? `: ${failureType}` : ''}`,
   };
 }

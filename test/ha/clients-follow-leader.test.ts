@@ -74,7 +74,7 @@ const attached = async (client: PlacementServiceClient) =>
 
 describeEtcd('clients and workers find the leader (SPEC S7)', () => {
   it('an unreachable address and a standby first: the worker, berth status, the TypeScript client, berth ' +
-    'dispatch and berth drain all reach the leader the standby names', async () => {
+    'dispatch, berth history and berth drain all reach the leader the standby names', async () => {
     const { leader, standby, client } = await cluster();
     const servers = `127.0.0.1:${await closedPort()},${standby.address}`; // the leader is not listed
     worker(servers);
@@ -99,6 +99,11 @@ describeEtcd('clients and workers find the leader (SPEC S7)', () => {
     const dispatched = await runBerth(['dispatch', batch, '--server', servers]);
     expect(dispatched.code, dispatched.stdout + dispatched.stderr).toBe(0);
     expect(dispatched.stdout + dispatched.stderr).toContain('1 passed');
+
+    const hist = await runBerth(['history', '--server', servers, '--kind', 'claim', '--json']);
+    expect(hist.code, hist.stderr).toBe(0);
+    const entries = (JSON.parse(hist.stdout) as { entries: Array<{ id: string }> }).entries;
+    expect(entries.map((e) => e.id)).toContain(lease.grant.claimId); // the leader's history, through the standby
 
     const drained = await runBerth(['drain', '--server', standby.address, '--grace', '1']);
     expect(drained.stderr).toBe('');

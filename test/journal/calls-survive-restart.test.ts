@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { credentials, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlacementServiceClient, type RunRequest, type RunResponse } from '../../generated/ts/berth/v1/placement.js';
+import { HistoryRequest, type HistoryResponse } from '../../generated/ts/berth/v1/history.js';
 import { spawnBerth, waitForLine } from '../support/cli.js';
 import { LinkProxy } from '../support/link-proxy.js';
 import { closedPort } from '../support/ports.js';
@@ -112,6 +113,12 @@ describe('a call survives a server SIGKILL (SPEC S4)', () => {
     // the Run's own claim lasted as long as its call, and is given back with it
     await until(async () => (await snapshot(s2.client)).held.length === 0);
     expect(existsSync(go)).toBe(true);
+    // and the call that ran through the restart is in the history once it ended (SPEC S9), timed from its start
+    const listed = await new Promise<HistoryResponse>((resolve, reject) =>
+      s2.client.history(HistoryRequest.fromPartial({ runId: 'sv' }), (err, res) => (err ? reject(err) : resolve(res))),
+    );
+    expect(listed.entries.map((e) => [e.id, e.state])).toEqual([['sv:flow.node', 'succeeded']]);
+    expect(listed.entries[0].endedMs - listed.entries[0].startedMs).toBeGreaterThan(0);
   }, 60_000);
   it('events the server handed to its caller (acknowledged to the agent) but the caller never got are not lost ' +
     'with the server: the agent sends them again to the restarted server, and the caller gets them', async () => {
