@@ -96,7 +96,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     const awaiting = s.held.some((h) => h.awaitingHolder);
     out.push(
       headed(
-        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPUS', 'HELD', ...(awaiting ? ['HOLDER'] : [])],
+        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPU IDS', 'HELD', ...(awaiting ? ['HOLDER'] : [])],
         s.held.map((h) => [
           h.claimId,
           h.node || '-',

@@ -82,7 +82,7 @@ export class ClaimBook {
       }
       s.pools.take(c.claimId, c.ask.pools);
     }
-    s.held.set(c.claimId, { grant: lease, entry, since: Date.now() });
+    s.held.set(c.claimId, { grant: lease, entry, since: c.at ?? Date.now() });
     s.changed.add(entry);
     const a = lease.allocation;
     const amount = { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb };

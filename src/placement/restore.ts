@@ -20,6 +20,8 @@ export interface RestoredClaim {
   ask: NormalizedAsk;
   clamped?: boolean;
   fellBack?: boolean;
+  /** When it was granted (ms since the epoch): how long it has been held counts from then, across restarts. */
+  at?: number;
 }
 
 /**
