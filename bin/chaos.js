@@ -2,7 +2,8 @@
 // `make chaos`: a longer chaos run (test/chaos/chaos.ts) against the real server, real `berth worker`
 // agents and client processes. SEED (default 1), DURATION in seconds (default 120), CONCURRENCY
 // (default 6). Prints the report and writes it as JSON to test-results/chaos/seed-<seed>-<time>.json;
-// keeps the server processes' logs in test-results/chaos/seed-<seed>-<time>-logs/; exits 1 when anything leaked or an answer was unexpected.
+// keeps the server processes' logs in test-results/chaos/seed-<seed>-<time>-logs/; exits 1 when anything leaked
+// or an answer was unexpected.
 import { register } from 'tsx/esm/api';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -32,7 +32,8 @@ export function renderHistory(h: HistoryResponse): string {
     shortDuration(Math.max(0, e.endedMs - e.startedMs)),
     detailOf(e).replace(/\s+/g, ' '),
   ]);
-  const keep = `kept ${shortDuration(h.retentionMs)}${h.durable ? ', journaled' : ', in memory since the server started'}`;
+  const where = h.durable ? ', journaled' : ', in memory since the server started';
+  const keep = `kept ${shortDuration(h.retentionMs)}${where}`;
   const foot = `${h.entries.length} of ${h.matched} matching (${keep})`;
   if (!rows.length) return `no finished calls or claims match\n${foot}`;
   return `${table([['ENDED (UTC)', 'KIND', 'STATE', 'ID', 'RUN', 'MACHINE', 'TOOK', 'DETAIL'], ...rows])}\n${foot}`;

@@ -1,6 +1,7 @@
 /**
  * Renders a GetSnapshot response as the text `berth status` prints: machines with their books (a disconnected
- * worker with its hold left, and named resources when any machine has some), the pools, waiting claims with their reasons and wait times, held claims and calls in flight.
+ * worker with its hold left, and named resources when any machine has some), the pools, waiting claims with their
+ * reasons and wait times, held claims and calls in flight.
  */
 import { MachineState, type GetSnapshotResponse, type Machine } from '../../generated/ts/berth/v1/placement.js';
 import { table } from '../format/table.js';

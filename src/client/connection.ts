@@ -53,7 +53,10 @@ export function parseAddresses(spec: string): string[] {
   return list;
 }
 
-/** One try of a call: the stub to call; `settle()` once it answered, `refused(e)` when it failed for want of a server. */
+/**
+ * One try of a call: the stub to call; `settle()` once it answered, `refused(e)` when it failed for want of a
+ * server.
+ */
 export interface Attempt {
   stub: PlacementServiceClient;
   settle: () => void;

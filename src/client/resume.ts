@@ -7,7 +7,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NoWorker, Unavailable, WorkerGone } from './errors.js';
 
-/** How long a broken Run stream is followed again, in ms: the server's default restart hold (Python RESUME_WINDOW_S). */
+/**
+ * How long a broken Run stream is followed again, in ms: the server's default restart hold (Python RESUME_WINDOW_S).
+ */
 export const RESUME_WINDOW_MS = 60_000;
 
 /** The server's answer while it still sees a claim's old stream (it has not noticed the break yet): try again. */

@@ -4,9 +4,9 @@
  * optional `cwd` (relative to the batch file's directory), `env`, `timeout` (s),
  * `stack_dump_signal` (SIGUSR1 before a timeout stop), `retries` (0 to 10: placed again when its machine is lost,
  * for `--server`, SPEC S8), and `require` or `prefer` (a machine label, for `--server`). Names are unique and
- * free of control characters (they name log files, JUnit testcases and output lines); the default is `job<N>`. `label:` is the old spelling of `name:`
- * (accepted, with a note). Errors name the file, the line, the job (`jobs[2]`, 0-based) and the key;
- * an unknown key gets the known key it most likely meant (docs/dispatch.md).
+ * free of control characters (they name log files, JUnit testcases and output lines); the default is `job<N>`.
+ * `label:` is the old spelling of `name:` (accepted, with a note). Errors name the file, the line, the job
+ * (`jobs[2]`, 0-based) and the key; an unknown key gets the known key it most likely meant (docs/dispatch.md).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -199,9 +199,8 @@ export class RemoteRunner implements Runner {
           `--token/BERTH_TOKEN: berth at ${this.address} refused the token (UNAUTHENTICATED: ` +
             `${err.details}); give its token with --token or BERTH_TOKEN`,
         );
-      throw new Error(
-        `cannot reach berth at ${this.address}: ${(err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '')}`,
-      );
+      const why = (err.details || err.message).replace(/[.\s]*Resolution note:\s*$/, '');
+      throw new Error(`cannot reach berth at ${this.address}: ${why}`);
     }
   }
 

@@ -61,9 +61,9 @@ def _user_stacklevel() -> int:
 class RunDecoder:
     """Folds one Run stream, and the streams that follow the same call again after a break (SPEC S3).
     `feed(msg)` returns the events to hand on, in order (one message may carry several; a second Started, from a
-    stream that follows the call again, is not handed on twice; a Retrying, SPEC S8, starts the next attempt's); `result()` returns the Result, raises the node's
-    exception, or BerthError when the stream ended without an outcome. `resume_request()` is the RunRequest that
-    picks the call up again after its stream broke."""
+    stream that follows the call again, is not handed on twice; a Retrying, SPEC S8, starts the next attempt's);
+    `result()` returns the Result, raises the node's exception, or BerthError when the stream ended without an
+    outcome. `resume_request()` is the RunRequest that picks the call up again after its stream broke."""
 
     def __init__(self, req: placement_pb2.RunRequest) -> None:
         self._req = req
@@ -94,8 +94,8 @@ class RunDecoder:
         return self._outcome is not None
 
     def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
-        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying), in order; none for a result, a failure or
-        a kind this client does not know."""
+        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying), in order; none for a result, a
+        failure or a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
             if self.started is not None:
