@@ -16,6 +16,8 @@ export interface Held {
   grant: Lease;
   entry: MachineEntry;
   since: number;
+  /** Set for a member of a group (groups.ts): released and lost only with its whole group (rule G1). */
+  group?: string;
   /** Released, its books kept until the runs inside it are gone (SPEC R5). */
   releasing?: boolean;
 }
