@@ -116,6 +116,7 @@ export function commitGroup(
     s.held.set(h.grant.claimId, h);
     s.changed.add(h.entry);
   }
+  s.groupMembers += held.length;
   const abort = new AbortController();
   const grant = { groupId, strategy, members: held.map((h) => h.grant), lost: abort.signal };
   return { grant, held, since, abort };
@@ -126,6 +127,7 @@ export function giveGroup(s: PlacerState, g: HeldGroup, gone?: MachineEntry): vo
   for (const h of g.held) {
     if (s.held.get(h.grant.claimId) !== h) continue;
     s.held.delete(h.grant.claimId);
+    s.groupMembers--;
     if (h.entry === gone) continue;
     s.machines.give(h.entry, h.grant.claimId);
     s.changed.add(h.entry);
