@@ -11,11 +11,12 @@
 import { BerthError } from '../errors.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
+import { SYNC_EVERY_MS } from '../journal/disk-sync.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
 import { endingOfRecord } from '../journal/ending.js';
 import { entryOfRecord, type EndedRecord, type JournalState } from '../journal/records.js';
 import type { History } from '../journal/history.js';
-import type { Store } from '../journal/store.js';
+import type { Store, StoreError } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
@@ -62,10 +63,11 @@ export async function restoreFromJournal(
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
   let opened: { journal: Journal; state: JournalState };
   try {
-    opened = await Journal.open(store ?? LmdbStore.open(options.stateDir), {
+    const onError = (err: StoreError) => log.error({ reason: err.message }, 'journal write failed');
+    opened = await Journal.open(store ?? LmdbStore.open(options.stateDir, SYNC_EVERY_MS, onError), {
       retentionMs: options.historyRetention * 1000,
       maxHistory: options.historyMax,
-      onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
+      onError,
       onCommit,
     });
   } catch (err) {
