@@ -138,7 +138,7 @@ export async function restoreFromJournal(
   const onMachine = (name: string) =>
     state.calls.flatMap((c) => {
       const grant = c.machine === name ? grants.get(c.claimId) : undefined;
-      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
+      return grant ? [{ callId: c.callId, runId: c.runId, grant, startedAt: c.at }] : [];
     });
   for (const w of state.workers) {
     if (!hub || !w.agentId || !w.instanceId) continue;

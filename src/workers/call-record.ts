@@ -35,7 +35,8 @@ export const isTerminal = (item: CallItem): item is Terminal => item.$case === '
 
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
 export class CallRecord implements Flow {
-  readonly startedAt = Date.now();
+  /** When the call first started (ms since the epoch): restored from the journal after a restart. */
+  startedAt = Date.now();
   /** Who started it, when client identities are configured (SPEC R7): only it cancels or follows it. */
   owner?: string;
   /** How long the call is held when its worker's link breaks, in ms (0: the server's worker hold; SPEC S2). */

@@ -40,6 +40,14 @@ export const ENDED_KEPT_MAX = 1000;
 export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
 
 /** Hub settings. Units: ms. */
+/** A call journaled in flight, restored after a restart inside its restored claim's grant; `startedAt`: ms. */
+export interface RestoredCall {
+  callId: string;
+  runId: string;
+  grant: Grant;
+  startedAt?: number;
+}
+
 export interface HubOptions {
   placer: Placer;
   events: EventBus;
@@ -221,7 +229,7 @@ export class WorkerHub {
   restoreWorker(
     spec: MachineSpec,
     agent: { agentId: string; instanceId: string },
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    calls: readonly RestoredCall[],
     holdMs: number,
   ): CallRecord[] {
     const w = new AttachedWorker(spec, () => Promise.resolve(), undefined, { ...agent, heldCalls: [] });
@@ -238,7 +246,7 @@ export class WorkerHub {
    * records; none without a keeper (they died with the server).
    */
   restoreKeeperCalls(
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    calls: readonly RestoredCall[],
     holdMs: number,
   ): CallRecord[] {
     const keeper = this.o.keeper;
@@ -252,10 +260,13 @@ export class WorkerHub {
     return out;
   }
 
-  /** Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id. */
+  /**
+   * Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id, timed from
+   * each call's journaled start.
+   */
   #restoreCalls(
     w: AttachedWorker,
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    calls: readonly RestoredCall[],
     holdMs: number,
   ): CallRecord[] {
     const out: CallRecord[] = [];
@@ -273,6 +284,7 @@ export class WorkerHub {
       });
       rec.holdMs = holdMs;
       rec.owner = c.grant.ask.owner;
+      if (c.startedAt !== undefined) rec.startedAt = c.startedAt; // its ELAPSED counts from its first start
       w.calls.set(c.callId, rec);
       this.calls.set(c.callId, rec);
       const held = this.#track(c.grant.claimId);
