@@ -245,10 +245,7 @@ export class WorkerHub {
    * awaiting the keeper's return (EngineKeeper.hold); they fail "went away" at once without a keeper. Returns their
    * records; none without a keeper (they died with the server).
    */
-  restoreKeeperCalls(
-    calls: readonly RestoredCall[],
-    holdMs: number,
-  ): CallRecord[] {
+  restoreKeeperCalls(calls: readonly RestoredCall[], holdMs: number): CallRecord[] {
     const keeper = this.o.keeper;
     if (!keeper || !calls.length) return [];
     const spec = { name: this.o.engineName, labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: true };
@@ -264,11 +261,7 @@ export class WorkerHub {
    * Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id, timed from
    * each call's journaled start.
    */
-  #restoreCalls(
-    w: AttachedWorker,
-    calls: readonly RestoredCall[],
-    holdMs: number,
-  ): CallRecord[] {
+  #restoreCalls(w: AttachedWorker, calls: readonly RestoredCall[], holdMs: number): CallRecord[] {
     const out: CallRecord[] = [];
     for (const c of calls) {
       const a = c.grant.allocation;
