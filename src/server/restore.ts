@@ -123,12 +123,14 @@ export async function restoreFromJournal(
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
       // No Run handler sees a re-bound call end: its ending is journaled and put in the history here (SPEC S9), so
-      // no later start restores it again and `berth history` lists it once it ends.
+      // no later start restores it again and `berth history` lists it once it ends; as it ends, before any
+      // follower tells its caller (SPEC S4).
       const startedAt = state.calls.find((c) => c.callId === rec.callId)?.at;
-      void rec.settled.then(() => {
+      rec.whenEnded(() => {
         const ended = reboundEnding(rec, startedAt);
         journal.callEnded(ended);
         history?.add(entryOfRecord(ended));
+        rec.endingKept = journal.flushed().catch(() => {}); // a failed write is logged by the journal
       });
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
@@ -216,7 +218,7 @@ export async function restoreFromJournal(
   };
 }
 
-/** The ended record of a call re-bound after a restart, once it settled (`startedAt`: when it first started). */
+/** The ended record of a call re-bound after a restart, as it ends (`startedAt`: when it first started). */
 function reboundEnding(rec: CallRecord, startedAt: number | undefined): EndedRecord {
   const end = rec.ending;
   const error = end instanceof BerthError ? end : undefined;
