@@ -21,6 +21,10 @@ export const JOURNAL_DIR = 'journal';
 
 /** A Store on LMDB. Open with `LmdbStore.open`. */
 export class LmdbStore implements Store {
+  readonly maxBatchOps = Infinity;
+  readonly maxBatchBytes = Infinity;
+  /** One at a time: lmdb-js already shares one commit among the transactions of a turn. */
+  readonly maxWritesInFlight = 1;
   #closed?: Promise<void>;
   /** The batched fsync of committed transactions. */
   readonly disk: DiskSync;

@@ -28,7 +28,7 @@ import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
 import type { Once } from '../../workers/call-ids.js';
 import { attemptCallId, checkRetries, machineLost } from '../retries.js';
 import { toTask } from '../../workers/task.js';
-import type { Journal } from '../../journal/journal.js';
+import { unjournaled, type Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
@@ -340,10 +340,13 @@ export function runCall(ctx: ServerContext): RunCall {
   }
 }
 
-/** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
+/**
+ * Resolves once claim `claimId`'s grant is journaled; rejects naming the claim when it could not be (UNAVAILABLE,
+ * or INVALID_ARGUMENT for a claim too large to journal).
+ */
 function journaled(journal: Journal, claimId: string): Promise<void> {
-  return journal.flushed().catch((err: unknown) => {
-    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  return journal.flushed(claimId).catch((err: unknown) => {
+    throw unjournaled(claimId, err);
   });
 }
 
