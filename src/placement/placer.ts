@@ -23,6 +23,7 @@ import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
+import { resizePool } from './pool-resize.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
@@ -275,6 +276,15 @@ export class Placer {
    */
   restoreClaim(c: RestoredClaim): Grant {
     return this.#claims.restore({ ...c, ask: splitPools(this.#s, c.ask) });
+  }
+
+  /**
+   * Pool `name` now holds `units` (units of 1e-4; a config reload), see pool-resize.ts: shrinking never revokes a
+   * claim, only blocks new grants; waiters asking more than the new total fail FAILED_PRECONDITION.
+   * @throws BerthError INVALID_ARGUMENT naming `pools.<name>` for an unknown pool or a bad total.
+   */
+  resizePool(name: string, units: number): void {
+    resizePool(this.#s, this.#settler, name, units);
   }
 
   /** The held claim `claimId`, if any (not one being released). */
