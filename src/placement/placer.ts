@@ -24,6 +24,7 @@ import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
+import { withDefaultRam } from './default-ram.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
@@ -49,6 +50,11 @@ export interface PlacerOptions {
   provisioning?: Provisioning;
   /** Cluster-wide pools (config `pools`, issue 23 item 1): name → size in units of 1e-4 (resources/quantity.ts). */
   pools?: Record<string, number>;
+  /**
+   * Memory an ask without `ram_mb` gets per core it asks, in MB (config `default_ram_mb_per_cpu`, issue 23 item 2,
+   * as Slurm's DefMemPerCPU); absent or 0: such an ask asks no memory.
+   */
+  defaultRamMbPerCpu?: number;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -66,6 +72,7 @@ export class Placer {
   readonly #grace: LabelGrace;
   readonly #refit: Refitter;
   readonly #claims: ClaimBook;
+  readonly #ramPerCpu: number;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -84,6 +91,7 @@ export class Placer {
     this.#refit = new Refitter(s, this.#settler, this.#grace);
     this.#claims = new ClaimBook(s, this.#settler);
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
+    this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -189,7 +197,7 @@ export class Placer {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     let fit: Fit;
     try {
       this.#grace.check(ask);
@@ -311,7 +319,7 @@ export class Placer {
    */
   verdict(asked: NormalizedAsk): AskVerdict {
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
