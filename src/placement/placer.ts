@@ -22,10 +22,14 @@ import type { Provisioning } from './provisioner.js';
 import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
+import { GroupBook, type GroupQueuedInfo } from './groups.js';
+import type { GroupGrant } from './group-books.js';
+import type { GroupStrategy } from './group-fit.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
+import { checkGroups, groupViews } from './group-views.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 
@@ -73,6 +77,7 @@ export class Placer {
   readonly #refit: Refitter;
   readonly #claims: ClaimBook;
   readonly #ramPerCpu: number;
+  readonly #groups: GroupBook;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -90,6 +95,8 @@ export class Placer {
     this.#grace = new LabelGrace(s, this.#settler, opts.reconnectGraceMs ?? 30_000, restartUntil);
     this.#refit = new Refitter(s, this.#settler, this.#grace);
     this.#claims = new ClaimBook(s, this.#settler);
+    this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
+    this.#settler.groups = this.#groups;
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     this.machines.add({ ...opts.engine, remote: false });
@@ -163,10 +170,13 @@ export class Placer {
     if (!entry?.spec.remote) return;
     this.#holds.clear(entry);
     this.machines.remove(name);
+    this.#groups.unpinAll(); // re-made by the next group pass (rule G4)
     for (const cls of s.queue.reserved.classesOn(entry)) {
       s.queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     }
+    const announce = this.#groups.loseOn(entry, name, reason); // whole groups: no member is lost alone (rule G1)
     this.#claims.loseOn(entry, name, reason);
+    announce();
     s.events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     this.#grace.left(entry.spec.labels);
     this.#refit.refit();
@@ -273,6 +283,7 @@ export class Placer {
    * holds nothing.
    */
   release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
+    if (this.#s.held.get(claimId)?.group) return false; // a member goes only with its group (rule G1)
     return this.#claims.release(claimId, why, opts.keepRuns ?? false, this.releaseGate);
   }
 
@@ -298,7 +309,33 @@ export class Placer {
   /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
     const h = this.#s.held.get(claimId);
-    return h && !h.releasing ? h.grant : undefined;
+    return h && !h.releasing && !h.group ? h.grant : undefined; // a group member is no claim to run in (yet)
+  }
+
+  /**
+   * Claims every member of `asks` at once as one lease (rules G1–G5, groups.ts): the grant now, or a promise of it
+   * after `onQueued` heard which member blocks it and why. Rejects with FAILED_PRECONDITION naming `members[i]` and
+   * the dimension when no set of machines could ever hold the group; with the signal's reason when it aborts.
+   */
+  claimGroup(
+    asks: NormalizedAsk[],
+    strategy: GroupStrategy,
+    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
+  ): GroupGrant | Promise<GroupGrant> {
+    try {
+      return this.#groups.claim(
+        asks.map((a) => splitPools(this.#s, a)),
+        strategy,
+        opts,
+      );
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Gives every member of group `groupId` back in one step (rule G1, SPEC P8). Idempotent: false when none held. */
+  releaseGroup(groupId: string, why = 'released'): boolean {
+    return this.#groups.release(groupId, why);
   }
 
   /**
@@ -337,14 +374,16 @@ export class Placer {
   /** The books, waiting claims (with where each holds back resources) and held claims. */
   snapshot(): PlacerSnapshot {
     const s = this.#s;
-    return placerSnapshot(
+    const snap = placerSnapshot(
       this.machines,
       [...s.queue.waiters()],
-      [...s.held.values()],
+      [...s.held.values()].filter((h) => !h.group),
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
       s.pools.views(),
     );
+    snap.groups = groupViews(this.#groups);
+    return snap;
   }
 
   /**
@@ -363,5 +402,6 @@ export class Placer {
     for (const w of s.queue.waiters())
       if (s.held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
     s.queue.check((m) => this.machines.has(m));
+    checkGroups(s, this.#groups);
   }
 }
