@@ -2,7 +2,8 @@
  * Bench child: drives claim cycles against argv[2] (host:port) with argv[3] concurrent streams.
  * A cycle is the Claim stream shape: open, send Ask, read one answer, send Release, read one
  * answer, half-close, read the OK status. Warms up for argv[4] ms, tells the orchestrator
- * `'start'`, counts cycles for argv[5] ms, then sends `{ cycles, ms }` and exits.
+ * `'start'`, counts cycles for argv[5] ms, then sends `{ cycles, ms, grantP50, grantP99 }` and exits: the grant
+ * latencies (ms) are from writing the Ask to reading its answer, over the counted cycles.
  */
 import { credentials, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient, type ClaimRequest } from '../../generated/ts/berth/v1/placement.js';
@@ -29,12 +30,17 @@ const ASK: ClaimRequest = {
 };
 const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
 
+/** Grant latencies of the counted cycles, ms. */
+const grants: number[] = [];
+
 function cycle(): Promise<void> {
   return new Promise((resolve, reject) => {
     const call = client.claim();
     let answers = 0;
+    const asked = performance.now();
     call.on('data', () => {
       answers++;
+      if (answers === 1 && counting) grants.push(performance.now() - asked);
       if (answers === 1) call.write(RELEASE);
       else if (answers === 2) call.end();
     });
@@ -67,6 +73,8 @@ counting = false;
 const ms = performance.now() - t0;
 stop = true;
 await Promise.all(loops);
-process.send!({ cycles, ms });
+grants.sort((x, y) => x - y);
+const at = (q: number) => grants[Math.min(grants.length - 1, Math.floor(q * grants.length))] ?? 0;
+process.send!({ cycles, ms, grantP50: at(0.5), grantP99: at(0.99) });
 client.close();
 process.exit(0);

@@ -2,14 +2,21 @@
  * The replicated store (issue 20): the journal's records in etcd under `<prefix>/journal/`, behind the same Store
  * interface as the embedded one. Fencing (SPEC S7): every write is one etcd transaction conditioned on the writer's
  * leader key still existing with its create revision equal to the epoch — a deposed leader's writes fail, whatever
- * its client library believes. Writes arriving in the same event-loop turn share one transaction (group commit),
- * up to etcd's default limit of 128 operations per transaction; a single `write` is never split.
+ * its client library believes. One `write` is one transaction; the journal batches (group-commit.ts) within etcd's
+ * default limits — 128 operations (`--max-txn-ops`) and 1.5 MiB (`--max-request-bytes`) per request — and keeps a
+ * few disjoint writes in flight.
  */
 import type { Etcd3 } from 'etcd3';
-import { StoreError, type Store, type StoreOp } from './store.js';
+import { opBytes, StoreError, type Store, type StoreOp } from './store.js';
 
 /** etcd's default `--max-txn-ops`. */
 export const MAX_TXN_OPS = 128;
+/** etcd's default `--max-request-bytes` (1.5 MiB). */
+export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+/** Room kept in a request for the fence's compare and the request's own framing. */
+const REQUEST_MARGIN = 4096;
+/** Writes in flight at once (each a transaction of its own, on disjoint keys). */
+export const WRITES_IN_FLIGHT = 4;
 
 /** What the writes are conditioned on: the leader key and its create revision (the epoch). */
 export interface Fence {
@@ -17,15 +24,12 @@ export interface Fence {
   epoch: number;
 }
 
-interface Pending {
-  ops: readonly StoreOp[];
-  done: (err?: Error) => void;
-}
-
 /** A Store in etcd; `fence()` is read at each commit (undefined: not the leader, writes refused). */
 export class EtcdStore implements Store {
-  readonly #queue: Pending[] = [];
-  #scheduled = false;
+  readonly maxBatchOps = MAX_TXN_OPS;
+  /** etcd's request limit less the margin and the journal prefix each key carries (not counted by opBytes). */
+  readonly maxBatchBytes: number;
+  readonly maxWritesInFlight = WRITES_IN_FLIGHT;
   #inFlight = new Set<Promise<void>>();
   #closed = false;
 
@@ -36,24 +40,27 @@ export class EtcdStore implements Store {
     /** Endpoints, for messages (never credentials). */
     readonly where: string,
     readonly fence: () => Fence | undefined,
-  ) {}
+  ) {
+    this.maxBatchBytes = MAX_REQUEST_BYTES - REQUEST_MARGIN - MAX_TXN_OPS * Buffer.byteLength(this.#journal);
+  }
 
   get #journal(): string {
     return `${this.prefix}/journal/`;
   }
 
+  /** Commits `ops` as one fenced transaction. @throws StoreError (tooLarge) for a batch over the limits. */
   write(ops: readonly StoreOp[]): Promise<void> {
     if (this.#closed) return Promise.reject(new StoreError(this.where, 'closed'));
-    if (ops.length > MAX_TXN_OPS) {
-      return Promise.reject(new StoreError(this.where, `a batch of ${ops.length} ops is over etcd's ${MAX_TXN_OPS}`));
+    const bytes = ops.reduce((n, op) => n + opBytes(op), 0);
+    if (ops.length > this.maxBatchOps || bytes > this.maxBatchBytes) {
+      const limits = `${this.maxBatchOps} ops and ${this.maxBatchBytes} bytes`;
+      return Promise.reject(
+        new StoreError(this.where, `a batch of ${ops.length} ops, ${bytes} bytes, is over etcd's ${limits}`, true),
+      );
     }
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ ops, done: (err) => (err ? reject(err) : resolve()) });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.#flush());
-      }
-    });
+    const t = this.#commit(ops).finally(() => this.#inFlight.delete(t));
+    this.#inFlight.add(t);
+    return t;
   }
 
   async load(): Promise<Array<[string, unknown]>> {
@@ -70,49 +77,24 @@ export class EtcdStore implements Store {
     await Promise.allSettled([...this.#inFlight]);
   }
 
-  /** Commits the queued writes, as many whole writes per transaction as fit in MAX_TXN_OPS. */
-  #flush(): void {
-    this.#scheduled = false;
-    while (this.#queue.length) {
-      const batch: Pending[] = [];
-      let n = 0;
-      while (this.#queue.length && n + this.#queue[0].ops.length <= MAX_TXN_OPS) {
-        const p = this.#queue.shift()!;
-        n += p.ops.length;
-        batch.push(p);
-      }
-      const t = this.#commit(batch).finally(() => this.#inFlight.delete(t));
-      this.#inFlight.add(t);
-    }
-  }
-
-  async #commit(batch: Pending[]): Promise<void> {
+  async #commit(ops: readonly StoreOp[]): Promise<void> {
     const fence = this.fence();
-    if (!fence) {
-      for (const p of batch) p.done(new StoreError(this.where, 'not the leader: write refused'));
-      return;
-    }
-    const clauses = batch.flatMap((p) =>
-      p.ops.map((op) =>
-        'delete' in op
-          ? this.client.delete().key(this.#journal + op.key)
-          : this.client.put(this.#journal + op.key).value(JSON.stringify(op.value)),
-      ),
+    if (!fence) throw new StoreError(this.where, 'not the leader: write refused');
+    const clauses = ops.map((op) =>
+      'delete' in op
+        ? this.client.delete().key(this.#journal + op.key)
+        : this.client.put(this.#journal + op.key).value(op.json ?? JSON.stringify(op.value)),
     );
+    let succeeded: boolean;
     try {
       const res = await this.client
         .if(fence.key, 'Create', '==', fence.epoch)
         .then(...clauses)
         .commit();
-      if (!res.succeeded) {
-        const err = new StoreError(this.where, `epoch ${fence.epoch} is no longer the leader's: write refused`);
-        for (const p of batch) p.done(err);
-        return;
-      }
-      for (const p of batch) p.done();
+      succeeded = res.succeeded;
     } catch (err) {
-      const e = new StoreError(this.where, `write failed: ${(err as Error).message}`);
-      for (const p of batch) p.done(e);
+      throw new StoreError(this.where, `write failed: ${(err as Error).message}`);
     }
+    if (!succeeded) throw new StoreError(this.where, `epoch ${fence.epoch} is no longer the leader's: write refused`);
   }
 }

@@ -48,8 +48,7 @@ export function followEvents(
       case 'claim_released':
       case 'claim_lost': {
         if (e.claimId === undefined) return;
-        journal.claimGone(e.claimId);
-        if (h) journal.claimEnded({ claimId: h.id, ...facts(h), outcome: h.outcome });
+        journal.claimGone(e.claimId, h && { claimId: h.id, ...facts(h), outcome: h.outcome });
         return;
       }
       case 'worker_attached':

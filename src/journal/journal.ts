@@ -1,11 +1,13 @@
 /**
  * The journal (issue 19 item 4, SPEC S4): berth's durable records on a Store, written by group
- * commit. Changes are queued synchronously (never awaited by the placer: the journal is off the
- * placement hot path); one batch is written at a time, and what queued meanwhile goes in the next
- * batch, so many claims share one commit. A handler that acknowledges something awaits
- * `flushed()` first: what the server acknowledged is durable (Granted only after the grant's record).
- * Within a batch the last change of a key wins.
+ * commit (group-commit.ts). Changes are queued synchronously (never awaited by the placer: the journal is off the
+ * placement hot path); a batch is written while what queues meanwhile goes in the next one, so many claims share
+ * one commit; batches are cut at the store's limits, the records of one change (a release and its history
+ * record) always in one. A handler that acknowledges something awaits `flushed()` first: what the server
+ * acknowledged is durable (Granted only after the grant's record). Within a batch the last change of a key wins.
  */
+import { BerthError } from '../errors.js';
+import { GroupCommit } from './group-commit.js';
 import { DEFAULT_HISTORY_MAX } from './history.js';
 import { StoreError, type Store, type StoreOp } from './store.js';
 import {
@@ -22,24 +24,6 @@ import {
 /** Default time an ended call's or claim's record is kept (`--history-retention`): one day, in ms. */
 export const DEFAULT_RETENTION_MS = 24 * 3600_000;
 
-interface Batch {
-  ops: Map<string, StoreOp>;
-  done: Promise<void>;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
-function newBatch(): Batch {
-  let resolve!: () => void;
-  let reject!: (err: unknown) => void;
-  const done = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  done.catch(() => {}); // a failed batch is reported to whoever awaits it, never unhandled
-  return { ops: new Map(), done, resolve, reject };
-}
-
 /**
  * Journal options: retention of ended calls and claims (ms) and most of them kept (SPEC S9), a commit observer
  * (latency in ms, records written).
@@ -53,11 +37,12 @@ export interface JournalOptions {
 
 /** berth's journal on one Store. Open with `Journal.open`. */
 export class Journal {
-  #filling?: Batch;
-  #writing?: Batch;
+  readonly #commits: GroupCommit;
   #closed = false;
   #frozenWorkers = false;
   readonly #claims = new Map<string, ClaimRecord>();
+  /** Claims whose record is over the store's per-write limit (never written) → why, until they go. */
+  readonly #refused = new Map<string, StoreError>();
   /** The labels of each worker known, for the label records its leaving writes. */
   readonly #labels = new Map<string, string[]>();
   /** Ended calls' and claims' record keys → when they ended, oldest first (the history, SPEC S9). */
@@ -72,6 +57,7 @@ export class Journal {
   ) {
     this.#retentionMs = opts.retentionMs ?? DEFAULT_RETENTION_MS;
     this.#maxHistory = opts.maxHistory ?? DEFAULT_HISTORY_MAX;
+    this.#commits = new GroupCommit(store, opts);
   }
 
   /**
@@ -103,15 +89,19 @@ export class Journal {
     return { journal: j, state };
   }
 
-  /** Resolves once every change queued so far is durable; rejects with StoreError when its batch failed. */
-  flushed(): Promise<void> {
-    return this.#filling?.done ?? this.#writing?.done ?? Promise.resolve();
+  /**
+   * Resolves once every change queued so far is durable; rejects with StoreError when its batch failed, or (given
+   * `claimId`) when that claim's record is over the store's per-write limit and was not written (`tooLarge`).
+   */
+  flushed(claimId?: string): Promise<void> {
+    const refused = claimId === undefined ? undefined : this.#refused.get(claimId);
+    return refused ? Promise.reject(refused) : this.#commits.flushed();
   }
 
   /** A worker attached (or re-attached with a new spec): it is known across restarts until it leaves for good. */
   workerKnown(w: WorkerRecord): void {
     this.#labels.set(w.name, w.labels);
-    this.#queue({ key: KEYS.worker(w.name), value: w });
+    this.#change({ key: KEYS.worker(w.name), value: w });
   }
 
   /**
@@ -122,14 +112,17 @@ export class Journal {
   workerGone(name: string): void {
     if (this.#frozenWorkers) return;
     const goneAt = Date.now();
-    for (const label of this.#labels.get(name) ?? []) this.#queue({ key: KEYS.label(label), value: { label, goneAt } });
+    const labels = (this.#labels.get(name) ?? []).map((label) => ({
+      key: KEYS.label(label),
+      value: { label, goneAt },
+    }));
     this.#labels.delete(name);
-    this.#queue({ key: KEYS.worker(name), delete: true });
+    this.#change(...labels, { key: KEYS.worker(name), delete: true });
   }
 
   /** A label's reconnect grace is over: its record goes. */
   labelGone(label: string): void {
-    this.#queue({ key: KEYS.label(label), delete: true });
+    this.#change({ key: KEYS.label(label), delete: true });
   }
 
   /**
@@ -143,7 +136,9 @@ export class Journal {
   /** A claim was granted (or restored): its record with exactly its allocation. */
   claimHeld(c: ClaimRecord): void {
     this.#claims.set(c.claimId, c);
-    this.#queue({ key: KEYS.claim(c.claimId), value: c });
+    const err = this.#change({ key: KEYS.claim(c.claimId), value: c });
+    if (err) this.#refused.set(c.claimId, err);
+    else this.#refused.delete(c.claimId);
   }
 
   /**
@@ -155,9 +150,15 @@ export class Journal {
     if (c) this.claimHeld({ ...c, tokenHash, holdMs });
   }
 
-  /** The claim was released or lost: its record goes. No-op for a claim not journaled. */
-  claimGone(claimId: string): void {
-    if (this.#claims.delete(claimId)) this.#queue({ key: KEYS.claim(claimId), delete: true });
+  /**
+   * The claim was released or lost: its record goes, and how it ended (`ended`, SPEC S9) is kept for the retention
+   * period, in the same write. The record's delete is a no-op for a claim not journaled.
+   */
+  claimGone(claimId: string, ended?: ReleasedRecord): void {
+    this.#refused.delete(claimId);
+    const gone: StoreOp[] = this.#claims.delete(claimId) ? [{ key: KEYS.claim(claimId), delete: true }] : [];
+    if (ended) this.#kept(KEYS.released(ended.claimId), ended.endedAt, ended, gone);
+    else if (gone.length) this.#change(...gone);
   }
 
   /** True when claim `claimId` is journaled (held, or restored and awaiting its holder). */
@@ -172,24 +173,24 @@ export class Journal {
 
   /** A call started. */
   callStarted(c: CallRecord): void {
-    this.#queue({ key: KEYS.call(c.callId), value: c });
+    this.#change({ key: KEYS.call(c.callId), value: c });
   }
 
-  /** A call ended: its in-flight record goes and how it ended is kept for the retention period. */
+  /** A call ended: its in-flight record goes and how it ended is kept for the retention period, in one write. */
   callEnded(e: EndedRecord): void {
-    this.#queue({ key: KEYS.call(e.callId), delete: true });
-    this.#kept(KEYS.ended(e.callId), e.endedAt, e);
+    this.#kept(KEYS.ended(e.callId), e.endedAt, e, [{ key: KEYS.call(e.callId), delete: true }]);
   }
 
-  /** A claim ended (released or lost): how, kept for the retention period (SPEC S9). */
+  /** A claim ended (released or lost) that is not journaled: how, kept for the retention period (SPEC S9). */
   claimEnded(r: ReleasedRecord): void {
     this.#kept(KEYS.released(r.claimId), r.endedAt, r);
   }
 
-  #kept(key: string, endedAt: number, value: unknown): void {
+  /** Puts history record `key` (with the ops `together`, in one write) and prunes the history past its cap. */
+  #kept(key: string, endedAt: number, value: unknown, together: StoreOp[] = []): void {
     this.#ended.delete(key);
     this.#ended.set(key, endedAt);
-    this.#queue({ key, value });
+    this.#change(...together, { key, value });
     if (this.#ended.size > this.#maxHistory) this.#pruneEnded();
   }
 
@@ -202,41 +203,12 @@ export class Journal {
     await this.store.close();
   }
 
-  #queue(op: StoreOp): void {
-    if (this.#closed) return;
-    if (!this.#filling) {
-      this.#filling = newBatch();
-      if (!this.#writing) setImmediate(() => this.#next());
-    }
-    this.#filling.ops.delete(op.key); // the last change of a key wins, in the order it was made
-    this.#filling.ops.set(op.key, op);
-  }
-
-  /** Writes the filling batch, then the one that filled meanwhile, one at a time (group commit). */
-  #next(): void {
-    const b = this.#filling;
-    if (!b || this.#writing) return;
-    this.#filling = undefined;
-    const ops = [...b.ops.values()];
-    const start = performance.now();
-    this.#writing = b;
-    void this.store
-      .write(ops)
-      .then(
-        () => {
-          this.opts.onCommit?.(performance.now() - start, ops.length);
-          b.resolve();
-        },
-        (err: unknown) => {
-          const e = err instanceof StoreError ? err : new StoreError(this.store.where, String(err));
-          this.opts.onError?.(e);
-          b.reject(e);
-        },
-      )
-      .then(() => {
-        this.#writing = undefined;
-        this.#next();
-      });
+  /** Queues one change (its ops in one write); a change over the store's limits is reported and dropped. */
+  #change(...ops: StoreOp[]): StoreError | undefined {
+    if (this.#closed) return undefined;
+    const err = this.#commits.change(ops);
+    if (err) this.opts.onError?.(err);
+    return err;
   }
 
   /** Deletes the oldest ended records: those past the retention, and those past the count cap. */
@@ -245,7 +217,18 @@ export class Journal {
     for (const [key, at] of this.#ended) {
       if (at >= cut && this.#ended.size <= this.#maxHistory) break;
       this.#ended.delete(key);
-      this.#queue({ key, delete: true });
+      this.#change({ key, delete: true });
     }
   }
+}
+
+/**
+ * The error a handler answers when what it would acknowledge could not be journaled (SPEC S4): INVALID_ARGUMENT for
+ * a claim too large to journal (the ask: its env or resources), UNAVAILABLE for a store that could not write.
+ */
+export function unjournaled(claimId: string, err: unknown): BerthError {
+  const message = `claim ${claimId}: ${(err as Error).message}`;
+  if (err instanceof StoreError && err.tooLarge)
+    return new BerthError('invalid_argument', `ask: too large to journal (${message})`);
+  return new BerthError('unavailable', message);
 }

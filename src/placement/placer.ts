@@ -26,6 +26,8 @@ import { GroupBook, type GroupQueuedInfo } from './groups.js';
 import type { GroupGrant } from './group-books.js';
 import type { GroupStrategy } from './group-fit.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
+import { resizePool } from './pool-resize.js';
+import { withDefaultRam } from './default-ram.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
 import { placeable, PlacerState } from './state.js';
@@ -52,6 +54,11 @@ export interface PlacerOptions {
   provisioning?: Provisioning;
   /** Cluster-wide pools (config `pools`, issue 23 item 1): name → size in units of 1e-4 (resources/quantity.ts). */
   pools?: Record<string, number>;
+  /**
+   * Memory an ask without `ram_mb` gets per core it asks, in MB (config `default_ram_mb_per_cpu`, issue 23 item 2,
+   * as Slurm's DefMemPerCPU); absent or 0: such an ask asks no memory.
+   */
+  defaultRamMbPerCpu?: number;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -69,6 +76,7 @@ export class Placer {
   readonly #grace: LabelGrace;
   readonly #refit: Refitter;
   readonly #claims: ClaimBook;
+  readonly #ramPerCpu: number;
   readonly #groups: GroupBook;
 
   constructor(opts: PlacerOptions) {
@@ -90,6 +98,7 @@ export class Placer {
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
     this.#settler.groups = this.#groups;
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
+    this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -198,7 +207,7 @@ export class Placer {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     let fit: Fit;
     try {
       this.#grace.check(ask);
@@ -288,6 +297,15 @@ export class Placer {
     return this.#claims.restore({ ...c, ask: splitPools(this.#s, c.ask) });
   }
 
+  /**
+   * Pool `name` now holds `units` (units of 1e-4; a config reload), see pool-resize.ts: shrinking never revokes a
+   * claim, only blocks new grants; waiters asking more than the new total fail FAILED_PRECONDITION.
+   * @throws BerthError INVALID_ARGUMENT naming `pools.<name>` for an unknown pool or a bad total.
+   */
+  resizePool(name: string, units: number): void {
+    resizePool(this.#s, this.#settler, name, units);
+  }
+
   /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
     const h = this.#s.held.get(claimId);
@@ -338,7 +356,7 @@ export class Placer {
    */
   verdict(asked: NormalizedAsk): AskVerdict {
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };

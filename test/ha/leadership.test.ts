@@ -103,8 +103,8 @@ describeEtcd('leadership on etcd (SPEC S7)', () => {
   }, 20_000);
 
   it(
-    'the store: many writes in one turn share transactions, each all or none; deletes; a batch over 128 ops is ' +
-      'refused naming the limit',
+    'the store: concurrent writes, each one transaction, all or none; deletes; a batch over 128 ops or over the ' +
+      'request size is refused naming the limits, and nothing of it is written',
     async () => {
       const prefix = cluster();
       const a = candidate(prefix, 'a:1');
@@ -120,7 +120,15 @@ describeEtcd('leadership on etcd (SPEC S7)', () => {
       expect(all).toHaveLength(299);
       expect(all[0]).toEqual(['k/001', 1]);
       const big = Array.from({ length: 129 }, (_, i) => ({ key: `b/${i}`, value: i }));
-      await expect(store.write(big)).rejects.toThrow(/129 ops is over etcd's 128/);
+      await expect(store.write(big)).rejects.toThrow(/a batch of 129 ops, \d+ bytes, is over etcd's 128 ops and/);
+      const huge = [
+        { key: 'h/small', value: 1 },
+        { key: 'h/huge', value: 'x'.repeat(1.6 * 1024 * 1024) },
+      ];
+      await expect(store.write(huge)).rejects.toThrow(
+        /a batch of 2 ops, \d+ bytes, is over etcd's 128 ops and \d+ bytes/,
+      );
+      expect((await store.load()).filter(([k]) => !k.startsWith('k/'))).toEqual([]);
       await store.close();
     },
   );

@@ -15,6 +15,7 @@
  */
 import type { ClaimRequest, ClaimResponse, Granted, Resume } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
+import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
@@ -190,13 +191,14 @@ async function waitForGrant(
 
 /**
  * Waits until the journal holds what the placer did to `claimId`.
- * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written (the claim is released).
+ * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written, INVALID_ARGUMENT when the
+ *   claim's record is too large to journal (the claim is released either way).
  */
 async function durable(ctx: ServerContext, claimId: string): Promise<void> {
   try {
-    await ctx.journal?.flushed();
+    await ctx.journal?.flushed(claimId);
   } catch (err) {
-    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+    throw unjournaled(claimId, err);
   }
 }
 

@@ -28,7 +28,7 @@ import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
 import type { Once } from '../../workers/call-ids.js';
 import { attemptCallId, checkRetries, machineLost } from '../retries.js';
 import { toTask } from '../../workers/task.js';
-import type { Journal } from '../../journal/journal.js';
+import { unjournaled, type Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
 import { serverStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
@@ -288,21 +288,16 @@ export function runCall(ctx: ServerContext): RunCall {
             durationMs: Date.now() - r.startedAt,
           });
         };
+        // The ending is told to the bus (and so queued in the journal) the moment the call ends, and no follower
+        // tells its caller before that commit (SPEC S4): a crash right after the caller got it keeps it followable.
+        r.whenEnded((end) => {
+          if (end instanceof BerthError) failed(end);
+          else ended(end);
+          const journal = ctx.journal;
+          if (journal) r.endingKept = journal.flushed().catch(() => {}); // a failed write is logged by the journal
+        });
         try {
-          const end = await follow(r, sink, signal, 0, holdFailure);
-          ended(end);
-          return end;
-        } catch (err) {
-          if (!r.ended) {
-            // The caller went away and the call runs on for its disconnect grace (SPEC S3): it has not ended — the
-            // journal must keep it in flight across a restart — so its ending is told when it comes.
-            void r.settled.then(() => {
-              const end = r.ending;
-              if (end instanceof BerthError) failed(end);
-              else ended(end);
-            });
-          } else failed(err);
-          throw err;
+          return await follow(r, sink, signal, 0, holdFailure);
         } finally {
           clearTimer?.();
         }
@@ -345,10 +340,13 @@ export function runCall(ctx: ServerContext): RunCall {
   }
 }
 
-/** Resolves once claim `claimId`'s grant is journaled; rejects UNAVAILABLE naming the claim when it could not be. */
+/**
+ * Resolves once claim `claimId`'s grant is journaled; rejects naming the claim when it could not be (UNAVAILABLE,
+ * or INVALID_ARGUMENT for a claim too large to journal).
+ */
 function journaled(journal: Journal, claimId: string): Promise<void> {
-  return journal.flushed().catch((err: unknown) => {
-    throw new BerthError('unavailable', `claim ${claimId}: ${(err as Error).message}`);
+  return journal.flushed(claimId).catch((err: unknown) => {
+    throw unjournaled(claimId, err);
   });
 }
 
