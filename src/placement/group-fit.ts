@@ -91,7 +91,16 @@ export function fitGroup(
   budget = FIT_BUDGET,
 ): FitResult {
   if (strategy === 'strict_pack') return packOne(members, bins);
-  const room = bins.map((b) => ({ ...b.room, res: b.room.res && { ...b.room.res } }));
+  // Rooms are copied when first changed: a fit found early touches a few machines, not all of them.
+  const room: Room[] = bins.map((b) => b.room);
+  const own = new Uint8Array(bins.length);
+  const mine = (b: number) => {
+    if (!own[b]) {
+      own[b] = 1;
+      room[b] = { ...room[b], res: room[b].res && { ...room[b].res } };
+    }
+    return room[b];
+  };
   const used = new Array<number>(bins.length).fill(0);
   const order = members.map((_, i) => i).sort((x, y) => bigger(members[x].amount, members[y].amount) || x - y);
   const at = new Array<number>(members.length).fill(-1);
@@ -114,7 +123,7 @@ export function fitGroup(
         if (seen.has(key)) continue;
         seen.add(key);
         if (++steps > budget) return false;
-        sub(room[b], m.amount, 1);
+        sub(mine(b), m.amount, 1);
         used[b]++;
         at[mi] = b;
         if (place(k + 1)) return true;

@@ -72,12 +72,13 @@ export class GroupBook {
     strategy: GroupStrategy,
     opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
   ): GroupGrant | Promise<GroupGrant> {
-    this.#feasible(asks, strategy);
+    const judge = this.#checkMembers(asks);
     const id = newGroupId();
     const seq = this.s.queue.nextSeq();
     const older = this.waiting.length > 0;
     const fit = older ? undefined : this.#fitNow(asks, strategy, seq);
     if (fit && 'at' in fit.r) return this.#commit(id, strategy, asks, fit.entries, fit.r.at);
+    if (judge) this.#everFits(asks, strategy); // a group that fits now needs no such search
     if (opts.signal.aborted) throw opts.signal.reason;
     return new Promise<GroupGrant>((resolve, reject) => {
       const onAbort = () => this.abandon(w, opts.signal.reason);
@@ -233,10 +234,11 @@ export class GroupBook {
   }
 
   /**
-   * @throws BerthError when no set of machines, as they are attached (or as provisioners start them), could ever hold
-   *   the group (rule G5); a group whose labels are coming back (SPEC P3 grace) is not judged yet.
+   * Checks each member's label, named resources and pools. Returns false when the group is not to be judged for
+   * ever fitting yet: a member's label is coming back (SPEC P3 grace), the restart grace runs, or a provisioner covers
+   * it. @throws BerthError INVALID_ARGUMENT for a pool; FAILED_PRECONDITION naming `members[i]` (LabelGrace.check).
    */
-  #feasible(asks: NormalizedAsk[], strategy: GroupStrategy): void {
+  #checkMembers(asks: NormalizedAsk[]): boolean {
     let judge = true;
     asks.forEach((a, i) => {
       if (a.pools)
@@ -252,7 +254,14 @@ export class GroupBook {
       if (this.grace.comingBackUntil(a) || this.grace.restartUntil > Date.now() || this.s.prov?.covers(a))
         judge = false;
     });
-    if (!judge) return;
+    return judge;
+  }
+
+  /**
+   * @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no set of attached machines,
+   *   each counted empty, could ever hold the group by its strategy (rule G5).
+   */
+  #everFits(asks: NormalizedAsk[], strategy: GroupStrategy): void {
     const { bins, entries } = binsOf(this.s, false, 0, true);
     const r = fitGroup(fitMembers(asks, entries), bins, strategy);
     if ('at' in r || r.detail.includes('ran out of steps')) return;
