@@ -108,9 +108,11 @@ bench: setup build venv
 bench-fast: setup build
 	node bin/bench.js startup dispatch run-rate output
 
-## chaos: a longer chaos run (kills, cancels, releases, server SIGKILLs, link cuts): make chaos SEED=3 DURATION=300
+## chaos: a longer chaos run (kills, cancels, releases, server SIGKILLs, link cuts): make chaos SEED=3 DURATION=300;
+##   ETCD=1 on a cluster of MEMBERS (default 3) servers on an etcd of its own, the leader SIGKILLed and SIGTERMed
 chaos: setup build
-	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) node bin/chaos.js
+	SEED=$(SEED) DURATION=$(DURATION) CONCURRENCY=$(CONCURRENCY) ETCD=$(ETCD) MEMBERS=$(MEMBERS) \
+	  LEADER_TTL=$(LEADER_TTL) node bin/chaos.js
 
 ## bench-placement: only the placement grid (claim+release at 10..10k machines × 0..1k waiters)
 bench-placement: setup

@@ -33,6 +33,11 @@ export type EventKind =
   | 'machine_start_failed' // a start failed or never attached: the engine's message (SPEC V4)
   | 'machine_stopping' // an idle or unneeded machine is given back (SPEC V3)
   | 'machine_lost' // reconcile found a started machine gone outside berth (SPEC V3)
+  | 'group_queued' // a group waits (rule G4); claim_id is the group id
+  | 'group_placed' // every member of a group was granted in one step (rule G1); detail names where each went
+  | 'group_released' // every member was given back in one step
+  | 'group_lost' // a member's machine went away: the whole group was released (rule G1)
+  | 'group_abandoned' // a waiting group's stream ended
   | 'watch_started';
 
 /** Why a claim waits, as berth.v1.Queued carries it (SPEC P6); amounts in cores / count / MB. */

@@ -10,6 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import type { PlacementServiceClient, RunRequest } from '../../generated/ts/berth/v1/placement.js';
 import { executions, MARK, markEnv } from '../../test/chaos/processes.js';
+import { fixed } from '../../test/chaos/follower.js';
 import { runThroughBreaks } from '../../test/chaos/resumable.js';
 import { claim } from '../../test/support/claims.js';
 import { ROOT } from '../../test/support/cli.js';
@@ -84,7 +85,7 @@ export async function serverKill(o: { claims: number; procs: number; calls: numb
     if (cmd) cmd.env = markEnv(marks, `k${i}:flow.node`);
     return req;
   });
-  const followed = runs.map((r) => runThroughBreaks(c, r, 0, 120_000));
+  const followed = runs.map((r) => runThroughBreaks(fixed(c), r, 0, 120_000));
   // All calls running (a marker each), then the crash.
   await until(() => executions(marks).total === o.calls, 120_000, 100);
   await new Promise((r) => setTimeout(r, 1500));

@@ -1,12 +1,13 @@
 /**
  * Renders a GetSnapshot response as the text `berth status` prints: machines with their books (a disconnected
  * worker with its hold left, and named resources when any machine has some), the pools, waiting claims with their
- * reasons and wait times, held claims and calls in flight.
+ * reasons and wait times, held claims, groups with their members (rule G1) and calls in flight.
  */
 import { MachineState, type GetSnapshotResponse, type Machine } from '../../generated/ts/berth/v1/placement.js';
 import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
+import { renderGroups } from './render-groups.js';
 import { renderProvisioners } from './render-provisioners.js';
 import { machineResources, renderPools } from './render-resources.js';
 
@@ -110,6 +111,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
       ),
     );
   }
+  out.push(...renderGroups(s.groups ?? [], secs));
   out.push('');
   if (s.calls.length === 0) out.push('calls in flight: none');
   else {

@@ -23,6 +23,11 @@ export function serveCommand(): Command {
     .option('--ram-mb <mb>', 'engine host memory in MB [env BERTH_RAM_MB]')
     .option('--resources <name=n,…>', 'named resources of the engine host, e.g. trainer=1 [env BERTH_RESOURCES]')
     .option('--pools <name=n,…>', 'cluster-wide pools taken with a machine, e.g. license/matlab=30 [env BERTH_POOLS]')
+    .option(
+      '--default-ram-mb-per-cpu <mb>',
+      'memory in MB an ask without ram_mb gets per core it asks, 0 for none [env BERTH_DEFAULT_RAM_MB_PER_CPU] ' +
+        '(default 0)',
+    )
     .option('--engine-name <name>', 'machine name of the engine host [env BERTH_ENGINE_NAME] (default engine)')
     .option('--engine-labels <a,b>', 'labels of the engine host [env BERTH_ENGINE_LABELS]')
     .option('--grace <s>', 'seconds in-flight work gets on shutdown [env BERTH_GRACE] (default 10)')

@@ -74,6 +74,8 @@ const schema = z.object({
   onStop: z.enum(['stop', 'drain'], { error: 'expected stop or drain' }).default('stop'),
   /** Cluster-wide pools (issue 23), e.g. licenses: name → size in units of 1e-4. */
   pools: namedList.optional(),
+  /** Memory an ask without `ram_mb` gets per core it asks, in MB (issue 23 item 2, Slurm's DefMemPerCPU); 0 = none. */
+  defaultRamMbPerCpu: wholeNumber(0, 1 << 20).default(0),
   /** Where the journal lives (issue 20): unset or `embedded`, under --state-dir; `etcd://h:p[,h:p…]`, in etcd. */
   store: storeUrl.optional(),
   /** The cluster several servers on one etcd share (SPEC S7): etcd key prefix `/berth/<cluster>`. */
@@ -89,7 +91,8 @@ const schema = z.object({
 
 /**
  * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold` and
- * `historyRetention` in seconds, `ramMb` in MB.
+ * `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`)
+ * in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
  * $XDG_STATE_HOME/berth or ~/.local/state/berth); one server per directory;
@@ -135,6 +138,7 @@ const FLAGS: FlagTable = {
   advertise: ['--advertise', 'BERTH_ADVERTISE'],
   onStop: ['--on-stop', 'BERTH_ON_STOP'],
   pools: ['--pools', 'BERTH_POOLS'],
+  defaultRamMbPerCpu: ['--default-ram-mb-per-cpu', 'BERTH_DEFAULT_RAM_MB_PER_CPU'],
   store: ['--store', 'BERTH_STORE'],
   cluster: ['--cluster', 'BERTH_CLUSTER'],
   leaderTtl: ['--leader-ttl', 'BERTH_LEADER_TTL'],

@@ -33,6 +33,11 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   call_finished: 'debug',
   call_cancelled: 'debug',
   call_retrying: 'info',
+  group_queued: 'info',
+  group_placed: 'info',
+  group_released: 'info',
+  group_lost: 'info',
+  group_abandoned: 'info',
   watch_started: undefined,
 };
 

@@ -22,8 +22,14 @@ import type { Provisioning } from './provisioner.js';
 import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
+import { GroupBook, type GroupQueuedInfo } from './groups.js';
+import type { GroupGrant } from './group-books.js';
+import type { GroupStrategy } from './group-fit.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
+import { resizePool } from './pool-resize.js';
+import { withDefaultRam } from './default-ram.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
+import { checkGroups, groupViews } from './group-views.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 
@@ -48,6 +54,11 @@ export interface PlacerOptions {
   provisioning?: Provisioning;
   /** Cluster-wide pools (config `pools`, issue 23 item 1): name → size in units of 1e-4 (resources/quantity.ts). */
   pools?: Record<string, number>;
+  /**
+   * Memory an ask without `ram_mb` gets per core it asks, in MB (config `default_ram_mb_per_cpu`, issue 23 item 2,
+   * as Slurm's DefMemPerCPU); absent or 0: such an ask asks no memory.
+   */
+  defaultRamMbPerCpu?: number;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -65,6 +76,8 @@ export class Placer {
   readonly #grace: LabelGrace;
   readonly #refit: Refitter;
   readonly #claims: ClaimBook;
+  readonly #ramPerCpu: number;
+  readonly #groups: GroupBook;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -82,7 +95,10 @@ export class Placer {
     this.#grace = new LabelGrace(s, this.#settler, opts.reconnectGraceMs ?? 30_000, restartUntil);
     this.#refit = new Refitter(s, this.#settler, this.#grace);
     this.#claims = new ClaimBook(s, this.#settler);
+    this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
+    this.#settler.groups = this.#groups;
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
+    this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -154,10 +170,13 @@ export class Placer {
     if (!entry?.spec.remote) return;
     this.#holds.clear(entry);
     this.machines.remove(name);
+    this.#groups.unpinAll(); // re-made by the next group pass (rule G4)
     for (const cls of s.queue.reserved.classesOn(entry)) {
       s.queue.setTarget(cls, reservationTarget(this.machines, cls.ask, cls.amount));
     }
+    const announce = this.#groups.loseOn(entry, name, reason); // whole groups: no member is lost alone (rule G1)
     this.#claims.loseOn(entry, name, reason);
+    announce();
     s.events.emit({ kind: 'worker_detached', machine: name, detail: reason });
     this.#grace.left(entry.spec.labels);
     this.#refit.refit();
@@ -188,7 +207,7 @@ export class Placer {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     let fit: Fit;
     try {
       this.#grace.check(ask);
@@ -264,6 +283,7 @@ export class Placer {
    * holds nothing.
    */
   release(claimId: string, why = 'released', opts: { keepRuns?: boolean } = {}): boolean {
+    if (this.#s.held.get(claimId)?.group) return false; // a member goes only with its group (rule G1)
     return this.#claims.release(claimId, why, opts.keepRuns ?? false, this.releaseGate);
   }
 
@@ -277,10 +297,45 @@ export class Placer {
     return this.#claims.restore({ ...c, ask: splitPools(this.#s, c.ask) });
   }
 
+  /**
+   * Pool `name` now holds `units` (units of 1e-4; a config reload), see pool-resize.ts: shrinking never revokes a
+   * claim, only blocks new grants; waiters asking more than the new total fail FAILED_PRECONDITION.
+   * @throws BerthError INVALID_ARGUMENT naming `pools.<name>` for an unknown pool or a bad total.
+   */
+  resizePool(name: string, units: number): void {
+    resizePool(this.#s, this.#settler, name, units);
+  }
+
   /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
     const h = this.#s.held.get(claimId);
-    return h && !h.releasing ? h.grant : undefined;
+    return h && !h.releasing && !h.group ? h.grant : undefined; // a group member is no claim to run in (yet)
+  }
+
+  /**
+   * Claims every member of `asks` at once as one lease (rules G1–G5, groups.ts): the grant now, or a promise of it
+   * after `onQueued` heard which member blocks it and why. Rejects with FAILED_PRECONDITION naming `members[i]` and
+   * the dimension when no set of machines could ever hold the group; with the signal's reason when it aborts.
+   */
+  claimGroup(
+    asks: NormalizedAsk[],
+    strategy: GroupStrategy,
+    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
+  ): GroupGrant | Promise<GroupGrant> {
+    try {
+      return this.#groups.claim(
+        asks.map((a) => splitPools(this.#s, a)),
+        strategy,
+        opts,
+      );
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** Gives every member of group `groupId` back in one step (rule G1, SPEC P8). Idempotent: false when none held. */
+  releaseGroup(groupId: string, why = 'released'): boolean {
+    return this.#groups.release(groupId, why);
   }
 
   /**
@@ -301,7 +356,7 @@ export class Placer {
    */
   verdict(asked: NormalizedAsk): AskVerdict {
     const s = this.#s;
-    const ask = splitPools(s, asked);
+    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
@@ -319,14 +374,16 @@ export class Placer {
   /** The books, waiting claims (with where each holds back resources) and held claims. */
   snapshot(): PlacerSnapshot {
     const s = this.#s;
-    return placerSnapshot(
+    const snap = placerSnapshot(
       this.machines,
       [...s.queue.waiters()],
-      [...s.held.values()],
+      [...s.held.values()].filter((h) => !h.group),
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
       s.pools.views(),
     );
+    snap.groups = groupViews(this.#groups);
+    return snap;
   }
 
   /**
@@ -345,5 +402,6 @@ export class Placer {
     for (const w of s.queue.waiters())
       if (s.held.has(w.claimId)) throw new Error(`claim ${w.claimId} both waiting and held`);
     s.queue.check((m) => this.machines.has(m));
+    checkGroups(s, this.#groups);
   }
 }

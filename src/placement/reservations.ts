@@ -91,6 +91,25 @@ export class Reservations {
     return true;
   }
 
+  /**
+   * What waiters older than arrival `seq` hold back on `m` (a group's view, rule G4): each class's amount once per
+   * member older than `seq`. Cost: the older members of the classes reserving on `m`.
+   */
+  olderThan(m: MachineEntry, seq: number): Amount | undefined {
+    const h = this.#held.get(m);
+    if (!h) return undefined;
+    const r: Required<Amount> = { cpus: 0, gpus: 0, ramMb: 0, res: {} };
+    for (const cls of h.classes) {
+      for (let o = cls.head; o && o.seq < seq; o = o.next) {
+        r.cpus += cls.amount.cpus;
+        r.gpus += cls.amount.gpus;
+        r.ramMb += cls.amount.ramMb ?? 0;
+        if (cls.amount.res) addNamed(r.res, cls.amount.res, 1);
+      }
+    }
+    return r;
+  }
+
   /** Checks the ledger against `classes` (each with its size and target). @throws Error naming the machine. */
   check(classes: Iterable<WaitClass>): void {
     const want = new Map<MachineEntry, Required<Amount>>();

@@ -14,6 +14,8 @@ import type { WaitClass, Waiter } from './waiting.js';
 /** Brings the queue to rest after each change. */
 export class Settler {
   #settling = false;
+  /** Waiting groups (groups.ts): given their turn among single claims by arrival (rule G4). */
+  groups?: { dirty: boolean; oldestSeq(): number | undefined; pass(): void };
 
   constructor(
     readonly s: PlacerState,
@@ -33,7 +35,7 @@ export class Settler {
     const { machines, queue, changed, touched, woken } = this.s;
     try {
       for (;;) {
-        for (const m of changed) for (const cls of queue.reserved.classesOn(m)) this.retarget(cls);
+        for (const m of changed) for (const cls of queue.reserved.classesOn(m)) if (!cls.group) this.retarget(cls);
         changed.clear();
         for (const m of touched) {
           if (!machines.has(m)) continue;
@@ -41,11 +43,21 @@ export class Settler {
             if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) woken.add(cls);
           }
         }
+        if (touched.size && this.groups) this.groups.dirty = true;
         touched.clear();
         let next: Waiter | undefined;
         for (const cls of woken) {
           if (!cls.head) woken.delete(cls);
           else if (!next || cls.head.seq < next.seq) next = cls.head;
+        }
+        const g = this.groups;
+        if (g?.dirty) {
+          const seq = g.oldestSeq();
+          if (seq === undefined) g.dirty = false;
+          else if (!next || seq < next.seq) {
+            g.pass();
+            continue;
+          }
         }
         if (!next) return;
         const w = next;

@@ -7,6 +7,7 @@ import type { MachineEntry, MachineSet } from './machines.js';
 import { withReason, type ProvisionerView } from './provisioner.js';
 import type { AllocationGrant, Grant, QueuedInfo } from './types.js';
 import { queuedInfo } from './queued.js';
+import type { GroupView } from './group-views.js';
 import type { Waiter } from './waiting.js';
 
 /** One machine's books. */
@@ -57,6 +58,8 @@ export interface PlacerSnapshot {
   provisioners: ProvisionerView[];
   /** Cluster-wide pools (issue 23 item 1): name, total and free in units of 1e-4. */
   pools: { name: string; total: number; free: number }[];
+  /** Groups, one entry each with their members (rule G1): held ones, then waiting ones in arrival order. */
+  groups?: GroupView[];
 }
 
 /** Builds the snapshot from the placer's parts. */

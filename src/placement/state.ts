@@ -16,6 +16,8 @@ export interface Held {
   grant: Lease;
   entry: MachineEntry;
   since: number;
+  /** Set for a member of a group (groups.ts): released and lost only with its whole group (rule G1). */
+  group?: string;
   /** Released, its books kept until the runs inside it are gone (SPEC R5). */
   releasing?: boolean;
 }
@@ -32,6 +34,8 @@ export class PlacerState {
   readonly touched = new Set<MachineEntry>();
   /** Classes whose head may be grantable now. */
   readonly woken = new Set<WaitClass>();
+  /** How many held claims are group members (groups.ts): the invariant check counts them without a walk. */
+  groupMembers = 0;
   /** Set by `Placer.freeze` (SPEC S5): nothing is released or detached any more. */
   frozen = false;
   /** The cluster-wide pools (config `pools`, issue 23 item 1). */

@@ -41,6 +41,8 @@ export interface WaitClass {
   head?: Waiter;
   tail?: Waiter;
   size: number;
+  /** Set for a group member's reservation (groups.ts, rule G4): the group moves it, never the settle loop. */
+  group?: string;
 }
 
 const namedKey = (r: Record<string, number> | undefined) =>
@@ -55,6 +57,9 @@ const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
   `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}`;
 
+/** The ask a pinned group reservation carries (its group's members are asked through the group). */
+const PINNED_ASK: NormalizedAsk = { cpus: 0, gpus: 0, label: '', policy: 'prefer', node: '', runId: '', env: {} };
+
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {
   readonly #all = new Map<string, Waiter>();
@@ -65,6 +70,8 @@ export class WaitQueue {
   /** Classes by the GPUs they want, each list sorted by the cores they want: who a machine's free room could serve. */
   readonly #byGpus = new Map<number, WaitClass[]>();
   #seq = 0;
+  /** Reservations of waiting groups' members (rule G4): one-member classes outside the class index. */
+  readonly #pinned = new Set<WaitClass>();
 
   /** Number of waiters. */
   get size(): number {
@@ -79,6 +86,39 @@ export class WaitQueue {
   /** Every wait class. */
   classes(): IterableIterator<WaitClass> {
     return this.#classes.values();
+  }
+
+  /** The next arrival number: a group takes its turn among single claims by it (rule G4). */
+  nextSeq(): number {
+    return ++this.#seq;
+  }
+
+  /**
+   * Holds back `amount` on `target` for member `member` of group `group`, which arrived as `seq` (rule G4): older
+   * waiters are not held back by it, younger ones and new claims are. Returns the reservation, for `unpin`.
+   */
+  pin(group: string, member: number, seq: number, amount: Amount, target: MachineEntry): WaitClass {
+    const cls: WaitClass = {
+      key: `${group}#${member}`,
+      ask: PINNED_ASK,
+      amount,
+      clamped: false,
+      target,
+      size: 0,
+      group,
+    };
+    cls.head = cls.tail = { seq } as Waiter;
+    this.reserved.add(cls, 1);
+    cls.size = 1;
+    this.#pinned.add(cls);
+    return cls;
+  }
+
+  /** Takes back a reservation made by `pin`. */
+  unpin(cls: WaitClass): void {
+    if (!this.#pinned.delete(cls)) return;
+    this.reserved.add(cls, -1);
+    cls.size = 0;
   }
 
   /** The waiters of run `runId`. */
@@ -187,6 +227,8 @@ export class WaitQueue {
         throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
+    for (const cls of this.#pinned)
+      if (cls.target && !attached(cls.target)) throw new Error(`group reservation ${cls.key} on a machine that left`);
     let filed = 0;
     for (const [g, list] of this.#byGpus) {
       for (let i = 0; i < list.length; i++) {
@@ -196,7 +238,7 @@ export class WaitQueue {
       filed += list.length;
     }
     if (filed !== this.#classes.size) throw new Error(`${filed} wait classes filed, ${this.#classes.size} exist`);
-    this.reserved.check(this.#classes.values());
+    this.reserved.check([...this.#classes.values(), ...this.#pinned]);
   }
 
   /** Files `cls` under the GPUs and cores it wants. */

@@ -2,21 +2,40 @@
  * Cluster-wide pools (issue 23 item 1): named counters not tied to a machine, such as software licenses
  * (`pools: {"license/matlab": 30}` in the config). A claim asking one takes it atomically with its machine's
  * resources and gives it back with them. Quantities in units of 1e-4 (quantity.ts). Same invariants as a
- * machine's books (SPEC P8): free within [0, total], held = the sum of the claims' holdings.
+ * machine's books (SPEC P8): free within [0, total], held = the sum of the claims' holdings. A pool resized below
+ * what is held (`resize`, a config reload) revokes nothing: its free is 0 until enough is given back.
  */
 import { BooksError } from './books.js';
 import type { Named } from './quantity.js';
 
 /** The books of every pool. */
 export class PoolBooks {
-  readonly total: Readonly<Named>;
+  readonly #total: Named;
+  /** Total minus held, per pool; below 0 while a pool resized under what is held (`resize`). */
   readonly #free: Named;
   readonly #held = new Map<string, Named>();
 
   /** @param total pool name → its size in units. */
   constructor(total: Named = {}) {
-    this.total = { ...total };
+    this.#total = { ...total };
     this.#free = { ...total };
+  }
+
+  /** Pool name → its size in units. */
+  get total(): Readonly<Named> {
+    return this.#total;
+  }
+
+  /**
+   * Pool `name` now holds `total` units (a config reload). Growing frees the difference; shrinking below what is
+   * held revokes no claim, it only keeps free at 0 until enough comes back. @throws BooksError for an unknown name
+   * or a total that is not a whole number of units ≥ 0 (a bug of the caller: the config is validated before).
+   */
+  resize(name: string, total: number): void {
+    if (!this.has(name)) throw new BooksError(`pool ${name}: no such pool to resize`);
+    if (!Number.isSafeInteger(total) || total < 0) throw new BooksError(`pool ${name}: bad total ${total}`);
+    this.#free[name] += total - this.#total[name];
+    this.#total[name] = total;
   }
 
   /** True when `name` is a pool. */
@@ -29,9 +48,14 @@ export class PoolBooks {
     return Object.keys(this.total).length === 0;
   }
 
-  /** Free units of pool `name` (0 for an unknown name). */
+  /** Free units of pool `name` (0 for an unknown name, or one resized below what is held). */
   freeOf(name: string): number {
-    return this.#free[name] ?? 0;
+    return Math.max(0, this.#free[name] ?? 0);
+  }
+
+  /** Units of pool `name` held by claims now. */
+  heldOf(name: string): number {
+    return (this.#total[name] ?? 0) - (this.#free[name] ?? 0);
   }
 
   /** True when every quantity of `want` fits the free pools minus `reserved` (units, held back for older waiters). */
@@ -63,20 +87,23 @@ export class PoolBooks {
     return Object.keys(h);
   }
 
-  /** Checks free within [0, total] and held + free = total per pool. @throws BooksError naming the pool. */
+  /**
+   * Checks free ≤ total and held + free = total per pool (free is below 0 only while the claims hold more than a
+   * total resized under them; `take` never takes past free). @throws BooksError naming the pool.
+   */
   check(): void {
     const held: Named = {};
     for (const h of this.#held.values()) for (const k in h) held[k] = (held[k] ?? 0) + h[k];
-    for (const k in this.total) {
+    for (const k in this.#total) {
       const f = this.#free[k];
-      if (f < 0 || f > this.total[k]) throw new BooksError(`pool ${k}: free ${f} outside [0, ${this.total[k]}]`);
-      if ((held[k] ?? 0) + f !== this.total[k])
-        throw new BooksError(`pool ${k}: held ${held[k] ?? 0} + free ${f} ≠ ${this.total[k]}`);
+      const t = this.#total[k];
+      if (f > t) throw new BooksError(`pool ${k}: free ${f} above its total ${t}`);
+      if ((held[k] ?? 0) + f !== t) throw new BooksError(`pool ${k}: held ${held[k] ?? 0} + free ${f} ≠ ${t}`);
     }
   }
 
   /** Every pool: name, total and free, in units. */
   views(): { name: string; total: number; free: number }[] {
-    return Object.keys(this.total).map((name) => ({ name, total: this.total[name], free: this.#free[name] }));
+    return Object.keys(this.#total).map((name) => ({ name, total: this.#total[name], free: this.freeOf(name) }));
   }
 }

@@ -18,7 +18,8 @@ export const callerHold = new WeakMap<CallRecord, number>();
 export const grantOf = new WeakMap<CallRecord, Grant>();
 
 /**
- * Streams `rec` to the caller: Started, events, then the terminal; resolves with the terminal. With `holdFailure`
+ * Streams `rec` to the caller: Started, events, then the terminal, once it is journaled (`rec.endingKept`, SPEC S4);
+ * resolves with the terminal. With `holdFailure`
  * a Failure is returned without being written (the Run retries it, SPEC S8). If this caller goes away (or is
  * cut off as too slow) and no one else follows the call, the call is stopped.
  */
@@ -43,12 +44,14 @@ export async function follow(
   try {
     let end: Terminal | undefined;
     for await (const item of rec.follow(signal, afterSeq)) {
+      if (isTerminal(item)) await rec.endingKept; // journaled before the caller is told (SPEC S4)
       if (holdFailure && item.$case === 'failure') return item; // to be retried: the caller sees Retrying instead
       await sink.write({ kind: item });
       if (isTerminal(item)) end = item;
     }
     return end;
   } catch (err) {
+    if (err === rec.ending) await rec.endingKept; // the call's own error ending: journaled first too (SPEC S4)
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
     const hold = callerHold.get(rec) ?? 0;

@@ -17,6 +17,7 @@ import { fromUnits, namedPlain, type Named } from '../resources/quantity.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
 import type { ClusterInfo } from '../ha/cluster.js';
+import { toGroupView } from './group-convert.js';
 
 /** Provisioned machine state → berth.v1.ProvisionedState. */
 const PROVISIONED_STATE = {
@@ -142,6 +143,7 @@ export function toSnapshot(
       holdLeftMs: clampU32(h.holdLeftMs ?? 0),
     })),
     pools: s.pools.map((p) => ({ name: p.name, total: fromUnits(p.total), free: fromUnits(p.free) })),
+    groups: (s.groups ?? []).map(toGroupView),
   };
 }
 

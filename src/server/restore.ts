@@ -11,11 +11,12 @@
 import { BerthError } from '../errors.js';
 import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
+import { SYNC_EVERY_MS } from '../journal/disk-sync.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
 import { endingOfRecord } from '../journal/ending.js';
 import { entryOfRecord, type EndedRecord, type JournalState } from '../journal/records.js';
 import type { History } from '../journal/history.js';
-import type { Store } from '../journal/store.js';
+import type { Store, StoreError } from '../journal/store.js';
 import type { Logger } from '../log/logger.js';
 import type { Placer } from '../placement/placer.js';
 import { StateDirLock } from '../provision/state-lock.js';
@@ -62,10 +63,11 @@ export async function restoreFromJournal(
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
   let opened: { journal: Journal; state: JournalState };
   try {
-    opened = await Journal.open(store ?? LmdbStore.open(options.stateDir), {
+    const onError = (err: StoreError) => log.error({ reason: err.message }, 'journal write failed');
+    opened = await Journal.open(store ?? LmdbStore.open(options.stateDir, SYNC_EVERY_MS, onError), {
       retentionMs: options.historyRetention * 1000,
       maxHistory: options.historyMax,
-      onError: (err) => log.error({ reason: err.message }, 'journal write failed'),
+      onError,
       onCommit,
     });
   } catch (err) {
@@ -121,12 +123,14 @@ export async function restoreFromJournal(
       const claimId = calls[i].grant.claimId;
       rebound.add(rec.callId);
       // No Run handler sees a re-bound call end: its ending is journaled and put in the history here (SPEC S9), so
-      // no later start restores it again and `berth history` lists it once it ends.
+      // no later start restores it again and `berth history` lists it once it ends; as it ends, before any
+      // follower tells its caller (SPEC S4).
       const startedAt = state.calls.find((c) => c.callId === rec.callId)?.at;
-      void rec.settled.then(() => {
+      rec.whenEnded(() => {
         const ended = reboundEnding(rec, startedAt);
         journal.callEnded(ended);
         history?.add(entryOfRecord(ended));
+        rec.endingKept = journal.flushed().catch(() => {}); // a failed write is logged by the journal
       });
       if (state.claims.find((c) => c.claimId === claimId)?.tokenHash) continue; // a Claim's: its holder resumes it
       holds.forget(claimId); // a Run's own claim: it lasts as long as its call (the Run is its holder)
@@ -136,7 +140,7 @@ export async function restoreFromJournal(
   const onMachine = (name: string) =>
     state.calls.flatMap((c) => {
       const grant = c.machine === name ? grants.get(c.claimId) : undefined;
-      return grant ? [{ callId: c.callId, runId: c.runId, grant }] : [];
+      return grant ? [{ callId: c.callId, runId: c.runId, grant, startedAt: c.at }] : [];
     });
   for (const w of state.workers) {
     if (!hub || !w.agentId || !w.instanceId) continue;
@@ -214,7 +218,7 @@ export async function restoreFromJournal(
   };
 }
 
-/** The ended record of a call re-bound after a restart, once it settled (`startedAt`: when it first started). */
+/** The ended record of a call re-bound after a restart, as it ends (`startedAt`: when it first started). */
 function reboundEnding(rec: CallRecord, startedAt: number | undefined): EndedRecord {
   const end = rec.ending;
   const error = end instanceof BerthError ? end : undefined;

@@ -143,6 +143,7 @@ export class BerthServer {
       restartGraceMs: options.journal === 'off' ? options.reconnectGrace * 1000 : 0,
       provisioning: this.#provisioning,
       pools: options.pools,
+      defaultRamMbPerCpu: options.defaultRamMbPerCpu,
     });
     const hub = new WorkerHub({
       placer,

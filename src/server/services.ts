@@ -6,6 +6,7 @@ import type { WorkerServiceServer } from '../../generated/ts/berth/v1/worker.js'
 import type { ServerContext } from './context.js';
 import { cancelHandler } from './handlers/cancel.js';
 import { claimHandler } from './handlers/claim.js';
+import { claimGroupHandler } from './handlers/claim-group.js';
 import { compileHandler } from './handlers/compile.js';
 import { drainHandler } from './handlers/drain.js';
 import { getSnapshotHandler } from './handlers/get-snapshot.js';
@@ -29,6 +30,7 @@ export function placementService(ctx: ServerContext): PlacementServiceServer {
     drain: drainHandler(ctx),
     runWhole: runWholeHandler(ctx),
     history: historyHandler(ctx),
+    claimGroup: claimGroupHandler(ctx),
   };
 }
 

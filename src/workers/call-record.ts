@@ -35,7 +35,8 @@ export const isTerminal = (item: CallItem): item is Terminal => item.$case === '
 
 /** One call in flight. `stop(reason)` is how it is cancelled on its machine. */
 export class CallRecord implements Flow {
-  readonly startedAt = Date.now();
+  /** When the call first started (ms since the epoch): restored from the journal after a restart. */
+  startedAt = Date.now();
   /** Who started it, when client identities are configured (SPEC R7): only it cancels or follows it. */
   owner?: string;
   /** How long the call is held when its worker's link breaks, in ms (0: the server's worker hold; SPEC S2). */
@@ -56,6 +57,12 @@ export class CallRecord implements Flow {
   /** Absolute next index of each follower. */
   readonly #cursors = new Set<{ i: number; seq: number }>();
   readonly #roomWaiters = new Set<() => void>();
+  readonly #onEnd: Array<(end: Terminal | BerthError) => void> = [];
+  /**
+   * Resolves once the call's ending is journaled (SPEC S4): every follower awaits it before it tells its caller.
+   * Set by whoever journals the ending, in a `whenEnded` callback; never rejects.
+   */
+  endingKept: Promise<void> = Promise.resolve();
   #settle!: () => void;
   /** Resolves once the machine is really done with the call (terminal frame, process exit, or worker gone). */
   readonly settled = new Promise<void>((resolve) => (this.#settle = resolve));
@@ -145,10 +152,30 @@ export class CallRecord implements Flow {
     return this.#end instanceof BerthError ? 'error' : this.#end.$case;
   }
 
+  /**
+   * Calls `fn` with the ending as the call ends, synchronously and before any follower sees it (at once when it has
+   * ended already): the journal records the ending there, first.
+   */
+  whenEnded(fn: (end: Terminal | BerthError) => void): void {
+    if (this.#end) fn(this.#end);
+    else this.#onEnd.push(fn);
+  }
+
+  #ended(end: Terminal | BerthError): void {
+    for (const fn of this.#onEnd.splice(0)) {
+      try {
+        fn(end);
+      } catch {
+        // an observer's failure must not keep the ending from the callers
+      }
+    }
+  }
+
   /** Ends the call with its Result or Failure (first ending wins). */
   finish(t: Terminal): void {
     if (this.#end) return;
     this.#end = t;
+    this.#ended(t);
     this.#push(t, 1);
     this.#wake();
   }
@@ -157,6 +184,7 @@ export class CallRecord implements Flow {
   fail(err: BerthError): void {
     if (this.#end) return;
     this.#end = err;
+    this.#ended(err);
     this.#wake();
   }
 

@@ -40,6 +40,14 @@ export const ENDED_KEPT_MAX = 1000;
 export const REPLACED_MESSAGE = 'replaced by a new stream under the same name';
 
 /** Hub settings. Units: ms. */
+/** A call journaled in flight, restored after a restart inside its restored claim's grant; `startedAt`: ms. */
+export interface RestoredCall {
+  callId: string;
+  runId: string;
+  grant: Grant;
+  startedAt?: number;
+}
+
 export interface HubOptions {
   placer: Placer;
   events: EventBus;
@@ -221,7 +229,7 @@ export class WorkerHub {
   restoreWorker(
     spec: MachineSpec,
     agent: { agentId: string; instanceId: string },
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
+    calls: readonly RestoredCall[],
     holdMs: number,
   ): CallRecord[] {
     const w = new AttachedWorker(spec, () => Promise.resolve(), undefined, { ...agent, heldCalls: [] });
@@ -237,10 +245,7 @@ export class WorkerHub {
    * awaiting the keeper's return (EngineKeeper.hold); they fail "went away" at once without a keeper. Returns their
    * records; none without a keeper (they died with the server).
    */
-  restoreKeeperCalls(
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
-    holdMs: number,
-  ): CallRecord[] {
+  restoreKeeperCalls(calls: readonly RestoredCall[], holdMs: number): CallRecord[] {
     const keeper = this.o.keeper;
     if (!keeper || !calls.length) return [];
     const spec = { name: this.o.engineName, labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: true };
@@ -252,12 +257,11 @@ export class WorkerHub {
     return out;
   }
 
-  /** Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id. */
-  #restoreCalls(
-    w: AttachedWorker,
-    calls: ReadonlyArray<{ callId: string; runId: string; grant: Grant }>,
-    holdMs: number,
-  ): CallRecord[] {
+  /**
+   * Records held on `w` for `calls` (each inside its restored claim's grant), followable by call id, timed from
+   * each call's journaled start.
+   */
+  #restoreCalls(w: AttachedWorker, calls: readonly RestoredCall[], holdMs: number): CallRecord[] {
     const out: CallRecord[] = [];
     for (const c of calls) {
       const a = c.grant.allocation;
@@ -273,6 +277,7 @@ export class WorkerHub {
       });
       rec.holdMs = holdMs;
       rec.owner = c.grant.ask.owner;
+      if (c.startedAt !== undefined) rec.startedAt = c.startedAt; // its ELAPSED counts from its first start
       w.calls.set(c.callId, rec);
       this.calls.set(c.callId, rec);
       const held = this.#track(c.grant.claimId);

@@ -6,26 +6,30 @@
  * held and resumed by token, Cancel of runs in flight, callers going away — while agents and client
  * processes are SIGKILLed, the server is SIGKILLed (and, in longer runs, SIGTERMed) and started again
  * on the same port and journal, and the links of workers and of a client are cut through TCP proxies
- * (test/support/link-proxy.ts). The books invariant is checked at every start and after every event
- * (test/chaos/serve.ts); every command records its execution (processes.ts), so that no call id may
- * run twice; at the end the books must be full, nothing may wait or run, and no command process may be
- * left (found in /proc by the BERTH_CHAOS=<tag> in its environment). Returns a report; `leaks` must be 0.
+ * (test/support/link-proxy.ts). Given an etcd (`etcd`), the control plane is a cluster of 2-3 members instead
+ * (SPEC S7, servers.ts) whose leader is SIGKILLed or SIGTERMed and started again as a standby, the workers given
+ * every member (`--server a,b,c`) and the clients following the leader (follower.ts). The books invariant is
+ * checked at every start and after every event (test/chaos/serve.ts); every command records its execution
+ * (processes.ts), so that no call id may run twice; at the end the books must be full, nothing may wait or
+ * run, and no command process may be left (found in /proc by the BERTH_CHAOS=<tag> in its environment).
+ * Returns a report; `leaks` must be 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { PlacementServiceClient, type RunRequest } from '../../generated/ts/berth/v1/placement.js';
+import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import type { RunRequest } from '../../generated/ts/berth/v1/placement.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim } from '../support/claims.js';
 import { ROOT, spawnBerth, waitForLine } from '../support/cli.js';
 import { LinkProxy } from '../support/link-proxy.js';
-import { closedPort } from '../support/ports.js';
 import type { RunOutcome } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
-import { executions, MARK, markEnv, startServerProc, stop, type ServerProc } from './processes.js';
+import { Follower } from './follower.js';
+import { executions, MARK, markEnv } from './processes.js';
 import { claimThroughBreaks, runThroughBreaks } from './resumable.js';
+import { ChaosServers, type ClusterFigures } from './servers.js';
 
 /** Chaos settings. Units: ms. */
 export interface ChaosOptions {
@@ -38,6 +42,11 @@ export interface ChaosOptions {
   log?: (line: string) => void;
   /** Where the server processes' logs are kept (server-<restart>.log); default: removed with the run. */
   logDir?: string;
+  /** `host:port` of an etcd: the control plane is a cluster on it, its leader killed (SPEC S7). */
+  etcd?: string;
+  /** Cluster members, 2 or 3 (default 3), and their leader lease in seconds (default 3). */
+  members?: number;
+  leaderTtlS?: number;
 }
 
 /** What a chaos run did and what it found. `leaks` is the sum of everything left over; it must be 0. */
@@ -48,9 +57,14 @@ export interface ChaosReport {
   operations: number;
   byKind: Record<string, number>;
   kills: { workers: number; clients: number };
-  /** Server stops and starts again on the same journal: by SIGKILL, and by SIGTERM (which must not drain). */
+  /**
+   * Server stops and starts again on the same journal: by SIGKILL, and by SIGTERM (which must not drain). In a
+   * cluster: the leader's, each followed by a takeover and the old leader's start as a standby.
+   */
   serverRestarts: number;
   serverSigkills: number;
+  /** In a cluster run: the takeovers and hand-overs, and how the clients followed the leader. */
+  cluster?: ClusterFigures & { follows: { hinted: number; rotated: number } };
   /** Links cut through the TCP proxies: a worker's (short or past the 2 s hold) and the cuttable client's. */
   linkCuts: { workers: number; clients: number };
   /** Runs followed again by call id after their stream broke, and how many of them ended with a result. */
@@ -191,13 +205,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     leaks: 0,
   };
   const temp = mkdtempSync(join(tmpdir(), 'berth-chaos-'));
-  const stateDir = join(temp, 'state');
   const marks = join(temp, 'marks');
   mkdirSync(marks);
   // The server's logs: kept under o.logDir when given (make chaos), else in the temporary directory.
   const logs = o.logDir ?? temp;
   mkdirSync(logs, { recursive: true });
-  const address = `127.0.0.1:${await closedPort()}`;
   const invariantErrors: string[] = [];
   // When each worker last attached and detached (ms since `begun`), to explain a FAILED_PRECONDITION.
   const seen = new Map<string, { attached?: number; detached?: number }>();
@@ -207,40 +219,51 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     seen.set(machine, m);
   };
   const onInvariant = (message: string) => invariantErrors.push(message);
-  let server: ServerProc = startServerProc(
-    address,
-    stateDir,
-    join(logs, `server-${report.serverRestarts}.log`),
-    onInvariant,
-    onWorker,
+  const servers = new ChaosServers({
+    temp,
+    logs,
+    watch: { onInvariant, onWorker },
+    log,
+    between,
+    etcd: o.etcd,
+    members: o.members,
+    ttlS: o.leaderTtlS,
+  });
+  await servers.start();
+  const clustered = servers.clustered;
+  // One client for the whole run, across restarts and takeovers: reconnects fast, follows the leader.
+  const lead = new Follower(servers.addresses);
+
+  // A client whose links are cut now and then (a TCP proxy to each server), for claims and Runs that outlive a cut.
+  const clientLinks = servers.addresses.map((a) => new LinkProxy(a));
+  const viaLink = new Map<string, string>();
+  for (const [i, l] of clientLinks.entries()) viaLink.set(servers.addresses[i], await l.start());
+  const cuttable = new Follower(
+    clientLinks.map((l) => l.address),
+    (a) => viaLink.get(a) ?? a,
   );
-  await server.serving;
-  // One client for the whole run, across the restart: reconnects fast.
-  const client = new PlacementServiceClient(address, credentials.createInsecure(), {
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': 1000,
-  });
+  const snap = () =>
+    snapshot(lead.stub()).catch((e: ServiceError) => {
+      lead.saw(e);
+      throw e;
+    });
 
-  // A client whose link is cut now and then (its own TCP proxy), for claims and Runs that outlive a cut.
-  const clientLink = new LinkProxy(address);
-  const cuttable = new PlacementServiceClient(await clientLink.start(), credentials.createInsecure(), {
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': 1000,
-  });
-
-  // Workers: real agents, each through its own cuttable link, SIGKILLed and started again under the same name.
+  // Workers: real agents, each through its own cuttable link, SIGKILLed and started again under the same name. In
+  // a cluster they are given every member (`--server a,b,c`) and follow the leader hint, which names a member's own
+  // address: their links are not cut there (a proxy would be bypassed).
   const agents = new Map<string, ChildProcess>();
   const links = new Map<string, LinkProxy>();
-  for (const w of WORKERS) {
-    const link = new LinkProxy(address);
-    await link.start();
-    links.set(w.name, link);
-  }
+  if (!clustered)
+    for (const w of WORKERS) {
+      const link = new LinkProxy(servers.addresses[0]);
+      await link.start();
+      links.set(w.name, link);
+    }
   const startAgent = (w: (typeof WORKERS)[number]) => {
     const child = spawnBerth([
       'worker',
       '--server',
-      links.get(w.name)!.address,
+      clustered ? servers.addresses.join(',') : links.get(w.name)!.address,
       '--name',
       w.name,
       ...w.args,
@@ -258,15 +281,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
   const attached = (names: string[]) =>
     until(async () => {
-      const s = await snapshot(client);
+      const s = await snap();
       return names.every((n) => s.machines.some((m) => m.name === n));
     }, 30_000);
   for (const w of WORKERS) void waitForLine(startAgent(w), /attached to server/).catch(() => undefined);
   await attached(WORKERS.map((w) => w.name));
-  log(`chaos seed ${o.seed}: server on ${address}, ${WORKERS.length} workers attached`);
+  log(`chaos seed ${o.seed}: servers on ${servers.addresses.join(', ')}, ${WORKERS.length} workers attached`);
 
   const count = (kind: string) => (report.byKind[kind] = (report.byKind[kind] ?? 0) + 1);
   const outcome = (kind: string, err: ServiceError | null, t0: number) => {
+    lead.saw(err);
     const code = err ? err.code : status.OK;
     const name = codeName(code);
     report.errorsByCode[name] = (report.errorsByCode[name] ?? 0) + 1;
@@ -328,7 +352,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     follow: undefined,
   });
   const runWithDeadline = (req: RunRequest) => {
-    const call = client.run(req, deadline());
+    const call = lead.stub().run(req, deadline());
     const responses: RunOutcome['responses'] = [];
     call.on('data', (r) => responses.push(r));
     const done = new Promise<RunOutcome>((resolve) => {
@@ -383,7 +407,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       outcome('run-timeout', (await runWithDeadline(req).done).error, t0);
     } else if (r < 0.52) {
       count('claim-run-release');
-      const c = claim(client, { cpus: 1, gpus: rnd() < 0.5 ? 1 : 0 });
+      const c = claim(lead.stub(), { cpus: 1, gpus: rnd() < 0.5 ? 1 : 0 });
       const g = await grantedWithin(c, 20_000);
       if (!g) return outcome('claim-run-release', await c.ended, t0);
       const h = runWithDeadline(command(5, `cr${n}`, 'n', {}, g.claimId));
@@ -400,14 +424,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (inFlight && !released && !ran.error) report.runsOutlivingRelease++;
     } else if (r < 0.62) {
       count('claim-cancel');
-      const c = claim(client, { cpus: 1, gpus: rnd() < 0.3 ? 1 : 0 });
+      const c = claim(lead.stub(), { cpus: 1, gpus: rnd() < 0.3 ? 1 : 0 });
       await Promise.race([c.granted.catch(() => undefined), sleep(between(0, 300))]);
       c.call.cancel();
       await c.ended;
       outcome('claim-cancel', null, t0);
     } else if (r < 0.67) {
       count('claim-half-close');
-      const c = claim(client, { cpus: 1 });
+      const c = claim(lead.stub(), { cpus: 1 });
       await grantedWithin(c, 20_000);
       c.call.end();
       outcome('claim-half-close', await c.ended, t0);
@@ -417,7 +441,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       await sleep(between(20, 600));
       report.cancels++;
       await new Promise<void>((resolve) =>
-        client.cancel({ runId: `k${n}` }, new Metadata(), deadline(), (err) => {
+        lead.stub().cancel({ runId: `k${n}` }, new Metadata(), deadline(), (err) => {
           outcome('cancel-rpc', err, t0);
           resolve();
         }),
@@ -444,7 +468,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const clientKill = async (): Promise<void> => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'test/chaos/client.ts', address, rnd() < 0.5 ? '1' : '0', tag, marks],
+      ['--import', 'tsx', 'test/chaos/client.ts', lead.current, rnd() < 0.5 ? '1' : '0', tag, marks],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] },
     );
     clientProcs.add(child);
@@ -474,25 +498,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     log(`chaos: worker ${w.name} started again at +${Date.now() - begun} ms`);
   };
   // The server stops — SIGKILL (a crash), or SIGTERM (a routine restart: stopping is not draining) — and
-  // starts again on the same port and journal; what it acknowledged must come back (SPEC S4).
+  // starts again on the same port and journal; what it acknowledged must come back (SPEC S4). In a cluster the
+  // leader stops so, a standby takes over from etcd, and the old leader starts again as a standby (SPEC S7).
   const restart = async (signal: NodeJS.Signals): Promise<void> => {
-    log(`chaos: server ${signal} at +${Date.now() - begun} ms`);
-    await stop(server.child, signal);
+    log(`chaos: ${clustered ? 'leader' : 'server'} ${signal} at +${Date.now() - begun} ms`);
     if (signal === 'SIGKILL') report.serverSigkills++;
-    await sleep(between(100, 1000));
-    server = startServerProc(
-      address,
-      stateDir,
-      join(logs, `server-${report.serverRestarts}.log`),
-      onInvariant,
-      onWorker,
-    );
-    const ms = await server.serving;
-    log(`chaos: server serving again at +${Date.now() - begun} ms (${ms} ms from its start)`);
+    const ms = await servers.kill(signal);
+    log(`chaos: serving again at +${Date.now() - begun} ms (${ms} ms after the ${signal})`);
     report.serverRestarts++;
   };
   // A link cut: a worker's for a blip (under the 2 s --worker-hold) or past it; the cuttable client's.
   const workerCut = async (): Promise<void> => {
+    if (clustered) return;
     const w = pick(WORKERS);
     const ms = rnd() < 0.5 ? between(200, 1500) : between(2500, 4000);
     log(`chaos: ${w.name}'s link cut for ${ms.toFixed(0)} ms at +${Date.now() - begun} ms`);
@@ -504,10 +521,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const clientCut = async (): Promise<void> => {
     const ms = between(200, 2500);
     log(`chaos: the client's link cut for ${ms.toFixed(0)} ms at +${Date.now() - begun} ms`);
-    clientLink.cut();
+    for (const l of clientLinks) l.cut();
     report.linkCuts.clients++;
     await sleep(ms);
-    clientLink.restore();
+    for (const l of clientLinks) l.restore();
   };
 
   // The schedule: operations keep `concurrency` in flight; kills and the restart at seeded times.
@@ -516,7 +533,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const chaos: Promise<void>[] = [];
   const schedule = (at: number, f: () => Promise<void>) =>
     chaos.push(sleep(Math.max(0, at - Date.now())).then(() => (Date.now() < end ? f() : undefined)));
-  const restarts = Math.max(1, Math.round(o.durationMs / 30_000));
+  const restarts = clustered
+    ? Math.max(2, Math.round(o.durationMs / 8000))
+    : Math.max(1, Math.round(o.durationMs / 30_000));
   for (let i = 0; i < restarts; i++)
     schedule(begun + o.durationMs * ((i + between(0.4, 0.6)) / restarts), () =>
       restart(i % 2 === 0 ? 'SIGKILL' : 'SIGTERM'),
@@ -544,7 +563,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   log(`chaos: ${report.operations} operations done; checking the books`);
 
   // The end: links restored, client processes gone, every worker back, then nothing may be held, wait or run.
-  for (const l of [clientLink, ...links.values()]) l.restore();
+  for (const l of [...clientLinks, ...links.values()]) l.restore();
   for (const c of clientProcs) c.kill('SIGKILL');
   for (const w of WORKERS) {
     const c = agents.get(w.name);
@@ -552,7 +571,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   }
   await attached(WORKERS.map((w) => w.name));
   const settled = await until(async () => {
-    const s = await snapshot(client);
+    const s = await snap();
     return (
       s.held.length === 0 &&
       s.waiting.length === 0 &&
@@ -560,7 +579,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       s.machines.every((m) => m.free!.cpus === m.total!.cpus && m.free!.gpus === m.total!.gpuIds.length)
     );
   }, 20_000);
-  const s = await snapshot(client);
+  const s = await snap();
   report.leftover.held = s.held.length;
   report.leftover.waiting = s.waiting.length;
   report.leftover.calls = s.calls.length;
@@ -589,10 +608,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }),
     ),
   );
-  client.close();
+  lead.close();
   cuttable.close();
-  await stop(server.child, 'SIGTERM');
-  for (const l of [clientLink, ...links.values()]) await l.close();
+  await servers.close();
+  for (const l of [...clientLinks, ...links.values()]) await l.close();
+  if (clustered) report.cluster = { ...servers.figures, follows: lead.moves };
   for (const pid of taggedProcesses(tag)) process.kill(pid, 'SIGKILL'); // never leave a process behind, even on failure
   rmSync(temp, { recursive: true, force: true });
   const l = report.leftover;
@@ -630,6 +650,7 @@ export function formatReport(r: ChaosReport): string {
     `  link cuts: ${r.linkCuts.workers} worker, ${r.linkCuts.clients} client; runs followed again: ` +
       `${r.followedRuns} (${r.followedResults} with a result); claims resumed: ${r.resumedClaims}; ` +
       `executions: ${r.executions}`,
+    ...(r.cluster ? [clusterLine(r.cluster)] : []),
     `  answers by code: ${codes}`,
     ...Object.entries(r.samples).map(([k, v]) => `    e.g. ${k}: ${v}`),
     `  unexpected: ${r.unexpected.length ? r.unexpected.join(' | ') : 'none'}; stuck: ${r.stuck}`,
@@ -640,4 +661,15 @@ export function formatReport(r: ChaosReport): string {
       `waiting ${r.leftover.waiting}, calls ${r.leftover.calls}, ` +
       `machines not full ${r.leftover.notFull.length}, processes left ${r.leftover.processes.length})`,
   ].join('\n');
+}
+
+/** The cluster part of the report: members, leader kills, takeover and hand-over times, epochs, depositions. */
+function clusterLine(c: NonNullable<ChaosReport['cluster']>): string {
+  const ms = (xs: number[]) => (xs.length ? `${xs.join(', ')} ms` : 'none');
+  return (
+    `  cluster of ${c.members} (leader TTL ${c.leaderTtlS} s): takeovers after SIGKILL ${ms(c.takeoverMs)}; ` +
+    `hand-overs after SIGTERM ${ms(c.handoverMs)}; epochs ${c.epochs.join(' < ')}; clients followed a hint ` +
+    `${c.follows.hinted}x, moved on a broken link ${c.follows.rotated}x; depositions: ` +
+    `${c.depositions.length ? c.depositions.join(' | ') : 'none'}`
+  );
 }

@@ -2,34 +2,37 @@
  * Chaos operations that outlive broken links (issue 19, SPEC S2, S3): a Run followed again by call id
  * after its stream broke (a client link cut, a server SIGKILL), checking the caller sees every line
  * once and in order; and a claim with a hold resumed by its token, checking it keeps its machine and
- * GPU ids. Both retry only what a broken link or a restarting server explains, within a budget.
+ * GPU ids. Both retry only what a broken link or a restarting server explains, within a budget, each try on the
+ * server the Leader (follower.ts) believes leads, told what the last try got (a standby's hint moves it).
  */
 import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
-import type {
-  Granted,
-  PlacementServiceClient,
-  RunRequest,
-  RunResponse,
-} from '../../generated/ts/berth/v1/placement.js';
+import type { Granted, RunRequest, RunResponse } from '../../generated/ts/berth/v1/placement.js';
 import type { Ask } from '../../generated/ts/berth/v1/resources.js';
 import { claim, resumeClaim, type ClaimHandle } from '../support/claims.js';
 import { outputLines, terminal, type RunOutcome } from '../support/run-client.js';
+import type { Leader } from './follower.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** True for an UNAVAILABLE a broken link or a restarting server explains (not "went away", not "lost"). */
+/**
+ * True for an UNAVAILABLE a broken link, a restarting server or a standby (`standby of cluster …`) explains (not
+ * "went away", not "lost").
+ */
 export function brokenLink(err: ServiceError | null): boolean {
   if (!err || err.code !== status.UNAVAILABLE) return false;
   return !/went away|worker \S+ stopping|lost|call stopped|not started/.test(err.details);
 }
 
-function runOnce(client: PlacementServiceClient, req: RunRequest, deadlineMs: number): Promise<RunOutcome> {
-  const call = client.run(req, { deadline: Date.now() + deadlineMs });
+function runOnce(lead: Leader, req: RunRequest, deadlineMs: number): Promise<RunOutcome> {
+  const call = lead.stub().run(req, { deadline: Date.now() + deadlineMs });
   const responses: RunResponse[] = [];
   call.on('data', (r: RunResponse) => responses.push(r));
   return new Promise((resolve) => {
-    call.on('error', (e: ServiceError) => resolve({ responses, error: e }));
+    call.on('error', (e: ServiceError) => {
+      lead.saw(e);
+      resolve({ responses, error: e });
+    });
     call.on('status', (s) => s.code === 0 && resolve({ responses, error: null }));
   });
 }
@@ -47,7 +50,7 @@ export interface Followed extends RunOutcome {
  * when no Started came, which must join, not run twice), for at most `budgetMs`.
  */
 export async function runThroughBreaks(
-  client: PlacementServiceClient,
+  lead: Leader,
   req: RunRequest,
   lines: number,
   budgetMs: number,
@@ -56,7 +59,7 @@ export async function runThroughBreaks(
   const callId = `${req.runId}:${req.flow}.${req.node}`;
   const all: RunResponse[] = [];
   let follows = 0;
-  let o = await runOnce(client, req, budgetMs);
+  let o = await runOnce(lead, req, budgetMs);
   for (;;) {
     all.push(...o.responses);
     if (terminal(o) || Date.now() > end) break;
@@ -67,7 +70,7 @@ export async function runThroughBreaks(
     const started = all.some((r) => r.kind?.$case === 'started');
     const seqs = all.flatMap((r) => (r.kind?.$case === 'event' ? [r.kind.value.seq] : []));
     const follow = { callId, afterSeq: seqs.at(-1) ?? 0 };
-    o = await runOnce(client, notFound && !started ? req : { ...req, follow }, Math.max(1000, end - Date.now()));
+    o = await runOnce(lead, notFound && !started ? req : { ...req, follow }, Math.max(1000, end - Date.now()));
   }
   const problems: string[] = [];
   const seqs = all.flatMap((r) => (r.kind?.$case === 'event' ? [r.kind.value.seq] : []));
@@ -101,12 +104,12 @@ export interface HeldClaim {
  * stream breaks — then releases it. Resumes are retried while brokenLink explains the refusal, within 20 s.
  */
 export async function claimThroughBreaks(
-  client: PlacementServiceClient,
+  lead: Leader,
   a: Partial<Ask>,
   holdMs: number,
   keepMs: number,
 ): Promise<HeldClaim> {
-  let c: ClaimHandle = claim(client, { ...a, holdMs });
+  let c: ClaimHandle = claim(lead.stub(), { ...a, holdMs });
   const out: HeldClaim = { resumes: 0, lost: false, error: null };
   const g = await Promise.race([c.granted.catch(() => undefined), sleep(20_000).then(() => undefined)]);
   if (!g) {
@@ -119,11 +122,12 @@ export async function claimThroughBreaks(
   while (Date.now() < until) {
     const err = await Promise.race([c.ended, sleep(until - Date.now()).then(() => 'kept' as const)]);
     if (err === 'kept') break;
+    lead.saw(err);
     if (!brokenLink(err)) return { ...out, lost: true, error: err };
     const retryEnd = Date.now() + 20_000;
     for (;;) {
       await sleep(200);
-      c = resumeClaim(client, g.claimId, g.resumeToken);
+      c = resumeClaim(lead.stub(), g.claimId, g.resumeToken);
       const r = await c.granted.catch(() => undefined);
       if (r) {
         out.resumes++;
@@ -134,6 +138,7 @@ export async function claimThroughBreaks(
         break;
       }
       const e = await c.ended;
+      lead.saw(e);
       if (!brokenLink(e) || Date.now() > retryEnd) return { ...out, lost: true, error: e };
     }
   }

@@ -12,6 +12,7 @@ import { renderStatus } from '../../src/cli/render-status.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { BerthServer } from '../../src/server/server.js';
 import { run, runRequest } from '../support/run-client.js';
+import { tempStateDir } from '../support/server.js';
 import { machine, snapshot } from '../support/snapshot.js';
 import { TestWorker } from '../support/test-worker.js';
 import { until } from '../support/until.js';
@@ -38,7 +39,8 @@ describe('a disconnected worker is visible', () => {
         done();
       },
     });
-    const options = resolveServeOptions({ listen: '127.0.0.1:0', metricsListen: '127.0.0.1:0', workerHold: 0.3 }, {});
+    const flags = { listen: '127.0.0.1:0', metricsListen: '127.0.0.1:0', workerHold: 0.3, stateDir: tempStateDir() };
+    const options = resolveServeOptions(flags, {});
     const server = new BerthServer(options, { cpus: 2, gpuIds: [] }, { log: pino({ level: 'info' }, sink) });
     await server.start();
     open.push(() => server.stop(500));

@@ -121,6 +121,12 @@ class BridgedClient:
     def acquire(self, *args: Any, **kwargs: Any) -> BridgedLease:
         return BridgedLease(self._lt, self._lt.call(self.aclient.acquire(*args, **kwargs)))
 
+    def claim_group(self, *args: Any, **kwargs: Any) -> BridgedLease:
+        return BridgedLease(self._lt, self.aclient.claim_group(*args, **kwargs))  # type: ignore[arg-type]
+
+    def acquire_group(self, *args: Any, **kwargs: Any) -> BridgedLease:
+        return BridgedLease(self._lt, self._lt.call(self.aclient.acquire_group(*args, **kwargs)))  # type: ignore[arg-type]
+
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return self._lt.call(self.aclient.run(*args, **kwargs))
 

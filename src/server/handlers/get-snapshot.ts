@@ -20,6 +20,9 @@ export function getSnapshotHandler(ctx: ServerContext) {
         c.owner === caller.name ? c : { ...c, claimId: '' };
       s.waiting = s.waiting.map(hide);
       s.held = s.held.map(hide);
+      s.groups = s.groups?.map((g) =>
+        g.owner === caller.name ? g : { ...g, groupId: '', members: g.members.map((m) => ({ ...m, claimId: '' })) },
+      );
     }
     const snap = toSnapshot(s, ctx.hub.callsInFlight(), ctx.hub.runningByMachine());
     const pools = ctx.hub.warmPools(); // pool sizes and hits/misses per machine (issue 11)

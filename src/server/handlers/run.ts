@@ -288,21 +288,16 @@ export function runCall(ctx: ServerContext): RunCall {
             durationMs: Date.now() - r.startedAt,
           });
         };
+        // The ending is told to the bus (and so queued in the journal) the moment the call ends, and no follower
+        // tells its caller before that commit (SPEC S4): a crash right after the caller got it keeps it followable.
+        r.whenEnded((end) => {
+          if (end instanceof BerthError) failed(end);
+          else ended(end);
+          const journal = ctx.journal;
+          if (journal) r.endingKept = journal.flushed().catch(() => {}); // a failed write is logged by the journal
+        });
         try {
-          const end = await follow(r, sink, signal, 0, holdFailure);
-          ended(end);
-          return end;
-        } catch (err) {
-          if (!r.ended) {
-            // The caller went away and the call runs on for its disconnect grace (SPEC S3): it has not ended — the
-            // journal must keep it in flight across a restart — so its ending is told when it comes.
-            void r.settled.then(() => {
-              const end = r.ending;
-              if (end instanceof BerthError) failed(end);
-              else ended(end);
-            });
-          } else failed(err);
-          throw err;
+          return await follow(r, sink, signal, 0, holdFailure);
         } finally {
           clearTimer?.();
         }

@@ -31,6 +31,7 @@ from .errors import (
     WorkerGone,
 )
 from .events import EventStream
+from .groups import GroupGrant, GroupLease, GroupMember, GroupQueued
 from .history import HistoryEntry
 from .runs import RunStream
 from .snapshots import (
@@ -76,6 +77,10 @@ __all__ = [
     "Event",
     "EventStream",
     "Grant",
+    "GroupGrant",
+    "GroupLease",
+    "GroupMember",
+    "GroupQueued",
     "HeldClaim",
     "HistoryEntry",
     "InvalidAsk",

@@ -15,6 +15,7 @@ from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream, Reopen
+from .groups import GroupLease, GroupQueued, group_request
 from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
@@ -142,6 +143,37 @@ class Client:
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
         Hold several at once; a lease not released ends with the client's channel."""
         lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
+        lease.acquire()
+        return lease
+
+    def claim_group(
+        self,
+        members: Sequence[Mapping[str, Any]],
+        strategy: str = "PACK",
+        on_queued: Callable[[GroupQueued], object] | None = None,
+        timeout: float | None = None,
+    ) -> GroupLease:
+        """A gang claim: every member of `members` (each a dict of `claim()`'s ask arguments: cpus, gpus, ram_mb,
+        label, policy, node, run_id, env, resources) held at once as one lease, or none (docs/groups.md, rule G1).
+        `strategy`: "PACK" (few machines), "SPREAD" (many), "STRICT_PACK" (one), "STRICT_SPREAD" (one each).
+
+        `with client.claim_group(...) as group:` blocks until granted (`group.members[i].machine`,
+        `.allocation.gpu_ids`, …), calling `on_queued(GroupQueued)` while it waits; every member is given back on
+        every exit of the block. Raises InvalidAsk naming `members[i].<field>`, FailedPrecondition naming the
+        member and dimension when no machines could ever hold the group (rule G5), NodeTimeout after `timeout` s.
+        """
+        return GroupLease(self._stub, group_request(members, strategy), self._metadata, on_queued, timeout)
+
+    def acquire_group(
+        self,
+        members: Sequence[Mapping[str, Any]],
+        strategy: str = "PACK",
+        on_queued: Callable[[GroupQueued], object] | None = None,
+        timeout: float | None = None,
+    ) -> GroupLease:
+        """Like `claim_group()` without the block: blocks until granted and returns the held lease (`lease.grant`,
+        `lease.members`); `lease.release()` gives every member back."""
+        lease = self.claim_group(members, strategy, on_queued, timeout)
         lease.acquire()
         return lease
 

@@ -23,7 +23,7 @@ import grpc
 
 from ._proto.berth.v1 import placement_pb2_grpc
 
-STREAMS = frozenset({"Claim", "Run", "WatchEvents"})
+STREAMS = frozenset({"Claim", "ClaimGroup", "Run", "WatchEvents"})
 """The PlacementService methods that stream (their errors come while reading)."""
 _NOT_REACHED = (
     "standby of cluster",

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from berth.v1 import groups_pb2 as berth_dot_v1_dot_groups__pb2
 from berth.v1 import history_pb2 as berth_dot_v1_dot_history__pb2
 from berth.v1 import placement_pb2 as berth_dot_v1_dot_placement__pb2
 
@@ -85,6 +86,11 @@ class PlacementServiceStub:
                 '/berth.v1.PlacementService/History',
                 request_serializer=berth_dot_v1_dot_history__pb2.HistoryRequest.SerializeToString,
                 response_deserializer=berth_dot_v1_dot_history__pb2.HistoryResponse.FromString,
+                _registered_method=True)
+        self.ClaimGroup = channel.stream_stream(
+                '/berth.v1.PlacementService/ClaimGroup',
+                request_serializer=berth_dot_v1_dot_groups__pb2.ClaimGroupRequest.SerializeToString,
+                response_deserializer=berth_dot_v1_dot_groups__pb2.ClaimGroupResponse.FromString,
                 _registered_method=True)
 
 
@@ -181,6 +187,18 @@ class PlacementServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ClaimGroup(self, request_iterator, context):
+        """ClaimGroup is one lease for a set of asks, granted all at once or not at all (docs/rules.md G1–G5). First
+        message: a GroupAsk. Server answers zero or more GroupQueued, then one GroupGranted naming each member's machine
+        and allocation. Release (answered by GroupReleased), half-close, cancel and disconnect give every member back in
+        one step (SPEC P8); a member's machine going away ends the whole group UNAVAILABLE naming the member.
+        Errors: INVALID_ARGUMENT naming members[i].<field>; FAILED_PRECONDITION naming members[i] and the dimension when
+        no set of attached machines (or provisioner shapes) could ever hold the group (G5); UNAVAILABLE while draining.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PlacementServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -233,6 +251,11 @@ def add_PlacementServiceServicer_to_server(servicer, server):
                     servicer.History,
                     request_deserializer=berth_dot_v1_dot_history__pb2.HistoryRequest.FromString,
                     response_serializer=berth_dot_v1_dot_history__pb2.HistoryResponse.SerializeToString,
+            ),
+            'ClaimGroup': grpc.stream_stream_rpc_method_handler(
+                    servicer.ClaimGroup,
+                    request_deserializer=berth_dot_v1_dot_groups__pb2.ClaimGroupRequest.FromString,
+                    response_serializer=berth_dot_v1_dot_groups__pb2.ClaimGroupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -506,6 +529,33 @@ class PlacementService:
             '/berth.v1.PlacementService/History',
             berth_dot_v1_dot_history__pb2.HistoryRequest.SerializeToString,
             berth_dot_v1_dot_history__pb2.HistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClaimGroup(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/berth.v1.PlacementService/ClaimGroup',
+            berth_dot_v1_dot_groups__pb2.ClaimGroupRequest.SerializeToString,
+            berth_dot_v1_dot_groups__pb2.ClaimGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,6 +23,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
+import { ClaimGroupRequest, ClaimGroupResponse, GroupView } from "./groups.js";
 import { HistoryRequest, HistoryResponse } from "./history.js";
 import { Allocation, Ask, Inventory, Resources } from "./resources.js";
 
@@ -716,6 +717,11 @@ export interface GetSnapshotResponse {
     | undefined;
   /** Cluster-wide pools from the config (issue 23), e.g. licenses. */
   pools: Pool[];
+  /**
+   * Groups (ClaimGroup), one entry each with their members: held ones, then waiting ones in arrival order. Their
+   * members are not listed under held.
+   */
+  groups: GroupView[];
 }
 
 /** Pool is one cluster-wide pool: its size and what is free now (multiples of 0.0001). */
@@ -4676,7 +4682,16 @@ export const ProvisionedMachine: MessageFns<ProvisionedMachine> = {
 };
 
 function createBaseGetSnapshotResponse(): GetSnapshotResponse {
-  return { machines: [], waiting: [], calls: [], provisioners: [], held: [], cluster: undefined, pools: [] };
+  return {
+    machines: [],
+    waiting: [],
+    calls: [],
+    provisioners: [],
+    held: [],
+    cluster: undefined,
+    pools: [],
+    groups: [],
+  };
 }
 
 export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
@@ -4701,6 +4716,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     for (const v of message.pools) {
       Pool.encode(v!, writer.uint32(58).fork()).join();
+    }
+    for (const v of message.groups) {
+      GroupView.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -4774,6 +4792,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.pools.push(Pool.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.groups.push(GroupView.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4799,6 +4825,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
       held: globalThis.Array.isArray(object?.held) ? object.held.map((e: any) => HeldClaim.fromJSON(e)) : [],
       cluster: isSet(object.cluster) ? ClusterStatus.fromJSON(object.cluster) : undefined,
       pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
+      groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => GroupView.fromJSON(e)) : [],
     };
   },
 
@@ -4825,6 +4852,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.pools?.length) {
       obj.pools = message.pools.map((e) => Pool.toJSON(e));
     }
+    if (message.groups?.length) {
+      obj.groups = message.groups.map((e) => GroupView.toJSON(e));
+    }
     return obj;
   },
 
@@ -4842,6 +4872,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
       ? ClusterStatus.fromPartial(object.cluster)
       : undefined;
     message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
+    message.groups = object.groups?.map((e) => GroupView.fromPartial(e)) || [];
     return message;
   },
 };
@@ -5890,6 +5921,23 @@ export const PlacementServiceService = {
     responseSerialize: (value: HistoryResponse): Buffer => Buffer.from(HistoryResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): HistoryResponse => HistoryResponse.decode(value),
   },
+  /**
+   * ClaimGroup is one lease for a set of asks, granted all at once or not at all (docs/rules.md G1–G5). First
+   * message: a GroupAsk. Server answers zero or more GroupQueued, then one GroupGranted naming each member's machine
+   * and allocation. Release (answered by GroupReleased), half-close, cancel and disconnect give every member back in
+   * one step (SPEC P8); a member's machine going away ends the whole group UNAVAILABLE naming the member.
+   * Errors: INVALID_ARGUMENT naming members[i].<field>; FAILED_PRECONDITION naming members[i] and the dimension when
+   * no set of attached machines (or provisioner shapes) could ever hold the group (G5); UNAVAILABLE while draining.
+   */
+  claimGroup: {
+    path: "/berth.v1.PlacementService/ClaimGroup" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: ClaimGroupRequest): Buffer => Buffer.from(ClaimGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimGroupRequest => ClaimGroupRequest.decode(value),
+    responseSerialize: (value: ClaimGroupResponse): Buffer => Buffer.from(ClaimGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimGroupResponse => ClaimGroupResponse.decode(value),
+  },
 } as const;
 
 export interface PlacementServiceServer extends UntypedServiceImplementation {
@@ -5944,6 +5992,15 @@ export interface PlacementServiceServer extends UntypedServiceImplementation {
    * started (SPEC S9). Errors: INVALID_ARGUMENT naming the filter (state, since_ms/until_ms, limit).
    */
   history: handleUnaryCall<HistoryRequest, HistoryResponse>;
+  /**
+   * ClaimGroup is one lease for a set of asks, granted all at once or not at all (docs/rules.md G1–G5). First
+   * message: a GroupAsk. Server answers zero or more GroupQueued, then one GroupGranted naming each member's machine
+   * and allocation. Release (answered by GroupReleased), half-close, cancel and disconnect give every member back in
+   * one step (SPEC P8); a member's machine going away ends the whole group UNAVAILABLE naming the member.
+   * Errors: INVALID_ARGUMENT naming members[i].<field>; FAILED_PRECONDITION naming members[i] and the dimension when
+   * no set of attached machines (or provisioner shapes) could ever hold the group (G5); UNAVAILABLE while draining.
+   */
+  claimGroup: handleBidiStreamingCall<ClaimGroupRequest, ClaimGroupResponse>;
 }
 
 export interface PlacementServiceClient extends Client {
@@ -6104,6 +6161,20 @@ export interface PlacementServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: HistoryResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * ClaimGroup is one lease for a set of asks, granted all at once or not at all (docs/rules.md G1–G5). First
+   * message: a GroupAsk. Server answers zero or more GroupQueued, then one GroupGranted naming each member's machine
+   * and allocation. Release (answered by GroupReleased), half-close, cancel and disconnect give every member back in
+   * one step (SPEC P8); a member's machine going away ends the whole group UNAVAILABLE naming the member.
+   * Errors: INVALID_ARGUMENT naming members[i].<field>; FAILED_PRECONDITION naming members[i] and the dimension when
+   * no set of attached machines (or provisioner shapes) could ever hold the group (G5); UNAVAILABLE while draining.
+   */
+  claimGroup(): ClientDuplexStream<ClaimGroupRequest, ClaimGroupResponse>;
+  claimGroup(options: Partial<CallOptions>): ClientDuplexStream<ClaimGroupRequest, ClaimGroupResponse>;
+  claimGroup(
+    metadata: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientDuplexStream<ClaimGroupRequest, ClaimGroupResponse>;
 }
 
 export const PlacementServiceClient = makeGenericClientConstructor(

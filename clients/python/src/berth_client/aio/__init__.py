@@ -8,7 +8,8 @@ async with AsyncClient("127.0.0.1:50051") as client:
 
 from .claims import AsyncClaimLease
 from .client import AsyncClient
+from .groups import AsyncGroupLease
 from .runs import AsyncRunStream
 from .streams import AsyncEventStream
 
-__all__ = ["AsyncClaimLease", "AsyncClient", "AsyncEventStream", "AsyncRunStream"]
+__all__ = ["AsyncClaimLease", "AsyncClient", "AsyncEventStream", "AsyncGroupLease", "AsyncRunStream"]

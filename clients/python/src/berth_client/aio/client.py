@@ -14,11 +14,13 @@ from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
 from ..events import Reopen
+from ..groups import GroupQueued, group_request
 from ..history import HistoryEntry, history_request
 from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
 from ..values import CancelCounts, Queued, RunEvent
 from .claims import AsyncClaimLease
+from .groups import AsyncGroupLease
 from .resumable import AsyncResumableClaimLease
 from .runs import AsyncRunStream, execute
 from .streams import AsyncEventStream
@@ -124,6 +126,29 @@ class AsyncClient:
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
         lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
+        await lease.acquire()
+        return lease
+
+    def claim_group(
+        self,
+        members: Sequence[Mapping[str, Any]],
+        strategy: str = "PACK",
+        on_queued: Callable[[GroupQueued], object] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncGroupLease:
+        """`async with client.claim_group(members=[...], strategy="STRICT_SPREAD") as group:` — see
+        `Client.claim_group`; leaving the block awaits the release's acknowledgement."""
+        return AsyncGroupLease(self._stub, group_request(members, strategy), self._metadata, on_queued, timeout)
+
+    async def acquire_group(
+        self,
+        members: Sequence[Mapping[str, Any]],
+        strategy: str = "PACK",
+        on_queued: Callable[[GroupQueued], object] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncGroupLease:
+        """`lease = await client.acquire_group(...)`: the granted group; `await lease.release()` gives it back."""
+        lease = self.claim_group(members, strategy, on_queued, timeout)
         await lease.acquire()
         return lease
 

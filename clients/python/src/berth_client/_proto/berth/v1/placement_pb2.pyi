@@ -1,5 +1,6 @@
 # Vendored by clients/python/tools/vendor_proto.py from generated/python. DO NOT EDIT.
 from berth_client._proto.berth.v1 import calls_pb2 as _calls_pb2
+from berth_client._proto.berth.v1 import groups_pb2 as _groups_pb2
 from berth_client._proto.berth.v1 import history_pb2 as _history_pb2
 from berth_client._proto.berth.v1 import resources_pb2 as _resources_pb2
 from google.protobuf.internal import containers as _containers
@@ -418,7 +419,7 @@ class ProvisionedMachine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
-    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools")
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools", "groups")
     MACHINES_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
@@ -426,6 +427,7 @@ class GetSnapshotResponse(_message.Message):
     HELD_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
     machines: _containers.RepeatedCompositeFieldContainer[Machine]
     waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
     calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
@@ -433,7 +435,8 @@ class GetSnapshotResponse(_message.Message):
     held: _containers.RepeatedCompositeFieldContainer[HeldClaim]
     cluster: ClusterStatus
     pools: _containers.RepeatedCompositeFieldContainer[Pool]
-    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ...) -> None: ...
+    groups: _containers.RepeatedCompositeFieldContainer[_groups_pb2.GroupView]
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[_groups_pb2.GroupView, _Mapping]]] = ...) -> None: ...
 
 class Pool(_message.Message):
     __slots__ = ("name", "total", "free")

@@ -1,0 +1,278 @@
+/**
+ * Gang claims (rules G1–G5): a set of asks granted all at once or not at all, as one lease. A group that fits now
+ * (behind what older waiters hold back) is committed whole in one step; else it waits in arrival order among single
+ * claims (the settle loop gives it its turn, settle.ts), and the oldest blocked group reserves the machines it is
+ * closest to fitting on. A group no set of machines could ever hold fails at once. Releasing, or losing a member's
+ * machine, ends every member in one step.
+ */
+import { BerthError } from '../errors.js';
+import { amountOf } from './choose.js';
+import { fitGroup, type FitResult, type GroupStrategy } from './group-fit.js';
+import {
+  binsOf,
+  commitGroup,
+  fitMembers,
+  giveGroup,
+  newGroupId,
+  whereDetail,
+  type GroupGrant,
+  type HeldGroup,
+} from './group-books.js';
+import type { LabelGrace } from './grace.js';
+import type { MachineEntry } from './machines.js';
+import type { PlacerState } from './state.js';
+import type { NormalizedAsk } from './types.js';
+import type { WaitClass } from './waiting.js';
+
+/** Why a group waits: the member that blocks it, the dimension and a human detail; 1-based position among groups. */
+export interface GroupQueuedInfo {
+  groupId: string;
+  member: number;
+  dimension: string;
+  detail: string;
+  position: number;
+}
+
+/** A group waiting for its turn. */
+export interface WaitingGroup {
+  id: string;
+  seq: number;
+  since: number;
+  asks: NormalizedAsk[];
+  strategy: GroupStrategy;
+  why: GroupQueuedInfo;
+  resolve(g: GroupGrant): void;
+  reject(err: unknown): void;
+  detach(): void;
+  notify?: (q: GroupQueuedInfo) => void;
+}
+
+/** Groups held and waiting. */
+export class GroupBook {
+  readonly held = new Map<string, HeldGroup>();
+  readonly waiting: WaitingGroup[] = [];
+  /** The oldest blocked group's reservations (rule G4). */
+  #pins: WaitClass[] = [];
+  /** Set when room may have grown since the last pass. */
+  dirty = false;
+
+  constructor(
+    readonly s: PlacerState,
+    readonly grace: LabelGrace,
+    readonly settle: () => void,
+  ) {}
+
+  /**
+   * Claims every member of `asks` at once (rule G1): the grant now, or a promise of it after `onQueued` heard why it
+   * waits. @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no machines could ever
+   * hold the group (rule G5), or a member's label or named resource no machine has; INVALID_ARGUMENT for a pool.
+   */
+  claim(
+    asks: NormalizedAsk[],
+    strategy: GroupStrategy,
+    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
+  ): GroupGrant | Promise<GroupGrant> {
+    const judge = this.#checkMembers(asks);
+    const id = newGroupId();
+    const seq = this.s.queue.nextSeq();
+    const older = this.waiting.length > 0;
+    const fit = older ? undefined : this.#fitNow(asks, strategy, seq);
+    if (fit && 'at' in fit.r) return this.#commit(id, strategy, asks, fit.entries, fit.r.at);
+    if (judge) this.#everFits(asks, strategy); // a group that fits now needs no such search
+    if (opts.signal.aborted) throw opts.signal.reason;
+    return new Promise<GroupGrant>((resolve, reject) => {
+      const onAbort = () => this.abandon(w, opts.signal.reason);
+      const miss = fit && !('at' in fit.r) ? fit.r : { member: 0, dimension: '', detail: 'older groups wait first' };
+      const w: WaitingGroup = {
+        id,
+        seq,
+        since: Date.now(),
+        asks,
+        strategy,
+        why: { groupId: id, ...miss, position: this.waiting.length + 1 },
+        resolve,
+        reject,
+        detach: () => opts.signal.removeEventListener('abort', onAbort),
+        notify: opts.onQueued,
+      };
+      this.waiting.push(w);
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+      this.s.events.emit({ kind: 'group_queued', claimId: id, detail: queuedDetail(w.why) });
+      opts.onQueued?.(w.why);
+      this.dirty = true;
+      this.settle();
+    });
+  }
+
+  /** The arrival number of the oldest waiting group, if any (the settle loop gives groups their turn by it). */
+  oldestSeq(): number | undefined {
+    return this.waiting[0]?.seq;
+  }
+
+  /**
+   * One turn for the waiting groups, oldest first (rule G4): each that fits behind older waiters is committed; the
+   * oldest still blocked reserves the machines it is closest to fitting on. Called by the settle loop.
+   */
+  pass(): void {
+    const before = new Set(this.#pins.map((p) => p.target));
+    for (const p of this.#pins) this.s.queue.unpin(p);
+    this.#pins = [];
+    let blocked: WaitingGroup | undefined;
+    for (const w of [...this.waiting]) {
+      const fit = this.#fitNow(w.asks, w.strategy, w.seq);
+      if ('at' in fit.r) {
+        this.waiting.splice(this.waiting.indexOf(w), 1);
+        w.detach();
+        w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.entries, fit.r.at, w.since));
+        continue;
+      }
+      if (!blocked) {
+        blocked = w;
+        this.#reserve(w);
+      }
+    }
+    // Room held back before and not now may serve a single claim; unchanged reservations touch nothing.
+    for (const p of this.#pins) before.delete(p.target);
+    for (const m of before) if (m && this.s.machines.has(m)) this.s.touched.add(m);
+    this.dirty = false;
+  }
+
+  /** Takes back the oldest blocked group's reservations (it left, or a machine did); the next pass re-makes them. */
+  unpinAll(): void {
+    for (const p of this.#pins) {
+      this.s.queue.unpin(p);
+      if (p.target && this.s.machines.has(p.target)) this.s.touched.add(p.target);
+    }
+    this.#pins = [];
+    this.dirty = true;
+  }
+
+  /** `w` stops waiting, rejected with `reason` (its stream ended): group_abandoned, then settle. */
+  abandon(w: WaitingGroup, reason: unknown): void {
+    const i = this.waiting.indexOf(w);
+    if (i < 0) return;
+    this.waiting.splice(i, 1);
+    w.detach();
+    if (i === 0) this.unpinAll();
+    const detail = reason instanceof Error ? reason.message : 'abandoned';
+    this.s.events.emit({ kind: 'group_abandoned', claimId: w.id, detail, durationMs: Date.now() - w.since });
+    w.reject(reason);
+    this.dirty = true;
+    this.settle();
+  }
+
+  /** Gives every member of group `id` back in one step (rule G1). Idempotent: false when it holds nothing. */
+  release(id: string, why: string): boolean {
+    const g = this.held.get(id);
+    if (!g || this.s.frozen) return false;
+    this.held.delete(id);
+    giveGroup(this.s, g);
+    g.abort.abort(new BerthError('cancelled', `group ${id} released (${why})`));
+    const outcome = why.toLowerCase().replace(/[^a-z0-9]+/g, '_');
+    const durationMs = Date.now() - g.since;
+    this.s.events.emit({ kind: 'group_released', claimId: id, detail: why, outcome, durationMs });
+    this.dirty = true;
+    this.settle();
+    return true;
+  }
+
+  /**
+   * Machine `entry` left (SPEC W3): every group with a member on it is released whole (rule G1), its lease lost with
+   * UNAVAILABLE "<reason>: group <id> member <i> on <name> lost". Returns what announces it (group_lost), to be
+   * called once the machine's single claims are gone too, so no event sees half the books. The caller settles.
+   */
+  loseOn(entry: MachineEntry, name: string, reason: string): () => void {
+    const lost: { id: string; detail: string }[] = [];
+    for (const g of [...this.held.values()]) {
+      const i = g.held.findIndex((h) => h.entry === entry);
+      if (i < 0) continue;
+      this.held.delete(g.grant.groupId);
+      giveGroup(this.s, g, entry);
+      const detail = `${reason}: group ${g.grant.groupId} member ${i} on ${name} lost`;
+      lost.push({ id: g.grant.groupId, detail });
+      g.abort.abort(new BerthError('unavailable', detail));
+      this.dirty = true;
+    }
+    return () => {
+      for (const l of lost)
+        this.s.events.emit({ kind: 'group_lost', claimId: l.id, machine: name, detail: l.detail, outcome: 'lost' });
+    };
+  }
+
+  #commit(
+    id: string,
+    strategy: GroupStrategy,
+    asks: NormalizedAsk[],
+    entries: MachineEntry[],
+    at: number[],
+    since?: number,
+  ): GroupGrant {
+    const g = commitGroup(this.s, id, strategy, asks, entries, at);
+    this.held.set(id, g);
+    this.s.events.emit({
+      kind: 'group_placed',
+      claimId: id,
+      detail: `${asks.length} member(s), ${strategy}: ${whereDetail(g)}`,
+      durationMs: since === undefined ? 0 : Date.now() - since,
+    });
+    return g.grant;
+  }
+
+  /** The search against free room behind waiters older than `seq`. */
+  #fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
+    const { bins, entries } = binsOf(this.s, true, seq, strategy === 'spread' || strategy === 'strict_spread');
+    const r: FitResult = fitGroup(fitMembers(asks, entries), bins, strategy);
+    return { r, entries };
+  }
+
+  /** The oldest blocked group holds back each member's amount where it is closest to fitting (rule G4). */
+  #reserve(w: WaitingGroup): void {
+    const { bins, entries } = binsOf(this.s, false, w.seq, true);
+    const r = fitGroup(fitMembers(w.asks, entries), bins, w.strategy);
+    if (!('at' in r)) return;
+    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), entries[r.at[i]]));
+  }
+
+  /**
+   * Checks each member's label, named resources and pools. Returns false when the group is not to be judged for
+   * ever fitting yet: a member's label is coming back (SPEC P3 grace), the restart grace runs, or a provisioner covers
+   * it. @throws BerthError INVALID_ARGUMENT for a pool; FAILED_PRECONDITION naming `members[i]` (LabelGrace.check).
+   */
+  #checkMembers(asks: NormalizedAsk[]): boolean {
+    let judge = true;
+    asks.forEach((a, i) => {
+      if (a.pools)
+        throw new BerthError(
+          'invalid_argument',
+          `members[${i}].resources.${Object.keys(a.pools)[0]}: a group member cannot take a cluster-wide pool`,
+        );
+      try {
+        this.grace.check(a);
+      } catch (err) {
+        throw err instanceof BerthError ? new BerthError(err.kind, `members[${i}]: ${err.message}`) : err;
+      }
+      if (this.grace.comingBackUntil(a) || this.grace.restartUntil > Date.now() || this.s.prov?.covers(a))
+        judge = false;
+    });
+    return judge;
+  }
+
+  /**
+   * @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no set of attached machines,
+   *   each counted empty, could ever hold the group by its strategy (rule G5).
+   */
+  #everFits(asks: NormalizedAsk[], strategy: GroupStrategy): void {
+    const { bins, entries } = binsOf(this.s, false, 0, true);
+    const r = fitGroup(fitMembers(asks, entries), bins, strategy);
+    if ('at' in r || r.detail.includes('ran out of steps')) return;
+    throw new BerthError(
+      'failed_precondition',
+      `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`,
+    );
+  }
+}
+
+/** e.g. "member 2 (gpus): 8 gpu(s), 1 cpu(s): the roomiest machine has 4 gpu(s), 8 cpu(s)". */
+export function queuedDetail(q: GroupQueuedInfo): string {
+  return q.dimension ? `member ${q.member} (${q.dimension}): ${q.detail}` : q.detail;
+}

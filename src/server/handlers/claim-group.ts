@@ -1,0 +1,145 @@
+/**
+ * ClaimGroup RPC (docs/rules.md G1–G5): one stream is one lease for a set of asks. First client message: a GroupAsk.
+ * Server writes zero or more GroupQueued, then one GroupGranted naming each member's machine and allocation. The
+ * lease ends on GroupRelease (answered by GroupReleased), half-close, cancel, disconnect, the drain (UNAVAILABLE) or
+ * a member's machine leaving (UNAVAILABLE naming the member): every ending gives every member back (SPEC P8).
+ * Errors: INVALID_ARGUMENT naming `members[i].<field>`, a first message that is not an ask, more than MAX_MEMBERS,
+ * anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension (rule G5).
+ */
+import type { ClaimGroupRequest, ClaimGroupResponse, GroupGranted } from '../../../generated/ts/berth/v1/groups.js';
+import { BerthError } from '../../errors.js';
+import { normalizeAsk } from '../../placement/ask.js';
+import type { GroupGrant } from '../../placement/group-books.js';
+import type { GroupQueuedInfo } from '../../placement/groups.js';
+import type { ServerContext } from '../context.js';
+import { bidiStream, type CallScope, type Sink } from '../edge.js';
+import { fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
+
+type Next = IteratorResult<ClaimGroupRequest>;
+
+/** Most members one group may have. */
+export const MAX_MEMBERS = 1000;
+
+/** Builds the ClaimGroup handler. */
+export function claimGroupHandler(ctx: ServerContext) {
+  return bidiStream<ClaimGroupRequest, ClaimGroupResponse>(ctx, 'ClaimGroup', async (messages, sink, scope, caller) => {
+    const it = messages[Symbol.asyncIterator]();
+    const first = await it.next();
+    if (first.done) {
+      if (scope.aborted) throw scope.reason;
+      return;
+    }
+    if (first.value.kind?.$case !== 'ask')
+      throw new BerthError(
+        'invalid_argument',
+        `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
+      );
+    const g = first.value.kind.value;
+    if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
+      throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
+    const strategy = fromStrategy(g.strategy);
+    const owner = caller.scoped ? caller.name : undefined;
+    const asks = g.members.map((a, i) => {
+      const n = normalizeAsk(a, `members[${i}]`);
+      if (n.holdMs)
+        throw new BerthError(
+          'invalid_argument',
+          `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
+        );
+      return { ...n, owner };
+    });
+    if (scope.aborted) throw scope.reason;
+
+    const pending = it.next();
+    pending.catch(() => {});
+    let writes = Promise.resolve();
+    const onQueued = (q: GroupQueuedInfo) => {
+      writes = writes.then(() => sink.write({ kind: { $case: 'queued', value: toGroupQueued(q) } }));
+      writes.catch(() => {});
+    };
+    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued });
+    const grant = claimed instanceof Promise ? await waitForGroup(ctx, claimed, pending, scope) : claimed;
+    if (!grant) return;
+    scope.keepThroughDrain();
+    await lease(ctx, grant, toGroupGranted(grant), writes, pending, sink, scope);
+  });
+}
+
+/** Serves a granted group: writes Granted, then waits for release, half-close, a member lost or the stream's end. */
+async function lease(
+  ctx: ServerContext,
+  grant: GroupGrant,
+  granted: GroupGranted,
+  writes: Promise<void>,
+  pending: Promise<Next>,
+  sink: Sink<ClaimGroupResponse>,
+  scope: CallScope,
+): Promise<void> {
+  const id = grant.groupId;
+  let why = 'stream ended';
+  let onLost: (() => void) | undefined;
+  try {
+    await writes;
+    await sink.write({ kind: { $case: 'granted', value: granted } });
+    const lost = new Promise<{ lost: unknown }>((resolve) => {
+      onLost = () => resolve({ lost: grant.lost.reason });
+      if (grant.lost.aborted) onLost();
+      else grant.lost.addEventListener('abort', onLost, { once: true });
+    });
+    const next = await Promise.race([pending, lost]);
+    if ('lost' in next) throw next.lost;
+    if (next.done) {
+      if (scope.aborted) throw scope.reason;
+      why = 'half-closed';
+      return;
+    }
+    if (next.value.kind?.$case === 'release') {
+      why = 'released';
+      ctx.placer.releaseGroup(id, why);
+      await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
+      return;
+    }
+    throw new BerthError(
+      'invalid_argument',
+      `kind: only a release may follow the ask (got ${next.value.kind?.$case ?? 'an empty message'})`,
+    );
+  } finally {
+    if (onLost) grant.lost.removeEventListener('abort', onLost);
+    const draining = scope.aborted && ctx.live.draining;
+    ctx.placer.releaseGroup(id, draining ? 'server draining' : why);
+  }
+}
+
+/**
+ * Waits for a queued group while watching the stream: a client message or half-close first abandons the wait (and
+ * gives back a grant that raced it). Resolves with the grant, or undefined when the client left first.
+ */
+async function waitForGroup(
+  ctx: ServerContext,
+  claimed: Promise<GroupGrant>,
+  pending: Promise<Next>,
+  scope: CallScope,
+): Promise<GroupGrant | undefined> {
+  const first = await Promise.race([
+    claimed.then(
+      (g) => ({ kind: 'granted' as const, g }),
+      (err: unknown) => ({ kind: 'failed' as const, err }),
+    ),
+    pending.then((r) => ({ kind: 'stream' as const, r })),
+  ]);
+  if (first.kind === 'granted') return first.g;
+  if (first.kind === 'failed') throw scope.aborted ? scope.reason : first.err;
+  const abandoned = new BerthError('cancelled', 'abandoned while waiting');
+  scope.abort(abandoned);
+  const raced = await claimed.then(
+    (g) => g,
+    () => undefined,
+  );
+  if (raced) ctx.placer.releaseGroup(raced.groupId, 'abandoned');
+  if (scope.reason !== abandoned) throw scope.reason;
+  if (first.r.done || first.r.value.kind?.$case === 'release') return undefined;
+  throw new BerthError(
+    'invalid_argument',
+    `kind: only a release may follow the ask (got ${first.r.value.kind?.$case ?? 'an empty message'})`,
+  );
+}
