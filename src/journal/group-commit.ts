@@ -1,11 +1,11 @@
 /**
  * Group commit onto a Store (SPEC S4, issue 20): changes are queued synchronously into the batch that is filling;
- * it is written once no write is in flight, and what queues meanwhile goes into the next one, so many changes share
- * one commit. A batch is cut at the store's limits (`maxBatchOps`, `maxBatchBytes`; the records of one change always
- * stay in one batch); a full batch is written at once while fewer than `maxWritesInFlight` are, provided it touches
- * no key a write in flight touches (so concurrent writes commit in any order without reordering a key's changes).
- * Acknowledgements keep the order the changes were made in: `flushed()` resolves once every batch queued so far is
- * durable. Within a batch the last change of a key wins.
+ * it is written once fewer writes than the store allows are in flight, and what queues meanwhile goes into the next
+ * one, so many changes share one commit. A batch is cut at the store's limits (`maxBatchOps`, `maxBatchBytes`; the
+ * records of one change always stay in one batch); up to `maxWritesInFlight` batches are written at once, each
+ * touching no key a write in flight touches (so concurrent writes commit in any order without reordering a key's
+ * changes). Acknowledgements keep the order the changes were made in: `flushed()` resolves once every batch queued
+ * so far is durable. Within a batch the last change of a key wins.
  */
 import { opBytes, StoreError, type Store, type StoreOp } from './store.js';
 
@@ -119,11 +119,14 @@ export class GroupCommit {
     });
   }
 
-  /** Starts the writes that may start: in order, a partial batch only when none is in flight, keys disjoint. */
+  /**
+   * Starts the writes that may start, in order, while fewer than `maxWritesInFlight` are in flight and their keys
+   * are disjoint from those in flight. The filling batch goes too: with one write at a time (lmdb) that is plain
+   * group commit; with several (etcd), the next batch commits while the last ones are still waiting for etcd.
+   */
   #pump(): void {
     while (this.#pending.length && this.#writing.size < this.store.maxWritesInFlight) {
       const b = this.#pending[0];
-      if (b === this.#filling && this.#writing.size > 0) return; // it keeps filling until the writes in flight end
       for (const key of b.ops.keys()) if (this.#keysWriting.has(key)) return; // after the write of that key
       this.#pending.shift();
       if (b === this.#filling) this.#filling = undefined;
