@@ -25,6 +25,7 @@ import { Settler } from './settle.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
+import { lackingDetail } from './lacking.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { placeable, PlacerState } from './state.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
@@ -344,6 +345,7 @@ export class Placer {
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
       s.pools.views(),
+      (w) => lackingDetail(s, w.ask, w.cls.amount, w),
     );
   }
 
