@@ -44,7 +44,7 @@ export class Demand {
    */
   queuedInfo(w: Waiter, position: number): QueuedInfo {
     const q = queuedInfo(this.s.machines, w.claimId, w.ask, w.cls.amount, position);
-    q.detail += lackingDetail(this.s, w.ask, w.cls.amount);
+    q.detail += lackingDetail(this.s, w.ask, w.cls.amount, w);
     return withReason(q, this.s.prov?.reason(w.claimId));
   }
 

@@ -9,9 +9,14 @@ import { fromUnits } from '../resources/quantity.js';
 import { eligible } from './choose.js';
 import { placeable, type PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
+import { heldBack } from './pool-fit.js';
+import type { Waiter } from './waiting.js';
 
-/** The detail's tail (`: waiting for …`), or '' when nothing but cores and GPUs are short. */
-export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount): string {
+/**
+ * The detail's tail (`: waiting for …`), or '' when nothing but cores and GPUs are short. `w`: the waiter, so a
+ * pool's free counts what older waiters hold back of it (SPEC P7).
+ */
+export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount, w?: Waiter): string {
   const parts: string[] = [];
   if (amount.ramMb || amount.res) {
     let ram = false;
@@ -32,9 +37,10 @@ export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount
         parts.push(`waiting for ${k}: ${fromUnits(b[0])} of ${fromUnits(b[1])} free`);
     }
   }
+  const back = ask.pools && w ? heldBack(s, ask.pools, w) : undefined;
   for (const k in ask.pools ?? {}) {
-    const free = s.pools.freeOf(k);
-    if (!s.pools.fits({ [k]: ask.pools?.[k] ?? 0 }))
+    const free = Math.max(0, s.pools.freeOf(k) - (back?.[k] ?? 0));
+    if (free < (ask.pools?.[k] ?? 0))
       parts.push(`waiting for ${k}: ${fromUnits(free)} of ${fromUnits(s.pools.total[k])} free`);
   }
   return parts.length ? `: ${parts.join(', ')}` : '';

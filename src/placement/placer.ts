@@ -28,6 +28,7 @@ import type { GroupStrategy } from './group-fit.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
+import { lackingDetail } from './lacking.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
 import { placeable, PlacerState } from './state.js';
@@ -381,6 +382,7 @@ export class Placer {
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
       s.pools.views(),
+      (w) => lackingDetail(s, w.ask, w.cls.amount, w),
     );
     snap.groups = groupViews(this.#groups);
     return snap;

@@ -23,8 +23,11 @@ export function splitPools(s: PlacerState, ask: NormalizedAsk): NormalizedAsk {
   return machine ? { ...rest, resources: machine, pools } : { ...rest, pools };
 }
 
-/** What waiting claims hold back of the pools `want` names: every member of every class asking one. */
-function heldBack(s: PlacerState, want: Named, older?: Waiter): Named | undefined {
+/**
+ * What waiting claims hold back of the pools `want` names: every member of every class asking one (only those older
+ * than `older`, when given).
+ */
+export function heldBack(s: PlacerState, want: Named, older?: Waiter): Named | undefined {
   let r: Named | undefined;
   for (const cls of s.queue.classes()) {
     const p = cls.ask.pools;

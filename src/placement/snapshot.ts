@@ -62,7 +62,10 @@ export interface PlacerSnapshot {
   groups?: GroupView[];
 }
 
-/** Builds the snapshot from the placer's parts. */
+/**
+ * Builds the snapshot from the placer's parts. `lacking(w)`: the tail of a waiter's detail naming what it waits
+ * for (lacking.ts), computed once per wait class.
+ */
 export function placerSnapshot(
   machines: MachineSet,
   waiters: readonly Waiter[],
@@ -70,13 +73,18 @@ export function placerSnapshot(
   provisioning: (claimId: string) => string | undefined,
   provisioners: ProvisionerView[],
   pools: PlacerSnapshot['pools'] = [],
+  lacking: (w: Waiter) => string = () => '',
 ): PlacerSnapshot {
   const now = Date.now();
   // Waiters of one class wait for the same thing: work out why once per class.
   const why = new Map<Waiter['cls'], QueuedInfo>();
   const reason = (w: Waiter, position: number): QueuedInfo => {
     let q = why.get(w.cls);
-    if (!q) why.set(w.cls, (q = queuedInfo(machines, w.claimId, w.ask, w.cls.amount, position)));
+    if (!q) {
+      q = queuedInfo(machines, w.claimId, w.ask, w.cls.amount, position);
+      q.detail += lacking(w); // `: waiting for 40960 MB ram`, as the claim's Queued says (issue 23)
+      why.set(w.cls, q);
+    }
     return { ...q, claimId: w.claimId, position };
   };
   return {
