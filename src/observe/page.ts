@@ -43,8 +43,11 @@ export const PAGE_HTML = `<!doctype html>
 <main id="main">
 <h2>Machines</h2>
 <table id="machines"><thead><tr><th>machine</th><th>kind</th><th>labels</th><th>cpus free / total</th>
-  <th>GPUs (id: holder)</th><th>RAM free / total MB</th><th>claims</th><th>calls</th></tr></thead>
+  <th>GPUs (id: holder)</th><th>RAM free / total MB</th><th>claims</th><th>calls</th>
+  <th>named free / total</th></tr></thead>
   <tbody></tbody></table>
+<h2>Pools</h2>
+<table id="pools"><thead><tr><th>pool</th><th>free / total</th></tr></thead><tbody></tbody></table>
 <h2>Held claims</h2>
 <table id="held"><thead><tr><th>claim</th><th>node</th><th>run</th><th>machine</th><th>cpus</th>
   <th>GPU ids</th><th>held for</th></tr></thead><tbody></tbody></table>
@@ -104,6 +107,12 @@ function amount(r) {
   return parts.join(', ');
 }
 
+/** Named resources of a machine (issue 23): \`trainer 0 / 1, nic 2 / 2\`, or '-'. */
+function named(free, total) {
+  const names = Object.keys(total || {}).sort();
+  return names.map((k) => k + ' ' + ((free || {})[k] ?? 0) + ' / ' + total[k]).join(', ') || '-';
+}
+
 /** Replaces the rows of table \`id\`: each row is { key, cells } (a cell is text or a td). */
 function fill(id, rows, cols) {
   const body = $(id).tBodies[0];
@@ -145,9 +154,11 @@ function render() {
     const kind = !m.remote ? 'engine'
       : m.state === 2 ? 'worker (disconnected, ' + dur(Math.max(0, m.holdLeftMs - age)) + ' left)' : 'worker';
     const cells = [m.name, kind, m.labels.join(', ') || '-',
-      num(m.free.cpus + ' / ' + m.total.cpus), gpuCells(m, holder), ram, num(m.claims), num(m.runningCalls)];
+      num(m.free.cpus + ' / ' + m.total.cpus), gpuCells(m, holder), ram, num(m.claims), num(m.runningCalls),
+      named(m.free.resources, m.total.resources)];
     return { key: m.name, cells };
-  }), 8);
+  }), 9);
+  fill('pools', (snap.pools || []).map((p) => ({ key: p.name, cells: [p.name, num(p.free + ' / ' + p.total)] })), 2);
   fill('held', snap.held.map((h) => ({
     key: h.claimId,
     cells: [h.claimId, h.node || '-', h.runId || '-', h.machine, num(h.allocation.cpus),
