@@ -22,6 +22,8 @@ export interface Member {
   serving: Promise<void>;
   /** Resolves once it serves or stands by. */
   ready: Promise<void>;
+  /** Its stderr so far (JSON log lines). */
+  log: () => string;
 }
 
 /** The members of one cluster, by slot. */
@@ -80,14 +82,14 @@ export class Members {
     ]);
     started.add(child);
     child.stdout?.resume();
-    const m: Member = { child, address, serving: Promise.resolve(), ready: Promise.resolve() };
     let log = '';
+    const m: Member = { child, address, serving: Promise.resolve(), ready: Promise.resolve(), log: () => log };
     let onServing!: () => void;
     let onReady!: () => void;
     m.serving = new Promise((r) => (onServing = r));
     m.ready = new Promise((r) => (onReady = r));
     child.stderr?.on('data', (d: Buffer) => {
-      log = (log + d.toString()).slice(-64_000);
+      log += d.toString();
       if (m.servingAt === undefined && log.includes('"msg":"berth serving"')) {
         m.servingAt = performance.now();
         onServing();

@@ -111,7 +111,12 @@ export async function takeoverTrials(
     const t0 = performance.now();
     const wall0 = Date.now();
     await members.stop(old, signal);
-    const servingClaimsMs = (await probe(stubs)) - t0;
+    const servingClaimsMs =
+      (await probe(stubs).catch((err: Error) => {
+        for (const m of members.slots)
+          log(`${m.address} (exit ${m.child.exitCode ?? m.child.signalCode}): ${m.log().slice(-3000)}`);
+        throw err;
+      })) - t0;
     for (const s of stubs) s.close();
     // While every GPU is held, a newcomer must wait (until the first call ends and gives its GPU back).
     let firstEnd = Infinity;
