@@ -42,7 +42,25 @@ export interface Trial {
   restoreMs: number;
   /** How the calls that did not end with a result ended (first 3). */
   callErrors: string[];
+  /** Why the trial failed (no member granted a claim within 60 s); its times are then Infinity. */
+  failure?: string;
 }
+
+const failed = {
+  servingClaimsMs: Infinity,
+  servingMs: Infinity,
+  allResumedMs: Infinity,
+  claimsResumedSame: 0,
+  claimsLost: 0,
+  callsWithResult: 0,
+  callsExact: 0,
+  ranTwice: 0,
+  idsHeldTwice: 0,
+  extraGrantedWhileFull: 0,
+  restoreMs: Infinity,
+  electedMs: Infinity,
+  callErrors: [],
+};
 
 /** What the trials are run on. */
 export interface TrialSetup {
@@ -111,13 +129,22 @@ export async function takeoverTrials(
     const t0 = performance.now();
     const wall0 = Date.now();
     await members.stop(old, signal);
-    const servingClaimsMs =
-      (await probe(stubs).catch((err: Error) => {
-        for (const m of members.slots)
-          log(`${m.address} (exit ${m.child.exitCode ?? m.child.signalCode}): ${m.log().slice(-3000)}`);
-        throw err;
-      })) - t0;
+    const grantedAt = await probe(stubs).catch((err: Error) => {
+      for (const m of members.slots)
+        log(`${m.address} (exit ${m.child.exitCode ?? m.child.signalCode}): ${m.log().slice(-3000)}`);
+      return err;
+    });
     for (const s of stubs) s.close();
+    if (grantedAt instanceof Error) {
+      // No member served (e.g. the new leader deposed itself): recorded as failed; every member starts again.
+      trials.push({ ...failed, signal, failure: grantedAt.message });
+      log(`trial ${k + 1}/${signals.length}: FAILED: ${grantedAt.message}`);
+      for (const [i, m] of members.slots.entries())
+        if (m.child.exitCode !== null || m.child.signalCode) members.spawn(i);
+      await Promise.any(members.slots.map((m) => m.serving));
+      continue;
+    }
+    const servingClaimsMs = grantedAt - t0;
     // While every GPU is held, a newcomer must wait (until the first call ends and gives its GPU back).
     let firstEnd = Infinity;
     for (const f of followed) void f.then(() => (firstEnd = Math.min(firstEnd, performance.now())));
