@@ -9,10 +9,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 register();
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench');
+// --flags are the benches' own (e.g. survival --quick, takeover --trials 20): a number after one is its value
 const wanted = process.argv
   .slice(2)
   .flatMap((a) => a.split(/[\s,]+/))
-  .filter((a) => a && !a.startsWith('--')); // --flags are the benches' own (e.g. survival --quick)
+  .filter((a, i, all) => a && !a.startsWith('--') && !(/^\d+$/.test(a) && all[i - 1]?.startsWith('--')));
 const all = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
   .sort();

@@ -14,7 +14,8 @@ import { closedPort } from '../../test/support/ports.js';
 import { snapshot } from '../../test/support/snapshot.js';
 import { until } from '../../test/support/until.js';
 
-const started = new Set<ChildProcess>();
+/** Every process started here (and by the takeover bench's members), ended by `stopAll()`. */
+export const started = new Set<ChildProcess>();
 const dirs: string[] = [];
 
 /** A temporary directory, removed by `stopAll()`. */

@@ -34,10 +34,12 @@ export interface ServerKill {
   killToAllResumedMs: number;
 }
 
-type Line = { granted?: Alloc; resumed?: Alloc & { same: boolean }; lost?: unknown; released?: number };
-type Alloc = { claimId: string; machine: string; gpuIds: number[] };
+/** A claimer's report line. */
+export type Line = { granted?: Alloc; resumed?: Alloc & { same: boolean }; lost?: unknown; released?: number };
+export type Alloc = { claimId: string; machine: string; gpuIds: number[] };
 
-function claimer(address: string, n: number, onLine: (l: Line) => void): ChildProcess {
+/** A claimer process (claimer.ts) holding `n` claims on `address` (one or several, comma-separated). */
+export function claimer(address: string, n: number, onLine: (l: Line) => void): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/survival/claimer.ts', address, String(n)], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
@@ -51,9 +53,10 @@ function claimer(address: string, n: number, onLine: (l: Line) => void): ChildPr
   return child;
 }
 
-const pairs = (xs: { machine: string; gpuIds: number[] }[]) =>
+/** (machine, GPU id) pairs of allocations, and how many of them occur more than once. */
+export const pairs = (xs: { machine: string; gpuIds: number[] }[]) =>
   xs.flatMap((x) => x.gpuIds.map((g) => `${x.machine}/${g}`));
-const twice = (ps: string[]) => ps.length - new Set(ps).size;
+export const twice = (ps: string[]) => ps.length - new Set(ps).size;
 
 /** Runs the kill as described; `callS` is how long each call runs. */
 export async function serverKill(o: { claims: number; procs: number; calls: number; workers: number; callS: number }) {

@@ -1,10 +1,11 @@
 /**
  * A chaos client that follows the leader of a cluster (SPEC S7, issue 20 item 3): one stub per server address,
  * the one believed to lead used for every call; a standby's UNAVAILABLE with its leader hint (the `leader` trailer)
- * moves it to the hinted server, a broken link (connection refused or reset: the leader was killed) to the next
- * address in turn. With one address it is a plain client (the server restarts on the same address).
+ * moves it to the hinted server, a broken link (connection refused or reset: the leader was killed) or a server
+ * saying it stops to the next address in turn. With one address it is a plain client (the server restarts on
+ * the same address).
  */
-import { credentials, type ServiceError } from '@grpc/grpc-js';
+import { type ChannelOptions, credentials, type ServiceError } from '@grpc/grpc-js';
 import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { leaderHint } from '../../src/ha/leader-hint.js';
 
@@ -20,10 +21,13 @@ export interface Leader {
 
 const RECONNECT = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 };
 
-/** No connection to the server: refused, reset, or dropped (not an answer the server gave). */
-const NO_SERVER = /No connection established|ECONNREFUSED|ECONNRESET|Connection dropped|connection closed/i;
+/** No connection to the server (refused, reset, dropped), or a server saying it stops: try the next one. */
+const NO_SERVER = /No connection established|ECONNREFUSED|ECONNRESET|Connection dropped|connection closed|is stopping/i;
 
-/** Follows the leader over `addresses`; `toAddress` maps a hinted (advertised) address to the one to dial. */
+/**
+ * Follows the leader over `addresses`; `toAddress` maps a hinted (advertised) address to the one to dial;
+ * `options` are each stub's channel options (default: reconnect within 100 ms to 1 s).
+ */
 export class Follower implements Leader {
   readonly #stubs = new Map<string, PlacementServiceClient>();
   #at = 0;
@@ -34,6 +38,7 @@ export class Follower implements Leader {
   constructor(
     readonly addresses: string[],
     readonly toAddress: (advertised: string) => string = (a) => a,
+    readonly options: ChannelOptions = RECONNECT,
   ) {
     this.#current = addresses[0];
   }
@@ -45,7 +50,7 @@ export class Follower implements Leader {
   stub(): PlacementServiceClient {
     let s = this.#stubs.get(this.#current);
     if (!s) {
-      s = new PlacementServiceClient(this.#current, credentials.createInsecure(), RECONNECT);
+      s = new PlacementServiceClient(this.#current, credentials.createInsecure(), this.options);
       this.#stubs.set(this.#current, s);
     }
     return s;
