@@ -53,7 +53,8 @@ const namedKey = (r: Record<string, number> | undefined) =>
 // fail asks wait apart (issue 13); named resources and pools are part of what a class asks (issue 23)
 const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
-  `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}`;
+  `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}` +
+  `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}`;
 
 /** The waiting claims, their classes and the reservations they hold. */
 export class WaitQueue {
