@@ -46,6 +46,8 @@ const OTHER_ENV: Record<string, string> = {
     'milliseconds a warm Python process may stay idle before it is retired, whole ms ≥ 1 (default 60000)',
   BERTH_KEEPER_SECRET:
     'set by `berth serve` for the engine keeper it starts (a `berth worker` under the engine name); not for users',
+  BERTH_GPU_SHARE:
+    'set by berth in a claim whose ask took a share of one GPU (`gpu_share`), e.g. `0.25`; an ask may not set it',
 };
 
 const ENV_IN_HELP = /\s*\[env ([A-Z_]+)\]/;

@@ -203,7 +203,14 @@ export class WorkerAgent {
     return {
       name: this.options.name,
       labels: this.options.labels,
-      inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds, ramMb: inv.ramMb, resources: namedPlain(inv.resources) },
+      inventory: {
+        cpus: inv.cpus,
+        gpuIds: inv.gpuIds,
+        ramMb: inv.ramMb,
+        resources: namedPlain(inv.resources),
+        gpuType: inv.gpuType,
+        gpuNames: inv.gpuNames ?? [],
+      },
       maxParallel: this.options.maxParallel,
       version: AGENT_VERSION,
       agentId: this.agentId,

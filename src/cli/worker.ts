@@ -8,6 +8,7 @@ import { COMMANDS } from './commands.js';
 import { AGENT_VERSION, WorkerAgent } from '../agent/agent.js';
 import { KEEPER_BACKOFF } from '../agent/backoff.js';
 import { resolveWorkerOptions } from '../config/worker-options.js';
+import { OptionsError } from '../config/fields.js';
 import { flushLogs } from '../log/flush.js';
 import { createLogger } from '../log/logger.js';
 import { routeGrpcLogs } from '../server/grpc-log.js';
@@ -30,6 +31,15 @@ export function workerCommand(): Command {
     .option('--labels <a,b>', 'labels this machine carries, e.g. gpu,a100 [env BERTH_WORKER_LABELS]')
     .option('--cpus <n>', 'cores to offer, overriding detection [env BERTH_CPUS]')
     .option('--gpus <ids>', "GPU ids to offer as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
+    .option(
+      '--gpu-type <type>',
+      'the type of these GPUs, e.g. a100 or 1g.10gb; asks may require it [env BERTH_GPU_TYPE]',
+    )
+    .option(
+      '--gpu-names <a,b>',
+      'device names for CUDA_VISIBLE_DEVICES in GPU id order (UUIDs, MIG instances), passed to calls unchanged ' +
+        '[env BERTH_GPU_NAMES]',
+    )
     .option('--ram-mb <mb>', 'memory to offer in MB [env BERTH_RAM_MB]')
     .option('--resources <name=n,…>', 'named resources to offer, e.g. trainer=1,nic=2 [env BERTH_RESOURCES]')
     .option('--max-parallel <k>', 'most calls at once, 0 = unlimited [env BERTH_MAX_PARALLEL] (default 0)')
@@ -66,7 +76,13 @@ export function workerCommand(): Command {
       delete process.env.BERTH_KEEPER_SECRET;
       const log = createLogger(o.logLevel);
       routeGrpcLogs(log);
-      const inventory = await detectInventory({ cpus: o.cpus, gpuIds: o.gpus, ramMb: o.ramMb, resources: o.resources });
+      const named = o.gpuNames;
+      if (named && o.gpus && o.gpus.length !== named.length)
+        throw new OptionsError(`--gpu-names: ${named.length} name(s) for ${o.gpus.length} GPU id(s) of --gpus`);
+      const gpuIds = o.gpus ?? named?.map((_, i) => i);
+      const inventory = await detectInventory({ cpus: o.cpus, gpuIds, ramMb: o.ramMb, resources: o.resources });
+      if (o.gpuType) inventory.gpuType = o.gpuType;
+      if (named) inventory.gpuNames = named;
       log.info(
         {
           name: o.name,

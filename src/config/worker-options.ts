@@ -32,6 +32,24 @@ const schema = z.object({
   ramMb: wholeNumber(0, 1 << 30).optional(),
   /** Named per-machine resources (issue 23), units of 1e-4. */
   resources: namedList.optional(),
+  /** The type of this machine's GPUs, e.g. a100 or a MIG profile 1g.10gb (issue 23 item 4). */
+  gpuType: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,63}$/, 'a GPU type holds 1–63 letters, digits and _ . - (e.g. a100, 1g.10gb)')
+    .optional(),
+  /**
+   * Device names CUDA_VISIBLE_DEVICES gets, in the order of the GPU ids (UUIDs, MIG instances; issue 23 item 4):
+   * `GPU-5f3c…,MIG-…`. Without --gpus the machine offers ids 0…n-1 for them.
+   */
+  gpuNames: z
+    .string()
+    .transform((v) => v.split(',').map((x) => x.trim()))
+    .pipe(
+      z
+        .array(z.string().regex(/^[A-Za-z0-9_.:/-]{1,128}$/, 'a device name holds 1–128 letters, digits and _ . : / -'))
+        .max(4096),
+    )
+    .optional(),
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),
   disconnectGrace: seconds
@@ -61,6 +79,8 @@ const FLAGS: FlagTable = {
   gpus: ['--gpus', 'BERTH_GPUS'],
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
   resources: ['--resources', 'BERTH_RESOURCES'],
+  gpuType: ['--gpu-type', 'BERTH_GPU_TYPE'],
+  gpuNames: ['--gpu-names', 'BERTH_GPU_NAMES'],
   maxParallel: ['--max-parallel', 'BERTH_MAX_PARALLEL'],
   grace: ['--grace', 'BERTH_GRACE'],
   disconnectGrace: ['--disconnect-grace', 'BERTH_DISCONNECT_GRACE'],

@@ -19,6 +19,8 @@ const inventory = z.object({
   gpuIds: z.array(z.number().int().nonnegative()),
   ramMb: z.number().int().nonnegative().optional(),
   resources: named,
+  gpuType: z.string().optional(),
+  gpuNames: z.array(z.string()).optional(),
 });
 
 const worker = z.object({
@@ -40,6 +42,9 @@ const ask = z.object({
   ramMb: z.number().int().nonnegative().optional(),
   resources: named,
   pools: named,
+  /** A GPU share in units of 1e-4 (SPEC P14) and the GPU type required (issue 23 items 3, 4). */
+  gpuShare: z.number().int().min(1).max(9999).optional(),
+  gpuType: z.string().optional(),
   label: z.string(),
   policy: z.enum(['prefer', 'require']),
   node: z.string(),
@@ -60,6 +65,8 @@ const claim = z.object({
     gpuIds: z.array(z.number().int().nonnegative()),
     ramMb: z.number().int().nonnegative().optional(),
     resources: named,
+    /** The share of gpuIds[0] held, in units of 1e-4 (SPEC P14). */
+    gpuShare: z.number().int().min(1).max(9999).optional(),
     env: z.record(z.string(), z.string()),
   }),
   clamped: z.boolean(),

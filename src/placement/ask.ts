@@ -6,11 +6,13 @@
  * Absent cpus = 1, explicit 0 = no cores (issue 3, acceptance 13). `resources` (issue 23): named quantities in
  * steps of 0.0001, kept in units of 1e-4; a finer one is INVALID_ARGUMENT naming `ask.resources.<name>`.
  * `hold_ms` (SPEC S3): 0..3,600,000, kept on the normalized ask only when above 0.
+ * `gpu_share` (issue 23 item 3, SPEC P14): a fraction of one GPU in (0, 1) in steps of 0.0001, with `gpus` 0 (Ray's
+ * rule: a fraction or a whole number), kept in units; `gpu_type`: the GPU type required, e.g. `a100`.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
-import { namedSchema } from '../resources/quantity.js';
+import { namedSchema, toUnits, UNIT } from '../resources/quantity.js';
 import { reservedEnvKey } from './env.js';
 import type { NormalizedAsk } from './types.js';
 
@@ -45,11 +47,29 @@ export const MAX_HOLD_MS = 3_600_000;
 const name = (what: string, max: number) =>
   z.string().max(max, `at most ${max} characters`).regex(NAME, `${what} may hold only letters, digits and _ . : -`);
 
-const schema = z.object({
+/** The rule a GPU share breaks (SPEC P14). */
+export const SHARE_RULE =
+  'a share of one GPU is a fraction in (0, 1) in steps of 0.0001; whole GPUs go in ask.gpus (Ray: 0.5 or 2, not 1.5)';
+/** True when `v` is a share a GPU can take: in (0, 1) and a multiple of 0.0001. */
+export const isShare = (v: number) => {
+  const u = toUnits(v);
+  return u !== undefined && u > 0 && u < UNIT;
+};
+
+const fields = z.object({
   cpus: z.number().int().min(0).max(MAX_CPUS, `at most ${MAX_CPUS} cores`).optional(),
   gpus: z.number().int().min(0).max(MAX_GPUS, `at most ${MAX_GPUS} GPUs`),
   ramMb: z.number().int().min(0).max(MAX_RAM_MB, `at most ${MAX_RAM_MB} MB`).optional(),
   resources: namedSchema.optional(),
+  gpuShare: z
+    .number()
+    .refine((v) => v === 0 || isShare(v), SHARE_RULE)
+    .optional(),
+  gpuType: z
+    .string()
+    .max(MAX_LABEL, `at most ${MAX_LABEL} characters`)
+    .regex(LABEL, 'a GPU type holds only letters, digits and _ . - (e.g. a100, 1g.10gb)')
+    .optional(),
   label: z
     .string()
     .max(MAX_LABEL, `at most ${MAX_LABEL} characters`)
@@ -85,6 +105,11 @@ const schema = z.object({
     .refine((e) => Object.keys(e).length <= MAX_ENV_KEYS, `at most ${MAX_ENV_KEYS} variables`)
     .refine((e) => envBytes(e) <= MAX_ENV_BYTES, `at most ${MAX_ENV_BYTES} bytes of names and values in all`),
 });
+// A share with whole GPUs too is refused (SPEC P14): one or the other.
+const schema = fields.superRefine((a, ctx) => {
+  if (a.gpuShare && a.gpus > 0)
+    ctx.addIssue({ code: 'custom', path: ['gpuShare'], message: `${SHARE_RULE}; set ask.gpus to 0 with a share` });
+});
 
 /** Size of `env` in UTF-8 bytes, names and values. */
 export function envBytes(env: Record<string, string>): number {
@@ -95,7 +120,13 @@ export function envBytes(env: Record<string, string>): number {
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const SNAKE: Record<string, string> = { ramMb: 'ram_mb', runId: 'run_id', holdMs: 'hold_ms' };
+const SNAKE: Record<string, string> = {
+  ramMb: 'ram_mb',
+  runId: 'run_id',
+  holdMs: 'hold_ms',
+  gpuShare: 'gpu_share',
+  gpuType: 'gpu_type',
+};
 
 const count = (v: unknown, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
 const text = (v: unknown, max: number, re?: RegExp): boolean =>
@@ -121,6 +152,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
   if (ask.holdMs !== undefined && !count(ask.holdMs, MAX_HOLD_MS)) return false;
   for (const _ in ask.resources) return false; // named resources take the schema path (issue 23)
+  if (ask.gpuShare !== undefined || ask.gpuType !== undefined) return false; // GPU shares, types too (issue 23)
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   let keys = 0;
@@ -188,6 +220,8 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
 
 type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'> & {
   holdMs?: number;
+  gpuShare?: number;
+  gpuType?: string;
   /** Named resources in units (the schema path only). */
   resources?: Record<string, number>;
 };
@@ -206,5 +240,7 @@ function normalized(a: AskFields): NormalizedAsk {
     ...(a.onOversize === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
     ...(a.holdMs ? { holdMs: a.holdMs } : {}),
     ...(a.resources && Object.keys(a.resources).length ? { resources: a.resources } : {}),
+    ...(a.gpuShare ? { gpuShare: toUnits(a.gpuShare) } : {}),
+    ...(a.gpuType ? { gpuType: a.gpuType } : {}),
   };
 }

@@ -5,7 +5,7 @@
  * Memory is checked per machine inside a bucket.
  */
 import { namedFit, type Amount } from '../resources/books.js';
-import type { Named } from '../resources/quantity.js';
+import { UNIT, type Named } from '../resources/quantity.js';
 import type { MachineEntry } from './machines.js';
 
 /** How far a machine is from fitting an amount: [gpu deficit, cpu deficit, gpus left over, cpus left over]. */
@@ -34,10 +34,20 @@ export function tightness(m: MachineEntry, a: Amount): number[] {
   const u: number[] = [];
   if (t.cpus > 0) u.push((t.cpus - b.freeCpus + a.cpus) / t.cpus);
   const g = t.gpuIds.length;
-  if (g > 0) u.push((g - b.freeGpus + a.gpus) / g);
+  if (g > 0 && !a.share) u.push((g - b.freeGpus + a.gpus) / g);
   const ram = b.freeRamMb;
   if (a.ramMb && t.ramMb && ram !== undefined) u.push((t.ramMb - ram + a.ramMb) / t.ramMb);
-  return u.sort((x, y) => y - x);
+  u.sort((x, y) => y - x);
+  // A share goes first to the GPU it fills most (best fit, SPEC P14): how full that GPU would be after it.
+  if (a.share) u.unshift(shareFill(m, a.share));
+  return u;
+}
+
+/** How full, from 0 to 1, the GPU a share of `units` would take on `m` is after it (0 when none has the room). */
+function shareFill(m: MachineEntry, units: number): number {
+  let best = 0;
+  for (const [, used] of m.books.sharedGpus()) if (used + units <= UNIT) best = Math.max(best, used + units);
+  return (best || (m.books.freeGpus > 0 ? units : 0)) / UNIT;
 }
 
 /** True when tightness `x` is the tighter fit: the larger most-used share, then the next, and so on. */
@@ -68,6 +78,8 @@ export class MachineClass {
     readonly labels: readonly string[],
     /** Named per-machine resources every machine of the class has (units); absent = none. */
     readonly res?: Readonly<Named>,
+    /** The type of the class's GPUs (issue 23 item 4); absent = untyped. */
+    readonly gpuType?: string,
   ) {}
 
   /** Adds `e` (indexed by its current free capacity). */
@@ -128,6 +140,8 @@ export class MachineClass {
     return (
       a.cpus <= this.cpus &&
       a.gpus <= this.gpus &&
+      (!a.share || this.gpus > 0) &&
+      (!a.gpuType || a.gpuType === this.gpuType) &&
       (!a.res || namedFit(a.res, this.res)) &&
       this.machinesHolding(a.ramMb) > 0
     );
@@ -147,7 +161,7 @@ export class MachineClass {
    * aside (SPEC S2). Within a bucket the machine filed last comes first: the one just released is reused, warm.
    */
   bestFit(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
-    if (a.ramMb) return this.#tightest(a, ok, skip);
+    if (a.ramMb || a.share) return this.#tightest(a, ok, skip);
     const width = this.cpus + 1;
     for (const k of this.#keys) {
       if (k < a.gpus * width || k % width < a.cpus) continue;
@@ -164,6 +178,7 @@ export class MachineClass {
    * Memory places (issue 23 item 2): among the machines with room for `a` that pass `ok`, the one it fits
    * tightest (see `tightness`), so a small ask does not take the memory-rich machine a large one needs. Walks
    * every machine of the buckets with enough free GPUs and cores: asks with memory cost per machine, not per bucket.
+   * A GPU share (SPEC P14) walks the same way: its machine is the one whose GPU it would leave the least room on.
    */
   #tightest(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
     const width = this.cpus + 1;

@@ -3,15 +3,19 @@
  * classes and their free-capacity buckets (capacity.ts), never every machine (SPEC P12).
  */
 import type { Amount } from '../resources/books.js';
+import { UNIT } from '../resources/quantity.js';
 import { closer, distance, tighter, tightness, type Distance, type MachineClass } from './capacity.js';
 import type { MachineEntry, MachineSet } from './machines.js';
 import type { NormalizedAsk } from './types.js';
 
 /** The amount part of an ask: cores, GPUs, memory and named per-machine resources (pools apart, pools.ts). */
 export function amountOf(a: NormalizedAsk): Amount {
-  return a.resources
+  const amount: Amount = a.resources
     ? { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb, res: a.resources }
     : { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb };
+  if (a.gpuShare) amount.share = a.gpuShare;
+  if (a.gpuType) amount.gpuType = a.gpuType;
+  return amount;
 }
 
 /** True when the ask must stay on machines carrying its label (SPEC P3). */
@@ -37,10 +41,10 @@ function bestAmong(
   let best: MachineEntry | undefined;
   let score: number[] = [];
   for (const cls of classes) {
-    if (a.cpus > cls.cpus || a.gpus > cls.gpus || (a.res && !cls.holdsEver(a))) continue;
+    if (a.cpus > cls.cpus || a.gpus > cls.gpus || ((a.res || a.share || a.gpuType) && !cls.holdsEver(a))) continue;
     const m = cls.bestFit(a, ok, skip);
     if (!m) continue;
-    if (a.ramMb) {
+    if (a.ramMb || a.share) {
       const t = tightness(m, a);
       if (!best || tighter(t, score)) {
         best = m;
@@ -120,8 +124,8 @@ export function clampTarget(
   let best: { machine: MachineEntry; amount: Amount } | undefined;
   // More GPUs, then more cores, then more memory, then more of the named resources is better (SPEC P5 order).
   const better = (x: Amount, y: Amount) =>
-    x.gpus !== y.gpus
-      ? x.gpus > y.gpus
+    x.gpus + (x.share ?? 0) / UNIT !== y.gpus + (y.share ?? 0) / UNIT
+      ? x.gpus + (x.share ?? 0) / UNIT > y.gpus + (y.share ?? 0) / UNIT
       : x.cpus !== y.cpus
         ? x.cpus > y.cpus
         : (x.ramMb ?? 0) !== (y.ramMb ?? 0)
@@ -131,6 +135,7 @@ export function clampTarget(
     // A machine with no cores is no clamping target for an ask that needs some (issue 23 item 7): a task
     // cut to 0 cores would run unbounded on a machine offering none (`serve --cpus 0`: workers do the work).
     if (ask.cpus > 0 && cls.cpus === 0) continue;
+    if (ask.gpuType && cls.gpuType !== ask.gpuType) continue; // a type is never clamped away (grace.ts names it)
     const m = cls.roomiest(ask.ramMb);
     if (!m) continue;
     const t = m.books.total;
@@ -140,6 +145,8 @@ export function clampTarget(
       ramMb: ask.ramMb === undefined ? undefined : t.ramMb === undefined ? ask.ramMb : Math.min(ask.ramMb, t.ramMb),
     };
     if (ask.resources) amount.res = clampNamed(ask.resources, cls.res);
+    if (ask.gpuShare && cls.gpus > 0) amount.share = ask.gpuShare; // a share is cut only to none
+    if (ask.gpuType) amount.gpuType = ask.gpuType;
     if (!best || better(amount, best.amount)) best = { machine: m, amount };
   }
   return best;

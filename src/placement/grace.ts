@@ -50,7 +50,8 @@ export class LabelGrace {
 
   /**
    * @throws BerthError FAILED_PRECONDITION for a required label none carries, none coming back (SPEC P3), or a
-   *   named resource no machine, pool or provisioner shape has, or more of a pool than it holds (issue 23 item 5).
+   *   named resource no machine, pool or provisioner shape has, or more of a pool than it holds (issue 23 item 5), or
+   *   a GPU type no machine has (item 4).
    */
   check(ask: NormalizedAsk): void {
     if (this.labelMissing(ask) && this.until(ask.label) < Date.now()) throw this.noLabel(ask);
@@ -73,7 +74,17 @@ export class LabelGrace {
           `ask.resources.${k}: asked ${fromUnits(want)} but pool ${k} holds ${fromUnits(pools.total[k])}`,
         );
     }
-    if (!ask.resources || this.restartUntil > Date.now()) return undefined;
+    if (this.restartUntil > Date.now()) return undefined;
+    const t = ask.gpuType;
+    if (t && !machines.hasGpuType(t)) {
+      const have = machines.gpuTypes();
+      const here = have.length ? `types here: ${have.join(', ')}` : 'none is typed';
+      return new BerthError(
+        'failed_precondition',
+        `ask.gpu_type: no machine has GPUs of type '${t}' (${here}; a worker reports its type with --gpu-type)`,
+      );
+    }
+    if (!ask.resources) return undefined;
     for (const k in ask.resources) {
       if (machines.hasResource(k) || prov?.covers({ ...ask, pools: undefined, resources: { [k]: 1 } })) continue;
       return new BerthError(

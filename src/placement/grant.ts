@@ -35,9 +35,15 @@ export function grant(
     throw err;
   }
   s.changed.add(entry);
-  const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env);
+  const t = entry.books.total;
+  const env = allocationEnv(holding.cpus, holding.gpuIds, ask.env, {
+    allIds: t.gpuIds,
+    gpuNames: t.gpuNames,
+    share: holding.share,
+  });
   const allocation: AllocationGrant = { cpus: holding.cpus, gpuIds: holding.gpuIds, ramMb: holding.ramMb, env };
   if (holding.res || ask.pools) allocation.resources = { ...holding.res, ...ask.pools };
+  if (holding.share) allocation.gpuShare = holding.share;
   const lease = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
   s.held.set(claimId, { grant: lease, entry, since: Date.now() });
   s.events.emit({
@@ -53,7 +59,7 @@ export function grant(
     durationMs: since === undefined ? 0 : Date.now() - since,
     detail:
       `${describeAmount(amount)} on ${entry.spec.name}` +
-      `${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')})` : ''}` +
+      `${holding.gpuIds.length ? ` (gpu ${holding.gpuIds.join(',')}${holding.share ? ' shared' : ''})` : ''}` +
       `${fellBack ? ', fell back' : ''}${clamped ? ', clamped' : ''}`,
   });
   return lease;

@@ -38,7 +38,7 @@ const namedKey = (r: Record<string, number> | undefined) =>
     : '';
 const classKey = (s: MachineSpec) =>
   `${s.inventory.cpus}/${s.inventory.gpuIds.length}/${[...s.labels].sort().join(',')}` +
-  `/${namedKey(s.inventory.resources)}`;
+  `/${namedKey(s.inventory.resources)}/${s.inventory.gpuType ?? ''}`;
 
 /** Machines by name with their indexes. Change a machine's books only through `take` and `give`. */
 export class MachineSet {
@@ -47,6 +47,8 @@ export class MachineSet {
   readonly #byLabel = new Map<string, Set<MachineClass>>();
   /** Named resource → how many machines have some of it (issue 23 item 5: an unknown name fails at once). */
   readonly #named = new Map<string, number>();
+  /** GPU type → how many machines have GPUs of it (issue 23 item 4: an unknown type fails at once). */
+  readonly #types = new Map<string, number>();
   #engine?: MachineEntry;
 
   /** Adds `spec` (the engine when `spec.remote` is false). @throws Error if the name is taken. */
@@ -63,11 +65,27 @@ export class MachineSet {
   }
 
   #count(spec: MachineSpec, by: number): void {
+    const t = spec.inventory.gpuType;
+    if (t) {
+      const n = (this.#types.get(t) ?? 0) + by;
+      if (n > 0) this.#types.set(t, n);
+      else this.#types.delete(t);
+    }
     for (const k in spec.inventory.resources ?? {}) {
       const n = (this.#named.get(k) ?? 0) + by;
       if (n > 0) this.#named.set(k, n);
       else this.#named.delete(k);
     }
+  }
+
+  /** The GPU types some machine in the books has, sorted. */
+  gpuTypes(): string[] {
+    return [...this.#types.keys()].sort();
+  }
+
+  /** True when some machine in the books has GPUs of type `t`. */
+  hasGpuType(t: string): boolean {
+    return this.#types.has(t);
   }
 
   /** True when some machine in the books has named resource `name`. */
@@ -101,6 +119,7 @@ export class MachineSet {
         new Set(spec.inventory.gpuIds).size,
         [...new Set(spec.labels)],
         spec.inventory.resources,
+        spec.inventory.gpuType,
       );
       this.#classes.set(k, cls);
       for (const l of cls.labels) {

@@ -361,7 +361,7 @@ export class Placer {
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
-    const named = this.#grace.namedError(ask)?.message.match(/^ask\.(resources\.[^:]+):/);
+    const named = this.#grace.namedError(ask)?.message.match(/^ask\.(resources\.[^:]+|gpu_type):/);
     if (named) return { verdict: 'impossible', waitFor: '', limiting: named[1] };
     const pools = poolsFitNew(s, ask);
     return askVerdict(

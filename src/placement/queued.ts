@@ -18,7 +18,8 @@ export function queuedInfo(
   let able = 0;
   let best: MachineEntry | undefined;
   for (const cls of machines.classes(requires(ask) ? ask.label : undefined)) {
-    if (amount.cpus > cls.cpus || amount.gpus > cls.gpus || (amount.res && !cls.holdsEver(amount))) continue;
+    const special = amount.res || amount.share || amount.gpuType;
+    if (amount.cpus > cls.cpus || amount.gpus > cls.gpus || (special && !cls.holdsEver(amount))) continue;
     able += cls.machinesHolding(amount.ramMb);
     const m = cls.mostFree(amount.ramMb);
     if (!m) continue;

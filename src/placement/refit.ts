@@ -23,7 +23,12 @@ const sameNamed = (x: Amount['res'], y: Amount['res']) =>
   x === y ||
   (!!x && !!y && Object.keys(x).length === Object.keys(y).length && Object.keys(x).every((k) => x[k] === y[k]));
 const same = (x: Amount, y: Amount) =>
-  x.cpus === y.cpus && x.gpus === y.gpus && x.ramMb === y.ramMb && sameNamed(x.res, y.res);
+  x.cpus === y.cpus &&
+  x.gpus === y.gpus &&
+  x.ramMb === y.ramMb &&
+  x.share === y.share &&
+  x.gpuType === y.gpuType &&
+  sameNamed(x.res, y.res);
 
 /** Fits asks and re-fits the waiting classes. */
 export class Refitter {

@@ -13,14 +13,19 @@ interface Held {
   cpus: number;
   gpus: number;
   ramMb: number;
+  /** GPU shares held back, in units of 1e-4 (issue 23 item 3). */
+  share: number;
   /** Named resources held back (units); absent until a class asking some reserves here. */
   res?: Named;
   classes: Set<WaitClass>;
 }
 
 const NONE: readonly WaitClass[] = [];
+/** What a ledger check sums per machine. */
+type Sum = Required<Omit<Amount, 'gpuType'>>;
+const gpu = (a: Amount) => a.gpus > 0 || !!a.share;
 const overlaps = (x: Amount, y: Amount) =>
-  (x.cpus > 0 && y.cpus > 0) || (x.gpus > 0 && y.gpus > 0) || (!!x.ramMb && !!y.ramMb) || sharesName(x.res, y.res);
+  (x.cpus > 0 && y.cpus > 0) || (gpu(x) && gpu(y)) || (!!x.ramMb && !!y.ramMb) || sharesName(x.res, y.res);
 
 function sharesName(x: Named | undefined, y: Named | undefined): boolean {
   if (!x || !y) return false;
@@ -44,10 +49,11 @@ export class Reservations {
     const m = cls.target;
     if (!m || times === 0) return;
     let h = this.#held.get(m);
-    if (!h) this.#held.set(m, (h = { cpus: 0, gpus: 0, ramMb: 0, classes: new Set() }));
+    if (!h) this.#held.set(m, (h = { cpus: 0, gpus: 0, ramMb: 0, share: 0, classes: new Set() }));
     h.cpus += cls.amount.cpus * times;
     h.gpus += cls.amount.gpus * times;
     h.ramMb += (cls.amount.ramMb ?? 0) * times;
+    h.share += (cls.amount.share ?? 0) * times;
     if (cls.amount.res) addNamed((h.res ??= {}), cls.amount.res, times);
     if (times > 0) h.classes.add(cls);
     else if (cls.size + times <= 0) {
@@ -77,13 +83,14 @@ export class Reservations {
     if (!m.books.fitsNow(a)) return false;
     const h = this.#held.get(m);
     if (!h) return true;
-    const r: Held = { cpus: 0, gpus: 0, ramMb: 0, classes: h.classes };
+    const r: Held = { cpus: 0, gpus: 0, ramMb: 0, share: 0, classes: h.classes };
     for (const cls of h.classes) {
       if (!overlaps(cls.amount, a)) continue;
       for (let o = cls.head; o && o.seq < w.seq; o = o.next) {
         r.cpus += cls.amount.cpus;
         r.gpus += cls.amount.gpus;
         r.ramMb += cls.amount.ramMb ?? 0;
+        r.share += cls.amount.share ?? 0;
         if (cls.amount.res) addNamed((r.res ??= {}), cls.amount.res, 1);
         if (!m.books.fitsNow(a, r)) return false;
       }
@@ -98,7 +105,7 @@ export class Reservations {
   olderThan(m: MachineEntry, seq: number): Amount | undefined {
     const h = this.#held.get(m);
     if (!h) return undefined;
-    const r: Required<Amount> = { cpus: 0, gpus: 0, ramMb: 0, res: {} };
+    const r: Amount & { ramMb: number; res: Named } = { cpus: 0, gpus: 0, ramMb: 0, res: {} };
     for (const cls of h.classes) {
       for (let o = cls.head; o && o.seq < seq; o = o.next) {
         r.cpus += cls.amount.cpus;
@@ -112,10 +119,11 @@ export class Reservations {
 
   /** Checks the ledger against `classes` (each with its size and target). @throws Error naming the machine. */
   check(classes: Iterable<WaitClass>): void {
-    const want = new Map<MachineEntry, Required<Amount>>();
+    const want = new Map<MachineEntry, Sum>();
+    const none = (): Sum => ({ cpus: 0, gpus: 0, ramMb: 0, share: 0, res: {} });
     for (const cls of classes) {
       if (!cls.target) continue;
-      const cur = want.get(cls.target) ?? { cpus: 0, gpus: 0, ramMb: 0, res: {} };
+      const cur = want.get(cls.target) ?? none();
       const k = cls.size;
       const a = cls.amount;
       if (a.res) addNamed(cur.res, a.res, k);
@@ -123,14 +131,15 @@ export class Reservations {
         cpus: cur.cpus + k * a.cpus,
         gpus: cur.gpus + k * a.gpus,
         ramMb: cur.ramMb + k * (a.ramMb ?? 0),
+        share: cur.share + k * (a.share ?? 0),
         res: cur.res,
       });
     }
     for (const [m, h] of this.#held) {
-      const w = want.get(m) ?? { cpus: 0, gpus: 0, ramMb: 0, res: {} };
+      const w = want.get(m) ?? none();
       const named = new Set([...Object.keys(w.res), ...Object.keys(h.res ?? {})]);
       const resOff = [...named].some((k) => (w.res[k] ?? 0) !== (h.res?.[k] ?? 0));
-      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb || resOff)
+      if (w.cpus !== h.cpus || w.gpus !== h.gpus || w.ramMb !== h.ramMb || w.share !== h.share || resOff)
         throw new Error(`reservations on ${m.spec.name} out of step`);
       want.delete(m);
     }

@@ -37,7 +37,7 @@ export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: L
   let res: Record<string, number> | undefined;
   for (const k in a.resources ?? {}) if (!c.ask.pools?.[k]) (res ??= {})[k] = a.resources?.[k] ?? 0; // pools apart
   try {
-    machines.takeExact(entry, c.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, res });
+    machines.takeExact(entry, c.claimId, { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, res, share: a.gpuShare });
   } catch (err) {
     if (!(err instanceof BooksError)) throw err;
     throw new BerthError(
@@ -52,6 +52,7 @@ export function restoreLease(machines: MachineSet, c: RestoredClaim): { lease: L
     env: { ...a.env },
   };
   if (a.resources) allocation.resources = { ...a.resources };
+  if (a.gpuShare) allocation.gpuShare = a.gpuShare;
   const lease = new Lease(
     c.claimId,
     entry.spec.name,

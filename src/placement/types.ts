@@ -27,6 +27,10 @@ export interface NormalizedAsk {
   ramMb?: number;
   /** Named per-machine resources asked, in units of 1e-4 (resources/quantity.ts); absent = none. */
   resources?: Record<string, number>;
+  /** A share of one GPU in units of 1e-4 (1..9999; then `gpus` is 0; issue 23 item 3, SPEC P14); absent = none. */
+  gpuShare?: number;
+  /** The GPU type required (`a100`, `1g.10gb`; issue 23 item 4); absent = any. */
+  gpuType?: string;
   /** Cluster-wide pools asked (config `pools`, e.g. licenses), in units; taken with the machine's resources. */
   pools?: Record<string, number>;
   label: string;
@@ -53,7 +57,9 @@ export interface AllocationGrant {
   ramMb?: number;
   /** Named resources and pools held, in units of 1e-4 (issue 23 item 1); absent = none. */
   resources?: Record<string, number>;
-  /** OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES and the ask's env. */
+  /** The share of `gpuIds[0]` held, in units of 1e-4 (SPEC P14); absent = whole GPUs. */
+  gpuShare?: number;
+  /** OMP_NUM_THREADS, CUDA_VISIBLE_DEVICES (BERTH_GPU_SHARE with a share) and the ask's env. */
   env: Record<string, string>;
 }
 
@@ -80,12 +86,12 @@ export interface QueuedInfo {
   claimId: string;
   /** e.g. "2 cpu(s)", "1 gpu(s) and 1 cpu(s)". */
   detail: string;
-  wanted: { cpus: number; gpus: number; ramMb?: number };
+  wanted: { cpus: number; gpus: number; ramMb?: number; share?: number };
   bestMachine: string;
-  bestFree: { cpus: number; gpus: number; ramMb?: number };
+  bestFree: { cpus: number; gpus: number; ramMb?: number; share?: number };
   machinesAble: number;
   /** 1-based. */
   position: number;
   /** What was asked before clamping. */
-  asked?: { cpus: number; gpus: number; ramMb?: number };
+  asked?: { cpus: number; gpus: number; ramMb?: number; share?: number };
 }

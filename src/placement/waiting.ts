@@ -55,7 +55,8 @@ const namedKey = (r: Record<string, number> | undefined) =>
 // fail asks wait apart (issue 13); named resources and pools are part of what a class asks (issue 23)
 const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
-  `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}`;
+  `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}` +
+  `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}`;
 
 /** The ask a pinned group reservation carries (its group's members are asked through the group). */
 const PINNED_ASK: NormalizedAsk = { cpus: 0, gpus: 0, label: '', policy: 'prefer', node: '', runId: '', env: {} };

@@ -1,26 +1,33 @@
 /**
  * ResourceAccountant: the books of one machine — what it has, what is free, what each claim
  * holds (SPEC P8: free never exceeds total nor goes below zero; no device held twice).
- * Units: cpus in cores, ramMb in MB, named resources in units of 1e-4 (quantity.ts).
+ * Units: cpus in cores, ramMb in MB, named resources and GPU shares in units of 1e-4 (quantity.ts).
  */
-import { DevicePool } from './devices.js';
+import { DeviceAccountingError, DevicePool } from './devices.js';
 import type { HostInventory } from './inventory.js';
-import { describeNamed, type Named } from './quantity.js';
+import { describeNamed, fromUnits, UNIT, type Named } from './quantity.js';
 
-/** An amount of each dimension. `ramMb` undefined = none asked; `res`: named per-machine resources (units), if any. */
+/**
+ * An amount of each dimension. `ramMb` undefined = none asked; `res`: named per-machine resources (units), if any;
+ * `share`: a share of one GPU in units of 1e-4 (1..9999, then `gpus` is 0; issue 23 item 3).
+ */
 export interface Amount {
   cpus: number;
   gpus: number;
   ramMb?: number;
   res?: Named;
+  share?: number;
+  /** The GPU type required (issue 23 item 4): only a machine of that type holds it. */
+  gpuType?: string;
 }
 
-/** What one claim holds on a machine. `res`: named resources in units. */
+/** What one claim holds on a machine. `res`: named resources in units; `share`: of `gpuIds[0]`, in units. */
 export interface Holding {
   cpus: number;
   gpuIds: number[];
   ramMb?: number;
   res?: Named;
+  share?: number;
 }
 
 /** Thrown when the books would break an invariant: a bug, never caused by input. */
@@ -46,17 +53,41 @@ export class ResourceAccountant {
     const res = total.resources ? { ...total.resources } : undefined;
     this.total = { cpus: total.cpus, gpuIds: [...total.gpuIds].sort((a, b) => a - b), ramMb: total.ramMb };
     if (res) this.total = { ...this.total, resources: res };
+    if (total.gpuType) this.total = { ...this.total, gpuType: total.gpuType };
+    if (total.gpuNames) this.total = { ...this.total, gpuNames: [...total.gpuNames] };
     this.#devices = new DevicePool(total.gpuIds);
     this.#freeCpus = total.cpus;
     this.#freeRam = total.ramMb;
     if (res) Object.assign(this.#freeRes, res);
   }
 
-  /** What is free now. `ramMb` undefined when memory is not limited; `res` only when the machine has named ones. */
+  /**
+   * What is free now. `ramMb` undefined when memory is not limited; `res` only when the machine has named ones;
+   * `share` the largest share one GPU has left when no GPU is wholly free but some has room.
+   */
   get free(): Amount {
     const a: Amount = { cpus: this.#freeCpus, gpus: this.#devices.freeCount, ramMb: this.#freeRam };
     if (this.total.resources) a.res = { ...this.#freeRes };
+    if (a.gpus === 0) {
+      const room = this.#devices.shareRoom();
+      if (room > 0) a.share = room;
+    }
     return a;
+  }
+
+  /** Units of 1e-4 held in shares of GPU `id` (0 when it is free or held whole). */
+  sharedOf(id: number): number {
+    return this.#devices.sharedOf(id);
+  }
+
+  /** The GPUs held in shares now and the units of each held, sorted by id. */
+  sharedGpus(): [number, number][] {
+    return this.#devices.shared();
+  }
+
+  /** The largest share one GPU has room for now, in units (UNIT when a GPU is wholly free). */
+  get shareRoom(): number {
+    return this.#devices.shareRoom();
   }
 
   /** Free units of named resource `name`; 0 when the machine has none of it. */
@@ -94,19 +125,30 @@ export class ResourceAccountant {
     return (
       a.cpus <= this.total.cpus &&
       a.gpus <= this.total.gpuIds.length &&
+      (!a.share || this.total.gpuIds.length > 0) &&
+      (!a.gpuType || a.gpuType === this.total.gpuType) &&
       ramFits(a.ramMb, this.total.ramMb) &&
       (!a.res || namedFit(a.res, this.total.resources))
     );
   }
 
-  /** True when `a` fits what is free now minus `reserved` (held back for an older waiter). */
+  /**
+   * True when `a` fits what is free now minus `reserved` (held back for an older waiter). Shares held back
+   * (`reserved.share`) keep whole asks off as many GPUs as they would fill, and are measured against the room for
+   * shares on every GPU not held whole (SPEC P14): conservative, never letting a younger ask overtake.
+   */
   fitsNow(a: Amount, reserved?: Amount): boolean {
     // A dimension the ask does not use is never held back by a reservation (issue 3, acceptance 13).
     const rc = reserved?.cpus ?? 0;
     const rg = reserved?.gpus ?? 0;
+    const rs = reserved?.share ?? 0;
     return (
+      (!a.gpuType || a.gpuType === this.total.gpuType) &&
       (a.cpus === 0 || a.cpus <= this.#freeCpus - rc) &&
-      (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg) &&
+      (a.gpus === 0 || a.gpus <= this.#devices.freeCount - rg - Math.ceil(rs / UNIT)) &&
+      (!a.share ||
+        (this.#devices.shareRoom() >= a.share &&
+          (rg === 0 && rs === 0 ? true : this.#devices.shareRoomTotal() - rg * UNIT - rs >= a.share))) &&
       (!a.ramMb || this.#freeRam === undefined || a.ramMb <= this.#freeRam - (reserved?.ramMb ?? 0)) &&
       (!a.res || namedFit(a.res, this.#freeRes, reserved?.res))
     );
@@ -119,12 +161,15 @@ export class ResourceAccountant {
   take(claimId: string, a: Amount): Holding {
     if (this.#held.has(claimId)) throw new BooksError(`claim ${claimId} already holds resources`);
     if (!this.fitsNow(a)) throw new BooksError(`claim ${claimId} does not fit`);
-    const gpuIds = this.#devices.pick(a.gpus);
-    if (!gpuIds) throw new BooksError(`claim ${claimId}: ${a.gpus} device(s) not free`);
-    this.#devices.take(gpuIds);
+    const shareId = a.share ? this.#devices.pickShare(a.share) : undefined;
+    const gpuIds = a.share ? (shareId === undefined ? undefined : [shareId]) : this.#devices.pick(a.gpus);
+    if (!gpuIds) throw new BooksError(`claim ${claimId}: ${a.share ? 'a share' : a.gpus} device(s) not free`);
+    if (a.share && shareId !== undefined) this.#devices.takeShare(shareId, a.share);
+    else this.#devices.take(gpuIds);
     this.#freeCpus -= a.cpus;
     if (this.#freeRam !== undefined && a.ramMb !== undefined) this.#freeRam -= a.ramMb;
     const h: Holding = { cpus: a.cpus, gpuIds, ramMb: a.ramMb };
+    if (a.share) h.share = a.share;
     if (a.res) {
       h.res = { ...a.res };
       for (const k in a.res) this.#freeRes[k] -= a.res[k];
@@ -145,14 +190,26 @@ export class ResourceAccountant {
     for (const k in h.res ?? {})
       if ((h.res?.[k] ?? 0) > this.freeOf(k)) throw new BooksError(`claim ${claimId}: ${k} not free`);
     const ids = [...h.gpuIds].sort((a, b) => a - b);
-    const free = new Set(this.#devices.freeIds());
-    const busy = ids.filter((id) => !free.has(id));
-    if (busy.length || new Set(ids).size !== ids.length)
-      throw new BooksError(`claim ${claimId}: gpu ${busy.join(',') || ids.join(',')} not free`);
-    this.#devices.take(ids);
+    if (h.share) {
+      if (ids.length !== 1 || !this.total.gpuIds.includes(ids[0]))
+        throw new BooksError(`claim ${claimId}: a share names one gpu of the machine (got ${ids.join(',')})`);
+      try {
+        this.#devices.takeShare(ids[0], h.share);
+      } catch (err) {
+        if (err instanceof DeviceAccountingError) throw new BooksError(`claim ${claimId}: ${err.message}`);
+        throw err;
+      }
+    } else {
+      const free = new Set(this.#devices.freeIds());
+      const busy = ids.filter((id) => !free.has(id));
+      if (busy.length || new Set(ids).size !== ids.length)
+        throw new BooksError(`claim ${claimId}: gpu ${busy.join(',') || ids.join(',')} not free`);
+      this.#devices.take(ids);
+    }
     this.#freeCpus -= h.cpus;
     if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam -= h.ramMb;
     const held: Holding = { cpus: h.cpus, gpuIds: ids, ramMb: h.ramMb };
+    if (h.share) held.share = h.share;
     if (h.res) {
       held.res = { ...h.res };
       for (const k in h.res) this.#freeRes[k] -= h.res[k];
@@ -166,7 +223,8 @@ export class ResourceAccountant {
     const h = this.#held.get(claimId);
     if (!h) return false;
     this.#held.delete(claimId);
-    this.#devices.give(h.gpuIds);
+    if (h.share) this.#devices.giveShare(h.gpuIds[0], h.share);
+    else this.#devices.give(h.gpuIds);
     this.#freeCpus += h.cpus;
     if (this.#freeRam !== undefined && h.ramMb !== undefined) this.#freeRam += h.ramMb;
     if (h.res) for (const k in h.res) this.#freeRes[k] += h.res[k];
@@ -175,17 +233,25 @@ export class ResourceAccountant {
 
   /**
    * Checks the invariants: free within [0, total] per dimension, no device in two holdings,
-   * held = sum of holdings. @throws BooksError naming the broken one.
+   * held = sum of holdings, no device's shares over 1 nor a device held whole and shared at once (SPEC P14).
+   * @throws BooksError naming the broken one.
    */
   check(name: string): void {
     let cpus = 0;
     let ram = 0;
     const res: Named = {};
     const ids = new Set<number>();
+    const shares = new Map<number, number>();
     for (const [id, h] of this.#held) {
       cpus += h.cpus;
       ram += h.ramMb ?? 0;
       for (const k in h.res ?? {}) res[k] = (res[k] ?? 0) + (h.res?.[k] ?? 0);
+      if (h.share) {
+        const g = h.gpuIds[0];
+        if (h.gpuIds.length !== 1) throw new BooksError(`${name}: claim ${id} shares ${h.gpuIds.length} devices`);
+        shares.set(g, (shares.get(g) ?? 0) + h.share);
+        continue;
+      }
       for (const g of h.gpuIds) {
         if (ids.has(g)) throw new BooksError(`${name}: device ${g} held twice (claim ${id})`);
         ids.add(g);
@@ -195,9 +261,17 @@ export class ResourceAccountant {
       throw new BooksError(`${name}: free cpus ${this.#freeCpus} outside [0, ${this.total.cpus}]`);
     if (cpus + this.#freeCpus !== this.total.cpus)
       throw new BooksError(`${name}: held cpus ${cpus} + free ${this.#freeCpus} ≠ ${this.total.cpus}`);
-    if (ids.size + this.#devices.freeCount !== this.total.gpuIds.length)
+    for (const [g, units] of shares) {
+      if (ids.has(g)) throw new BooksError(`${name}: device ${g} held whole and shared at once`);
+      if (units > UNIT) throw new BooksError(`${name}: device ${g} shared ${fromUnits(units)} (over 1)`);
+      if (units !== this.#devices.sharedOf(g))
+        throw new BooksError(`${name}: device ${g} shares ${units} held, ${this.#devices.sharedOf(g)} booked`);
+    }
+    if (this.#devices.shared().length !== shares.size) throw new BooksError(`${name}: shared devices out of step`);
+    if (ids.size + shares.size + this.#devices.freeCount !== this.total.gpuIds.length)
       throw new BooksError(
-        `${name}: held devices ${ids.size} + free ${this.#devices.freeCount} ≠ ${this.total.gpuIds.length}`,
+        `${name}: held devices ${ids.size} + shared ${shares.size} + free ${this.#devices.freeCount} ≠ ` +
+          `${this.total.gpuIds.length}`,
       );
     for (const g of ids)
       if (this.#devices.freeIds().includes(g)) throw new BooksError(`${name}: device ${g} both held and free`);
@@ -231,6 +305,7 @@ function ramFits(want: number | undefined, free: number | undefined): boolean {
 export function describeAmount(a: Amount): string {
   const parts: string[] = [];
   if (a.gpus > 0) parts.push(`${a.gpus} gpu(s)`);
+  if (a.share) parts.push(`${fromUnits(a.share)} gpu(s)`);
   if (a.cpus > 0) parts.push(`${a.cpus} cpu(s)`);
   if (a.ramMb) parts.push(`${a.ramMb} MB RAM`);
   if (a.res) parts.push(describeNamed(a.res));

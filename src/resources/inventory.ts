@@ -8,13 +8,17 @@ import os from 'node:os';
 
 /**
  * What a machine has: `cpus` cores, `gpuIds` device indices, `ramMb` MB (undefined = not limited), `resources`
- * named per-machine resources in units of 1e-4 (quantity.ts; absent = none).
+ * named per-machine resources in units of 1e-4 (quantity.ts; absent = none), `gpuType` the type of its GPUs
+ * (`a100`, a MIG profile; absent = untyped) and `gpuNames` the names CUDA_VISIBLE_DEVICES gets for `gpuIds` in
+ * order (UUIDs, MIG instances; absent = the ids). Issue 23 item 4.
  */
 export interface HostInventory {
   cpus: number;
   gpuIds: number[];
   ramMb?: number;
   resources?: Record<string, number>;
+  gpuType?: string;
+  gpuNames?: string[];
 }
 
 /** Overrides given on the command line; each replaces the detected value when present. */

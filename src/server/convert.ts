@@ -59,6 +59,7 @@ export function toGranted(g: Grant): Granted {
       ramMb: g.allocation.ramMb,
       env: g.allocation.env,
       resources: namedPlain(g.allocation.resources),
+      gpuShare: shareOf(g.allocation.gpuShare),
     },
     clamped: g.clamped,
     fellBack: g.fellBack,
@@ -85,6 +86,8 @@ export function toSnapshot(
         gpuIds: m.total.gpuIds,
         ramMb: m.total.ramMb,
         resources: namedPlain(m.total.resources),
+        gpuType: m.total.gpuType,
+        gpuNames: m.total.gpuNames ?? [],
       },
       free: toResources(m.free),
       freeGpuIds: m.freeGpuIds,
@@ -116,6 +119,7 @@ export function toSnapshot(
         gpuIds: Array.from({ length: x.gpus }, (_, i) => i),
         ramMb: x.ramMb,
         resources: namedPlain(x.resources),
+        gpuNames: [],
       })),
       shapeLabels: p.shapes.map((x) => x.labels.join(',')),
       machines: p.machines.map((m) => ({
@@ -138,6 +142,7 @@ export function toSnapshot(
         ramMb: h.allocation.ramMb,
         env: h.allocation.env,
         resources: namedPlain(h.allocation.resources),
+        gpuShare: shareOf(h.allocation.gpuShare),
       },
       awaitingHolder: h.holdLeftMs !== undefined,
       holdLeftMs: clampU32(h.holdLeftMs ?? 0),
@@ -177,9 +182,19 @@ export function toWatchEvent(e: BerthEvent): WatchEventsResponse {
  * Amount (or an ask: its named resources and pools, all in units of 1e-4) → berth.v1.Resources, quantities as plain
  * numbers.
  */
-export function toResources(a: Amount & { resources?: Named; pools?: Named }): Resources {
+export function toResources(
+  a: Omit<Amount, 'gpus'> & { gpus: number; resources?: Named; pools?: Named; gpuShare?: number },
+): Resources {
   const named = a.res || a.resources || a.pools ? namedPlain({ ...a.res, ...a.resources, ...a.pools }) : {};
-  return { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb, resources: named };
+  const r: Resources = { cpus: a.cpus, gpus: a.gpus, ramMb: a.ramMb, resources: named };
+  const share = a.share ?? a.gpuShare;
+  if (share) r.gpuShare = fromUnits(share);
+  return r;
+}
+
+/** A GPU share in units → the wire's plain fraction (SPEC P14); undefined for whole GPUs. */
+function shareOf(units: number | undefined): number | undefined {
+  return units ? fromUnits(units) : undefined;
 }
 
 /** Caps a duration to uint32 ms (~49 days). */

@@ -141,6 +141,10 @@ describe('ClaimGroup through the real server', () => {
     const e = await bad.ended;
     expect(e?.code).toBe(3);
     expect(e?.details).toMatch(/^members\[1\]\.env/);
+    const share = keep(claimGroup(t.placement, [{ cpus: 1 }, { cpus: 1, gpuShare: 0.5 }]));
+    expect((await share.ended)?.details).toMatch(/^members\[1\]\.gpu_share: a group member takes whole GPUs/);
+    const typed = keep(claimGroup(t.placement, [{ cpus: 1, gpuType: 'a100' }]));
+    expect((await typed.ended)?.details).toMatch(/^members\[0\]\.gpu_type/);
     const none = keep(claimGroup(t.placement, []));
     expect((await none.ended)?.details).toMatch(/^members: 1 to 1000 asks/);
     const s = await snapshot(t.placement);

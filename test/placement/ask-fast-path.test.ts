@@ -30,6 +30,9 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   node: ['', 'a.b', 'n'.repeat(256), 'n'.repeat(257), 'sp ace', undefined],
   runId: ['', 'r:1.x-y_z', 'r'.repeat(128), 'r'.repeat(129), 'r 1', 'r/1', undefined],
   resources: [{}, { trainer: 1 }, { 'license/matlab': 0.25 }, { x: 0.00001 }, { 'bad name': 1 }, { t: -1 }],
+  // undefined weighted: a share or a type takes the schema path, and the sample must keep plenty of fast asks
+  gpuShare: [...Array(12).fill(undefined), 0, 0.5, 0.0001, 0.9999, 1, 1.5, 0.00005, -0.5, NaN, '0.5'],
+  gpuType: [...Array(12).fill(undefined), '', 'a100', '1g.10gb', 'a b', 'x'.repeat(64), 7],
   holdMs: [0, 1, 30_000, 3_600_000, 3_600_001, -1, 1.5, NaN, Infinity, '10', undefined, null],
   env: [
     {},

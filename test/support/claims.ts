@@ -119,7 +119,14 @@ export interface FakeWorker {
 export function fakeWorker(
   client: WorkerServiceClient,
   name: string,
-  inv: { cpus: number; gpuIds?: number[]; ramMb?: number; resources?: Record<string, number> },
+  inv: {
+    cpus: number;
+    gpuIds?: number[];
+    ramMb?: number;
+    resources?: Record<string, number>;
+    gpuType?: string;
+    gpuNames?: string[];
+  },
   labels: string[] = [],
 ): FakeWorker {
   const call = client.workerStream();
@@ -140,7 +147,14 @@ export function fakeWorker(
       value: {
         name,
         labels,
-        inventory: { cpus: inv.cpus, gpuIds: inv.gpuIds ?? [], ramMb: inv.ramMb, resources: inv.resources ?? {} },
+        inventory: {
+          cpus: inv.cpus,
+          gpuIds: inv.gpuIds ?? [],
+          ramMb: inv.ramMb,
+          resources: inv.resources ?? {},
+          gpuType: inv.gpuType,
+          gpuNames: inv.gpuNames ?? [],
+        },
         maxParallel: 0,
         version: 'test',
         agentId: '',

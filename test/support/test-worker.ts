@@ -67,7 +67,7 @@ export class TestWorker {
       value: {
         name: o.name,
         labels: o.labels ?? [],
-        inventory: { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], resources: {} },
+        inventory: { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], resources: {}, gpuNames: [] },
         maxParallel: o.maxParallel ?? 0,
         version: 'test',
         agentId: o.agentId ?? '',

@@ -46,6 +46,17 @@ export function claimGroupHandler(ctx: ServerContext) {
           'invalid_argument',
           `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
         );
+      // The group search books whole GPUs only (docs/groups.md): shares and types are single-claim asks for now.
+      if (n.gpuShare)
+        throw new BerthError(
+          'invalid_argument',
+          `members[${i}].gpu_share: a group member takes whole GPUs (got ${n.gpuShare / 10_000})`,
+        );
+      if (n.gpuType)
+        throw new BerthError(
+          'invalid_argument',
+          `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
+        );
       return { ...n, owner };
     });
     if (scope.aborted) throw scope.reason;

@@ -31,7 +31,7 @@ def _count(name: str, value: object) -> int:
 def build_ask(
     *,
     cpus: int | None = None,
-    gpus: int = 0,
+    gpus: float = 0,
     ram_mb: int | None = None,
     label: str | None = None,
     policy: str = "prefer",
@@ -42,7 +42,8 @@ def build_ask(
     resources: Mapping[str, float] | None = None,
     into: resources_pb2.Ask | None = None,
 ) -> resources_pb2.Ask:
-    """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count,
+    """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count or a
+    share of one GPU in (0, 1) in steps of 0.0001 (`gpus=0.5`, sent as `gpu_share`; SPEC P14),
     `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4), `on_oversize`
     "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
     `resources`: named resources and pools, name → quantity, each a multiple of 0.0001 (issue 23).
@@ -61,7 +62,8 @@ def build_ask(
     checks.text("on_oversize", on_oversize)
     if on_oversize not in ON_OVERSIZE:
         raise InvalidAsk(f"ask.on_oversize: must be 'clamp' or 'fail' (got {on_oversize!r})", field="ask.on_oversize")
-    gpus = _count("gpus", gpus)
+    share = _share(gpus)
+    gpus = 0 if share else _count("gpus", gpus)
     cpus = None if cpus is None else _count("cpus", cpus)
     ram_mb = None if ram_mb is None else _count("ram_mb", ram_mb)
     # only what differs from proto3's defaults is set (the same message, built with fewer field writes)
@@ -70,6 +72,8 @@ def build_ask(
     ask.policy = POLICIES[policy]
     if gpus:
         ask.gpus = gpus
+    if share:
+        ask.gpu_share = share
     if label:
         ask.label = label
     if node:
@@ -87,6 +91,24 @@ def build_ask(
     if resources is not None:
         ask.resources.update(_named(resources))
     return ask
+
+
+def _share(gpus: object) -> float:
+    """The GPU share `gpus` asks (a float in (0, 1) in steps of 0.0001), 0.0 for a whole count.
+
+    Raises InvalidAsk naming ask.gpus for a fraction above 1 (1.5) or finer than 0.0001 (Ray's rule).
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, float):
+        return 0.0
+    if gpus == int(gpus) and gpus >= 0:
+        return 0.0  # 2.0 is a whole count; _count refuses the float type with a clear message
+    units = round(gpus * 10_000)
+    if not 0 < gpus < 1 or abs(units - gpus * 10_000) > 1e-6 * max(1, units):
+        raise InvalidAsk(
+            f"ask.gpus: a fraction in (0, 1) in steps of 0.0001 or a whole number >= 0 (got {gpus!r})",
+            field="ask.gpus",
+        )
+    return float(gpus)
 
 
 def _named(resources: Mapping[str, float] | None) -> dict[str, float]:

@@ -45,7 +45,7 @@ class RunSpec:
 def claim_spec(
     *,
     cpus: int | None,
-    gpus: int,
+    gpus: float,
     ram_mb: int | None,
     label: str | None,
     policy: str,
@@ -103,7 +103,7 @@ def run_spec(
     node: str,
     run_id: str | None,
     cpus: int | None,
-    gpus: int,
+    gpus: float,
     ram_mb: int | None,
     label: str | None,
     policy: str,
@@ -236,7 +236,7 @@ def cancel_request(run_id: object) -> placement_pb2.CancelRequest:
 def satisfiable_request(
     *,
     cpus: int | None,
-    gpus: int,
+    gpus: float,
     ram_mb: int | None,
     label: str | None,
     policy: str,

@@ -112,6 +112,18 @@ export interface Inventory {
    * fixed-point: multiples of 0.0001; names hold 1–63 letters, digits and _ . - /.
    */
   resources: { [key: string]: number };
+  /**
+   * The type of the machine's GPUs, e.g. "a100" or a MIG profile "1g.10gb" (`berth worker --gpu-type`); empty =
+   * untyped. An ask naming a gpu_type lands only on machines of that type.
+   */
+  gpuType?:
+    | string
+    | undefined;
+  /**
+   * The device names CUDA_VISIBLE_DEVICES gets for gpu_ids, in the same order (UUIDs such as "GPU-5f3c…" or
+   * "MIG-…"); empty = the ids themselves. Passed to the node unchanged.
+   */
+  gpuNames: string[];
 }
 
 export interface Inventory_ResourcesEntry {
@@ -131,6 +143,8 @@ export interface Resources {
     | undefined;
   /** Named resources and pools (multiples of 0.0001), e.g. {"trainer": 1, "license/matlab": 1}; empty = none. */
   resources: { [key: string]: number };
+  /** A share of one GPU in (0, 1), multiples of 0.0001 (then gpus is 0); 0 = none. */
+  gpuShare?: number | undefined;
 }
 
 export interface Resources_ResourcesEntry {
@@ -178,6 +192,19 @@ export interface Ask {
    * no machine, pool or provisioner shape has is FAILED_PRECONDITION.
    */
   resources: { [key: string]: number };
+  /**
+   * A share of one GPU, a fraction in (0, 1) in steps of 0.0001 (Ray's rule: `gpus` takes whole GPUs, this the
+   * fraction; set one of them). The share lands on one GPU id, which others may share: sharing is not isolation.
+   * Anything else (1.5, 0.00005, with gpus above 0) is INVALID_ARGUMENT naming ask.gpu_share.
+   */
+  gpuShare?:
+    | number
+    | undefined;
+  /**
+   * The GPU type the ask requires, e.g. "a100" (machines report theirs with `berth worker --gpu-type`); empty = any.
+   * A type no machine or provisioner shape has is FAILED_PRECONDITION naming it.
+   */
+  gpuType?: string | undefined;
 }
 
 export interface Ask_EnvEntry {
@@ -204,6 +231,8 @@ export interface Allocation {
   env: { [key: string]: string };
   /** Named resources and pools granted (multiples of 0.0001); empty when none was asked. */
   resources: { [key: string]: number };
+  /** The share of gpu_ids[0] granted, in (0, 1); 0 when the GPUs are whole. The env says it as BERTH_GPU_SHARE. */
+  gpuShare?: number | undefined;
 }
 
 export interface Allocation_EnvEntry {
@@ -217,7 +246,7 @@ export interface Allocation_ResourcesEntry {
 }
 
 function createBaseInventory(): Inventory {
-  return { cpus: 0, gpuIds: [], ramMb: undefined, resources: {} };
+  return { cpus: 0, gpuIds: [], ramMb: undefined, resources: {}, gpuType: undefined, gpuNames: [] };
 }
 
 export const Inventory: MessageFns<Inventory> = {
@@ -238,6 +267,12 @@ export const Inventory: MessageFns<Inventory> = {
     globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
       Inventory_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
     });
+    if (message.gpuType !== undefined) {
+      writer.uint32(42).string(message.gpuType);
+    }
+    for (const v of message.gpuNames) {
+      writer.uint32(50).string(v!);
+    }
     return writer;
   },
 
@@ -299,6 +334,22 @@ export const Inventory: MessageFns<Inventory> = {
             }
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.gpuType = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.gpuNames.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -338,6 +389,16 @@ export const Inventory: MessageFns<Inventory> = {
           {},
         )
         : {},
+      gpuType: isSet(object.gpuType)
+        ? globalThis.String(object.gpuType)
+        : isSet(object.gpu_type)
+        ? globalThis.String(object.gpu_type)
+        : undefined,
+      gpuNames: globalThis.Array.isArray(object?.gpuNames)
+        ? object.gpuNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.gpu_names)
+        ? object.gpu_names.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -361,6 +422,12 @@ export const Inventory: MessageFns<Inventory> = {
         });
       }
     }
+    if (message.gpuType !== undefined) {
+      obj.gpuType = message.gpuType;
+    }
+    if (message.gpuNames?.length) {
+      obj.gpuNames = message.gpuNames;
+    }
     return obj;
   },
 
@@ -381,6 +448,8 @@ export const Inventory: MessageFns<Inventory> = {
       },
       {},
     );
+    message.gpuType = object.gpuType ?? undefined;
+    message.gpuNames = object.gpuNames?.map((e) => e) || [];
     return message;
   },
 };
@@ -471,7 +540,7 @@ export const Inventory_ResourcesEntry: MessageFns<Inventory_ResourcesEntry> = {
 };
 
 function createBaseResources(): Resources {
-  return { cpus: 0, gpus: 0, ramMb: undefined, resources: {} };
+  return { cpus: 0, gpus: 0, ramMb: undefined, resources: {}, gpuShare: undefined };
 }
 
 export const Resources: MessageFns<Resources> = {
@@ -488,6 +557,9 @@ export const Resources: MessageFns<Resources> = {
     globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
       Resources_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
     });
+    if (message.gpuShare !== undefined) {
+      writer.uint32(41).double(message.gpuShare);
+    }
     return writer;
   },
 
@@ -539,6 +611,14 @@ export const Resources: MessageFns<Resources> = {
             }
             continue;
           }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.gpuShare = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -574,6 +654,11 @@ export const Resources: MessageFns<Resources> = {
           {},
         )
         : {},
+      gpuShare: isSet(object.gpuShare)
+        ? globalThis.Number(object.gpuShare)
+        : isSet(object.gpu_share)
+        ? globalThis.Number(object.gpu_share)
+        : undefined,
     };
   },
 
@@ -597,6 +682,9 @@ export const Resources: MessageFns<Resources> = {
         });
       }
     }
+    if (message.gpuShare !== undefined) {
+      obj.gpuShare = floatToJson(message.gpuShare);
+    }
     return obj;
   },
 
@@ -617,6 +705,7 @@ export const Resources: MessageFns<Resources> = {
       },
       {},
     );
+    message.gpuShare = object.gpuShare ?? undefined;
     return message;
   },
 };
@@ -719,6 +808,8 @@ function createBaseAsk(): Ask {
     onOversize: undefined,
     holdMs: 0,
     resources: {},
+    gpuShare: undefined,
+    gpuType: undefined,
   };
 }
 
@@ -757,6 +848,12 @@ export const Ask: MessageFns<Ask> = {
     globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
       Ask_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(90).fork()).join();
     });
+    if (message.gpuShare !== undefined) {
+      writer.uint32(97).double(message.gpuShare);
+    }
+    if (message.gpuType !== undefined) {
+      writer.uint32(106).string(message.gpuType);
+    }
     return writer;
   },
 
@@ -867,6 +964,22 @@ export const Ask: MessageFns<Ask> = {
             }
             continue;
           }
+          case 12: {
+            if (tag !== 97) {
+              break;
+            }
+
+            message.gpuShare = reader.double();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.gpuType = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -934,6 +1047,16 @@ export const Ask: MessageFns<Ask> = {
           {},
         )
         : {},
+      gpuShare: isSet(object.gpuShare)
+        ? globalThis.Number(object.gpuShare)
+        : isSet(object.gpu_share)
+        ? globalThis.Number(object.gpu_share)
+        : undefined,
+      gpuType: isSet(object.gpuType)
+        ? globalThis.String(object.gpuType)
+        : isSet(object.gpu_type)
+        ? globalThis.String(object.gpu_type)
+        : undefined,
     };
   },
 
@@ -984,6 +1107,12 @@ export const Ask: MessageFns<Ask> = {
         });
       }
     }
+    if (message.gpuShare !== undefined) {
+      obj.gpuShare = floatToJson(message.gpuShare);
+    }
+    if (message.gpuType !== undefined) {
+      obj.gpuType = message.gpuType;
+    }
     return obj;
   },
 
@@ -1019,6 +1148,8 @@ export const Ask: MessageFns<Ask> = {
       },
       {},
     );
+    message.gpuShare = object.gpuShare ?? undefined;
+    message.gpuType = object.gpuType ?? undefined;
     return message;
   },
 };
@@ -1194,7 +1325,7 @@ export const Ask_ResourcesEntry: MessageFns<Ask_ResourcesEntry> = {
 };
 
 function createBaseAllocation(): Allocation {
-  return { cpus: 0, gpuIds: [], ramMb: undefined, env: {}, resources: {} };
+  return { cpus: 0, gpuIds: [], ramMb: undefined, env: {}, resources: {}, gpuShare: undefined };
 }
 
 export const Allocation: MessageFns<Allocation> = {
@@ -1218,6 +1349,9 @@ export const Allocation: MessageFns<Allocation> = {
     globalThis.Object.entries(message.resources).forEach(([key, value]: [string, number]) => {
       Allocation_ResourcesEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
     });
+    if (message.gpuShare !== undefined) {
+      writer.uint32(49).double(message.gpuShare);
+    }
     return writer;
   },
 
@@ -1290,6 +1424,14 @@ export const Allocation: MessageFns<Allocation> = {
             }
             continue;
           }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.gpuShare = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1343,6 +1485,11 @@ export const Allocation: MessageFns<Allocation> = {
           {},
         )
         : {},
+      gpuShare: isSet(object.gpuShare)
+        ? globalThis.Number(object.gpuShare)
+        : isSet(object.gpu_share)
+        ? globalThis.Number(object.gpu_share)
+        : undefined,
     };
   },
 
@@ -1375,6 +1522,9 @@ export const Allocation: MessageFns<Allocation> = {
         });
       }
     }
+    if (message.gpuShare !== undefined) {
+      obj.gpuShare = floatToJson(message.gpuShare);
+    }
     return obj;
   },
 
@@ -1404,6 +1554,7 @@ export const Allocation: MessageFns<Allocation> = {
       },
       {},
     );
+    message.gpuShare = object.gpuShare ?? undefined;
     return message;
   },
 };

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x62\x65rth/v1/resources.proto\x12\x08\x62\x65rth.v1\"\xb3\x01\n\tInventory\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0f\n\x07gpu_ids\x18\x02 \x03(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x35\n\tresources\x18\x04 \x03(\x0b\x32\".berth.v1.Inventory.ResourcesEntry\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mb\"\xb0\x01\n\tResources\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0c\n\x04gpus\x18\x02 \x01(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x35\n\tresources\x18\x04 \x03(\x0b\x32\".berth.v1.Resources.ResourcesEntry\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mb\"\xa3\x03\n\x03\x41sk\x12\x11\n\x04\x63pus\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04gpus\x18\x02 \x01(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x01\x88\x01\x01\x12\r\n\x05label\x18\x04 \x01(\t\x12 \n\x06policy\x18\x05 \x01(\x0e\x32\x10.berth.v1.Policy\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0e\n\x06run_id\x18\x07 \x01(\t\x12#\n\x03\x65nv\x18\x08 \x03(\x0b\x32\x16.berth.v1.Ask.EnvEntry\x12.\n\x0bon_oversize\x18\t \x01(\x0e\x32\x14.berth.v1.OnOversizeH\x02\x88\x01\x01\x12\x0f\n\x07hold_ms\x18\n \x01(\r\x12/\n\tresources\x18\x0b \x03(\x0b\x32\x1c.berth.v1.Ask.ResourcesEntry\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x07\n\x05_cpusB\t\n\x07_ram_mbB\x0e\n\x0c_on_oversize\"\x8d\x02\n\nAllocation\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0f\n\x07gpu_ids\x18\x02 \x03(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12*\n\x03\x65nv\x18\x04 \x03(\x0b\x32\x1d.berth.v1.Allocation.EnvEntry\x12\x36\n\tresources\x18\x05 \x03(\x0b\x32#.berth.v1.Allocation.ResourcesEntry\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mb*G\n\x06Policy\x12\x16\n\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n\rPOLICY_PREFER\x10\x01\x12\x12\n\x0ePOLICY_REQUIRE\x10\x02*V\n\nOnOversize\x12\x1b\n\x17ON_OVERSIZE_UNSPECIFIED\x10\x00\x12\x15\n\x11ON_OVERSIZE_CLAMP\x10\x01\x12\x14\n\x10ON_OVERSIZE_FAIL\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x62\x65rth/v1/resources.proto\x12\x08\x62\x65rth.v1\"\xea\x01\n\tInventory\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0f\n\x07gpu_ids\x18\x02 \x03(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x35\n\tresources\x18\x04 \x03(\x0b\x32\".berth.v1.Inventory.ResourcesEntry\x12\x15\n\x08gpu_type\x18\x05 \x01(\tH\x01\x88\x01\x01\x12\x11\n\tgpu_names\x18\x06 \x03(\t\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mbB\x0b\n\t_gpu_type\"\xd6\x01\n\tResources\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0c\n\x04gpus\x18\x02 \x01(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x35\n\tresources\x18\x04 \x03(\x0b\x32\".berth.v1.Resources.ResourcesEntry\x12\x16\n\tgpu_share\x18\x05 \x01(\x01H\x01\x88\x01\x01\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mbB\x0c\n\n_gpu_share\"\xed\x03\n\x03\x41sk\x12\x11\n\x04\x63pus\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x0c\n\x04gpus\x18\x02 \x01(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x01\x88\x01\x01\x12\r\n\x05label\x18\x04 \x01(\t\x12 \n\x06policy\x18\x05 \x01(\x0e\x32\x10.berth.v1.Policy\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0e\n\x06run_id\x18\x07 \x01(\t\x12#\n\x03\x65nv\x18\x08 \x03(\x0b\x32\x16.berth.v1.Ask.EnvEntry\x12.\n\x0bon_oversize\x18\t \x01(\x0e\x32\x14.berth.v1.OnOversizeH\x02\x88\x01\x01\x12\x0f\n\x07hold_ms\x18\n \x01(\r\x12/\n\tresources\x18\x0b \x03(\x0b\x32\x1c.berth.v1.Ask.ResourcesEntry\x12\x16\n\tgpu_share\x18\x0c \x01(\x01H\x03\x88\x01\x01\x12\x15\n\x08gpu_type\x18\r \x01(\tH\x04\x88\x01\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x07\n\x05_cpusB\t\n\x07_ram_mbB\x0e\n\x0c_on_oversizeB\x0c\n\n_gpu_shareB\x0b\n\t_gpu_type\"\xb3\x02\n\nAllocation\x12\x0c\n\x04\x63pus\x18\x01 \x01(\r\x12\x0f\n\x07gpu_ids\x18\x02 \x03(\r\x12\x13\n\x06ram_mb\x18\x03 \x01(\rH\x00\x88\x01\x01\x12*\n\x03\x65nv\x18\x04 \x03(\x0b\x32\x1d.berth.v1.Allocation.EnvEntry\x12\x36\n\tresources\x18\x05 \x03(\x0b\x32#.berth.v1.Allocation.ResourcesEntry\x12\x16\n\tgpu_share\x18\x06 \x01(\x01H\x01\x88\x01\x01\x1a*\n\x08\x45nvEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x30\n\x0eResourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\t\n\x07_ram_mbB\x0c\n\n_gpu_share*G\n\x06Policy\x12\x16\n\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n\rPOLICY_PREFER\x10\x01\x12\x12\n\x0ePOLICY_REQUIRE\x10\x02*V\n\nOnOversize\x12\x1b\n\x17ON_OVERSIZE_UNSPECIFIED\x10\x00\x12\x15\n\x11ON_OVERSIZE_CLAMP\x10\x01\x12\x14\n\x10ON_OVERSIZE_FAIL\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,28 +44,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ALLOCATION_ENVENTRY']._serialized_options = b'8\001'
   _globals['_ALLOCATION_RESOURCESENTRY']._loaded_options = None
   _globals['_ALLOCATION_RESOURCESENTRY']._serialized_options = b'8\001'
-  _globals['_POLICY']._serialized_start=1093
-  _globals['_POLICY']._serialized_end=1164
-  _globals['_ONOVERSIZE']._serialized_start=1166
-  _globals['_ONOVERSIZE']._serialized_end=1252
+  _globals['_POLICY']._serialized_start=1298
+  _globals['_POLICY']._serialized_end=1369
+  _globals['_ONOVERSIZE']._serialized_start=1371
+  _globals['_ONOVERSIZE']._serialized_end=1457
   _globals['_INVENTORY']._serialized_start=39
-  _globals['_INVENTORY']._serialized_end=218
-  _globals['_INVENTORY_RESOURCESENTRY']._serialized_start=159
-  _globals['_INVENTORY_RESOURCESENTRY']._serialized_end=207
-  _globals['_RESOURCES']._serialized_start=221
-  _globals['_RESOURCES']._serialized_end=397
-  _globals['_RESOURCES_RESOURCESENTRY']._serialized_start=159
-  _globals['_RESOURCES_RESOURCESENTRY']._serialized_end=207
-  _globals['_ASK']._serialized_start=400
-  _globals['_ASK']._serialized_end=819
-  _globals['_ASK_ENVENTRY']._serialized_start=691
-  _globals['_ASK_ENVENTRY']._serialized_end=733
-  _globals['_ASK_RESOURCESENTRY']._serialized_start=159
-  _globals['_ASK_RESOURCESENTRY']._serialized_end=207
-  _globals['_ALLOCATION']._serialized_start=822
-  _globals['_ALLOCATION']._serialized_end=1091
-  _globals['_ALLOCATION_ENVENTRY']._serialized_start=691
-  _globals['_ALLOCATION_ENVENTRY']._serialized_end=733
-  _globals['_ALLOCATION_RESOURCESENTRY']._serialized_start=159
-  _globals['_ALLOCATION_RESOURCESENTRY']._serialized_end=207
+  _globals['_INVENTORY']._serialized_end=273
+  _globals['_INVENTORY_RESOURCESENTRY']._serialized_start=201
+  _globals['_INVENTORY_RESOURCESENTRY']._serialized_end=249
+  _globals['_RESOURCES']._serialized_start=276
+  _globals['_RESOURCES']._serialized_end=490
+  _globals['_RESOURCES_RESOURCESENTRY']._serialized_start=201
+  _globals['_RESOURCES_RESOURCESENTRY']._serialized_end=249
+  _globals['_ASK']._serialized_start=493
+  _globals['_ASK']._serialized_end=986
+  _globals['_ASK_ENVENTRY']._serialized_start=831
+  _globals['_ASK_ENVENTRY']._serialized_end=873
+  _globals['_ASK_RESOURCESENTRY']._serialized_start=201
+  _globals['_ASK_RESOURCESENTRY']._serialized_end=249
+  _globals['_ALLOCATION']._serialized_start=989
+  _globals['_ALLOCATION']._serialized_end=1296
+  _globals['_ALLOCATION_ENVENTRY']._serialized_start=831
+  _globals['_ALLOCATION_ENVENTRY']._serialized_end=873
+  _globals['_ALLOCATION_RESOURCESENTRY']._serialized_start=201
+  _globals['_ALLOCATION_RESOURCESENTRY']._serialized_end=249
 # @@protoc_insertion_point(module_scope)

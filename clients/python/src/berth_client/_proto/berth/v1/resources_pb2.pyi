@@ -27,7 +27,7 @@ ON_OVERSIZE_CLAMP: OnOversize
 ON_OVERSIZE_FAIL: OnOversize
 
 class Inventory(_message.Message):
-    __slots__ = ("cpus", "gpu_ids", "ram_mb", "resources")
+    __slots__ = ("cpus", "gpu_ids", "ram_mb", "resources", "gpu_type", "gpu_names")
     class ResourcesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -39,14 +39,18 @@ class Inventory(_message.Message):
     GPU_IDS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_NAMES_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpu_ids: _containers.RepeatedScalarFieldContainer[int]
     ram_mb: int
     resources: _containers.ScalarMap[str, float]
-    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    gpu_type: str
+    gpu_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_type: _Optional[str] = ..., gpu_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Resources(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "resources")
+    __slots__ = ("cpus", "gpus", "ram_mb", "resources", "gpu_share")
     class ResourcesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,14 +62,16 @@ class Resources(_message.Message):
     GPUS_FIELD_NUMBER: _ClassVar[int]
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    GPU_SHARE_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
     resources: _containers.ScalarMap[str, float]
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    gpu_share: float
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources", "gpu_share", "gpu_type")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +97,8 @@ class Ask(_message.Message):
     ON_OVERSIZE_FIELD_NUMBER: _ClassVar[int]
     HOLD_MS_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    GPU_SHARE_FIELD_NUMBER: _ClassVar[int]
+    GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -102,10 +110,12 @@ class Ask(_message.Message):
     on_oversize: OnOversize
     hold_ms: int
     resources: _containers.ScalarMap[str, float]
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    gpu_share: float
+    gpu_type: str
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ..., gpu_type: _Optional[str] = ...) -> None: ...
 
 class Allocation(_message.Message):
-    __slots__ = ("cpus", "gpu_ids", "ram_mb", "env", "resources")
+    __slots__ = ("cpus", "gpu_ids", "ram_mb", "env", "resources", "gpu_share")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -125,9 +135,11 @@ class Allocation(_message.Message):
     RAM_MB_FIELD_NUMBER: _ClassVar[int]
     ENV_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    GPU_SHARE_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpu_ids: _containers.RepeatedScalarFieldContainer[int]
     ram_mb: int
     env: _containers.ScalarMap[str, str]
     resources: _containers.ScalarMap[str, float]
-    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    gpu_share: float
+    def __init__(self, cpus: _Optional[int] = ..., gpu_ids: _Optional[_Iterable[int]] = ..., ram_mb: _Optional[int] = ..., env: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ...) -> None: ...
