@@ -13,7 +13,7 @@ import type { ServeOptions } from '../config/serve-options.js';
 import { Journal } from '../journal/journal.js';
 import { SYNC_EVERY_MS } from '../journal/disk-sync.js';
 import { LmdbStore } from '../journal/lmdb-store.js';
-import { endingOfRecord } from '../journal/ending.js';
+import { endingOfRecord, eventsOfRecord } from '../journal/ending.js';
 import { entryOfRecord, type EndedRecord, type JournalState } from '../journal/records.js';
 import type { History } from '../journal/history.js';
 import type { Store, StoreError } from '../journal/store.js';
@@ -76,9 +76,9 @@ export async function restoreFromJournal(
   }
   const { journal, state } = opened;
   history?.load([...state.ended, ...state.released].map(entryOfRecord)); // finished work survives too (SPEC S9)
-  // Calls that ended before the restart stay followable by id: their ending, not their events (SPEC S3, issue 19).
+  // Calls that ended before the restart stay followable by id: their ending and newest events (SPEC S3, issue 19).
   const keptFor = options.historyRetention * 1000; // as long as the journal keeps the record
-  for (const e of state.ended) hub?.restoreEnded(e, endingOfRecord(e), e.endedAt + keptFor);
+  for (const e of state.ended) hub?.restoreEnded(e, endingOfRecord(e), e.endedAt + keptFor, eventsOfRecord(e));
   const now = Date.now();
   for (const w of state.workers) {
     const spec = { name: w.name, labels: w.labels, inventory: w.inventory, remote: true, maxParallel: w.maxParallel };

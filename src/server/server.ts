@@ -462,7 +462,8 @@ export class BerthServer {
     const instanceOf = (name: string) => hub.workers.get(name)?.agent.instanceId ?? '';
     const endOf = (callId: string) => {
       const rec = hub.followable(callId);
-      return rec && { owner: rec.owner, end: rec.ending instanceof BerthError ? undefined : rec.ending };
+      const end = rec?.ending instanceof BerthError ? undefined : rec?.ending;
+      return rec && { owner: rec.owner, end, events: rec.keptEvents(), lastSeq: rec.lastSeq };
     };
     this.#unfollow = followEvents(r.journal, this.context.events, placer, agentOf, instanceOf, endOf);
   }

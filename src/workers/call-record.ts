@@ -53,6 +53,8 @@ export class CallRecord implements Flow {
   #end?: Terminal | BerthError;
   /** Sequence number of the newest event (SPEC S1): events without one are numbered here, resent ones dropped. */
   #lastSeq = 0;
+  /** Seq of the oldest event this record ever had (above 1: restored with only its newest events, SPEC S3). */
+  #firstSeq = 1;
   readonly #wakers = new Set<() => void>();
   /** Absolute next index of each follower. */
   readonly #cursors = new Set<{ i: number; seq: number }>();
@@ -122,6 +124,21 @@ export class CallRecord implements Flow {
     this.#push({ $case: 'event', value: e }, e.kind?.$case === 'logs' ? Math.max(1, e.kind.value.lines.length) : 1);
     this.#trim();
     this.#wake();
+  }
+
+  /** The events kept now, oldest first (what an ended call's journal record keeps the newest of, SPEC S3). */
+  keptEvents(): Event[] {
+    return this.#items.flatMap((i) => (i.$case === 'event' ? [i.value] : []));
+  }
+
+  /**
+   * A call restored ended from the journal (before its ending): `events` are its newest (seq order), `lastSeq` the
+   * seq of its newest. A follow from before the first of them is refused (SPEC S3: nothing silently lost).
+   */
+  restoreEvents(events: readonly Event[], lastSeq: number): void {
+    for (const e of events) this.event(e);
+    this.#firstSeq = events[0]?.seq ?? lastSeq + 1;
+    this.#lastSeq = Math.max(this.#lastSeq, lastSeq);
   }
 
   /** Tells the followers the link to the call's worker went down or came back (SPEC S2; ignored after the end). */
@@ -248,10 +265,11 @@ export class CallRecord implements Flow {
       i++;
     }
     const first = this.#items[0];
-    if (i === this.#base && first?.$case === 'event' && first.value.seq > seq + 1) {
+    const oldest = first?.$case === 'event' ? first.value.seq : this.#firstSeq;
+    if (i === this.#base && oldest > seq + 1 && seq < this.#lastSeq) {
       throw new BerthError(
         'failed_precondition',
-        `call ${this.callId}: events after seq ${seq} are no longer kept (the oldest kept is ${first.value.seq})`,
+        `call ${this.callId}: events after seq ${seq} are no longer kept (the oldest kept is ${oldest})`,
       );
     }
     return i;

@@ -7,7 +7,7 @@
  * their processes are gone (SPEC R5).
  */
 import { namedPlain } from '../resources/quantity.js';
-import type { Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
+import type { Event, Failure, WarmPools } from '../../generated/ts/berth/v1/calls.js';
 import { BerthError } from '../errors.js';
 import type { EventBus } from '../events.js';
 import type { Logger } from '../log/logger.js';
@@ -84,7 +84,15 @@ export class WorkerHub {
   /** Calls that ended before the restart, by id: their ended journal records' endings (SPEC S3, issue 19). */
   readonly #journaled = new Map<
     string,
-    { runId: string; machine: string; owner?: string; end: Terminal | BerthError; until: number }
+    {
+      runId: string;
+      machine: string;
+      owner?: string;
+      end: Terminal | BerthError;
+      until: number;
+      events: readonly Event[];
+      lastSeq: number;
+    }
   >();
   /** Workers whose link broke, held (SPEC S2). */
   readonly #holds: LinkHolds;
@@ -431,7 +439,8 @@ export class WorkerHub {
 
   /**
    * The call `callId` to follow again (SPEC S3): in flight, or ended within the last ENDED_KEPT_MS (at most
-   * ENDED_KEPT_MAX kept), or ended before the restart (`restoreEnded`: its ending only, no events); else undefined.
+   * ENDED_KEPT_MAX kept), or ended before the restart (`restoreEnded`: its ending and its newest events); else
+   * undefined.
    */
   followable(callId: string): CallRecord | undefined {
     const live = this.calls.get(callId);
@@ -445,6 +454,7 @@ export class WorkerHub {
     }
     const rec = new CallRecord(callId, j.runId, j.machine, { cpus: 0, gpuIds: [], env: {}, resources: {} }, () => {});
     rec.owner = j.owner;
+    rec.restoreEvents(j.events, j.lastSeq);
     if (j.end instanceof BerthError) rec.fail(j.end);
     else rec.finish(j.end);
     rec.markSettled();
@@ -452,16 +462,19 @@ export class WorkerHub {
   }
 
   /**
-   * After a restart (SPEC S4): call `callId` of `owner` ended before it, with `end` (from its ended journal
-   * record, kept until `until`, ms since the epoch). Following it by id until then answers Started and `end`, no
-   * events (they were not kept).
+   * After a restart or a takeover (SPEC S3, S4): call `callId` of `owner` ended before it, with `end` (from its
+   * ended journal record, kept until `until`, ms since the epoch), its newest events `events` (seq order) and the
+   * seq `lastSeq` of its newest. Following it by id until then answers Started, the kept events after the follow's
+   * seq, and `end`; FAILED_PRECONDITION when events after that seq were not kept.
    */
   restoreEnded(
-    c: { callId: string; runId: string; machine: string; owner?: string },
+    c: { callId: string; runId: string; machine: string; owner?: string; lastSeq?: number },
     end: Terminal | BerthError,
     until: number,
+    events: readonly Event[] = [],
   ): void {
-    this.#journaled.set(c.callId, { runId: c.runId, machine: c.machine, owner: c.owner, end, until });
+    const { runId, machine, owner } = c;
+    this.#journaled.set(c.callId, { runId, machine, owner, end, until, events, lastSeq: c.lastSeq ?? 0 });
   }
 
   #keepEnded(rec: CallRecord): void {

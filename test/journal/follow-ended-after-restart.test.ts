@@ -1,8 +1,9 @@
 /**
  * Following a call that ended before a server restart (issue 19, SPEC S3): its `ended/<id>` journal record keeps
  * how it ended, so after a SIGKILL and a start on the same state dir a follow by call id answers Started and the
- * ending — its Result's value, its Failure, or "result not kept" for a value over RESULT_KEPT_BYTES — with no
- * events (they are not kept); a call id the journal never held is still NOT_FOUND. Real `berth serve` processes.
+ * ending — its Result's value, its Failure, or "result not kept" for a value over RESULT_KEPT_BYTES — after its
+ * newest events (kept too, follow-ended-lines-after-restart.test.ts), those after the follow's seq only; a call id
+ * the journal never held is still NOT_FOUND. Real `berth serve` processes.
  */
 import { credentials, status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import { PlacementServiceClient, type RunRequest } from '../../generated/ts/bert
 import { RESULT_KEPT_BYTES } from '../../src/journal/ending.js';
 import { claim } from '../support/claims.js';
 import { RestartableServer } from '../support/restartable-server.js';
-import { kinds, run, runRequest, terminal } from '../support/run-client.js';
+import { kinds, outputLines, run, runRequest, terminal } from '../support/run-client.js';
 
 const open: Array<() => unknown> = [];
 afterEach(async () => {
@@ -31,7 +32,7 @@ const followOf = (callId: string, afterSeq: number): RunRequest => ({
 });
 
 describe('a call that ended before a server SIGKILL is followed by id after the restart', () => {
-  it('the follow answers its result value, its failure, or "result not kept", with no events; an unknown id is ' +
+  it('the follow answers its result value, its failure, or "result not kept", after its line; an unknown id is ' +
     'NOT_FOUND', async () => {
     const server = new RestartableServer(['--cpus', '2', '--gpus', '']);
     open.push(() => server.close());
@@ -53,7 +54,8 @@ describe('a call that ended before a server SIGKILL is followed by id after the 
     const c2 = clientOf(await server.start());
     const again = await run(c2, followOf('ok:flow.node', 0)).done;
     expect(again.error).toBeNull();
-    expect(kinds(again)).toEqual(['started', 'result']); // the events are not kept across the restart
+    expect(kinds(again)).toEqual(['started', 'event', 'result']); // its line is kept across the restart
+    expect(outputLines(again).map((l) => l.line)).toEqual(['a line']);
     expect(terminal(again)).toMatchObject({
       $case: 'result',
       value: { callId: 'ok:flow.node', value: { answer: 42 } },
