@@ -1,4 +1,4 @@
-"""Fractional GPUs from Python (issue 23 item 3, SPEC P14), sync and asyncio (the `connect` fixture runs both):
+"""Fractional and typed GPUs from Python (issue 23 items 3-4, SPEC P14), sync and asyncio (`connect` runs both):
 `claim(gpus=0.5)` takes half of one GPU of the real server's engine, whose env names the id and the share; two
 halves share the one GPU; 1.5 and 0.00005 are refused before anything is sent, naming ask.gpus."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from berth_client import Client, InvalidAsk
-from conftest import Connect
-from processes import start_server
+from berth_client import Client, InvalidAsk, NoWorker
+from conftest import Connect, has_machine, wait_until
+from processes import start_server, start_worker
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +40,27 @@ def test_a_fraction_above_one_or_finer_than_a_ten_thousandth_is_refused_naming_g
         with pytest.raises(InvalidAsk, match=r"ask\.gpus: a fraction in \(0, 1\)") as e:
             gpu.claim(cpus=0, gpus=bad)
         assert e.value.field == "ask.gpus"
+
+
+def test_a_gpu_type_lands_on_the_worker_of_that_type_and_an_unknown_one_is_named(
+    gpu_server: str, connect: Connect
+) -> None:
+    proc = start_worker(gpu_server, "a100-box", "--cpus", "1", "--gpus", "0-1", "--gpu-type", "a100")
+    try:
+        with connect(gpu_server) as c:
+            wait_until(c, has_machine("a100-box"))
+            with c.claim(cpus=0, gpus=1, gpu_type="a100") as lease:
+                assert lease.machine == "a100-box"
+            lease2 = c.acquire(cpus=0, gpus=0.5, gpu_type="a100")
+            try:
+                assert lease2.machine == "a100-box"
+                assert lease2.allocation.env["BERTH_GPU_SHARE"] == "0.5"
+            finally:
+                lease2.release()
+            with pytest.raises(NoWorker, match=r"ask\.gpu_type") as e, c.claim(cpus=0, gpus=1, gpu_type="h100"):
+                pass
+            assert "h100" in str(e.value)
+            with pytest.raises(TypeError, match="gpu_type"):
+                c.claim(cpus=0, gpus=1, gpu_type=100)  # type: ignore[arg-type]
+    finally:
+        proc.stop()

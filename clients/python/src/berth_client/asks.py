@@ -40,6 +40,7 @@ def build_ask(
     env: Mapping[str, str] | None = None,
     on_oversize: str = "clamp",
     resources: Mapping[str, float] | None = None,
+    gpu_type: str | None = None,
     into: resources_pb2.Ask | None = None,
 ) -> resources_pb2.Ask:
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count or a
@@ -47,6 +48,7 @@ def build_ask(
     `ram_mb` in MB (None = not asked), `policy` "prefer" or "require" (SPEC P3, P4), `on_oversize`
     "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
     `resources`: named resources and pools, name → quantity, each a multiple of 0.0001 (issue 23).
+    `gpu_type`: the GPU type the machine must report (`"a100"`, a MIG profile; issue 23 item 4); None = any.
     `into`: an empty Ask to fill (e.g. a request's own `ask` field, so nothing is copied) instead of a new one.
 
     Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
@@ -54,6 +56,7 @@ def build_ask(
     """
     label = checks.optional_str("label", label)
     run_id = checks.optional_str("run_id", run_id)
+    gpu_type = checks.optional_str("gpu_type", gpu_type)
     node = checks.text("node", node)
     env = checks.env("env", env)
     checks.text("policy", policy)
@@ -74,6 +77,8 @@ def build_ask(
         ask.gpus = gpus
     if share:
         ask.gpu_share = share
+    if gpu_type:
+        ask.gpu_type = gpu_type
     if label:
         ask.label = label
     if node:

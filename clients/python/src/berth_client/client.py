@@ -83,6 +83,7 @@ class Client:
         on_oversize: str = "clamp",
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
+        gpu_type: str | None = None,
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -104,6 +105,10 @@ class Client:
         (`{"trainer": 1}`) or cluster-wide pools from the server's config (`{"license/matlab": 1}`), each a
         multiple of 0.0001 (else InvalidAsk naming `ask.resources.<name>`); a name nothing has raises
         FailedPrecondition from the server.
+
+        `gpu_type` (e.g. "a100", a MIG profile): only a machine whose worker reports that type
+        (`berth worker --gpu-type`) holds the claim; a type no machine has raises FailedPrecondition
+        naming `ask.gpu_type` (issue 23 item 4, docs/resources.md).
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -119,6 +124,7 @@ class Client:
             timeout=timeout,
             hold=hold,
             resources=resources,
+            gpu_type=gpu_type,
         )
         if spec.ask.hold_ms:
             return ResumableClaimLease(self._stub, spec, self._metadata)
@@ -138,11 +144,28 @@ class Client:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         hold: float | None = None,
+        resources: Mapping[str, float] | None = None,
+        gpu_type: str | None = None,
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
         Hold several at once; a lease not released ends with the client's channel."""
-        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
+        lease = self.claim(
+            cpus,
+            gpus,
+            ram_mb,
+            label,
+            policy,
+            node,
+            run_id,
+            env,
+            on_queued,
+            timeout,
+            on_oversize,
+            hold,
+            resources,
+            gpu_type,
+        )
         lease.acquire()
         return lease
 

@@ -57,9 +57,10 @@ def claim_spec(
     timeout: float | None,
     hold: float | None = None,
     resources: Mapping[str, float] | None = None,
+    gpu_type: str | None = None,
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
-    Ask's hold_ms; `resources` the Ask's named resources."""
+    Ask's hold_ms; `resources` the Ask's named resources; `gpu_type` its required GPU type."""
     timeout = checks.timeout(timeout)
     hold_ms = checks.hold(hold)
     checks.callback("on_queued", on_queued)
@@ -74,6 +75,7 @@ def claim_spec(
         env=env,
         on_oversize=on_oversize,
         resources=resources,
+        gpu_type=gpu_type,
     )
     ask.hold_ms = hold_ms
     return ClaimSpec(ask, on_queued, timeout)

@@ -86,6 +86,7 @@ class AsyncClient:
         on_oversize: str = "clamp",
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
+        gpu_type: str | None = None,
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
@@ -104,6 +105,7 @@ class AsyncClient:
             timeout=timeout,
             hold=hold,
             resources=resources,
+            gpu_type=gpu_type,
         )
         if spec.ask.hold_ms:
             return AsyncResumableClaimLease(self._stub, spec, self._metadata)
@@ -123,9 +125,26 @@ class AsyncClient:
         timeout: float | None = None,
         on_oversize: str = "clamp",
         hold: float | None = None,
+        resources: Mapping[str, float] | None = None,
+        gpu_type: str | None = None,
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
-        lease = self.claim(cpus, gpus, ram_mb, label, policy, node, run_id, env, on_queued, timeout, on_oversize, hold)
+        lease = self.claim(
+            cpus,
+            gpus,
+            ram_mb,
+            label,
+            policy,
+            node,
+            run_id,
+            env,
+            on_queued,
+            timeout,
+            on_oversize,
+            hold,
+            resources,
+            gpu_type,
+        )
         await lease.acquire()
         return lease
 
