@@ -33,6 +33,7 @@ def test_two_halves_share_the_one_gpu_and_the_env_says_the_share(gpu: Client) ->
             assert lease.allocation.gpu_ids == (0,)
             assert lease.allocation.env["CUDA_VISIBLE_DEVICES"] == "0"
             assert lease.allocation.env["BERTH_GPU_SHARE"] == "0.5"
+            assert lease.allocation.gpu_share == 0.5
 
 
 def test_a_fraction_above_one_or_finer_than_a_ten_thousandth_is_refused_naming_gpus(gpu: Client) -> None:
@@ -51,6 +52,7 @@ def test_a_gpu_type_lands_on_the_worker_of_that_type_and_an_unknown_one_is_named
             wait_until(c, has_machine("a100-box"))
             with c.claim(cpus=0, gpus=1, gpu_type="a100") as lease:
                 assert lease.machine == "a100-box"
+                assert lease.allocation.gpu_share is None
             lease2 = c.acquire(cpus=0, gpus=0.5, gpu_type="a100")
             try:
                 assert lease2.machine == "a100-box"

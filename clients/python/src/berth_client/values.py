@@ -53,12 +53,15 @@ class Allocation:
     env: dict[str, str] = field(default_factory=dict)
     #: Named resources and pools held (issue 23), e.g. {"trainer": 1.0}; empty when none was asked.
     resources: dict[str, float] = field(default_factory=dict)
+    #: The share held of the one GPU in `gpu_ids` (0.25 for `gpus=0.25`; SPEC P14); None for whole GPUs.
+    gpu_share: float | None = None
 
     @classmethod
     def from_proto(cls, msg: resources_pb2.Allocation) -> Allocation:
         """Builds an Allocation from its message."""
         ram = msg.ram_mb if msg.HasField("ram_mb") else None
-        return cls(msg.cpus, tuple(msg.gpu_ids), ram, dict(msg.env), dict(msg.resources))
+        share = msg.gpu_share if msg.gpu_share else None
+        return cls(msg.cpus, tuple(msg.gpu_ids), ram, dict(msg.env), dict(msg.resources), share)
 
 
 @dataclass(frozen=True)
