@@ -162,7 +162,7 @@ describeSlurm('slurm provisioner on a real one-node cluster (issue 12, SPEC P10,
         .trim()
         .split(/\s+/)
         .map((x) => parseInt(x, 10));
-      expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem, resources: {} }]);
+      expect(p.shapes).toEqual([{ cpus, gpuIds: [], ramMb: mem, resources: {}, gpuNames: [] }]);
       expect(p.shapeLabels).toEqual(['hpcg']);
       expect(p.kind).toBe('slurm');
     },
