@@ -11,6 +11,7 @@ import type { Grant } from '../placement/types.js';
 import { isTerminal, type CallRecord, type Terminal } from '../workers/call-record.js';
 import { toResources } from './convert.js';
 import type { Sink } from './edge.js';
+import { isHalt } from './live-calls.js';
 
 /** How long each call outlives its caller's broken stream, waiting to be followed again (its Run's grace), in ms. */
 export const callerHold = new WeakMap<CallRecord, number>();
@@ -21,7 +22,8 @@ export const grantOf = new WeakMap<CallRecord, Grant>();
  * Streams `rec` to the caller: Started, events, then the terminal, once it is journaled (`rec.endingKept`, SPEC S4);
  * resolves with the terminal. With `holdFailure`
  * a Failure is returned without being written (the Run retries it, SPEC S8). If this caller goes away (or is
- * cut off as too slow) and no one else follows the call, the call is stopped.
+ * cut off as too slow) and no one else follows the call, the call is stopped; the server's own halt (`isHalt`,
+ * SPEC S5) is not the caller going away and leaves it running.
  */
 export async function follow(
   rec: CallRecord,
@@ -52,6 +54,9 @@ export async function follow(
     return end;
   } catch (err) {
     if (err === rec.ending) await rec.endingKept; // the call's own error ending: journaled first too (SPEC S4)
+    // The server stopping is not the caller leaving (SPEC S5): the call runs on, to be followed again after the
+    // restart or takeover — neither stopped nor failed here, so no ending of it is journaled.
+    if (signal.aborted && isHalt(signal.reason)) throw err;
     // Nobody follows the call any more (caller gone, or cut off as too slow): stop it, so neither
     // the process nor its claim lingers.
     const hold = callerHold.get(rec) ?? 0;

@@ -14,6 +14,23 @@ const noop = () => undefined;
 /** Why a call that follows the drain ends (UNAVAILABLE, SPEC R3). */
 export const DRAINING = 'server is draining';
 
+const halts = new WeakSet<object>();
+
+/**
+ * Why every call in progress ends when the server stops without draining (UNAVAILABLE, SPEC S5): the server going,
+ * not the caller leaving — `isHalt` tells it apart, so that no call is stopped, failed or journaled for it.
+ */
+export function haltReason(): BerthError {
+  const reason = new BerthError('unavailable', 'server is stopping; it will be back');
+  halts.add(reason);
+  return reason;
+}
+
+/** True when `reason` (an aborted signal's) is the server's own halt (`haltReason`), not its caller leaving. */
+export function isHalt(reason: unknown): boolean {
+  return typeof reason === 'object' && reason !== null && halts.has(reason);
+}
+
 /**
  * How a call meets the drain: ended at once (`follows`), given the grace (`kept`), or ended with
  * the rest once the drain is over (`lingers`).

@@ -29,7 +29,7 @@ import { BerthMetrics } from '../observe/metrics.js';
 import { ObserveServer } from '../observe/http.js';
 import { toClusterStatus, toSnapshot, toWatchEvent } from './convert.js';
 import { Lifecycle, type LifecycleState } from './lifecycle.js';
-import { DRAINING } from './live-calls.js';
+import { DRAINING, haltReason } from './live-calls.js';
 import { placementService, workerService } from './services.js';
 import { SERVER_VERSION_TEXT } from './version.js';
 import { followEvents } from '../journal/follow.js';
@@ -539,9 +539,11 @@ export class BerthServer {
     this.#unfollow = undefined;
     this.#provisioning?.pause();
     this.#log.info({ calls: this.context.hub.calls.size }, 'berth stopping: work keeps running');
+    // Every RPC ends with the halt's own reason before the connections are cut (first reason wins): a Run's stream
+    // ended by it is the server going, not its caller leaving — its call is neither stopped nor failed (SPEC S5).
+    this.lifecycle.live.abortAll(haltReason());
     this.#grpc.forceShutdown();
     this.lifecycle.to('draining');
-    this.lifecycle.live.abortAll(new BerthError('unavailable', 'server is stopping; it will be back'));
     await this.#leave();
     await this.context.hub.close(true);
     await this.#observe?.stop();
