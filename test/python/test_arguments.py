@@ -43,7 +43,7 @@ WRONG_TYPES: list[tuple[str, Callable[[Client], Any], str, str]] = [
     ("satisfiable label not a str", lambda c: c.satisfiable(label=5), "label", "5"),
     ("cancel run_id not a str", lambda c: c.cancel(42), "run_id", "42"),
     ("claim cpus as a string", lambda c: c.claim(cpus="x"), "cpus", "'x'"),
-    ("run gpus not whole", lambda c: c.run(source="", gpus=1.5), "gpus", "1.5"),
+    ("claim gpu_type not a str", lambda c: c.claim(gpu_type=100), "gpu_type", "100"),
 ]
 
 
@@ -77,6 +77,8 @@ WRONG_VALUES: list[tuple[str, Callable[[Client], Any], str, str]] = [
     ("claim cpus past uint32", lambda c: c.claim(cpus=10**12), "ask.cpus", "at most 4294967295 (got 1000000000000)"),
     ("claim policy unknown", lambda c: c.claim(policy="always"), "ask.policy", "'always'"),
     ("cancel run_id empty", lambda c: c.cancel(""), "run_id", "''"),
+    # a fraction is a GPU share only in (0, 1) (SPEC P14): 1.5 is a bad value, not a bad type
+    ("run gpus 1.5", lambda c: c.run(source="", gpus=1.5), "ask.gpus", "1.5"),
 ]
 
 
