@@ -23,7 +23,10 @@ const TO_WIRE: Record<GroupStrategy, Wire> = {
   strict_spread: Wire.GROUP_STRATEGY_STRICT_SPREAD,
 };
 
-/** berth.v1.GroupStrategy → the placer's (unspecified = pack). @throws BerthError INVALID_ARGUMENT for an unknown one. */
+/**
+ * berth.v1.GroupStrategy → the placer's (unspecified = pack).
+ * @throws BerthError INVALID_ARGUMENT for an unknown one.
+ */
 export function fromStrategy(w: Wire): GroupStrategy {
   if (w === Wire.GROUP_STRATEGY_UNSPECIFIED) return 'pack';
   const s = (Object.keys(TO_WIRE) as GroupStrategy[]).find((k) => TO_WIRE[k] === w);
