@@ -4,8 +4,8 @@
 // (default 6). ETCD=1: against a cluster instead (SPEC S7) — an etcd member of its own (test/support/etcd.ts, the
 // `etcd` binary), MEMBERS servers (2 or 3, default 3) with the leader lease LEADER_TTL (seconds, default 3), the
 // leader SIGKILLed and SIGTERMed. Prints the report and writes it as JSON to
-// test-results/chaos/seed-<seed>-<time>.json; keeps the server processes' logs in test-results/chaos/seed-<seed>-<time>-logs/; exits 1 when anything leaked
-// or an answer was unexpected.
+// test-results/chaos/seed-<seed>-<time>.json; keeps the server processes' logs in
+// test-results/chaos/seed-<seed>-<time>-logs/; exits 1 when anything leaked or an answer was unexpected.
 import { register } from 'tsx/esm/api';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
