@@ -48,4 +48,8 @@ for (const f of readdirSync(join(out, 'chunks'))) {
 // The Python harness is found next to the executor code that runs it (import.meta.url of the chunk).
 copyFileSync(join(root, 'src', 'workers', 'executors', 'harness.py'), join(out, 'chunks', 'harness.py'));
 copyFileSync(join(root, 'src', 'workers', 'executors', 'harness.py'), join(out, 'harness.py'));
+// The lease renewer's thread (src/ha/renewer-thread.mjs, plain JavaScript) is found the same way.
+for (const dir of [join(out, 'chunks'), out]) {
+  copyFileSync(join(root, 'src', 'ha', 'renewer-thread.mjs'), join(dir, 'renewer-thread.mjs'));
+}
 writeFileSync(join(out, '.berth-build'), `${new Date().toISOString()}\n`);

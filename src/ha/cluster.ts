@@ -8,7 +8,7 @@ import type { ServeOptions } from '../config/serve-options.js';
 import { EtcdStore } from '../journal/etcd-store.js';
 import type { Logger } from '../log/logger.js';
 import type { StandbyAnswer } from '../server/standby.js';
-import { clusterPrefix, etcdClient } from './etcd-client.js';
+import { clusterPrefix, etcdClient, etcdConnection } from './etcd-client.js';
 import { Leadership, type Role } from './leadership.js';
 
 /** Where this server stands, for GetSnapshot and `berth status`. */
@@ -43,11 +43,13 @@ export class Cluster {
     readonly log: Logger,
     deps: { client?: Etcd3; marginMs?: number } = {},
   ) {
-    this.client = deps.client ?? etcdClient(options);
+    const connection = etcdConnection(options);
+    this.client = deps.client ?? etcdClient(connection);
     this.prefix = clusterPrefix(options.cluster);
     const ttlMs = options.leaderTtl * 1000;
     this.leadership = new Leadership({
       client: this.client,
+      connection,
       prefix: this.prefix,
       advertise,
       ttlMs,

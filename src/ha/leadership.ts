@@ -1,16 +1,19 @@
 /**
  * Leadership (SPEC S7, issue 20): one leader per cluster, elected in etcd. Each candidate holds an etcd lease (TTL
- * `ttlMs`, kept alive by the etcd3 client) and a key `<prefix>/leader/<lease id>` bound to it whose value is its
+ * `ttlMs`) and a key `<prefix>/leader/<lease id>` bound to it whose value is its
  * advertised address; the candidate whose key has the lowest create revision leads, and that revision is its
  * *epoch* — the fencing token every store write is conditioned on (etcd-store.ts) and every frame to a worker
  * carries. The others are standbys and know the leader's address.
  *
- * berth keeps its own deadline instead of trusting the client library's late `lost` event (it reports a lost lease
- * only after about twice the TTL when cut off): a leader whose last successful keep-alive was sent more than
- * `ttlMs - marginMs` ago stops acting (`deposed` fires) before etcd can expire its lease and elect another.
+ * The lease is granted and renewed by a thread of its own (renewer.ts), so a busy event loop cannot starve its
+ * keep-alives. berth keeps its own deadline instead of trusting the client library's late `lost` event (it reports
+ * a lost lease only after about twice the TTL when cut off): a leader whose newest answered keep-alive was sent
+ * more than `ttlMs - marginMs` ago stops acting (`deposed` fires) before etcd can expire its lease and elect another.
  */
 import { EventEmitter } from 'node:events';
-import type { Etcd3, Lease } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
+import type { EtcdConnection } from './etcd-client.js';
+import { Renewer } from './renewer.js';
 
 /** Where a candidate stands. */
 export type Role = 'candidate' | 'leader' | 'standby' | 'deposed';
@@ -18,6 +21,8 @@ export type Role = 'candidate' | 'leader' | 'standby' | 'deposed';
 /** Settings. Units: ms. */
 export interface LeadershipOptions {
   client: Etcd3;
+  /** How the renewer's thread reaches etcd (the same endpoints and credentials as `client`). */
+  connection: EtcdConnection;
   /** Key prefix of this cluster, e.g. `/berth/<cluster>`. */
   prefix: string;
   /** The address clients and workers dial to reach this server (the leader hint standbys give). */
@@ -42,10 +47,7 @@ export class Leadership extends EventEmitter {
   /** The etcd key this candidate holds. */
   key = '';
   readonly #o: Required<LeadershipOptions>;
-  #lease?: Lease;
-  /** When the newest keep-alive that succeeded was sent (ms since the epoch). */
-  #renewedAt = 0;
-  #keepaliveSentAt = 0;
+  #renewer?: Renewer;
   #watchdog?: NodeJS.Timeout;
   #watcher?: { cancel(): Promise<void> };
   #stopped = false;
@@ -62,7 +64,7 @@ export class Leadership extends EventEmitter {
 
   /** The deadline (ms since the epoch) by which a leader stops acting unless a keep-alive succeeds first. */
   get actsUntil(): number {
-    return this.#renewedAt + this.#o.ttlMs - this.#o.marginMs;
+    return (this.#renewer?.renewedAt ?? 0) + this.#o.ttlMs - this.#o.marginMs;
   }
 
   /**
@@ -79,19 +81,23 @@ export class Leadership extends EventEmitter {
    */
   async start(): Promise<void> {
     const ttlS = Math.max(2, Math.round(this.#o.ttlMs / 1000));
-    const lease = this.#o.client.lease(ttlS, { autoKeepAlive: true });
-    this.#lease = lease;
-    lease.on('keepaliveFired', () => (this.#keepaliveSentAt = Date.now()));
-    lease.on('keepaliveSucceeded', () => (this.#renewedAt = this.#keepaliveSentAt || Date.now()));
-    lease.on('lost', (err) => this.#depose(`lease lost: ${err.message}`));
-    const sentAt = Date.now();
-    const id = await lease.grant();
-    this.#renewedAt = sentAt;
+    // several keep-alives before the deadline, so one lost or slow answer costs nothing
+    const intervalMs = Math.max(100, Math.floor((this.#o.ttlMs - this.#o.marginMs) / 3));
+    const renewer = new Renewer({ connection: this.#o.connection, ttlS, intervalMs });
+    this.#renewer = renewer;
+    renewer.on('lost', (message: string) => this.#depose(`lease lost: ${message}`));
+    const id = await renewer.start();
     this.key = `${this.leaderPrefix}${id}`;
-    const put = await this.#o.client
-      .if(this.key, 'Create', '==', 0)
-      .then(this.#o.client.put(this.key).value(this.#o.advertise).lease(id))
-      .commit();
+    let put: Awaited<ReturnType<ReturnType<Etcd3['if']>['commit']>>;
+    try {
+      put = await this.#o.client
+        .if(this.key, 'Create', '==', 0)
+        .then(this.#o.client.put(this.key).value(this.#o.advertise).lease(id))
+        .commit();
+    } catch (err) {
+      await renewer.revoke();
+      throw err;
+    }
     this.epoch = Number(put.header.revision);
     this.#watchdog = setInterval(() => this.#checkDeadline(), 100);
     this.#watchdog.unref();
@@ -108,7 +114,7 @@ export class Leadership extends EventEmitter {
     this.#stopped = true;
     clearInterval(this.#watchdog);
     await this.#watcher?.cancel().catch(() => undefined);
-    await this.#lease?.revoke().catch(() => undefined);
+    await this.#renewer?.revoke();
     if (this.role === 'leader') this.role = 'deposed';
   }
 
@@ -153,7 +159,8 @@ export class Leadership extends EventEmitter {
 
   #checkDeadline(): void {
     if (this.role === 'leader' && Date.now() >= this.actsUntil) {
-      this.#depose(`no keep-alive succeeded for ${Date.now() - this.#renewedAt} ms (lease TTL ${this.#o.ttlMs} ms)`);
+      const since = Date.now() - (this.#renewer?.renewedAt ?? 0);
+      this.#depose(`no keep-alive succeeded for ${since} ms (lease TTL ${this.#o.ttlMs} ms)`);
     }
   }
 

@@ -4,9 +4,11 @@
  * leader key still existing with its create revision equal to the epoch — a deposed leader's writes fail, whatever
  * its client library believes. One `write` is one transaction; the journal batches (group-commit.ts) within etcd's
  * default limits — 128 operations (`--max-txn-ops`) and 1.5 MiB (`--max-request-bytes`) per request — and keeps a
- * few disjoint writes in flight.
+ * few disjoint writes in flight. `load` reads the journal in pages of LOAD_PAGE records, each a request of its own,
+ * so a takeover's read of a large journal (10,000 claims are about 5 MB) never decodes it all in one turn of the
+ * event loop; the client (etcd-client.ts) takes responses of any size, as etcd's own client does.
  */
-import type { Etcd3 } from 'etcd3';
+import { type Etcd3, Range } from 'etcd3';
 import { opBytes, StoreError, type Store, type StoreOp } from './store.js';
 
 /** etcd's default `--max-txn-ops`. */
@@ -17,6 +19,8 @@ export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 const REQUEST_MARGIN = 4096;
 /** Writes in flight at once (each a transaction of its own, on disjoint keys). */
 export const WRITES_IN_FLIGHT = 4;
+/** Records per page of `load`. */
+export const LOAD_PAGE = 1000;
 
 /** What the writes are conditioned on: the leader key and its create revision (the epoch). */
 export interface Fence {
@@ -63,12 +67,27 @@ export class EtcdStore implements Store {
     return t;
   }
 
+  /**
+   * Every journal record, in key order, read page by page: the next page starts after the last key read (the
+   * journal has one writer, the fenced leader, so nothing writes while the new leader reads it).
+   * @throws StoreError naming the store when etcd cannot be read.
+   */
   async load(): Promise<Array<[string, unknown]>> {
-    try {
-      const res = await this.client.getAll().prefix(this.#journal).sort('Key', 'Ascend').exec();
-      return res.kvs.map((kv) => [kv.key.toString().slice(this.#journal.length), JSON.parse(kv.value.toString())]);
-    } catch (err) {
-      throw new StoreError(this.where, `cannot be read (${(err as Error).message})`);
+    const out: Array<[string, unknown]> = [];
+    const end = Range.prefix(this.#journal).end;
+    let from = Buffer.from(this.#journal);
+    for (;;) {
+      let res: Awaited<ReturnType<ReturnType<Etcd3['getAll']>['exec']>>;
+      try {
+        res = await this.client.getAll().inRange({ start: from, end }).sort('Key', 'Ascend').limit(LOAD_PAGE).exec();
+      } catch (err) {
+        throw new StoreError(this.where, `cannot be read (${(err as Error).message})`);
+      }
+      for (const kv of res.kvs) {
+        out.push([kv.key.toString().slice(this.#journal.length), JSON.parse(kv.value.toString())]);
+      }
+      if (!res.more || res.kvs.length === 0) return out;
+      from = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
     }
   }
 

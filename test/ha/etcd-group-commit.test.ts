@@ -4,11 +4,13 @@
  * in order. Through real `berth serve --store etcd://…` processes and a real etcd: 240 claims asked at once are all
  * granted and all resumed on the standby after the leader's SIGKILL (a longer lease: the machine is shared). On the
  * journal itself over a real etcd: a turn's 300 claims go in transactions of at most 128 records, a key's changes
- * land in order across batches, and a record over the request size fails that change alone.
+ * land in order across batches, a record over the request size fails that change alone, and a journal larger than
+ * one gRPC message is read back whole.
  */
 import { expect, it } from 'vitest';
 import { Journal } from '../../src/journal/journal.js';
-import { EtcdStore, MAX_TXN_OPS } from '../../src/journal/etcd-store.js';
+import { EtcdStore, LOAD_PAGE, MAX_TXN_OPS } from '../../src/journal/etcd-store.js';
+import { etcdClient } from '../../src/ha/etcd-client.js';
 import type { ClaimRecord } from '../../src/journal/records.js';
 import { claim, resumeClaim, type ClaimHandle } from '../support/claims.js';
 import { etcdSuite, serving } from '../support/cluster.js';
@@ -30,13 +32,18 @@ const claimRecord = (id: string, env: Record<string, string> = {}): ClaimRecord 
   at: Date.now(),
 });
 
-/** A journal on a real EtcdStore fenced on a key of its own (its create revision is the epoch). */
+/**
+ * A journal on a real EtcdStore fenced on a key of its own (its create revision is the epoch), on a client as
+ * `berth serve` makes it (etcdClient).
+ */
 async function etcdJournal(commits: number[]): Promise<{ journal: Journal; store: EtcdStore; prefix: string }> {
   const prefix = `/berth/${clusterName()}`;
   const fenceKey = `${prefix}/fence`;
-  await etcd().client.put(fenceKey).value('me');
-  const epoch = Number((await etcd().client.get(fenceKey).exec()).kvs[0].create_revision);
-  const store = new EtcdStore(etcd().client, prefix, etcd().endpoint, () => ({ key: fenceKey, epoch }));
+  const client = etcdClient({ hosts: [`http://${etcd().endpoint}`] });
+  cleanup.push(() => client.close());
+  await client.put(fenceKey).value('me');
+  const epoch = Number((await client.get(fenceKey).exec()).kvs[0].create_revision);
+  const store = new EtcdStore(client, prefix, etcd().endpoint, () => ({ key: fenceKey, epoch }));
   const { journal } = await Journal.open(store, { onCommit: (_ms, n) => commits.push(n) });
   cleanup.push(() => journal.close());
   return { journal, store, prefix };
@@ -125,4 +132,20 @@ describeEtcd('group commit on etcd (SPEC S4, S7)', () => {
       await journal.flushed('huge'); // gone: nothing refused any more
     },
   );
+
+  it(`a journal over gRPC's default 4 MiB message is read back whole and in key order, in pages of ${LOAD_PAGE} ` +
+    'records (8,000 claims, and three records of 1.2 MiB in one page)', async () => {
+    const { journal, store } = await etcdJournal([]);
+    const env = { PAD: 'p'.repeat(400) };
+    for (let i = 0; i < 8000; i++) journal.claimHeld(claimRecord(`c-${String(i).padStart(5, '0')}`, env));
+    for (const id of ['big-1', 'big-2', 'big-3']) journal.claimHeld(claimRecord(id, { BIG: 'x'.repeat(600 * 1024) }));
+    await journal.flushed('big-3'); // rejects if a record was refused
+    const all = await store.load();
+    const keys = all.map(([k]) => k);
+    expect(keys.length).toBe(8003);
+    expect(keys).toEqual([...keys].sort());
+    expect(keys.slice(0, 3)).toEqual(['claim/big-1', 'claim/big-2', 'claim/big-3']);
+    expect((all[1][1] as ClaimRecord).allocation.env.BIG.length).toBe(600 * 1024);
+    expect(keys.at(-1)).toBe('claim/c-07999');
+  }, 60_000);
 });

@@ -32,8 +32,9 @@ const cluster = () => `/berth-test/c${++clusters}-${process.pid}`;
 
 /** A candidate dialling `endpoint` (etcd itself, or a proxy in front of it). */
 function candidate(prefix: string, advertise: string, endpoint = etcd.endpoint, ttlMs = 2000): Leadership {
-  const client = new Etcd3({ hosts: `http://${endpoint}`, dialTimeout: 500 });
-  const l = new Leadership({ client, prefix, advertise, ttlMs, marginMs: 800 });
+  const connection = { hosts: [`http://${endpoint}`] };
+  const client = new Etcd3({ ...connection, dialTimeout: 500 });
+  const l = new Leadership({ client, connection, prefix, advertise, ttlMs, marginMs: 800 });
   open.push(async () => {
     await l.resign();
     client.close();
