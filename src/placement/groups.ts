@@ -77,7 +77,7 @@ export class GroupBook {
     const seq = this.s.queue.nextSeq();
     const older = this.waiting.length > 0;
     const fit = older ? undefined : this.#fitNow(asks, strategy, seq);
-    if (fit && 'at' in fit.r) return this.#commit(id, strategy, asks, fit.entries, fit.r.at);
+    if (fit?.machines) return this.#commit(id, strategy, asks, fit.machines);
     if (judge) this.#everFits(asks, strategy); // a group that fits now needs no such search
     if (opts.signal.aborted) throw opts.signal.reason;
     return new Promise<GroupGrant>((resolve, reject) => {
@@ -120,10 +120,10 @@ export class GroupBook {
     let blocked: WaitingGroup | undefined;
     for (const w of [...this.waiting]) {
       const fit = this.#fitNow(w.asks, w.strategy, w.seq);
-      if ('at' in fit.r) {
+      if (fit.machines) {
         this.waiting.splice(this.waiting.indexOf(w), 1);
         w.detach();
-        w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.entries, fit.r.at, w.since));
+        w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.machines, w.since));
         continue;
       }
       if (!blocked) {
@@ -203,11 +203,10 @@ export class GroupBook {
     id: string,
     strategy: GroupStrategy,
     asks: NormalizedAsk[],
-    entries: MachineEntry[],
-    at: number[],
+    machines: MachineEntry[],
     since?: number,
   ): GroupGrant {
-    const g = commitGroup(this.s, id, strategy, asks, entries, at);
+    const g = commitGroup(this.s, id, strategy, asks, machines);
     this.held.set(id, g);
     this.s.events.emit({
       kind: 'group_placed',
@@ -218,19 +217,20 @@ export class GroupBook {
     return g.grant;
   }
 
-  /** The search against free room behind waiters older than `seq`. */
+  /** The search against free room behind waiters older than `seq`: the result, and each member's machine if it fits. */
   #fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
-    const { bins, entries } = binsOf(this.s, true, seq, strategy === 'spread' || strategy === 'strict_spread');
-    const r: FitResult = fitGroup(fitMembers(asks, entries), bins, strategy);
-    return { r, entries };
+    const b = binsOf(this.s, asks, true, seq, strategy === 'spread' || strategy === 'strict_spread');
+    const r: FitResult = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
+    return { r, machines: 'at' in r ? r.at.map((bin, i) => b.machineAt(bin, r.slot[i])) : undefined };
   }
 
   /** The oldest blocked group holds back each member's amount where it is closest to fitting (rule G4). */
   #reserve(w: WaitingGroup): void {
-    const { bins, entries } = binsOf(this.s, false, w.seq, true);
-    const r = fitGroup(fitMembers(w.asks, entries), bins, w.strategy);
+    const b = binsOf(this.s, w.asks, false, w.seq, true);
+    const r = fitGroup(fitMembers(w.asks, b.entries), b.bins, w.strategy);
     if (!('at' in r)) return;
-    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), entries[r.at[i]]));
+    const machines = r.at.map((bin, i) => b.machineAt(bin, r.slot[i]));
+    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), machines[i]));
   }
 
   /**
@@ -262,8 +262,8 @@ export class GroupBook {
    *   each counted empty, could ever hold the group by its strategy (rule G5).
    */
   #everFits(asks: NormalizedAsk[], strategy: GroupStrategy): void {
-    const { bins, entries } = binsOf(this.s, false, 0, true);
-    const r = fitGroup(fitMembers(asks, entries), bins, strategy);
+    const b = binsOf(this.s, asks, false, 0, true);
+    const r = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     if ('at' in r || r.detail.includes('ran out of steps')) return;
     throw new BerthError(
       'failed_precondition',
