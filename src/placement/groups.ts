@@ -19,6 +19,7 @@ import {
   type HeldGroup,
 } from './group-books.js';
 import type { LabelGrace } from './grace.js';
+import { restoreGroupBooks, type RestoredGroup } from './group-restore.js';
 import type { MachineEntry } from './machines.js';
 import type { PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
@@ -197,6 +198,24 @@ export class GroupBook {
       for (const l of lost)
         this.s.events.emit({ kind: 'group_lost', claimId: l.id, machine: name, detail: l.detail, outcome: 'lost' });
     };
+  }
+
+  /**
+   * Takes back group `r` as the journal kept it, whole (rule G7): group_placed says it was restored.
+   * @throws BerthError FAILED_PRECONDITION naming the group when any member cannot be taken back (nothing is).
+   */
+  restore(r: RestoredGroup): GroupGrant {
+    if (this.held.has(r.groupId))
+      throw new BerthError('failed_precondition', `group ${r.groupId} cannot be restored: it is held already`);
+    const g = restoreGroupBooks(this.s, r);
+    this.held.set(r.groupId, g);
+    this.s.events.emit({
+      kind: 'group_placed',
+      claimId: r.groupId,
+      detail: `restored from the journal: ${r.members.length} member(s), ${r.strategy}: ${whereDetail(g)}`,
+      durationMs: 0,
+    });
+    return g.grant;
   }
 
   #commit(

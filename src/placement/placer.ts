@@ -25,6 +25,7 @@ import { Settler } from './settle.js';
 import { GroupBook, type GroupQueuedInfo } from './groups.js';
 import type { GroupGrant } from './group-books.js';
 import type { GroupStrategy } from './group-fit.js';
+import type { RestoredGroup } from './group-restore.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
@@ -332,6 +333,19 @@ export class Placer {
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /** The held group `groupId`, if any. */
+  heldGroup(groupId: string): GroupGrant | undefined {
+    return this.#groups.held.get(groupId)?.grant;
+  }
+
+  /**
+   * Takes back group `r` as the journal kept it, every member with exactly its allocation, or none (rule G7).
+   * @throws BerthError FAILED_PRECONDITION "group <id> cannot be restored: …" (a machine or resources gone).
+   */
+  restoreGroup(r: RestoredGroup): GroupGrant {
+    return this.#groups.restore(r);
   }
 
   /** Gives every member of group `groupId` back in one step (rule G1, SPEC P8). Idempotent: false when none held. */

@@ -38,10 +38,15 @@ function toAllocation(a: AllocationGrant): Allocation {
   return { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env, resources: namedPlain(a.resources) };
 }
 
-/** A granted group → berth.v1.GroupGranted, members in the order asked. */
-export function toGroupGranted(g: GroupGrant): GroupGranted {
+/**
+ * A granted group → berth.v1.GroupGranted, members in the order asked, with its resume token (rule G7) and whether
+ * it answers a resume.
+ */
+export function toGroupGranted(g: GroupGrant, resumeToken: string, resumed = false): GroupGranted {
   return {
     groupId: g.groupId,
+    resumeToken,
+    resumed,
     strategy: TO_WIRE[g.strategy],
     members: g.members.map((m, index) => ({
       index,

@@ -34,6 +34,16 @@ export function claimGroup(
   members: Partial<Ask>[],
   strategy = GroupStrategy.GROUP_STRATEGY_UNSPECIFIED,
 ): GroupHandle {
+  return openGroup(client, { kind: { $case: 'ask', value: { members: members.map((m) => ask(m)), strategy } } });
+}
+
+/** Opens a ClaimGroup stream taking back restored group `groupId` with its resume token (rule G7). */
+export function resumeGroup(client: PlacementServiceClient, groupId: string, resumeToken: string): GroupHandle {
+  return openGroup(client, { kind: { $case: 'resume', value: { groupId, resumeToken } } });
+}
+
+/** Opens a ClaimGroup stream and sends `first`. */
+function openGroup(client: PlacementServiceClient, first: ClaimGroupRequest): GroupHandle {
   const call = client.claimGroup();
   let onGranted!: (g: GroupGranted) => void;
   let failGranted!: (e: unknown) => void;
@@ -57,7 +67,7 @@ export function claimGroup(
     if (r.kind?.$case === 'granted') onGranted(r.kind.value);
     if (r.kind?.$case === 'queued') onQueued(r.kind.value);
   });
-  call.write({ kind: { $case: 'ask', value: { members: members.map((m) => ask(m)), strategy } } });
+  call.write(first);
   return {
     call,
     granted,

@@ -1,19 +1,24 @@
 /**
- * ClaimGroup RPC (docs/rules.md G1–G5): one stream is one lease for a set of asks. First client message: a GroupAsk.
- * Server writes zero or more GroupQueued, then one GroupGranted naming each member's machine and allocation. The
+ * ClaimGroup RPC (docs/rules.md G1–G5, G7): one stream is one lease for a set of asks. First client message: a
+ * GroupAsk. Server writes zero or more GroupQueued, then one GroupGranted naming each member's machine and
+ * allocation, with a resume token, once the group is journaled (SPEC S4). Or first message: a GroupResume (group id
+ * + token) taking back a group restored after a restart, answered by the same GroupGranted with resumed=true. The
  * lease ends on GroupRelease (answered by GroupReleased), half-close, cancel, disconnect, the drain (UNAVAILABLE) or
  * a member's machine leaving (UNAVAILABLE naming the member): every ending gives every member back (SPEC P8).
- * Errors: INVALID_ARGUMENT naming `members[i].<field>`, a first message that is not an ask, more than MAX_MEMBERS,
- * anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension (rule G5).
+ * Errors: INVALID_ARGUMENT naming `members[i].<field>`, a first message that is neither ask nor resume, more than
+ * MAX_MEMBERS, anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension
+ * (rule G5); NOT_FOUND for a resume no awaiting group matches; UNAVAILABLE when the journal could not be written.
  */
 import type { ClaimGroupRequest, ClaimGroupResponse, GroupGranted } from '../../../generated/ts/berth/v1/groups.js';
 import { BerthError } from '../../errors.js';
+import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { GroupGrant } from '../../placement/group-books.js';
 import type { GroupQueuedInfo } from '../../placement/groups.js';
 import type { ServerContext } from '../context.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
 import { fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
+import { hashToken, newResumeToken } from '../resume-tokens.js';
 
 type Next = IteratorResult<ClaimGroupRequest>;
 
@@ -29,16 +34,25 @@ export function claimGroupHandler(ctx: ServerContext) {
       if (scope.aborted) throw scope.reason;
       return;
     }
+    const owner = caller.scoped ? caller.name : undefined;
+    if (first.value.kind?.$case === 'resume') {
+      const r = first.value.kind.value;
+      const grant = ctx.groupHolds.resume(r.groupId, r.resumeToken, owner);
+      const pending = it.next();
+      pending.catch(() => {});
+      scope.keepThroughDrain();
+      await lease(ctx, grant, toGroupGranted(grant, r.resumeToken, true), Promise.resolve(), pending, sink, scope);
+      return;
+    }
     if (first.value.kind?.$case !== 'ask')
       throw new BerthError(
         'invalid_argument',
-        `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
+        `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
     const g = first.value.kind.value;
     if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
       throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
     const strategy = fromStrategy(g.strategy);
-    const owner = caller.scoped ? caller.name : undefined;
     const asks = g.members.map((a, i) => {
       const n = normalizeAsk(a, `members[${i}]`);
       if (n.holdMs)
@@ -72,7 +86,10 @@ export function claimGroupHandler(ctx: ServerContext) {
     const grant = claimed instanceof Promise ? await waitForGroup(ctx, claimed, pending, scope) : claimed;
     if (!grant) return;
     scope.keepThroughDrain();
-    await lease(ctx, grant, toGroupGranted(grant), writes, pending, sink, scope);
+    const token = newResumeToken();
+    // A journaled group can be taken back within --claim-hold after a restart (rule G7): its token's hash.
+    ctx.journal?.groupHolder(grant.groupId, hashToken(token).toString('base64'));
+    await lease(ctx, grant, toGroupGranted(grant, token), writes, pending, sink, scope);
   });
 }
 
@@ -91,6 +108,7 @@ async function lease(
   let onLost: (() => void) | undefined;
   try {
     await writes;
+    await durable(ctx, id); // GroupGranted only once the group is journaled (SPEC S4)
     await sink.write({ kind: { $case: 'granted', value: granted } });
     const lost = new Promise<{ lost: unknown }>((resolve) => {
       onLost = () => resolve({ lost: grant.lost.reason });
@@ -107,6 +125,7 @@ async function lease(
     if (next.value.kind?.$case === 'release') {
       why = 'released';
       ctx.placer.releaseGroup(id, why);
+      await durable(ctx, id); // GroupReleased only once the release is journaled
       await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
       return;
     }
@@ -118,6 +137,15 @@ async function lease(
     if (onLost) grant.lost.removeEventListener('abort', onLost);
     const draining = scope.aborted && ctx.live.draining;
     ctx.placer.releaseGroup(id, draining ? 'server draining' : why);
+  }
+}
+
+/** Waits until the journal holds what the placer did to group `id`. @throws BerthError as `unjournaled` says. */
+async function durable(ctx: ServerContext, id: string): Promise<void> {
+  try {
+    await ctx.journal?.flushed(id);
+  } catch (err) {
+    throw unjournaled(id, err);
   }
 }
 

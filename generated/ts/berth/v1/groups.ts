@@ -84,6 +84,14 @@ export interface GroupAsk {
 export interface GroupRelease {
 }
 
+/** GroupResume names a group restored after a server restart and proves it is its holder's (SPEC S3, rule G7). */
+export interface GroupResume {
+  /** Id of the group, from its GroupGranted. */
+  groupId: string;
+  /** The resume token from its GroupGranted. */
+  resumeToken: string;
+}
+
 /** ClaimGroupRequest is one client message on a ClaimGroup stream. */
 export interface ClaimGroupRequest {
   /** The message. */
@@ -94,6 +102,12 @@ export interface ClaimGroupRequest {
     | //
     /** Later message: give every member back. */
     { $case: "release"; value: GroupRelease }
+    | //
+    /**
+     * First message instead of an ask: take back a group the server restored after a restart, answered by its
+     * GroupGranted (same members, machines and allocations) or NOT_FOUND when no group of that id and token awaits.
+     */
+    { $case: "resume"; value: GroupResume }
     | undefined;
 }
 
@@ -136,6 +150,13 @@ export interface GroupGranted {
   strategy: GroupStrategy;
   /** The members, in the order asked. */
   members: GroupMember[];
+  /**
+   * The secret that lets this group's holder take it back after a server restart (ClaimGroupRequest.resume):
+   * at least 122 random bits, never logged.
+   */
+  resumeToken: string;
+  /** True when this GroupGranted answers a GroupResume: the group was kept for its holder, not granted anew. */
+  resumed: boolean;
 }
 
 /** GroupReleased acknowledges a GroupRelease; the stream closes after it. */
@@ -329,6 +350,99 @@ export const GroupRelease: MessageFns<GroupRelease> = {
   },
 };
 
+function createBaseGroupResume(): GroupResume {
+  return { groupId: "", resumeToken: "" };
+}
+
+export const GroupResume: MessageFns<GroupResume> = {
+  encode(message: GroupResume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(18).string(message.resumeToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GroupResume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGroupResume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GroupResume {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+    };
+  },
+
+  toJSON(message: GroupResume): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GroupResume>, I>>(base?: I): GroupResume {
+    return GroupResume.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GroupResume>, I>>(object: I): GroupResume {
+    const message = createBaseGroupResume();
+    message.groupId = object.groupId ?? "";
+    message.resumeToken = object.resumeToken ?? "";
+    return message;
+  },
+};
+
 function createBaseClaimGroupRequest(): ClaimGroupRequest {
   return { kind: undefined };
 }
@@ -341,6 +455,9 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
         break;
       case "release":
         GroupRelease.encode(message.kind.value, writer.uint32(18).fork()).join();
+        break;
+      case "resume":
+        GroupResume.encode(message.kind.value, writer.uint32(26).fork()).join();
         break;
     }
     return writer;
@@ -375,6 +492,14 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
             message.kind = { $case: "release", value: GroupRelease.decode(reader, reader.uint32()) };
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = { $case: "resume", value: GroupResume.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -393,6 +518,8 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
         ? { $case: "ask", value: GroupAsk.fromJSON(object.ask) }
         : isSet(object.release)
         ? { $case: "release", value: GroupRelease.fromJSON(object.release) }
+        : isSet(object.resume)
+        ? { $case: "resume", value: GroupResume.fromJSON(object.resume) }
         : undefined,
     };
   },
@@ -403,6 +530,8 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
       obj.ask = GroupAsk.toJSON(message.kind.value);
     } else if (message.kind?.$case === "release") {
       obj.release = GroupRelease.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "resume") {
+      obj.resume = GroupResume.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -422,6 +551,12 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
       case "release": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "release", value: GroupRelease.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "resume": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "resume", value: GroupResume.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -707,7 +842,7 @@ export const GroupMember: MessageFns<GroupMember> = {
 };
 
 function createBaseGroupGranted(): GroupGranted {
-  return { groupId: "", strategy: 0, members: [] };
+  return { groupId: "", strategy: 0, members: [], resumeToken: "", resumed: false };
 }
 
 export const GroupGranted: MessageFns<GroupGranted> = {
@@ -720,6 +855,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     }
     for (const v of message.members) {
       GroupMember.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(34).string(message.resumeToken);
+    }
+    if (message.resumed !== false) {
+      writer.uint32(40).bool(message.resumed);
     }
     return writer;
   },
@@ -761,6 +902,22 @@ export const GroupGranted: MessageFns<GroupGranted> = {
             message.members.push(GroupMember.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.resumed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -782,6 +939,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
         : "",
       strategy: isSet(object.strategy) ? groupStrategyFromJSON(object.strategy) : 0,
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => GroupMember.fromJSON(e)) : [],
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+      resumed: isSet(object.resumed) ? globalThis.Boolean(object.resumed) : false,
     };
   },
 
@@ -796,6 +959,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     if (message.members?.length) {
       obj.members = message.members.map((e) => GroupMember.toJSON(e));
     }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    if (message.resumed !== false) {
+      obj.resumed = message.resumed;
+    }
     return obj;
   },
 
@@ -807,6 +976,8 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     message.groupId = object.groupId ?? "";
     message.strategy = object.strategy ?? 0;
     message.members = object.members?.map((e) => GroupMember.fromPartial(e)) || [];
+    message.resumeToken = object.resumeToken ?? "";
+    message.resumed = object.resumed ?? false;
     return message;
   },
 };

@@ -34,13 +34,23 @@ class GroupRelease(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GroupResume(_message.Message):
+    __slots__ = ("group_id", "resume_token")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    resume_token: str
+    def __init__(self, group_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
+
 class ClaimGroupRequest(_message.Message):
-    __slots__ = ("ask", "release")
+    __slots__ = ("ask", "release", "resume")
     ASK_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     ask: GroupAsk
     release: GroupRelease
-    def __init__(self, ask: _Optional[_Union[GroupAsk, _Mapping]] = ..., release: _Optional[_Union[GroupRelease, _Mapping]] = ...) -> None: ...
+    resume: GroupResume
+    def __init__(self, ask: _Optional[_Union[GroupAsk, _Mapping]] = ..., release: _Optional[_Union[GroupRelease, _Mapping]] = ..., resume: _Optional[_Union[GroupResume, _Mapping]] = ...) -> None: ...
 
 class GroupQueued(_message.Message):
     __slots__ = ("group_id", "member", "dimension", "detail", "position")
@@ -71,14 +81,18 @@ class GroupMember(_message.Message):
     def __init__(self, index: _Optional[int] = ..., claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ...) -> None: ...
 
 class GroupGranted(_message.Message):
-    __slots__ = ("group_id", "strategy", "members")
+    __slots__ = ("group_id", "strategy", "members", "resume_token", "resumed")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     strategy: GroupStrategy
     members: _containers.RepeatedCompositeFieldContainer[GroupMember]
-    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ...) -> None: ...
+    resume_token: str
+    resumed: bool
+    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ..., resume_token: _Optional[str] = ..., resumed: _Optional[bool] = ...) -> None: ...
 
 class GroupReleased(_message.Message):
     __slots__ = ("group_id",)
