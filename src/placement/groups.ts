@@ -73,13 +73,14 @@ export class GroupBook {
     strategy: GroupStrategy,
     opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
   ): GroupGrant | Promise<GroupGrant> {
-    const judge = this.#checkMembers(asks);
+    const judge = this.checkMembers(asks);
     const id = newGroupId();
     const seq = this.s.queue.nextSeq();
     const older = this.waiting.length > 0;
-    const fit = older ? undefined : this.#fitNow(asks, strategy, seq);
+    const fit = older ? undefined : this.fitNow(asks, strategy, seq);
     if (fit?.machines) return this.#commit(id, strategy, asks, fit.machines);
-    if (judge) this.#everFits(asks, strategy); // a group that fits now needs no such search
+    const never = judge ? this.neverFits(asks, strategy) : undefined; // a group that fits now needs no such search
+    if (never) throw new BerthError('failed_precondition', never);
     if (opts.signal.aborted) throw opts.signal.reason;
     return new Promise<GroupGrant>((resolve, reject) => {
       const onAbort = () => this.abandon(w, opts.signal.reason);
@@ -120,7 +121,7 @@ export class GroupBook {
     this.#pins = [];
     let blocked: WaitingGroup | undefined;
     for (const w of [...this.waiting]) {
-      const fit = this.#fitNow(w.asks, w.strategy, w.seq);
+      const fit = this.fitNow(w.asks, w.strategy, w.seq);
       if (fit.machines) {
         this.waiting.splice(this.waiting.indexOf(w), 1);
         w.detach();
@@ -237,7 +238,7 @@ export class GroupBook {
   }
 
   /** The search against free room behind waiters older than `seq`: the result, and each member's machine if it fits. */
-  #fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
+  fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
     const b = binsOf(this.s, asks, true, seq, strategy === 'spread' || strategy === 'strict_spread');
     const r: FitResult = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     return { r, machines: 'at' in r ? r.at.map((bin, i) => b.machineAt(bin, r.slot[i])) : undefined };
@@ -257,7 +258,7 @@ export class GroupBook {
    * ever fitting yet: a member's label is coming back (SPEC P3 grace), the restart grace runs, or a provisioner covers
    * it. @throws BerthError INVALID_ARGUMENT for a pool; FAILED_PRECONDITION naming `members[i]` (LabelGrace.check).
    */
-  #checkMembers(asks: NormalizedAsk[]): boolean {
+  checkMembers(asks: NormalizedAsk[]): boolean {
     let judge = true;
     asks.forEach((a, i) => {
       if (a.pools)
@@ -277,17 +278,15 @@ export class GroupBook {
   }
 
   /**
-   * @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no set of attached machines,
-   *   each counted empty, could ever hold the group by its strategy (rule G5).
+   * Why no set of attached machines, each counted empty, could ever hold the group by its strategy (rule G5): e.g.
+   * "members[1].gpus: no set of machines could ever hold this pack group: …"; undefined when some set could (or the
+   * search ran out of steps: not judged).
    */
-  #everFits(asks: NormalizedAsk[], strategy: GroupStrategy): void {
+  neverFits(asks: NormalizedAsk[], strategy: GroupStrategy): string | undefined {
     const b = binsOf(this.s, asks, false, 0, true);
     const r = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
-    if ('at' in r || r.detail.includes('ran out of steps')) return;
-    throw new BerthError(
-      'failed_precondition',
-      `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`,
-    );
+    if ('at' in r || r.detail.includes('ran out of steps')) return undefined;
+    return `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`;
   }
 }
 

@@ -26,6 +26,7 @@ import { GroupBook, type GroupQueuedInfo } from './groups.js';
 import type { GroupGrant } from './group-books.js';
 import type { GroupStrategy } from './group-fit.js';
 import type { RestoredGroup } from './group-restore.js';
+import { groupVerdict, type GroupVerdict } from './group-verdict.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
@@ -383,6 +384,18 @@ export class Placer {
       (a) => s.prov?.covers(a) ?? false,
       ask,
       (m, amount) => pools && placeable(m) && m.books.fitsNow(amount, s.queue.reserved.on(m)),
+    );
+  }
+
+  /**
+   * What ClaimGroup would meet with `asks` by `strategy` now, changing nothing (Satisfiable, rule G8; see
+   * group-verdict.ts). @throws BerthError INVALID_ARGUMENT for a member taking a cluster-wide pool.
+   */
+  groupVerdict(asks: NormalizedAsk[], strategy: GroupStrategy): GroupVerdict {
+    return groupVerdict(
+      this.#groups,
+      asks.map((a) => splitPools(this.#s, a)),
+      strategy,
     );
   }
 

@@ -9,11 +9,18 @@
  * MAX_MEMBERS, anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension
  * (rule G5); NOT_FOUND for a resume no awaiting group matches; UNAVAILABLE when the journal could not be written.
  */
-import type { ClaimGroupRequest, ClaimGroupResponse, GroupGranted } from '../../../generated/ts/berth/v1/groups.js';
+import type {
+  ClaimGroupRequest,
+  ClaimGroupResponse,
+  GroupAsk,
+  GroupGranted,
+} from '../../../generated/ts/berth/v1/groups.js';
 import { BerthError } from '../../errors.js';
 import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { GroupGrant } from '../../placement/group-books.js';
+import type { GroupStrategy } from '../../placement/group-fit.js';
+import type { NormalizedAsk } from '../../placement/types.js';
 import type { GroupQueuedInfo } from '../../placement/groups.js';
 import type { ServerContext } from '../context.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
@@ -49,30 +56,7 @@ export function claimGroupHandler(ctx: ServerContext) {
         'invalid_argument',
         `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
-    const g = first.value.kind.value;
-    if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
-      throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
-    const strategy = fromStrategy(g.strategy);
-    const asks = g.members.map((a, i) => {
-      const n = normalizeAsk(a, `members[${i}]`);
-      if (n.holdMs)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
-        );
-      // The group search books whole GPUs only (docs/groups.md): shares and types are single-claim asks for now.
-      if (n.gpuShare)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].gpu_share: a group member takes whole GPUs (got ${n.gpuShare / 10_000})`,
-        );
-      if (n.gpuType)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
-        );
-      return { ...n, owner };
-    });
+    const { asks, strategy } = groupAsks(first.value.kind.value, owner);
     if (scope.aborted) throw scope.reason;
 
     const pending = it.next();
@@ -91,6 +75,38 @@ export function claimGroupHandler(ctx: ServerContext) {
     ctx.journal?.groupHolder(grant.groupId, hashToken(token).toString('base64'));
     await lease(ctx, grant, toGroupGranted(grant, token), writes, pending, sink, scope);
   });
+}
+
+/**
+ * The members of `g` normalized, each with `owner` (SPEC R7), and its strategy.
+ * @throws BerthError INVALID_ARGUMENT naming `members` (none, or more than MAX_MEMBERS), `members[i].<field>` (a bad
+ *   ask, hold_ms, a GPU share or type: not taken by group members yet) or `strategy`.
+ */
+export function groupAsks(g: GroupAsk, owner: string | undefined): { asks: NormalizedAsk[]; strategy: GroupStrategy } {
+  if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
+    throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
+  const strategy = fromStrategy(g.strategy);
+  const asks = g.members.map((a, i) => {
+    const n = normalizeAsk(a, `members[${i}]`);
+    if (n.holdMs)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
+      );
+    // The group search books whole GPUs only (docs/groups.md): shares and types are single-claim asks for now.
+    if (n.gpuShare)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].gpu_share: a group member takes whole GPUs (got ${n.gpuShare / 10_000})`,
+      );
+    if (n.gpuType)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
+      );
+    return { ...n, owner };
+  });
+  return { asks, strategy };
 }
 
 /** Serves a granted group: writes Granted, then waits for release, half-close, a member lost or the stream's end. */
