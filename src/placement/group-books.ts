@@ -8,6 +8,7 @@ import type { Amount } from '../resources/books.js';
 import { amountOf, eligible, requires } from './choose.js';
 import { allocationEnv } from './env.js';
 import type { Bin, FitMember, GroupStrategy, Room } from './group-fit.js';
+import type { Requeue } from './groups.js';
 import { Lease } from './lease.js';
 import type { MachineEntry } from './machines.js';
 import { placeable, type Held, type PlacerState } from './state.js';
@@ -20,6 +21,8 @@ export interface GroupGrant {
   members: Grant[];
   /** Aborts when the group ends: released, or a member's machine lost (UNAVAILABLE naming member and machine). */
   lost: AbortSignal;
+  /** Set before `lost` aborts when the group waits again after the loss (rule G9): the promise of its next grant. */
+  requeued?: Promise<GroupGrant>;
 }
 
 /** A group in the books. */
@@ -28,6 +31,8 @@ export interface HeldGroup {
   held: Held[];
   since: number;
   abort: AbortController;
+  /** Set when losing a member's machine requeues the group (rule G9). */
+  again?: Requeue;
 }
 
 /** A new group id: `g-` and 122 random bits (a claim id's strength, SPEC R7). */

@@ -22,7 +22,7 @@ import type { Provisioning } from './provisioner.js';
 import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
-import { GroupBook, type GroupQueuedInfo } from './groups.js';
+import { GroupBook, type GroupClaimOptions } from './groups.js';
 import type { GroupGrant } from './group-books.js';
 import type { GroupStrategy } from './group-fit.js';
 import type { RestoredGroup } from './group-restore.js';
@@ -323,7 +323,7 @@ export class Placer {
   claimGroup(
     asks: NormalizedAsk[],
     strategy: GroupStrategy,
-    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
+    opts: GroupClaimOptions,
   ): GroupGrant | Promise<GroupGrant> {
     try {
       return this.#groups.claim(

@@ -3,6 +3,7 @@
  */
 import {
   GroupStrategy as Wire,
+  OnMemberLost,
   type GroupGranted,
   type GroupQueued,
   type GroupView as WireView,
@@ -58,6 +59,13 @@ export function toGroupGranted(g: GroupGrant, resumeToken: string, resumed = fal
   };
 }
 
+/** berth.v1.OnMemberLost → what losing a member's machine does (rule G9): unspecified is requeue. */
+export function fromOnMemberLost(w: OnMemberLost): 'requeue' | 'fail' {
+  if (w === OnMemberLost.ON_MEMBER_LOST_FAIL) return 'fail';
+  if (w === OnMemberLost.ON_MEMBER_LOST_REQUEUE || w === OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED) return 'requeue';
+  throw new BerthError('invalid_argument', `on_member_lost: unknown value ${w}`);
+}
+
 /** Why a group waits → berth.v1.GroupQueued. */
 export function toGroupQueued(q: GroupQueuedInfo): GroupQueued {
   return {
@@ -66,6 +74,7 @@ export function toGroupQueued(q: GroupQueuedInfo): GroupQueued {
     dimension: q.dimension,
     detail: queuedDetail(q),
     position: q.position,
+    requeued: q.requeued ?? false,
   };
 }
 
@@ -91,6 +100,7 @@ export function toGroupView(v: GroupView): WireView {
             dimension: v.dimension,
             detail: v.detail,
             position: v.position,
+            requeued: false,
           }
         : undefined,
   };

@@ -24,8 +24,9 @@ const gpus = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 function judge(members: Partial<Ask>[], strategy: GroupStrategy): Promise<SatisfiableResponse> {
   return new Promise((resolve, reject) =>
-    t!.placement.satisfiable({ ask: undefined, group: { members: members.map((m) => ask(m)), strategy } }, (e, r) =>
-      e ? reject(e) : resolve(r!),
+    t!.placement.satisfiable(
+      { ask: undefined, group: { members: members.map((m) => ask(m)), strategy, onMemberLost: 0 } },
+      (e, r) => (e ? reject(e) : resolve(r!)),
     ),
   );
 }

@@ -24,7 +24,7 @@ import type { NormalizedAsk } from '../../placement/types.js';
 import type { GroupQueuedInfo } from '../../placement/groups.js';
 import type { ServerContext } from '../context.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
-import { fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
+import { fromOnMemberLost, fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
 import { hashToken, newResumeToken } from '../resume-tokens.js';
 
 type Next = IteratorResult<ClaimGroupRequest>;
@@ -48,7 +48,7 @@ export function claimGroupHandler(ctx: ServerContext) {
       const pending = it.next();
       pending.catch(() => {});
       scope.keepThroughDrain();
-      await lease(ctx, grant, toGroupGranted(grant, r.resumeToken, true), Promise.resolve(), pending, sink, scope);
+      await lease(ctx, grant, r.resumeToken, true, () => Promise.resolve(), pending, sink, scope);
       return;
     }
     if (first.value.kind?.$case !== 'ask')
@@ -56,7 +56,7 @@ export function claimGroupHandler(ctx: ServerContext) {
         'invalid_argument',
         `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
-    const { asks, strategy } = groupAsks(first.value.kind.value, owner);
+    const { asks, strategy, onMemberLost } = groupAsks(first.value.kind.value, owner);
     if (scope.aborted) throw scope.reason;
 
     const pending = it.next();
@@ -66,14 +66,11 @@ export function claimGroupHandler(ctx: ServerContext) {
       writes = writes.then(() => sink.write({ kind: { $case: 'queued', value: toGroupQueued(q) } }));
       writes.catch(() => {});
     };
-    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued });
+    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued, onMemberLost });
     const grant = claimed instanceof Promise ? await waitForGroup(ctx, claimed, pending, scope) : claimed;
     if (!grant) return;
     scope.keepThroughDrain();
-    const token = newResumeToken();
-    // A journaled group can be taken back within --claim-hold after a restart (rule G7): its token's hash.
-    ctx.journal?.groupHolder(grant.groupId, hashToken(token).toString('base64'));
-    await lease(ctx, grant, toGroupGranted(grant, token), writes, pending, sink, scope);
+    await lease(ctx, grant, newResumeToken(), false, () => writes, pending, sink, scope);
   });
 }
 
@@ -82,7 +79,10 @@ export function claimGroupHandler(ctx: ServerContext) {
  * @throws BerthError INVALID_ARGUMENT naming `members` (none, or more than MAX_MEMBERS), `members[i].<field>` (a bad
  *   ask, hold_ms, a GPU share or type: not taken by group members yet) or `strategy`.
  */
-export function groupAsks(g: GroupAsk, owner: string | undefined): { asks: NormalizedAsk[]; strategy: GroupStrategy } {
+export function groupAsks(
+  g: GroupAsk,
+  owner: string | undefined,
+): { asks: NormalizedAsk[]; strategy: GroupStrategy; onMemberLost: 'requeue' | 'fail' } {
   if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
     throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
   const strategy = fromStrategy(g.strategy);
@@ -106,51 +106,71 @@ export function groupAsks(g: GroupAsk, owner: string | undefined): { asks: Norma
       );
     return { ...n, owner };
   });
-  return { asks, strategy };
+  return { asks, strategy, onMemberLost: fromOnMemberLost(g.onMemberLost) };
 }
 
-/** Serves a granted group: writes Granted, then waits for release, half-close, a member lost or the stream's end. */
+/**
+ * Serves a granted group: writes GroupGranted (with `token`, once the group is journaled with its hash, rule G7),
+ * then waits for release, half-close, a member lost or the stream's end. A group requeued after a loss (rule G9)
+ * waits again on this stream — its GroupQueued is written by the claim's onQueued — and each new grant is written
+ * and served the same way.
+ */
 async function lease(
   ctx: ServerContext,
-  grant: GroupGrant,
-  granted: GroupGranted,
-  writes: Promise<void>,
+  first: GroupGrant,
+  token: string,
+  resumed: boolean,
+  writes: () => Promise<void>,
   pending: Promise<Next>,
   sink: Sink<ClaimGroupResponse>,
   scope: CallScope,
 ): Promise<void> {
+  let grant = first;
   const id = grant.groupId;
+  const hash = hashToken(token).toString('base64');
   let why = 'stream ended';
-  let onLost: (() => void) | undefined;
+  let off: (() => void) | undefined;
   try {
-    await writes;
-    await durable(ctx, id); // GroupGranted only once the group is journaled (SPEC S4)
-    await sink.write({ kind: { $case: 'granted', value: granted } });
-    const lost = new Promise<{ lost: unknown }>((resolve) => {
-      onLost = () => resolve({ lost: grant.lost.reason });
-      if (grant.lost.aborted) onLost();
-      else grant.lost.addEventListener('abort', onLost, { once: true });
-    });
-    const next = await Promise.race([pending, lost]);
-    if ('lost' in next) throw next.lost;
-    if (next.done) {
-      if (scope.aborted) throw scope.reason;
-      why = 'half-closed';
-      return;
+    for (let again = false; ; again = true) {
+      await writes();
+      ctx.journal?.groupHolder(id, hash); // taken back within --claim-hold after a restart with this token (G7)
+      await durable(ctx, id); // GroupGranted only once the group is journaled (SPEC S4)
+      await sink.write({ kind: { $case: 'granted', value: toGroupGranted(grant, token, resumed && !again) } });
+      const g = grant;
+      const lost = new Promise<{ lost: unknown }>((resolve) => {
+        const onLost = () => resolve({ lost: g.lost.reason });
+        if (g.lost.aborted) return onLost();
+        g.lost.addEventListener('abort', onLost, { once: true });
+        off = () => g.lost.removeEventListener('abort', onLost);
+      });
+      const next = await Promise.race([pending, lost]);
+      off?.();
+      if ('lost' in next) {
+        if (!g.requeued) throw next.lost;
+        const regranted = await waitForGroup(ctx, g.requeued, pending, scope); // rule G9: the whole group waits again
+        if (!regranted) return;
+        grant = regranted;
+        continue;
+      }
+      if (next.done) {
+        if (scope.aborted) throw scope.reason;
+        why = 'half-closed';
+        return;
+      }
+      if (next.value.kind?.$case === 'release') {
+        why = 'released';
+        ctx.placer.releaseGroup(id, why);
+        await durable(ctx, id); // GroupReleased only once the release is journaled
+        await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
+        return;
+      }
+      throw new BerthError(
+        'invalid_argument',
+        `kind: only a release may follow the ask (got ${next.value.kind?.$case ?? 'an empty message'})`,
+      );
     }
-    if (next.value.kind?.$case === 'release') {
-      why = 'released';
-      ctx.placer.releaseGroup(id, why);
-      await durable(ctx, id); // GroupReleased only once the release is journaled
-      await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
-      return;
-    }
-    throw new BerthError(
-      'invalid_argument',
-      `kind: only a release may follow the ask (got ${next.value.kind?.$case ?? 'an empty message'})`,
-    );
   } finally {
-    if (onLost) grant.lost.removeEventListener('abort', onLost);
+    off?.();
     const draining = scope.aborted && ctx.live.draining;
     ctx.placer.releaseGroup(id, draining ? 'server draining' : why);
   }

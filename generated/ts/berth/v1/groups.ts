@@ -69,6 +69,52 @@ export function groupStrategyToJSON(object: GroupStrategy): string {
   }
 }
 
+/** OnMemberLost says what a granted group does when a member's machine goes away (docs/rules.md G9). */
+export enum OnMemberLost {
+  /** ON_MEMBER_LOST_UNSPECIFIED - Not given: treated as ON_MEMBER_LOST_REQUEUE. */
+  ON_MEMBER_LOST_UNSPECIFIED = 0,
+  /**
+   * ON_MEMBER_LOST_REQUEUE - Every member is given back, and the group waits again at its first arrival position on the same stream: a
+   * GroupQueued with requeued set, then a new GroupGranted.
+   */
+  ON_MEMBER_LOST_REQUEUE = 1,
+  /** ON_MEMBER_LOST_FAIL - Every member is given back and the stream ends UNAVAILABLE naming the member and the machine. */
+  ON_MEMBER_LOST_FAIL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function onMemberLostFromJSON(object: any): OnMemberLost {
+  switch (object) {
+    case 0:
+    case "ON_MEMBER_LOST_UNSPECIFIED":
+      return OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED;
+    case 1:
+    case "ON_MEMBER_LOST_REQUEUE":
+      return OnMemberLost.ON_MEMBER_LOST_REQUEUE;
+    case 2:
+    case "ON_MEMBER_LOST_FAIL":
+      return OnMemberLost.ON_MEMBER_LOST_FAIL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return OnMemberLost.UNRECOGNIZED;
+  }
+}
+
+export function onMemberLostToJSON(object: OnMemberLost): string {
+  switch (object) {
+    case OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED:
+      return "ON_MEMBER_LOST_UNSPECIFIED";
+    case OnMemberLost.ON_MEMBER_LOST_REQUEUE:
+      return "ON_MEMBER_LOST_REQUEUE";
+    case OnMemberLost.ON_MEMBER_LOST_FAIL:
+      return "ON_MEMBER_LOST_FAIL";
+    case OnMemberLost.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** GroupAsk is the first message of a ClaimGroup stream: the members, granted all at once or not at all (G1). */
 export interface GroupAsk {
   /**
@@ -78,6 +124,8 @@ export interface GroupAsk {
   members: Ask[];
   /** How the members spread. */
   strategy: GroupStrategy;
+  /** What losing a member's machine does (default: requeue). */
+  onMemberLost: OnMemberLost;
 }
 
 /** GroupRelease ends a granted group: every member is given back in one step. */
@@ -126,6 +174,11 @@ export interface GroupQueued {
   detail: string;
   /** 1-based position among waiting groups. */
   position: number;
+  /**
+   * True when the group waits again after a member's machine went away (G9): every member was given back, and its
+   * earlier GroupGranted no longer holds; a new GroupGranted follows.
+   */
+  requeued: boolean;
 }
 
 /** GroupMember is one member of a granted group: where it runs and what it holds. */
@@ -214,7 +267,7 @@ export interface GroupView {
 }
 
 function createBaseGroupAsk(): GroupAsk {
-  return { members: [], strategy: 0 };
+  return { members: [], strategy: 0, onMemberLost: 0 };
 }
 
 export const GroupAsk: MessageFns<GroupAsk> = {
@@ -224,6 +277,9 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     }
     if (message.strategy !== 0) {
       writer.uint32(16).int32(message.strategy);
+    }
+    if (message.onMemberLost !== 0) {
+      writer.uint32(24).int32(message.onMemberLost);
     }
     return writer;
   },
@@ -257,6 +313,14 @@ export const GroupAsk: MessageFns<GroupAsk> = {
             message.strategy = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.onMemberLost = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -273,6 +337,11 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     return {
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Ask.fromJSON(e)) : [],
       strategy: isSet(object.strategy) ? groupStrategyFromJSON(object.strategy) : 0,
+      onMemberLost: isSet(object.onMemberLost)
+        ? onMemberLostFromJSON(object.onMemberLost)
+        : isSet(object.on_member_lost)
+        ? onMemberLostFromJSON(object.on_member_lost)
+        : 0,
     };
   },
 
@@ -284,6 +353,9 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     if (message.strategy !== 0) {
       obj.strategy = groupStrategyToJSON(message.strategy);
     }
+    if (message.onMemberLost !== 0) {
+      obj.onMemberLost = onMemberLostToJSON(message.onMemberLost);
+    }
     return obj;
   },
 
@@ -294,6 +366,7 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     const message = createBaseGroupAsk();
     message.members = object.members?.map((e) => Ask.fromPartial(e)) || [];
     message.strategy = object.strategy ?? 0;
+    message.onMemberLost = object.onMemberLost ?? 0;
     return message;
   },
 };
@@ -566,7 +639,7 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
 };
 
 function createBaseGroupQueued(): GroupQueued {
-  return { groupId: "", member: 0, dimension: "", detail: "", position: 0 };
+  return { groupId: "", member: 0, dimension: "", detail: "", position: 0, requeued: false };
 }
 
 export const GroupQueued: MessageFns<GroupQueued> = {
@@ -585,6 +658,9 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     }
     if (message.position !== 0) {
       writer.uint32(40).uint32(message.position);
+    }
+    if (message.requeued !== false) {
+      writer.uint32(48).bool(message.requeued);
     }
     return writer;
   },
@@ -642,6 +718,14 @@ export const GroupQueued: MessageFns<GroupQueued> = {
             message.position = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.requeued = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -665,6 +749,7 @@ export const GroupQueued: MessageFns<GroupQueued> = {
       dimension: isSet(object.dimension) ? globalThis.String(object.dimension) : "",
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
       position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      requeued: isSet(object.requeued) ? globalThis.Boolean(object.requeued) : false,
     };
   },
 
@@ -685,6 +770,9 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     if (message.position !== 0) {
       obj.position = Math.round(message.position);
     }
+    if (message.requeued !== false) {
+      obj.requeued = message.requeued;
+    }
     return obj;
   },
 
@@ -698,6 +786,7 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     message.dimension = object.dimension ?? "";
     message.detail = object.detail ?? "";
     message.position = object.position ?? 0;
+    message.requeued = object.requeued ?? false;
     return message;
   },
 };
