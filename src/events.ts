@@ -38,6 +38,8 @@ export type EventKind =
   | 'group_released' // every member was given back in one step
   | 'group_lost' // a member's machine went away: the whole group was released (rule G1)
   | 'group_abandoned' // a waiting group's stream ended
+  | 'group_awaiting_holder' // a group restored after a restart awaits its holder for the claim hold (rule G7)
+  | 'group_resumed' // its holder took the restored group back with its resume token (rule G7)
   | 'watch_started';
 
 /** Why a claim waits, as berth.v1.Queued carries it (SPEC P6); amounts in cores / count / MB. */

@@ -141,7 +141,11 @@ export class BerthClient {
   satisfiable(ask: AskInput = {}, o: CallOptions = {}): Promise<SatisfiableResponse> {
     const a = toAsk(ask);
     const ctx = { label: a.label, oversizeFails: oversizeFails(a) };
-    return this.#conn.unary<SatisfiableResponse>((s, md, cb) => s.satisfiable({ ask: a }, md, cb), o.signal, ctx);
+    return this.#conn.unary<SatisfiableResponse>(
+      (s, md, cb) => s.satisfiable({ ask: a, group: undefined }, md, cb),
+      o.signal,
+      ctx,
+    );
   }
 
   /** The books: machines (engine first), waiting and held claims, calls in flight, provisioners. */

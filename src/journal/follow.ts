@@ -1,11 +1,12 @@
 /**
- * Feeds the journal from the event bus (issue 19 item 4): every grant, release and loss of a claim,
+ * Feeds the journal from the event bus (issue 19 item 4): every grant, release and loss of a claim or a group,
  * every worker attached or gone, every call started and ended becomes a queued journal change, made
  * synchronously when the event is emitted. The placer never waits for the journal; the handlers
  * that acknowledge await `journal.flushed()` before they answer (SPEC S4).
  */
 import type { BerthEvent, EventBus } from '../events.js';
 import type { Placer } from '../placement/placer.js';
+import type { AllocationGrant } from '../placement/types.js';
 import { keptEnding } from './ending.js';
 import { historyEntries, type HistoryEntry } from './history.js';
 import type { Journal } from './journal.js';
@@ -30,19 +31,11 @@ export function followEvents(
       case 'node_placed': {
         const g = e.claimId === undefined ? undefined : placer.get(e.claimId);
         if (!g || journal.holds(g.claimId)) return; // a restored claim is journaled already
-        const a = g.allocation;
         journal.claimHeld({
           claimId: g.claimId,
           machine: g.machine,
           remote: g.remote,
-          allocation: {
-            cpus: a.cpus,
-            gpuIds: a.gpuIds,
-            ramMb: a.ramMb,
-            env: a.env,
-            ...(a.resources ? { resources: a.resources } : {}),
-            ...(a.gpuShare ? { gpuShare: a.gpuShare } : {}),
-          },
+          allocation: allocationRecord(g.allocation),
           clamped: g.clamped,
           fellBack: g.fellBack,
           ask: g.ask,
@@ -52,6 +45,23 @@ export function followEvents(
         });
         return;
       }
+      case 'group_placed': {
+        const g = e.claimId === undefined ? undefined : placer.heldGroup(e.claimId);
+        if (!g || journal.holdsGroup(g.groupId)) return; // a restored group is journaled already
+        const members = g.members.map((m) => ({
+          claimId: m.claimId,
+          machine: m.machine,
+          remote: m.remote,
+          allocation: allocationRecord(m.allocation),
+          ask: m.ask,
+        }));
+        journal.groupHeld({ groupId: g.groupId, strategy: g.strategy, members, tokenHash: '', at: e.timeMs });
+        return;
+      }
+      case 'group_released':
+      case 'group_lost':
+        if (e.claimId !== undefined) journal.groupGone(e.claimId);
+        return;
       case 'claim_released':
       case 'claim_lost': {
         if (e.claimId === undefined) return;
@@ -102,6 +112,18 @@ export function followEvents(
       }
     }
   });
+}
+
+/** What a claim's record keeps of allocation `a`: exactly what it holds. */
+function allocationRecord(a: AllocationGrant) {
+  return {
+    cpus: a.cpus,
+    gpuIds: a.gpuIds,
+    ramMb: a.ramMb,
+    env: a.env,
+    ...(a.resources ? { resources: a.resources } : {}),
+    ...(a.gpuShare ? { gpuShare: a.gpuShare } : {}),
+  };
 }
 
 /** The facts of history entry `h` every ended record keeps (SPEC S9). */

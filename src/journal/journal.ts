@@ -16,6 +16,7 @@ import {
   type CallRecord,
   type ClaimRecord,
   type EndedRecord,
+  type GroupRecord,
   type JournalState,
   type ReleasedRecord,
   type WorkerRecord,
@@ -41,6 +42,7 @@ export class Journal {
   #closed = false;
   #frozenWorkers = false;
   readonly #claims = new Map<string, ClaimRecord>();
+  readonly #groups = new Map<string, GroupRecord>();
   /** Claims whose record is over the store's per-write limit (never written) → why, until they go. */
   readonly #refused = new Map<string, StoreError>();
   /** The labels of each worker known, for the label records its leaving writes. */
@@ -83,6 +85,7 @@ export class Journal {
     state.ended = state.ended.filter((e) => j.#ended.has(KEYS.ended(e.callId)));
     state.released = state.released.filter((r) => j.#ended.has(KEYS.released(r.claimId)));
     for (const c of state.claims) j.#claims.set(c.claimId, c);
+    for (const g of state.groups) j.#groups.set(g.groupId, g);
     for (const w of state.workers) j.#labels.set(w.name, w.labels);
     j.#prune = setInterval(() => j.#pruneEnded(), Math.min(j.#retentionMs, 60_000));
     j.#prune.unref();
@@ -91,7 +94,8 @@ export class Journal {
 
   /**
    * Resolves once every change queued so far is durable; rejects with StoreError when its batch failed, or (given
-   * `claimId`) when that claim's record is over the store's per-write limit and was not written (`tooLarge`).
+   * `claimId`, a claim's or a group's id) when its record is over the store's per-write limit and was not written
+   * (`tooLarge`).
    */
   flushed(claimId?: string): Promise<void> {
     const refused = claimId === undefined ? undefined : this.#refused.get(claimId);
@@ -169,6 +173,31 @@ export class Journal {
   /** The claim ids journaled now (held, or restored and awaiting their holder). */
   get claims(): number {
     return this.#claims.size;
+  }
+
+  /** A group was granted (or restored): one record with every member's allocation (rule G7). */
+  groupHeld(g: GroupRecord): void {
+    this.#groups.set(g.groupId, g);
+    const err = this.#change({ key: KEYS.group(g.groupId), value: g });
+    if (err) this.#refused.set(g.groupId, err);
+    else this.#refused.delete(g.groupId);
+  }
+
+  /** The hash of group `groupId`'s resume token is added to its record (rule G7). No-op for a group not journaled. */
+  groupHolder(groupId: string, tokenHash: string): void {
+    const g = this.#groups.get(groupId);
+    if (g) this.groupHeld({ ...g, tokenHash });
+  }
+
+  /** The group was released or lost: its record goes, every member with it. No-op for a group not journaled. */
+  groupGone(groupId: string): void {
+    this.#refused.delete(groupId);
+    if (this.#groups.delete(groupId)) this.#change({ key: KEYS.group(groupId), delete: true });
+  }
+
+  /** True when group `groupId` is journaled (held, or restored and awaiting its holder). */
+  holdsGroup(groupId: string): boolean {
+    return this.#groups.has(groupId);
   }
 
   /** A call started. */

@@ -2,8 +2,9 @@
  * What the journal keeps (issue 19 item 4), one record per key: `worker/<name>` (a worker known),
  * `claim/<id>` (a claim held), `call/<id>` (a call in flight), `ended/<id>` (how an ended call
  * ended, kept for the retention period: one call id = one execution across restarts), `released/<id>` (how an
- * ended claim ended; the last two are the history, SPEC S9) and `label/<label>` (when a worker carrying it last
- * left: its reconnect grace outlives a restart, SPEC P3). Read back
+ * ended claim ended; the last two are the history, SPEC S9), `label/<label>` (when a worker carrying it last
+ * left: its reconnect grace outlives a restart, SPEC P3) and `group/<id>` (a group held: every member in one
+ * record, so it is restored whole or not at all, rule G7). Read back
  * at start through `parseRecords`, which refuses a record of the wrong shape naming its key.
  * Units: ms since the Unix epoch for times, ms for holds, cores, MB, named resources in units of 1e-4.
  */
@@ -55,20 +56,22 @@ const ask = z.object({
   holdMs: z.number().int().nonnegative().optional(),
 });
 
+/** Exactly what a claim holds: restored as it is (SPEC S4: nothing granted twice). */
+const allocation = z.object({
+  cpus: z.number().nonnegative(),
+  gpuIds: z.array(z.number().int().nonnegative()),
+  ramMb: z.number().int().nonnegative().optional(),
+  resources: named,
+  /** The share of gpuIds[0] held, in units of 1e-4 (SPEC P14). */
+  gpuShare: z.number().int().min(1).max(9999).optional(),
+  env: z.record(z.string(), z.string()),
+});
+
 const claim = z.object({
   claimId: z.string().min(1),
   machine: z.string().min(1),
   remote: z.boolean(),
-  /** Exactly what the claim holds: restored as it is (SPEC S4: nothing granted twice). */
-  allocation: z.object({
-    cpus: z.number().nonnegative(),
-    gpuIds: z.array(z.number().int().nonnegative()),
-    ramMb: z.number().int().nonnegative().optional(),
-    resources: named,
-    /** The share of gpuIds[0] held, in units of 1e-4 (SPEC P14). */
-    gpuShare: z.number().int().min(1).max(9999).optional(),
-    env: z.record(z.string(), z.string()),
-  }),
+  allocation,
   clamped: z.boolean(),
   fellBack: z.boolean(),
   ask,
@@ -76,6 +79,18 @@ const claim = z.object({
   tokenHash: z.string(),
   /** The holder's own hold (Ask.hold_ms), 0 when none. */
   holdMs: z.number().int().nonnegative(),
+  at: z.number(),
+});
+
+const group = z.object({
+  groupId: z.string().min(1),
+  strategy: z.enum(['pack', 'spread', 'strict_pack', 'strict_spread']),
+  /** Every member, in the order asked: its claim id, machine and exactly what it holds. */
+  members: z
+    .array(z.object({ claimId: z.string().min(1), machine: z.string().min(1), remote: z.boolean(), allocation, ask }))
+    .min(1),
+  /** Hash of the group's resume token (rule G7); '' until its handler adds it. */
+  tokenHash: z.string(),
   at: z.number(),
 });
 
@@ -131,6 +146,8 @@ export type LabelRecord = z.infer<typeof label>;
 export type WorkerRecord = z.infer<typeof worker>;
 /** A held claim: restored with exactly its allocation, awaiting its holder. */
 export type ClaimRecord = z.infer<typeof claim>;
+/** A held group, every member: restored whole or not at all, awaiting its holder (rule G7). */
+export type GroupRecord = z.infer<typeof group>;
 /** A call in flight. */
 export type CallRecord = z.infer<typeof call>;
 /** How an ended call ended, kept for the retention period. */
@@ -147,6 +164,7 @@ export interface JournalState {
   ended: EndedRecord[];
   released: ReleasedRecord[];
   labels: LabelRecord[];
+  groups: GroupRecord[];
 }
 
 /** Key prefixes, one per record kind. */
@@ -157,16 +175,17 @@ export const KEYS = {
   ended: (id: string) => `ended/${id}`,
   released: (id: string) => `released/${id}`,
   label: (name: string) => `label/${name}`,
+  group: (id: string) => `group/${id}`,
 } as const;
 
-const SCHEMAS = { worker, claim, call, ended, released, label } as const;
+const SCHEMAS = { worker, claim, call, ended, released, label, group } as const;
 
 /**
  * Sorts loaded records into a JournalState.
  * @throws Error `record <key>: <field>: <why>` for a record of the wrong shape or an unknown kind.
  */
 export function parseRecords(entries: Iterable<[string, unknown]>): JournalState {
-  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], released: [], labels: [] };
+  const state: JournalState = { workers: [], claims: [], calls: [], ended: [], released: [], labels: [], groups: [] };
   for (const [key, value] of entries) {
     const kind = key.slice(0, key.indexOf('/')) as keyof typeof SCHEMAS;
     const schema = SCHEMAS[kind];
@@ -181,6 +200,7 @@ export function parseRecords(entries: Iterable<[string, unknown]>): JournalState
     else if (kind === 'call') state.calls.push(r.data as CallRecord);
     else if (kind === 'released') state.released.push(r.data as ReleasedRecord);
     else if (kind === 'label') state.labels.push(r.data as LabelRecord);
+    else if (kind === 'group') state.groups.push(r.data as GroupRecord);
     else state.ended.push(r.data as EndedRecord);
   }
   return state;

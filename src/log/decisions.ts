@@ -38,6 +38,8 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   group_released: 'info',
   group_lost: 'info',
   group_abandoned: 'info',
+  group_awaiting_holder: 'info',
+  group_resumed: 'info',
   watch_started: undefined,
 };
 

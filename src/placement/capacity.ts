@@ -135,6 +135,15 @@ export class MachineClass {
     }
   }
 
+  /**
+   * Calls `f` with each non-empty bucket, fewest free GPUs then cores first: its free GPUs, free cores and machines
+   * (the index's own list, the machine filed last at the end: read it, do not keep it past a change of books).
+   */
+  forEachBucket(f: (gpus: number, cpus: number, machines: readonly MachineEntry[]) => void): void {
+    const width = this.cpus + 1;
+    for (const k of this.#keys) f(Math.floor(k / width), k % width, this.#buckets.get(k)!);
+  }
+
   /** True when some machine of the class could hold `a` if it were idle. */
   holdsEver(a: Amount): boolean {
     return (

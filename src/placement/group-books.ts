@@ -5,11 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Amount } from '../resources/books.js';
-import { amountOf, eligible } from './choose.js';
+import { amountOf, eligible, requires } from './choose.js';
 import { allocationEnv } from './env.js';
 import type { Bin, FitMember, GroupStrategy, Room } from './group-fit.js';
+import type { Requeue } from './groups.js';
 import { Lease } from './lease.js';
-import type { MachineClass } from './capacity.js';
 import type { MachineEntry } from './machines.js';
 import { placeable, type Held, type PlacerState } from './state.js';
 import type { AllocationGrant, Grant, NormalizedAsk } from './types.js';
@@ -21,6 +21,8 @@ export interface GroupGrant {
   members: Grant[];
   /** Aborts when the group ends: released, or a member's machine lost (UNAVAILABLE naming member and machine). */
   lost: AbortSignal;
+  /** Set before `lost` aborts when the group waits again after the loss (rule G9): the promise of its next grant. */
+  requeued?: Promise<GroupGrant>;
 }
 
 /** A group in the books. */
@@ -29,6 +31,8 @@ export interface HeldGroup {
   held: Held[];
   since: number;
   abort: AbortController;
+  /** Set when losing a member's machine requeues the group (rule G9). */
+  again?: Requeue;
 }
 
 /** A new group id: `g-` and 122 random bits (a claim id's strength, SPEC R7). */
@@ -36,36 +40,88 @@ export const newGroupId = (): string => `g-${randomUUID()}`;
 
 /** The members of `asks` as the search sees them, eligible on `entries[b]` by their labels (SPEC P3). */
 export function fitMembers(asks: readonly NormalizedAsk[], entries: readonly MachineEntry[]): FitMember[] {
-  return asks.map((a) => ({ amount: amountOf(a), eligible: (b: number) => eligible(entries[b], a) }));
+  return asks.map((a) => ({ amount: amountOf(a), eligible: requires(a) ? (b) => eligible(entries[b], a) : anywhere }));
+}
+
+const anywhere = () => true;
+
+/** The machines a group's search may use (group-fit.ts): bins, a machine of each bin, and the machine in a slot. */
+export interface GroupBins {
+  bins: Bin[];
+  /** A machine of each bin: all of a bin's machines share its class (labels, SPEC P3). */
+  entries: MachineEntry[];
+  /** The machine in slot `slot` of bin `b`. Read it before any books change (the lists are the index's own). */
+  machineAt(b: number, slot: number): MachineEntry;
 }
 
 /**
- * The machines a group's search may use. `now`: placeable machines with their free room minus what waiters older
- * than arrival `seq` hold back there (rule G4); else every machine at its total (could it ever hold the group).
- * `rank`: lower is tried first: tightest first for packing, roomiest first for spreading and reserving.
+ * The machines a group's search may use, one bin per capacity bucket (capacity.ts) rather than per machine
+ * (rule G2). `now`: placeable machines with their free room, a machine where waiters older than arrival `seq` hold
+ * something back (rule G4) in a bin of its own with what is left; else every machine at its total (could it ever
+ * hold the group). A machine whose memory (or named resources) the members ask gets its own bin: memory is not in
+ * the bucket key. `rank`: lower is tried first: tightest first for packing, roomiest first for spreading and
+ * reserving. Cost: one look per machine, one object per bucket.
  */
 export function binsOf(
   s: PlacerState,
+  asks: readonly NormalizedAsk[],
   now: boolean,
   seq: number,
   roomiestFirst: boolean,
-): { bins: Bin[]; entries: MachineEntry[] } {
+): GroupBins {
   const bins: Bin[] = [];
   const entries: MachineEntry[] = [];
-  const shapes = new Map<MachineClass, string>();
-  for (const m of s.machines.all()) {
-    if (now && !placeable(m)) continue;
-    const t = m.books.total;
-    const room: Room = now
-      ? minus(m.books.free, s.queue.reserved.olderThan(m, seq))
-      : { cpus: t.cpus, gpus: t.gpuIds.length, ramMb: t.ramMb, res: t.resources && { ...t.resources } };
-    let shape = shapes.get(m.cls);
-    if (shape === undefined) shapes.set(m.cls, (shape = String(shapes.size)));
-    const size = m.books.freeGpus * 1e6 + m.books.freeCpus;
-    bins.push({ room, shape, rank: roomiestFirst ? -size : size });
-    entries.push(m);
+  const lists: (readonly MachineEntry[])[] = [];
+  const fromEnd: boolean[] = [];
+  const ram = asks.some((a) => !!a.ramMb);
+  const res = asks.some((a) => !!a.resources);
+  let shapes = 0;
+  const add = (room: Room, shape: string, rank: number, list: readonly MachineEntry[], reversed: boolean) => {
+    bins.push({ room, shape, rank, count: list.length });
+    entries.push(list[0]);
+    lists.push(list);
+    fromEnd.push(reversed);
+  };
+  for (const cls of s.machines.classes()) {
+    const shape = String(shapes++);
+    const named = res && cls.res !== undefined;
+    cls.forEachBucket((gpus, cpus, list) => {
+      const size = gpus * 1e6 + cpus;
+      const rank = roomiestFirst ? -size : size;
+      let plain: MachineEntry[] | undefined; // set once a machine of the bucket is not like the rest
+      for (let i = list.length - 1; i >= 0; i--) {
+        const m = list[i];
+        const own = now ? ownRoomNow(s, m, seq, ram, named) : ram && m.books.total.ramMb !== undefined;
+        if (own === false) {
+          plain?.push(m);
+          continue;
+        }
+        plain ??= list.slice(i + 1).reverse();
+        if (own !== null) add(own === true ? totalRoom(m) : own, shape, rank, [m], false);
+      }
+      const room: Room = now ? { cpus, gpus } : { cpus: cls.cpus, gpus: cls.gpus, res: cls.res && { ...cls.res } };
+      if (!plain) add(room, shape, rank, list, true);
+      else if (plain.length) add(room, shape, rank, plain, false);
+    });
   }
-  return { bins, entries };
+  const machineAt = (b: number, slot: number) => (fromEnd[b] ? lists[b][lists[b].length - 1 - slot] : lists[b][slot]);
+  return { bins, entries, machineAt };
+}
+
+/** `m`'s own room now if it needs a bin of its own; null: nothing new may go there; false: it is like its bucket. */
+function ownRoomNow(s: PlacerState, m: MachineEntry, seq: number, ram: boolean, named: boolean): Room | null | false {
+  if (!placeable(m)) return null;
+  const held = s.queue.reserved.olderThan(m, seq);
+  if (held && !isNothing(held)) return minus(m.books.free, held);
+  if (named || (ram && m.books.total.ramMb !== undefined)) return m.books.free;
+  return false;
+}
+
+const isNothing = (a: Amount) => !a.cpus && !a.gpus && !a.ramMb && !(a.res && Object.values(a.res).some((v) => v));
+
+function totalRoom(m: MachineEntry): Room {
+  const t = m.books.total;
+  return { cpus: t.cpus, gpus: t.gpuIds.length, ramMb: t.ramMb, res: t.resources && { ...t.resources } };
 }
 
 function minus(free: Amount, held: Amount | undefined): Room {
@@ -81,21 +137,20 @@ function minus(free: Amount, held: Amount | undefined): Room {
 
 /**
  * Takes every member on its machine in one step and files the group (rule G1): member i of `asks` gets
- * `entries[at[i]]`. The books were checked by the search; a BooksError here undoes what was taken and is rethrown.
+ * `machines[i]`. The books were checked by the search; a BooksError here undoes what was taken and is rethrown.
  */
 export function commitGroup(
   s: PlacerState,
   groupId: string,
   strategy: GroupStrategy,
   asks: readonly NormalizedAsk[],
-  entries: readonly MachineEntry[],
-  at: readonly number[],
+  machines: readonly MachineEntry[],
 ): HeldGroup {
   const held: Held[] = [];
   const since = Date.now();
   try {
     for (let i = 0; i < asks.length; i++) {
-      const entry = entries[at[i]];
+      const entry = machines[i];
       const claimId = `${groupId}.${i}`;
       const h = s.machines.take(entry, claimId, amountOf(asks[i]));
       const allocation: AllocationGrant = {

@@ -1,9 +1,10 @@
 /**
- * Where the members of a group go (rules G2, G3): a small backtracking search over machines, not greedy first-fit.
- * Members are placed largest first; at each step the candidate machines are tried in the strategy's order and a
- * machine whose remaining room (and shape) equals one already tried at that step is skipped, since it leads to the
- * same subtree — so many identical machines or members cost one branch, not a factorial. A step budget bounds the
- * search; past it the answer is "no fit found". Pure: it reads plain room vectors, never the books.
+ * Where the members of a group go (rules G2, G3): a small backtracking search, not greedy first-fit, over capacity
+ * buckets — bins that each stand for the machines of one shape and the same free room — not over every machine.
+ * Members are placed largest first; at each step the candidates (machines opened so far, then the bins) are tried in
+ * the strategy's order and one whose remaining room (and shape) equals one already tried at that step is skipped,
+ * since it leads to the same subtree — so many identical machines or members cost one branch, not a factorial. A
+ * step budget bounds the search; past it the answer is "no fit found". Pure: it reads plain room vectors only.
  */
 import { namedFit, type Amount } from '../resources/books.js';
 import type { Named } from '../resources/quantity.js';
@@ -24,6 +25,8 @@ export interface Bin {
   room: Room;
   shape: string;
   rank: number;
+  /** How many interchangeable machines with this room the bin stands for (a capacity bucket); absent = 1. */
+  count?: number;
 }
 
 /** One member: its amount and which bins it may use at all (a required label, SPEC P3). */
@@ -32,8 +35,11 @@ export interface FitMember {
   eligible(bin: number): boolean;
 }
 
-/** A fit: bin index per member (in member order). A miss: the member no step could place and the dimension short. */
-export type FitResult = { at: number[] } | { member: number; dimension: string; detail: string };
+/**
+ * A fit: per member (in member order) its bin and which of the bin's machines (slot 0 … count-1). A miss: the member
+ * no step could place and the dimension it is short of.
+ */
+export type FitResult = { at: number[]; slot: number[] } | { member: number; dimension: string; detail: string };
 
 /** Steps the search may take before it gives up (each step tries one member on one machine). */
 export const FIT_BUDGET = 20_000;
@@ -80,9 +86,11 @@ const roomKey = (r: Room) =>
 
 /**
  * Places every member of `members` on `bins` by `strategy`, or says which member could not be placed and why.
- * `bins[i].room` is not changed. PACK and STRICT_PACK prefer machines already used; SPREAD prefers unused ones;
- * STRICT_SPREAD never uses a machine twice; STRICT_PACK uses one machine for all. Cost: at most `budget` steps,
- * each walking the candidate bins of one member.
+ * A bin stands for `count` interchangeable machines (one capacity bucket, rule G2); a member placed on a bin opens
+ * one of them (slot 0, 1, … in opening order), which from then on is a machine of its own, "used". `bins` are not
+ * changed. PACK and STRICT_PACK prefer machines already used; SPREAD prefers unused ones; STRICT_SPREAD never uses a
+ * machine twice; STRICT_PACK uses one machine for all. Cost: at most `budget` steps, each walking the machines
+ * opened so far and the bins, never every machine.
  */
 export function fitGroup(
   members: readonly FitMember[],
@@ -91,19 +99,12 @@ export function fitGroup(
   budget = FIT_BUDGET,
 ): FitResult {
   if (strategy === 'strict_pack') return packOne(members, bins);
-  // Rooms are copied when first changed: a fit found early touches a few machines, not all of them.
-  const room: Room[] = bins.map((b) => b.room);
-  const own = new Uint8Array(bins.length);
-  const mine = (b: number) => {
-    if (!own[b]) {
-      own[b] = 1;
-      room[b] = { ...room[b], res: room[b].res && { ...room[b].res } };
-    }
-    return room[b];
-  };
-  const used = new Array<number>(bins.length).fill(0);
+  const left = bins.map((b) => b.count ?? 1);
+  /** Machines opened so far, in the order of their bin's rank, then slot. */
+  const open: Opened[] = [];
   const order = members.map((_, i) => i).sort((x, y) => bigger(members[x].amount, members[y].amount) || x - y);
   const at = new Array<number>(members.length).fill(-1);
+  const slot = new Array<number>(members.length).fill(-1);
   let steps = 0;
   let deepest = -1;
   const byRank = bins.map((_, i) => i).sort((x, y) => bins[x].rank - bins[y].rank);
@@ -112,34 +113,78 @@ export function fitGroup(
     const mi = order[k];
     const m = members[mi];
     const seen = new Set<string>();
-    const firstUsed = strategy === 'pack';
+    const usedFirst = strategy === 'pack';
     for (const pass of [0, 1]) {
+      if (strategy === 'strict_spread' && pass === 1) break; // never a used machine
+      const used = strategy !== 'strict_spread' && usedFirst === (pass === 0);
+      if (used) {
+        for (let o = 0; o < open.length; o++) {
+          const u = open[o];
+          if (!m.eligible(u.bin) || !fits(m.amount, u.room)) continue;
+          const key = `${bins[u.bin].shape}|u|${roomKey(u.room)}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          if (++steps > budget) return false;
+          sub(u.room, m.amount, 1);
+          u.members++;
+          at[mi] = u.bin;
+          slot[mi] = u.slot;
+          if (place(k + 1)) return true;
+          sub(u.room, m.amount, -1);
+          u.members--;
+          if (steps > budget) return false;
+        }
+        continue;
+      }
       for (const b of byRank) {
-        const isUsed = used[b] > 0;
-        if (strategy === 'strict_spread' ? isUsed || pass === 1 : isUsed !== (firstUsed ? pass === 0 : pass === 1))
-          continue;
-        if (!m.eligible(b) || !fits(m.amount, room[b])) continue;
-        const key = `${bins[b].shape}|${isUsed}|${roomKey(room[b])}`;
+        if (left[b] === 0 || !m.eligible(b) || !fits(m.amount, bins[b].room)) continue;
+        const key = `${bins[b].shape}|${roomKey(bins[b].room)}`;
         if (seen.has(key)) continue;
         seen.add(key);
         if (++steps > budget) return false;
-        sub(mine(b), m.amount, 1);
-        used[b]++;
+        const u: Opened = { bin: b, slot: (bins[b].count ?? 1) - left[b], room: copyRoom(bins[b].room), members: 1 };
+        sub(u.room, m.amount, 1);
+        left[b]--;
+        const o = insertAt(open, u, bins);
         at[mi] = b;
+        slot[mi] = u.slot;
         if (place(k + 1)) return true;
-        sub(room[b], m.amount, -1);
-        used[b]--;
-        at[mi] = -1;
+        open.splice(o, 1);
+        left[b]++;
         if (steps > budget) return false;
       }
     }
     if (k > deepest) deepest = k;
     return false;
   };
-  if (place(0)) return { at };
+  if (place(0)) return { at, slot };
   const mi = order[Math.max(deepest, 0)];
   return miss(mi, members[mi], bins, strategy, steps > budget);
 }
+
+/** A machine the search opened: its bin, its slot there, its room left and how many members it has. */
+interface Opened {
+  bin: number;
+  slot: number;
+  room: Room;
+  members: number;
+}
+
+/** Files `u` among `open` by its bin's rank, then slot; returns where. */
+function insertAt(open: Opened[], u: Opened, bins: readonly Bin[]): number {
+  let i = open.length;
+  const r = bins[u.bin].rank;
+  while (i > 0 && (bins[open[i - 1].bin].rank > r || (open[i - 1].bin === u.bin && open[i - 1].slot > u.slot))) i--;
+  open.splice(i, 0, u);
+  return i;
+}
+
+const copyRoom = (r: Room): Room => {
+  const c: Room = { cpus: r.cpus, gpus: r.gpus };
+  if (r.ramMb !== undefined) c.ramMb = r.ramMb;
+  if (r.res) c.res = { ...r.res };
+  return c;
+};
 
 /** STRICT_PACK: the lowest-ranked eligible bin holding every member together. */
 function packOne(members: readonly FitMember[], bins: readonly Bin[]): FitResult {
@@ -149,7 +194,7 @@ function packOne(members: readonly FitMember[], bins: readonly Bin[]): FitResult
     if (!members.every((m) => m.eligible(b)) || !fits(total, bins[b].room)) continue;
     if (best < 0 || bins[b].rank < bins[best].rank) best = b;
   }
-  if (best >= 0) return { at: members.map(() => best) };
+  if (best >= 0) return { at: members.map(() => best), slot: members.map(() => 0) };
   const whole = { member: 0, amount: total, eligible: (b: number) => members.every((m) => m.eligible(b)) };
   const r = miss(0, whole, bins, 'strict_pack', false);
   return 'at' in r ? r : { ...r, detail: `all ${members.length} members on one machine: ${r.detail}` };

@@ -19,18 +19,23 @@ import {
   type HeldGroup,
 } from './group-books.js';
 import type { LabelGrace } from './grace.js';
+import { restoreGroupBooks, type RestoredGroup } from './group-restore.js';
 import type { MachineEntry } from './machines.js';
 import type { PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
 import type { WaitClass } from './waiting.js';
 
-/** Why a group waits: the member that blocks it, the dimension and a human detail; 1-based position among groups. */
+/**
+ * Why a group waits: the member that blocks it, the dimension and a human detail; 1-based position among groups;
+ * `requeued` when it waits again after losing a member's machine (rule G9).
+ */
 export interface GroupQueuedInfo {
   groupId: string;
   member: number;
   dimension: string;
   detail: string;
   position: number;
+  requeued?: boolean;
 }
 
 /** A group waiting for its turn. */
@@ -45,6 +50,22 @@ export interface WaitingGroup {
   reject(err: unknown): void;
   detach(): void;
   notify?: (q: GroupQueuedInfo) => void;
+  /** Set when the group waits again after losing a member's machine (rule G9): where it stands and its stream. */
+  again?: Requeue;
+}
+
+/** How a group is claimed: its stream's signal, who hears GroupQueued, and what losing a member's machine does. */
+export interface GroupClaimOptions {
+  signal: AbortSignal;
+  onQueued?: (q: GroupQueuedInfo) => void;
+  /** 'requeue': released whole, then waits again at its arrival position (rule G9); 'fail' (default): ends it. */
+  onMemberLost?: 'requeue' | 'fail';
+}
+
+/** What a group that waits again after a loss needs: its first arrival number and its claim's options. */
+export interface Requeue {
+  seq: number;
+  opts: GroupClaimOptions;
 }
 
 /** Groups held and waiting. */
@@ -67,41 +88,65 @@ export class GroupBook {
    * waits. @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no machines could ever
    * hold the group (rule G5), or a member's label or named resource no machine has; INVALID_ARGUMENT for a pool.
    */
-  claim(
-    asks: NormalizedAsk[],
-    strategy: GroupStrategy,
-    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
-  ): GroupGrant | Promise<GroupGrant> {
-    const judge = this.#checkMembers(asks);
+  claim(asks: NormalizedAsk[], strategy: GroupStrategy, opts: GroupClaimOptions): GroupGrant | Promise<GroupGrant> {
+    const judge = this.checkMembers(asks);
     const id = newGroupId();
     const seq = this.s.queue.nextSeq();
+    const again = opts.onMemberLost === 'requeue' ? { seq, opts } : undefined;
     const older = this.waiting.length > 0;
-    const fit = older ? undefined : this.#fitNow(asks, strategy, seq);
-    if (fit && 'at' in fit.r) return this.#commit(id, strategy, asks, fit.entries, fit.r.at);
-    if (judge) this.#everFits(asks, strategy); // a group that fits now needs no such search
+    const fit = older ? undefined : this.fitNow(asks, strategy, seq);
+    if (fit?.machines) return this.#commit(id, strategy, asks, fit.machines, undefined, again);
+    const never = judge ? this.neverFits(asks, strategy) : undefined; // a group that fits now needs no such search
+    if (never) throw new BerthError('failed_precondition', never);
     if (opts.signal.aborted) throw opts.signal.reason;
+    const miss = fit && !('at' in fit.r) ? fit.r : { member: 0, dimension: '', detail: 'older groups wait first' };
+    return this.#wait(id, seq, Date.now(), asks, strategy, miss, opts);
+  }
+
+  /**
+   * Files a waiting group (at its arrival position `seq`: a requeued group goes back where it first stood, rule G9)
+   * and returns the promise of its grant; group_queued and `opts.onQueued` say why it waits, unless `quiet` (the
+   * caller announces it).
+   */
+  #wait(
+    id: string,
+    seq: number,
+    since: number,
+    asks: NormalizedAsk[],
+    strategy: GroupStrategy,
+    miss: Omit<GroupQueuedInfo, 'groupId' | 'position'>,
+    opts: GroupClaimOptions,
+    quiet = false,
+  ): Promise<GroupGrant> {
     return new Promise<GroupGrant>((resolve, reject) => {
       const onAbort = () => this.abandon(w, opts.signal.reason);
-      const miss = fit && !('at' in fit.r) ? fit.r : { member: 0, dimension: '', detail: 'older groups wait first' };
+      let at = this.waiting.length;
+      while (at > 0 && this.waiting[at - 1].seq > seq) at--;
       const w: WaitingGroup = {
         id,
         seq,
-        since: Date.now(),
+        since,
         asks,
         strategy,
-        why: { groupId: id, ...miss, position: this.waiting.length + 1 },
+        why: { groupId: id, ...miss, position: at + 1 },
         resolve,
         reject,
         detach: () => opts.signal.removeEventListener('abort', onAbort),
         notify: opts.onQueued,
+        again: opts.onMemberLost === 'requeue' ? { seq, opts } : undefined,
       };
-      this.waiting.push(w);
+      this.waiting.splice(at, 0, w);
+      if (at === 0) this.unpinAll(); // a new oldest group reserves instead (rule G4)
       opts.signal.addEventListener('abort', onAbort, { once: true });
-      this.s.events.emit({ kind: 'group_queued', claimId: id, detail: queuedDetail(w.why) });
-      opts.onQueued?.(w.why);
+      if (!quiet) this.#announce(w);
       this.dirty = true;
-      this.settle();
+      if (!quiet) this.settle();
     });
+  }
+
+  #announce(w: WaitingGroup): void {
+    this.s.events.emit({ kind: 'group_queued', claimId: w.id, detail: queuedDetail(w.why) });
+    w.notify?.(w.why);
   }
 
   /** The arrival number of the oldest waiting group, if any (the settle loop gives groups their turn by it). */
@@ -119,11 +164,11 @@ export class GroupBook {
     this.#pins = [];
     let blocked: WaitingGroup | undefined;
     for (const w of [...this.waiting]) {
-      const fit = this.#fitNow(w.asks, w.strategy, w.seq);
-      if ('at' in fit.r) {
+      const fit = this.fitNow(w.asks, w.strategy, w.seq);
+      if (fit.machines) {
         this.waiting.splice(this.waiting.indexOf(w), 1);
         w.detach();
-        w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.entries, fit.r.at, w.since));
+        w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.machines, w.since, w.again));
         continue;
       }
       if (!blocked) {
@@ -182,32 +227,64 @@ export class GroupBook {
    * called once the machine's single claims are gone too, so no event sees half the books. The caller settles.
    */
   loseOn(entry: MachineEntry, name: string, reason: string): () => void {
-    const lost: { id: string; detail: string }[] = [];
+    const lost: { id: string; detail: string; again?: WaitingGroup }[] = [];
     for (const g of [...this.held.values()]) {
       const i = g.held.findIndex((h) => h.entry === entry);
       if (i < 0) continue;
-      this.held.delete(g.grant.groupId);
+      const id = g.grant.groupId;
+      this.held.delete(id);
       giveGroup(this.s, g, entry);
-      const detail = `${reason}: group ${g.grant.groupId} member ${i} on ${name} lost`;
-      lost.push({ id: g.grant.groupId, detail });
+      const detail = `${reason}: group ${id} member ${i} on ${name} lost`;
+      let again: WaitingGroup | undefined;
+      if (g.again && !g.again.opts.signal.aborted) {
+        // Rule G9: the whole group waits again at its first arrival position, announced after group_lost.
+        const miss = { member: i, dimension: 'machines', detail: `${detail}; waiting again`, requeued: true };
+        const asks = g.grant.members.map((m) => m.ask);
+        const next = this.#wait(id, g.again.seq, Date.now(), asks, g.grant.strategy, miss, g.again.opts, true);
+        next.catch(() => {}); // its stream's handler awaits it; nobody else must see a rejection as unhandled
+        g.grant.requeued = next;
+        again = this.waiting.find((w) => w.id === id);
+      }
+      lost.push({ id, detail, again });
       g.abort.abort(new BerthError('unavailable', detail));
       this.dirty = true;
     }
     return () => {
-      for (const l of lost)
+      for (const l of lost) {
         this.s.events.emit({ kind: 'group_lost', claimId: l.id, machine: name, detail: l.detail, outcome: 'lost' });
+        if (l.again && this.waiting.includes(l.again)) this.#announce(l.again);
+      }
     };
+  }
+
+  /**
+   * Takes back group `r` as the journal kept it, whole (rule G7): group_placed says it was restored.
+   * @throws BerthError FAILED_PRECONDITION naming the group when any member cannot be taken back (nothing is).
+   */
+  restore(r: RestoredGroup): GroupGrant {
+    if (this.held.has(r.groupId))
+      throw new BerthError('failed_precondition', `group ${r.groupId} cannot be restored: it is held already`);
+    const g = restoreGroupBooks(this.s, r);
+    this.held.set(r.groupId, g);
+    this.s.events.emit({
+      kind: 'group_placed',
+      claimId: r.groupId,
+      detail: `restored from the journal: ${r.members.length} member(s), ${r.strategy}: ${whereDetail(g)}`,
+      durationMs: 0,
+    });
+    return g.grant;
   }
 
   #commit(
     id: string,
     strategy: GroupStrategy,
     asks: NormalizedAsk[],
-    entries: MachineEntry[],
-    at: number[],
+    machines: MachineEntry[],
     since?: number,
+    again?: Requeue,
   ): GroupGrant {
-    const g = commitGroup(this.s, id, strategy, asks, entries, at);
+    const g = commitGroup(this.s, id, strategy, asks, machines);
+    g.again = again;
     this.held.set(id, g);
     this.s.events.emit({
       kind: 'group_placed',
@@ -218,19 +295,20 @@ export class GroupBook {
     return g.grant;
   }
 
-  /** The search against free room behind waiters older than `seq`. */
-  #fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
-    const { bins, entries } = binsOf(this.s, true, seq, strategy === 'spread' || strategy === 'strict_spread');
-    const r: FitResult = fitGroup(fitMembers(asks, entries), bins, strategy);
-    return { r, entries };
+  /** The search against free room behind waiters older than `seq`: the result, and each member's machine if it fits. */
+  fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
+    const b = binsOf(this.s, asks, true, seq, strategy === 'spread' || strategy === 'strict_spread');
+    const r: FitResult = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
+    return { r, machines: 'at' in r ? r.at.map((bin, i) => b.machineAt(bin, r.slot[i])) : undefined };
   }
 
   /** The oldest blocked group holds back each member's amount where it is closest to fitting (rule G4). */
   #reserve(w: WaitingGroup): void {
-    const { bins, entries } = binsOf(this.s, false, w.seq, true);
-    const r = fitGroup(fitMembers(w.asks, entries), bins, w.strategy);
+    const b = binsOf(this.s, w.asks, false, w.seq, true);
+    const r = fitGroup(fitMembers(w.asks, b.entries), b.bins, w.strategy);
     if (!('at' in r)) return;
-    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), entries[r.at[i]]));
+    const machines = r.at.map((bin, i) => b.machineAt(bin, r.slot[i]));
+    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), machines[i]));
   }
 
   /**
@@ -238,7 +316,7 @@ export class GroupBook {
    * ever fitting yet: a member's label is coming back (SPEC P3 grace), the restart grace runs, or a provisioner covers
    * it. @throws BerthError INVALID_ARGUMENT for a pool; FAILED_PRECONDITION naming `members[i]` (LabelGrace.check).
    */
-  #checkMembers(asks: NormalizedAsk[]): boolean {
+  checkMembers(asks: NormalizedAsk[]): boolean {
     let judge = true;
     asks.forEach((a, i) => {
       if (a.pools)
@@ -258,17 +336,15 @@ export class GroupBook {
   }
 
   /**
-   * @throws BerthError FAILED_PRECONDITION naming `members[i]` and the dimension when no set of attached machines,
-   *   each counted empty, could ever hold the group by its strategy (rule G5).
+   * Why no set of attached machines, each counted empty, could ever hold the group by its strategy (rule G5): e.g.
+   * "members[1].gpus: no set of machines could ever hold this pack group: …"; undefined when some set could (or the
+   * search ran out of steps: not judged).
    */
-  #everFits(asks: NormalizedAsk[], strategy: GroupStrategy): void {
-    const { bins, entries } = binsOf(this.s, false, 0, true);
-    const r = fitGroup(fitMembers(asks, entries), bins, strategy);
-    if ('at' in r || r.detail.includes('ran out of steps')) return;
-    throw new BerthError(
-      'failed_precondition',
-      `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`,
-    );
+  neverFits(asks: NormalizedAsk[], strategy: GroupStrategy): string | undefined {
+    const b = binsOf(this.s, asks, false, 0, true);
+    const r = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
+    if ('at' in r || r.detail.includes('ran out of steps')) return undefined;
+    return `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`;
   }
 }
 

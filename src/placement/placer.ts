@@ -22,9 +22,11 @@ import type { Provisioning } from './provisioner.js';
 import { Refitter, type Fit } from './refit.js';
 import { comingBackDetail, type RestoredClaim } from './restore.js';
 import { Settler } from './settle.js';
-import { GroupBook, type GroupQueuedInfo } from './groups.js';
+import { GroupBook, type GroupClaimOptions } from './groups.js';
 import type { GroupGrant } from './group-books.js';
 import type { GroupStrategy } from './group-fit.js';
+import type { RestoredGroup } from './group-restore.js';
+import { groupVerdict, type GroupVerdict } from './group-verdict.js';
 import { poolsFitNew, splitPools } from './pool-fit.js';
 import { resizePool } from './pool-resize.js';
 import { withDefaultRam } from './default-ram.js';
@@ -321,7 +323,7 @@ export class Placer {
   claimGroup(
     asks: NormalizedAsk[],
     strategy: GroupStrategy,
-    opts: { signal: AbortSignal; onQueued?: (q: GroupQueuedInfo) => void },
+    opts: GroupClaimOptions,
   ): GroupGrant | Promise<GroupGrant> {
     try {
       return this.#groups.claim(
@@ -332,6 +334,19 @@ export class Placer {
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /** The held group `groupId`, if any. */
+  heldGroup(groupId: string): GroupGrant | undefined {
+    return this.#groups.held.get(groupId)?.grant;
+  }
+
+  /**
+   * Takes back group `r` as the journal kept it, every member with exactly its allocation, or none (rule G7).
+   * @throws BerthError FAILED_PRECONDITION "group <id> cannot be restored: …" (a machine or resources gone).
+   */
+  restoreGroup(r: RestoredGroup): GroupGrant {
+    return this.#groups.restore(r);
   }
 
   /** Gives every member of group `groupId` back in one step (rule G1, SPEC P8). Idempotent: false when none held. */
@@ -369,6 +384,18 @@ export class Placer {
       (a) => s.prov?.covers(a) ?? false,
       ask,
       (m, amount) => pools && placeable(m) && m.books.fitsNow(amount, s.queue.reserved.on(m)),
+    );
+  }
+
+  /**
+   * What ClaimGroup would meet with `asks` by `strategy` now, changing nothing (Satisfiable, rule G8; see
+   * group-verdict.ts). @throws BerthError INVALID_ARGUMENT for a member taking a cluster-wide pool.
+   */
+  groupVerdict(asks: NormalizedAsk[], strategy: GroupStrategy): GroupVerdict {
+    return groupVerdict(
+      this.#groups,
+      asks.map((a) => splitPools(this.#s, a)),
+      strategy,
     );
   }
 

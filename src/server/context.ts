@@ -10,6 +10,7 @@ import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
+import type { GroupHolds } from './group-holds.js';
 import type { EdgeContext } from './edge.js';
 import type { ClusterInfo } from '../ha/cluster.js';
 
@@ -25,6 +26,8 @@ export interface ServerContext extends EdgeContext {
   placer: Placer;
   /** Resume tokens, and claims awaiting their holder after their stream broke (SPEC S3). */
   holds: ClaimHolds;
+  /** Groups restored after a restart, awaiting their holder (rule G7). */
+  groupHolds: GroupHolds;
   /** Attached workers and calls in flight. */
   hub: WorkerHub;
   /**

@@ -3,6 +3,7 @@
  */
 import {
   GroupStrategy as Wire,
+  OnMemberLost,
   type GroupGranted,
   type GroupQueued,
   type GroupView as WireView,
@@ -38,10 +39,15 @@ function toAllocation(a: AllocationGrant): Allocation {
   return { cpus: a.cpus, gpuIds: a.gpuIds, ramMb: a.ramMb, env: a.env, resources: namedPlain(a.resources) };
 }
 
-/** A granted group → berth.v1.GroupGranted, members in the order asked. */
-export function toGroupGranted(g: GroupGrant): GroupGranted {
+/**
+ * A granted group → berth.v1.GroupGranted, members in the order asked, with its resume token (rule G7) and whether
+ * it answers a resume.
+ */
+export function toGroupGranted(g: GroupGrant, resumeToken: string, resumed = false): GroupGranted {
   return {
     groupId: g.groupId,
+    resumeToken,
+    resumed,
     strategy: TO_WIRE[g.strategy],
     members: g.members.map((m, index) => ({
       index,
@@ -53,6 +59,13 @@ export function toGroupGranted(g: GroupGrant): GroupGranted {
   };
 }
 
+/** berth.v1.OnMemberLost → what losing a member's machine does (rule G9): unspecified is requeue. */
+export function fromOnMemberLost(w: OnMemberLost): 'requeue' | 'fail' {
+  if (w === OnMemberLost.ON_MEMBER_LOST_FAIL) return 'fail';
+  if (w === OnMemberLost.ON_MEMBER_LOST_REQUEUE || w === OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED) return 'requeue';
+  throw new BerthError('invalid_argument', `on_member_lost: unknown value ${w}`);
+}
+
 /** Why a group waits → berth.v1.GroupQueued. */
 export function toGroupQueued(q: GroupQueuedInfo): GroupQueued {
   return {
@@ -61,6 +74,7 @@ export function toGroupQueued(q: GroupQueuedInfo): GroupQueued {
     dimension: q.dimension,
     detail: queuedDetail(q),
     position: q.position,
+    requeued: q.requeued ?? false,
   };
 }
 
@@ -86,6 +100,7 @@ export function toGroupView(v: GroupView): WireView {
             dimension: v.dimension,
             detail: v.detail,
             position: v.position,
+            requeued: false,
           }
         : undefined,
   };

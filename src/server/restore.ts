@@ -6,7 +6,8 @@
  * resources, each awaiting its holder for `--claim-hold` (ClaimHolds: resumable with its resume token) and
  * released when that runs out. The calls in flight on a journaled worker are held with it for the restart hold
  * (WorkerHub.restoreWorker): the same agent instance re-binds them when it re-attaches, and their callers follow
- * them again by call id (SPEC S3); the claim a Run placed for its call lasts as long as the call.
+ * them again by call id (SPEC S3); the claim a Run placed for its call lasts as long as the call. Groups come back
+ * whole, awaiting their holder the same way (group-holds.ts, rule G7).
  */
 import { BerthError } from '../errors.js';
 import type { ServeOptions } from '../config/serve-options.js';
@@ -25,6 +26,7 @@ import type { Grant } from '../placement/types.js';
 import type { CallRecord } from '../workers/call-record.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
+import { restoreGroups, type GroupHolds } from './group-holds.js';
 
 /** What start-up restored, for the log line and tests. */
 export interface Restored {
@@ -45,7 +47,8 @@ export interface Restored {
 
 /**
  * Opens the journal of `options.stateDir` (or `store`, for another Store) and restores `placer` from it, and
- * `history` (SPEC S9) from its ended calls and claims; `onCommit(ms, records)` observes each commit (metrics).
+ * `history` (SPEC S9) from its ended calls and claims; `onCommit(ms, records)` observes each commit (metrics);
+ * `groupHolds` keeps the restored groups for their holders (without it, groups are not restored).
  * @throws Error naming the directory when another live server holds it or it cannot be written;
  *   StoreError naming the journal when it is corrupt or unreadable.
  */
@@ -58,6 +61,7 @@ export async function restoreFromJournal(
   hub?: WorkerHub,
   history?: History,
   onCommit?: (ms: number, records: number) => void,
+  groupHolds?: GroupHolds,
 ): Promise<Restored> {
   const start = performance.now();
   const lock = store ? undefined : StateDirLock.acquire(options.stateDir, options.listen);
@@ -113,6 +117,10 @@ export async function restoreFromJournal(
       log.warn({ claimId: c.claimId, machine: c.machine, reason: (err as Error).message }, 'journaled claim dropped');
     }
   }
+  // Groups held at the crash come back whole, each awaiting its holder for --claim-hold (rule G7).
+  const regrouped = groupHolds
+    ? restoreGroups(state.groups, placer, groupHolds, journal, log, options.claimHold * 1000)
+    : { groups: 0, dropped: 0 };
   // Calls in flight at the crash: held with their worker for the restart hold, re-bound when the same agent
   // instance re-attaches listing them. Those that cannot be (the engine host's died with the server; a worker or
   // claim the journal lost) end as lost, kept as ended so that the call id is not taken for a new execution.
@@ -190,7 +198,13 @@ export async function restoreFromJournal(
     timers.push(t);
   }
   const firstStart =
-    state.workers.length + state.claims.length + state.calls.length + state.ended.length + state.labels.length === 0;
+    state.workers.length +
+      state.claims.length +
+      state.calls.length +
+      state.ended.length +
+      state.labels.length +
+      state.groups.length ===
+    0;
   const ms = performance.now() - start;
   log.info(
     {
@@ -198,6 +212,8 @@ export async function restoreFromJournal(
       workers: state.workers.length,
       claims,
       dropped,
+      groups: regrouped.groups,
+      droppedGroups: regrouped.dropped,
       calls: state.calls.length,
       ms: Math.round(ms),
     },

@@ -12,6 +12,7 @@ import type { ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
 import { ClaimHolds, withHolds } from './claim-holds.js';
+import { GroupHolds } from './group-holds.js';
 import { buildProvisioning } from '../provision/build.js';
 import type { ProvisioningLoop } from '../provision/loop.js';
 import type { HostInventory } from '../resources/inventory.js';
@@ -165,6 +166,7 @@ export class BerthServer {
       mtls: Boolean(options.tlsCa && options.tlsCert),
     });
     const holds = new ClaimHolds(placer, events, live);
+    const groupHolds = new GroupHolds(placer, events, live);
     const history = new History(options.historyRetention * 1000, options.historyMax);
     const entryOf = historyEntries();
     events.subscribe((e) => {
@@ -182,6 +184,7 @@ export class BerthServer {
       placer,
       hub,
       holds,
+      groupHolds,
       history,
     };
     this.context.drain = (graceMs) => {
@@ -454,6 +457,7 @@ export class BerthServer {
       workers,
       this.context.history,
       observe,
+      this.context.groupHolds,
     );
     this.#restored = r;
     this.context.journal = r.journal;

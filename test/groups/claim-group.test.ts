@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { fakeWorker, watch, type FakeWorker } from '../support/claims.js';
-import { claimGroup, GroupStrategy, type GroupHandle } from '../support/groups.js';
+import { claimGroup, GroupStrategy, OnMemberLost, type GroupHandle } from '../support/groups.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { machine, snapshot } from '../support/snapshot.js';
 
@@ -152,7 +152,7 @@ describe('ClaimGroup through the real server', () => {
     expect(machine(s, 'engine').free?.cpus).toBe(4);
   });
 
-  it('release, half-close, cancel and a worker leaving each give every member back', async () => {
+  it('release, half-close, cancel and a worker leaving (on_member_lost: fail) each give every member back', async () => {
     t = await startServer({ cpus: 0 });
     await keep(fakeWorker(t.worker, 'a', { cpus: 4, gpuIds: gpus(2) })).welcomed;
     const b = keep(fakeWorker(t.worker, 'b', { cpus: 4, gpuIds: gpus(2) }));
@@ -184,7 +184,9 @@ describe('ClaimGroup through the real server', () => {
     // a grpc-js cancel sends END_STREAM before RST_STREAM: the server may see a half-close first
     expect(['stream_ended', 'half_closed']).toContain((await released).outcome);
     expect(await full()).toEqual({ groups: 0, a: 2, b: 2 });
-    const g4 = keep(claimGroup(t.placement, members));
+    const g4 = keep(
+      claimGroup(t.placement, members, GroupStrategy.GROUP_STRATEGY_PACK, OnMemberLost.ON_MEMBER_LOST_FAIL),
+    );
     await g4.granted;
     b.close();
     const err = await g4.ended;

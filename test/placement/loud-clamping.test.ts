@@ -21,7 +21,7 @@ import { snapshot } from '../support/snapshot.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask>): Promise<SatisfiableResponse> {
   return new Promise((resolve, reject) =>
-    client.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))),
+    client.satisfiable({ ask: ask(a), group: undefined }, (err, res) => (err ? reject(err) : resolve(res!))),
   );
 }
 
@@ -153,6 +153,7 @@ describe('loud clamping', () => {
         verdict: Verdict.VERDICT_RUNS_NOW,
         clampedTo: undefined,
         limiting: '',
+        detail: '', // a group's verdict says why (rule G8); an ask's does not
       });
       const held = claim(t.placement, { cpus: 4 });
       await held.granted;
@@ -166,6 +167,7 @@ describe('loud clamping', () => {
         verdict: Verdict.VERDICT_CLAMPED,
         clampedTo: { cpus: 1, gpus: 0, ramMb: undefined, resources: {} },
         limiting: 'gpus',
+        detail: '',
       });
       expect(
         await satisfiable(t.placement, { cpus: 1, gpus: 64, onOversize: OnOversize.ON_OVERSIZE_FAIL }),

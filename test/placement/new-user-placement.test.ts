@@ -25,7 +25,7 @@ afterEach(async () => {
 
 function verdictOf(s: TestServer, a: Partial<Ask>): Promise<SatisfiableResponse> {
   return new Promise((resolve, reject) =>
-    s.placement.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))),
+    s.placement.satisfiable({ ask: ask(a), group: undefined }, (err, res) => (err ? reject(err) : resolve(res!))),
   );
 }
 

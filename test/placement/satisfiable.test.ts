@@ -13,13 +13,15 @@ import { snapshot } from '../support/snapshot.js';
 
 function satisfiable(client: PlacementServiceClient, a: Partial<Ask> | undefined): Promise<string> {
   return new Promise((resolve, reject) =>
-    client.satisfiable({ ask: a && ask(a) }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+    client.satisfiable({ ask: a && ask(a), group: undefined }, (err, res) =>
+      err ? reject(err) : resolve(res!.waitFor),
+    ),
   );
 }
 
 function verdictOf(client: PlacementServiceClient, a: Partial<Ask>): Promise<SatisfiableResponse> {
   return new Promise((resolve, reject) =>
-    client.satisfiable({ ask: ask(a) }, (err, res) => (err ? reject(err) : resolve(res!))),
+    client.satisfiable({ ask: ask(a), group: undefined }, (err, res) => (err ? reject(err) : resolve(res!))),
   );
 }
 

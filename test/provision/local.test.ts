@@ -34,7 +34,7 @@ async function serverWithPool(yaml = pool(), stateDir = tempDir()): Promise<Test
 
 function satisfiable(client: PlacementServiceClient, a: Ask): Promise<string> {
   return new Promise((resolve, reject) =>
-    client.satisfiable({ ask: a }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
+    client.satisfiable({ ask: a, group: undefined }, (err, res) => (err ? reject(err) : resolve(res!.waitFor))),
   );
 }
 
@@ -128,7 +128,9 @@ describe('local provisioner: berth worker child processes (issue 12, SPEC P10, V
     t = await serverWithPool(pool(1, 'reconnect_grace: 0')); // no grace: nothing labelled pool is coming back
     // Satisfiable answers a verdict (issue 23 item 7); the claim fails naming the shapes
     const v = await new Promise<SatisfiableResponse>((resolve, reject) =>
-      t!.placement.satisfiable({ ask: ask({ ...wantsPool, cpus: 3 }) }, (e, r) => (e ? reject(e) : resolve(r!))),
+      t!.placement.satisfiable({ ask: ask({ ...wantsPool, cpus: 3 }), group: undefined }, (e, r) =>
+        e ? reject(e) : resolve(r!),
+      ),
     );
     expect(v).toMatchObject({ verdict: Verdict.VERDICT_IMPOSSIBLE, limiting: 'label' });
     const c = claim(t.placement, { ...wantsPool, cpus: 3 });

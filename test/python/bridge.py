@@ -127,6 +127,9 @@ class BridgedClient:
     def acquire_group(self, *args: Any, **kwargs: Any) -> BridgedLease:
         return BridgedLease(self._lt, self._lt.call(self.aclient.acquire_group(*args, **kwargs)))  # type: ignore[arg-type]
 
+    def resume_group(self, *args: Any, **kwargs: Any) -> BridgedLease:
+        return BridgedLease(self._lt, self._lt.call(self.aclient.resume_group(*args, **kwargs)))  # type: ignore[arg-type]
+
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return self._lt.call(self.aclient.run(*args, **kwargs))
 

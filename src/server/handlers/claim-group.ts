@@ -1,19 +1,31 @@
 /**
- * ClaimGroup RPC (docs/rules.md G1–G5): one stream is one lease for a set of asks. First client message: a GroupAsk.
- * Server writes zero or more GroupQueued, then one GroupGranted naming each member's machine and allocation. The
+ * ClaimGroup RPC (docs/rules.md G1–G5, G7): one stream is one lease for a set of asks. First client message: a
+ * GroupAsk. Server writes zero or more GroupQueued, then one GroupGranted naming each member's machine and
+ * allocation, with a resume token, once the group is journaled (SPEC S4). Or first message: a GroupResume (group id
+ * + token) taking back a group restored after a restart, answered by the same GroupGranted with resumed=true. The
  * lease ends on GroupRelease (answered by GroupReleased), half-close, cancel, disconnect, the drain (UNAVAILABLE) or
  * a member's machine leaving (UNAVAILABLE naming the member): every ending gives every member back (SPEC P8).
- * Errors: INVALID_ARGUMENT naming `members[i].<field>`, a first message that is not an ask, more than MAX_MEMBERS,
- * anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension (rule G5).
+ * Errors: INVALID_ARGUMENT naming `members[i].<field>`, a first message that is neither ask nor resume, more than
+ * MAX_MEMBERS, anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension
+ * (rule G5); NOT_FOUND for a resume no awaiting group matches; UNAVAILABLE when the journal could not be written.
  */
-import type { ClaimGroupRequest, ClaimGroupResponse, GroupGranted } from '../../../generated/ts/berth/v1/groups.js';
+import type {
+  ClaimGroupRequest,
+  ClaimGroupResponse,
+  GroupAsk,
+  GroupGranted,
+} from '../../../generated/ts/berth/v1/groups.js';
 import { BerthError } from '../../errors.js';
+import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { GroupGrant } from '../../placement/group-books.js';
+import type { GroupStrategy } from '../../placement/group-fit.js';
+import type { NormalizedAsk } from '../../placement/types.js';
 import type { GroupQueuedInfo } from '../../placement/groups.js';
 import type { ServerContext } from '../context.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
-import { fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
+import { fromOnMemberLost, fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
+import { hashToken, newResumeToken } from '../resume-tokens.js';
 
 type Next = IteratorResult<ClaimGroupRequest>;
 
@@ -29,36 +41,22 @@ export function claimGroupHandler(ctx: ServerContext) {
       if (scope.aborted) throw scope.reason;
       return;
     }
+    const owner = caller.scoped ? caller.name : undefined;
+    if (first.value.kind?.$case === 'resume') {
+      const r = first.value.kind.value;
+      const grant = ctx.groupHolds.resume(r.groupId, r.resumeToken, owner);
+      const pending = it.next();
+      pending.catch(() => {});
+      scope.keepThroughDrain();
+      await lease(ctx, grant, r.resumeToken, true, () => Promise.resolve(), pending, sink, scope);
+      return;
+    }
     if (first.value.kind?.$case !== 'ask')
       throw new BerthError(
         'invalid_argument',
-        `kind: the first message must be an ask (got ${first.value.kind?.$case ?? 'nothing'})`,
+        `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
-    const g = first.value.kind.value;
-    if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
-      throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
-    const strategy = fromStrategy(g.strategy);
-    const owner = caller.scoped ? caller.name : undefined;
-    const asks = g.members.map((a, i) => {
-      const n = normalizeAsk(a, `members[${i}]`);
-      if (n.holdMs)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
-        );
-      // The group search books whole GPUs only (docs/groups.md): shares and types are single-claim asks for now.
-      if (n.gpuShare)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].gpu_share: a group member takes whole GPUs (got ${n.gpuShare / 10_000})`,
-        );
-      if (n.gpuType)
-        throw new BerthError(
-          'invalid_argument',
-          `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
-        );
-      return { ...n, owner };
-    });
+    const { asks, strategy, onMemberLost } = groupAsks(first.value.kind.value, owner);
     if (scope.aborted) throw scope.reason;
 
     const pending = it.next();
@@ -68,56 +66,122 @@ export function claimGroupHandler(ctx: ServerContext) {
       writes = writes.then(() => sink.write({ kind: { $case: 'queued', value: toGroupQueued(q) } }));
       writes.catch(() => {});
     };
-    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued });
+    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued, onMemberLost });
     const grant = claimed instanceof Promise ? await waitForGroup(ctx, claimed, pending, scope) : claimed;
     if (!grant) return;
     scope.keepThroughDrain();
-    await lease(ctx, grant, toGroupGranted(grant), writes, pending, sink, scope);
+    await lease(ctx, grant, newResumeToken(), false, () => writes, pending, sink, scope);
   });
 }
 
-/** Serves a granted group: writes Granted, then waits for release, half-close, a member lost or the stream's end. */
+/**
+ * The members of `g` normalized, each with `owner` (SPEC R7), and its strategy.
+ * @throws BerthError INVALID_ARGUMENT naming `members` (none, or more than MAX_MEMBERS), `members[i].<field>` (a bad
+ *   ask, hold_ms, a GPU share or type: not taken by group members yet) or `strategy`.
+ */
+export function groupAsks(
+  g: GroupAsk,
+  owner: string | undefined,
+): { asks: NormalizedAsk[]; strategy: GroupStrategy; onMemberLost: 'requeue' | 'fail' } {
+  if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
+    throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
+  const strategy = fromStrategy(g.strategy);
+  const asks = g.members.map((a, i) => {
+    const n = normalizeAsk(a, `members[${i}]`);
+    if (n.holdMs)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].hold_ms: a group member cannot be held (got ${n.holdMs})`,
+      );
+    // The group search books whole GPUs only (docs/groups.md): shares and types are single-claim asks for now.
+    if (n.gpuShare)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].gpu_share: a group member takes whole GPUs (got ${n.gpuShare / 10_000})`,
+      );
+    if (n.gpuType)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
+      );
+    return { ...n, owner };
+  });
+  return { asks, strategy, onMemberLost: fromOnMemberLost(g.onMemberLost) };
+}
+
+/**
+ * Serves a granted group: writes GroupGranted (with `token`, once the group is journaled with its hash, rule G7),
+ * then waits for release, half-close, a member lost or the stream's end. A group requeued after a loss (rule G9)
+ * waits again on this stream — its GroupQueued is written by the claim's onQueued — and each new grant is written
+ * and served the same way.
+ */
 async function lease(
   ctx: ServerContext,
-  grant: GroupGrant,
-  granted: GroupGranted,
-  writes: Promise<void>,
+  first: GroupGrant,
+  token: string,
+  resumed: boolean,
+  writes: () => Promise<void>,
   pending: Promise<Next>,
   sink: Sink<ClaimGroupResponse>,
   scope: CallScope,
 ): Promise<void> {
+  let grant = first;
   const id = grant.groupId;
+  const hash = hashToken(token).toString('base64');
   let why = 'stream ended';
-  let onLost: (() => void) | undefined;
+  let off: (() => void) | undefined;
   try {
-    await writes;
-    await sink.write({ kind: { $case: 'granted', value: granted } });
-    const lost = new Promise<{ lost: unknown }>((resolve) => {
-      onLost = () => resolve({ lost: grant.lost.reason });
-      if (grant.lost.aborted) onLost();
-      else grant.lost.addEventListener('abort', onLost, { once: true });
-    });
-    const next = await Promise.race([pending, lost]);
-    if ('lost' in next) throw next.lost;
-    if (next.done) {
-      if (scope.aborted) throw scope.reason;
-      why = 'half-closed';
-      return;
+    for (let again = false; ; again = true) {
+      await writes();
+      ctx.journal?.groupHolder(id, hash); // taken back within --claim-hold after a restart with this token (G7)
+      await durable(ctx, id); // GroupGranted only once the group is journaled (SPEC S4)
+      await sink.write({ kind: { $case: 'granted', value: toGroupGranted(grant, token, resumed && !again) } });
+      const g = grant;
+      const lost = new Promise<{ lost: unknown }>((resolve) => {
+        const onLost = () => resolve({ lost: g.lost.reason });
+        if (g.lost.aborted) return onLost();
+        g.lost.addEventListener('abort', onLost, { once: true });
+        off = () => g.lost.removeEventListener('abort', onLost);
+      });
+      const next = await Promise.race([pending, lost]);
+      off?.();
+      if ('lost' in next) {
+        if (!g.requeued) throw next.lost;
+        const regranted = await waitForGroup(ctx, g.requeued, pending, scope); // rule G9: the whole group waits again
+        if (!regranted) return;
+        grant = regranted;
+        continue;
+      }
+      if (next.done) {
+        if (scope.aborted) throw scope.reason;
+        why = 'half-closed';
+        return;
+      }
+      if (next.value.kind?.$case === 'release') {
+        why = 'released';
+        ctx.placer.releaseGroup(id, why);
+        await durable(ctx, id); // GroupReleased only once the release is journaled
+        await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
+        return;
+      }
+      throw new BerthError(
+        'invalid_argument',
+        `kind: only a release may follow the ask (got ${next.value.kind?.$case ?? 'an empty message'})`,
+      );
     }
-    if (next.value.kind?.$case === 'release') {
-      why = 'released';
-      ctx.placer.releaseGroup(id, why);
-      await sink.write({ kind: { $case: 'released', value: { groupId: id } } });
-      return;
-    }
-    throw new BerthError(
-      'invalid_argument',
-      `kind: only a release may follow the ask (got ${next.value.kind?.$case ?? 'an empty message'})`,
-    );
   } finally {
-    if (onLost) grant.lost.removeEventListener('abort', onLost);
+    off?.();
     const draining = scope.aborted && ctx.live.draining;
     ctx.placer.releaseGroup(id, draining ? 'server draining' : why);
+  }
+}
+
+/** Waits until the journal holds what the placer did to group `id`. @throws BerthError as `unjournaled` says. */
+async function durable(ctx: ServerContext, id: string): Promise<void> {
+  try {
+    await ctx.journal?.flushed(id);
+  } catch (err) {
+    throw unjournaled(id, err);
   }
 }
 

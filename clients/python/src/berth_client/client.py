@@ -15,7 +15,7 @@ from .channels import CHANNEL_OPTIONS, Pem, connection
 from .claims import ClaimLease
 from .errors import from_rpc_error
 from .events import EventStream, Reopen
-from .groups import GroupLease, GroupQueued, group_request
+from .groups import GroupLease, GroupQueued, group_request, resume_group_request
 from .history import HistoryEntry, history_request
 from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
@@ -197,6 +197,14 @@ class Client:
         """Like `claim_group()` without the block: blocks until granted and returns the held lease (`lease.grant`,
         `lease.members`); `lease.release()` gives every member back."""
         lease = self.claim_group(members, strategy, on_queued, timeout)
+        lease.acquire()
+        return lease
+
+    def resume_group(self, group_id: str, resume_token: str) -> GroupLease:
+        """Takes back a group the server restored after a restart (rule G7) with the `group_id` and `resume_token`
+        of its GroupGrant: returns the held lease, same members, machines and allocations (`lease.grant.resumed`).
+        Raises NotFound when no group of that id and token awaits its holder (wrong token, its hold ran out)."""
+        lease = GroupLease(self._stub, resume_group_request(group_id, resume_token), self._metadata)
         lease.acquire()
         return lease
 

@@ -2,6 +2,7 @@
 or none. `with client.claim_group(members=[dict(cpus=8, gpus=8), ...], strategy="STRICT_SPREAD") as group:` blocks
 until every member is granted, calling `on_queued(GroupQueued)` while it waits; leaving the block (exceptions
 included) gives every member back. `client.acquire_group(...)` returns the held lease; `lease.release()` ends it.
+After a server restart, `client.resume_group(grant.group_id, grant.resume_token)` takes a restored group back.
 """
 
 from __future__ import annotations
@@ -43,11 +44,15 @@ class GroupMember:
 
 @dataclass(frozen=True)
 class GroupGrant:
-    """A granted group: its id, the strategy ("PACK", …) and every member in the order asked."""
+    """A granted group: its id, the strategy ("PACK", …), every member in the order asked, and the resume token that
+    takes it back after a server restart (`client.resume_group`, rule G7; never log it); `resumed` is True when it
+    answers a resume."""
 
     group_id: str
     strategy: str
     members: tuple[GroupMember, ...]
+    resume_token: str = ""
+    resumed: bool = False
 
     @classmethod
     def from_proto(cls, msg: groups_pb2.GroupGranted) -> GroupGrant:
@@ -56,7 +61,7 @@ class GroupGrant:
             GroupMember(m.index, m.claim_id, m.machine, m.remote, Allocation.from_proto(m.allocation))
             for m in msg.members
         )
-        return cls(msg.group_id, _NAMES.get(msg.strategy, "PACK"), members)
+        return cls(msg.group_id, _NAMES.get(msg.strategy, "PACK"), members, msg.resume_token, msg.resumed)
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,15 @@ def group_request(members: Sequence[Mapping[str, Any]], strategy: str) -> groups
             field = (err.field or "ask").replace("ask", f"members[{i}]", 1)
             raise InvalidAsk(str(err).replace("ask.", f"members[{i}].", 1), field=field) from None
     return req
+
+
+def resume_group_request(group_id: str, resume_token: str) -> groups_pb2.ClaimGroupRequest:
+    """The first ClaimGroup message taking back a group restored after a server restart (rule G7). Raises InvalidAsk
+    naming `group_id` or `resume_token` when one is empty or not a str."""
+    for field, value in (("group_id", group_id), ("resume_token", resume_token)):
+        if not isinstance(value, str) or not value:
+            raise InvalidAsk(f"{field}: a non-empty str (got {value!r})", field=field)
+    return groups_pb2.ClaimGroupRequest(resume=groups_pb2.GroupResume(group_id=group_id, resume_token=resume_token))
 
 
 def _drain(requests: queue.SimpleQueue[groups_pb2.ClaimGroupRequest | None]) -> Iterator[groups_pb2.ClaimGroupRequest]:

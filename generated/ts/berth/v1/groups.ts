@@ -69,6 +69,52 @@ export function groupStrategyToJSON(object: GroupStrategy): string {
   }
 }
 
+/** OnMemberLost says what a granted group does when a member's machine goes away (docs/rules.md G9). */
+export enum OnMemberLost {
+  /** ON_MEMBER_LOST_UNSPECIFIED - Not given: treated as ON_MEMBER_LOST_REQUEUE. */
+  ON_MEMBER_LOST_UNSPECIFIED = 0,
+  /**
+   * ON_MEMBER_LOST_REQUEUE - Every member is given back, and the group waits again at its first arrival position on the same stream: a
+   * GroupQueued with requeued set, then a new GroupGranted.
+   */
+  ON_MEMBER_LOST_REQUEUE = 1,
+  /** ON_MEMBER_LOST_FAIL - Every member is given back and the stream ends UNAVAILABLE naming the member and the machine. */
+  ON_MEMBER_LOST_FAIL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function onMemberLostFromJSON(object: any): OnMemberLost {
+  switch (object) {
+    case 0:
+    case "ON_MEMBER_LOST_UNSPECIFIED":
+      return OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED;
+    case 1:
+    case "ON_MEMBER_LOST_REQUEUE":
+      return OnMemberLost.ON_MEMBER_LOST_REQUEUE;
+    case 2:
+    case "ON_MEMBER_LOST_FAIL":
+      return OnMemberLost.ON_MEMBER_LOST_FAIL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return OnMemberLost.UNRECOGNIZED;
+  }
+}
+
+export function onMemberLostToJSON(object: OnMemberLost): string {
+  switch (object) {
+    case OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED:
+      return "ON_MEMBER_LOST_UNSPECIFIED";
+    case OnMemberLost.ON_MEMBER_LOST_REQUEUE:
+      return "ON_MEMBER_LOST_REQUEUE";
+    case OnMemberLost.ON_MEMBER_LOST_FAIL:
+      return "ON_MEMBER_LOST_FAIL";
+    case OnMemberLost.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** GroupAsk is the first message of a ClaimGroup stream: the members, granted all at once or not at all (G1). */
 export interface GroupAsk {
   /**
@@ -78,10 +124,20 @@ export interface GroupAsk {
   members: Ask[];
   /** How the members spread. */
   strategy: GroupStrategy;
+  /** What losing a member's machine does (default: requeue). */
+  onMemberLost: OnMemberLost;
 }
 
 /** GroupRelease ends a granted group: every member is given back in one step. */
 export interface GroupRelease {
+}
+
+/** GroupResume names a group restored after a server restart and proves it is its holder's (SPEC S3, rule G7). */
+export interface GroupResume {
+  /** Id of the group, from its GroupGranted. */
+  groupId: string;
+  /** The resume token from its GroupGranted. */
+  resumeToken: string;
 }
 
 /** ClaimGroupRequest is one client message on a ClaimGroup stream. */
@@ -94,6 +150,12 @@ export interface ClaimGroupRequest {
     | //
     /** Later message: give every member back. */
     { $case: "release"; value: GroupRelease }
+    | //
+    /**
+     * First message instead of an ask: take back a group the server restored after a restart, answered by its
+     * GroupGranted (same members, machines and allocations) or NOT_FOUND when no group of that id and token awaits.
+     */
+    { $case: "resume"; value: GroupResume }
     | undefined;
 }
 
@@ -112,6 +174,11 @@ export interface GroupQueued {
   detail: string;
   /** 1-based position among waiting groups. */
   position: number;
+  /**
+   * True when the group waits again after a member's machine went away (G9): every member was given back, and its
+   * earlier GroupGranted no longer holds; a new GroupGranted follows.
+   */
+  requeued: boolean;
 }
 
 /** GroupMember is one member of a granted group: where it runs and what it holds. */
@@ -136,6 +203,13 @@ export interface GroupGranted {
   strategy: GroupStrategy;
   /** The members, in the order asked. */
   members: GroupMember[];
+  /**
+   * The secret that lets this group's holder take it back after a server restart (ClaimGroupRequest.resume):
+   * at least 122 random bits, never logged.
+   */
+  resumeToken: string;
+  /** True when this GroupGranted answers a GroupResume: the group was kept for its holder, not granted anew. */
+  resumed: boolean;
 }
 
 /** GroupReleased acknowledges a GroupRelease; the stream closes after it. */
@@ -193,7 +267,7 @@ export interface GroupView {
 }
 
 function createBaseGroupAsk(): GroupAsk {
-  return { members: [], strategy: 0 };
+  return { members: [], strategy: 0, onMemberLost: 0 };
 }
 
 export const GroupAsk: MessageFns<GroupAsk> = {
@@ -203,6 +277,9 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     }
     if (message.strategy !== 0) {
       writer.uint32(16).int32(message.strategy);
+    }
+    if (message.onMemberLost !== 0) {
+      writer.uint32(24).int32(message.onMemberLost);
     }
     return writer;
   },
@@ -236,6 +313,14 @@ export const GroupAsk: MessageFns<GroupAsk> = {
             message.strategy = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.onMemberLost = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -252,6 +337,11 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     return {
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Ask.fromJSON(e)) : [],
       strategy: isSet(object.strategy) ? groupStrategyFromJSON(object.strategy) : 0,
+      onMemberLost: isSet(object.onMemberLost)
+        ? onMemberLostFromJSON(object.onMemberLost)
+        : isSet(object.on_member_lost)
+        ? onMemberLostFromJSON(object.on_member_lost)
+        : 0,
     };
   },
 
@@ -263,6 +353,9 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     if (message.strategy !== 0) {
       obj.strategy = groupStrategyToJSON(message.strategy);
     }
+    if (message.onMemberLost !== 0) {
+      obj.onMemberLost = onMemberLostToJSON(message.onMemberLost);
+    }
     return obj;
   },
 
@@ -273,6 +366,7 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     const message = createBaseGroupAsk();
     message.members = object.members?.map((e) => Ask.fromPartial(e)) || [];
     message.strategy = object.strategy ?? 0;
+    message.onMemberLost = object.onMemberLost ?? 0;
     return message;
   },
 };
@@ -329,6 +423,99 @@ export const GroupRelease: MessageFns<GroupRelease> = {
   },
 };
 
+function createBaseGroupResume(): GroupResume {
+  return { groupId: "", resumeToken: "" };
+}
+
+export const GroupResume: MessageFns<GroupResume> = {
+  encode(message: GroupResume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupId !== "") {
+      writer.uint32(10).string(message.groupId);
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(18).string(message.resumeToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GroupResume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGroupResume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GroupResume {
+    return {
+      groupId: isSet(object.groupId)
+        ? globalThis.String(object.groupId)
+        : isSet(object.group_id)
+        ? globalThis.String(object.group_id)
+        : "",
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+    };
+  },
+
+  toJSON(message: GroupResume): unknown {
+    const obj: any = {};
+    if (message.groupId !== "") {
+      obj.groupId = message.groupId;
+    }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GroupResume>, I>>(base?: I): GroupResume {
+    return GroupResume.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GroupResume>, I>>(object: I): GroupResume {
+    const message = createBaseGroupResume();
+    message.groupId = object.groupId ?? "";
+    message.resumeToken = object.resumeToken ?? "";
+    return message;
+  },
+};
+
 function createBaseClaimGroupRequest(): ClaimGroupRequest {
   return { kind: undefined };
 }
@@ -341,6 +528,9 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
         break;
       case "release":
         GroupRelease.encode(message.kind.value, writer.uint32(18).fork()).join();
+        break;
+      case "resume":
+        GroupResume.encode(message.kind.value, writer.uint32(26).fork()).join();
         break;
     }
     return writer;
@@ -375,6 +565,14 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
             message.kind = { $case: "release", value: GroupRelease.decode(reader, reader.uint32()) };
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = { $case: "resume", value: GroupResume.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -393,6 +591,8 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
         ? { $case: "ask", value: GroupAsk.fromJSON(object.ask) }
         : isSet(object.release)
         ? { $case: "release", value: GroupRelease.fromJSON(object.release) }
+        : isSet(object.resume)
+        ? { $case: "resume", value: GroupResume.fromJSON(object.resume) }
         : undefined,
     };
   },
@@ -403,6 +603,8 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
       obj.ask = GroupAsk.toJSON(message.kind.value);
     } else if (message.kind?.$case === "release") {
       obj.release = GroupRelease.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "resume") {
+      obj.resume = GroupResume.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -425,13 +627,19 @@ export const ClaimGroupRequest: MessageFns<ClaimGroupRequest> = {
         }
         break;
       }
+      case "resume": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "resume", value: GroupResume.fromPartial(object.kind.value) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
 function createBaseGroupQueued(): GroupQueued {
-  return { groupId: "", member: 0, dimension: "", detail: "", position: 0 };
+  return { groupId: "", member: 0, dimension: "", detail: "", position: 0, requeued: false };
 }
 
 export const GroupQueued: MessageFns<GroupQueued> = {
@@ -450,6 +658,9 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     }
     if (message.position !== 0) {
       writer.uint32(40).uint32(message.position);
+    }
+    if (message.requeued !== false) {
+      writer.uint32(48).bool(message.requeued);
     }
     return writer;
   },
@@ -507,6 +718,14 @@ export const GroupQueued: MessageFns<GroupQueued> = {
             message.position = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.requeued = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -530,6 +749,7 @@ export const GroupQueued: MessageFns<GroupQueued> = {
       dimension: isSet(object.dimension) ? globalThis.String(object.dimension) : "",
       detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
       position: isSet(object.position) ? globalThis.Number(object.position) : 0,
+      requeued: isSet(object.requeued) ? globalThis.Boolean(object.requeued) : false,
     };
   },
 
@@ -550,6 +770,9 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     if (message.position !== 0) {
       obj.position = Math.round(message.position);
     }
+    if (message.requeued !== false) {
+      obj.requeued = message.requeued;
+    }
     return obj;
   },
 
@@ -563,6 +786,7 @@ export const GroupQueued: MessageFns<GroupQueued> = {
     message.dimension = object.dimension ?? "";
     message.detail = object.detail ?? "";
     message.position = object.position ?? 0;
+    message.requeued = object.requeued ?? false;
     return message;
   },
 };
@@ -707,7 +931,7 @@ export const GroupMember: MessageFns<GroupMember> = {
 };
 
 function createBaseGroupGranted(): GroupGranted {
-  return { groupId: "", strategy: 0, members: [] };
+  return { groupId: "", strategy: 0, members: [], resumeToken: "", resumed: false };
 }
 
 export const GroupGranted: MessageFns<GroupGranted> = {
@@ -720,6 +944,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     }
     for (const v of message.members) {
       GroupMember.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(34).string(message.resumeToken);
+    }
+    if (message.resumed !== false) {
+      writer.uint32(40).bool(message.resumed);
     }
     return writer;
   },
@@ -761,6 +991,22 @@ export const GroupGranted: MessageFns<GroupGranted> = {
             message.members.push(GroupMember.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.resumed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -782,6 +1028,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
         : "",
       strategy: isSet(object.strategy) ? groupStrategyFromJSON(object.strategy) : 0,
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => GroupMember.fromJSON(e)) : [],
+      resumeToken: isSet(object.resumeToken)
+        ? globalThis.String(object.resumeToken)
+        : isSet(object.resume_token)
+        ? globalThis.String(object.resume_token)
+        : "",
+      resumed: isSet(object.resumed) ? globalThis.Boolean(object.resumed) : false,
     };
   },
 
@@ -796,6 +1048,12 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     if (message.members?.length) {
       obj.members = message.members.map((e) => GroupMember.toJSON(e));
     }
+    if (message.resumeToken !== "") {
+      obj.resumeToken = message.resumeToken;
+    }
+    if (message.resumed !== false) {
+      obj.resumed = message.resumed;
+    }
     return obj;
   },
 
@@ -807,6 +1065,8 @@ export const GroupGranted: MessageFns<GroupGranted> = {
     message.groupId = object.groupId ?? "";
     message.strategy = object.strategy ?? 0;
     message.members = object.members?.map((e) => GroupMember.fromPartial(e)) || [];
+    message.resumeToken = object.resumeToken ?? "";
+    message.resumed = object.resumed ?? false;
     return message;
   },
 };

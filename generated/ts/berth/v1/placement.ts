@@ -23,7 +23,7 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { Command, Event, Failure, PythonSource, Result, WarmPools } from "./calls.js";
-import { ClaimGroupRequest, ClaimGroupResponse, GroupView } from "./groups.js";
+import { ClaimGroupRequest, ClaimGroupResponse, GroupAsk, GroupView } from "./groups.js";
 import { HistoryRequest, HistoryResponse } from "./history.js";
 import { Allocation, Ask, Inventory, Resources } from "./resources.js";
 
@@ -541,10 +541,18 @@ export interface CompileResponse {
   detail: string;
 }
 
-/** SatisfiableRequest holds the ask to check. */
+/** SatisfiableRequest holds the ask, or the group, to check. */
 export interface SatisfiableRequest {
-  /** The ask. */
-  ask: Ask | undefined;
+  /** The ask (ignored when group is set). */
+  ask:
+    | Ask
+    | undefined;
+  /**
+   * A whole group, judged as ClaimGroup would judge it now (docs/rules.md G5, G8): RUNS_NOW when it fits now,
+   * WAITS when some set of attached machines could hold it, WAITS_FOR_PROVISIONER when a member waits for a
+   * provisioner's machine, IMPOSSIBLE when no set of machines could ever hold it (limiting and detail say why).
+   */
+  group: GroupAsk | undefined;
 }
 
 /** SatisfiableResponse says what the ask would wait for. */
@@ -559,9 +567,16 @@ export interface SatisfiableResponse {
     | undefined;
   /**
    * The first dimension no machine can hold: "cpus", "gpus" or "ram_mb"; "label" (VERDICT_IMPOSSIBLE) for a required
-   * label no machine carries, none is coming back and no provisioner covers; empty when not clamped.
+   * label no machine carries, none is coming back and no provisioner covers; empty when not clamped. For a group:
+   * the blocking member's dimension ("gpus", "cpus", "ram_mb", "resources.<name>", "machines", "label").
    */
   limiting: string;
+  /**
+   * For a group: empty when it fits now, else why not, naming the member, e.g. "members[1].gpus: no set of machines
+   * could ever hold this pack group: 5 gpu(s), 1 cpu(s): the roomiest machine has 4 gpu(s), 8 cpu(s)". Empty for an
+   * ask.
+   */
+  detail: string;
 }
 
 /** GetSnapshotRequest has no fields. */
@@ -3283,13 +3298,16 @@ export const CompileResponse: MessageFns<CompileResponse> = {
 };
 
 function createBaseSatisfiableRequest(): SatisfiableRequest {
-  return { ask: undefined };
+  return { ask: undefined, group: undefined };
 }
 
 export const SatisfiableRequest: MessageFns<SatisfiableRequest> = {
   encode(message: SatisfiableRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.ask !== undefined) {
       Ask.encode(message.ask, writer.uint32(10).fork()).join();
+    }
+    if (message.group !== undefined) {
+      GroupAsk.encode(message.group, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -3315,6 +3333,14 @@ export const SatisfiableRequest: MessageFns<SatisfiableRequest> = {
             message.ask = Ask.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.group = GroupAsk.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3328,13 +3354,19 @@ export const SatisfiableRequest: MessageFns<SatisfiableRequest> = {
   },
 
   fromJSON(object: any): SatisfiableRequest {
-    return { ask: isSet(object.ask) ? Ask.fromJSON(object.ask) : undefined };
+    return {
+      ask: isSet(object.ask) ? Ask.fromJSON(object.ask) : undefined,
+      group: isSet(object.group) ? GroupAsk.fromJSON(object.group) : undefined,
+    };
   },
 
   toJSON(message: SatisfiableRequest): unknown {
     const obj: any = {};
     if (message.ask !== undefined) {
       obj.ask = Ask.toJSON(message.ask);
+    }
+    if (message.group !== undefined) {
+      obj.group = GroupAsk.toJSON(message.group);
     }
     return obj;
   },
@@ -3345,12 +3377,15 @@ export const SatisfiableRequest: MessageFns<SatisfiableRequest> = {
   fromPartial<I extends Exact<DeepPartial<SatisfiableRequest>, I>>(object: I): SatisfiableRequest {
     const message = createBaseSatisfiableRequest();
     message.ask = (object.ask !== undefined && object.ask !== null) ? Ask.fromPartial(object.ask) : undefined;
+    message.group = (object.group !== undefined && object.group !== null)
+      ? GroupAsk.fromPartial(object.group)
+      : undefined;
     return message;
   },
 };
 
 function createBaseSatisfiableResponse(): SatisfiableResponse {
-  return { waitFor: "", verdict: 0, clampedTo: undefined, limiting: "" };
+  return { waitFor: "", verdict: 0, clampedTo: undefined, limiting: "", detail: "" };
 }
 
 export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
@@ -3366,6 +3401,9 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
     }
     if (message.limiting !== "") {
       writer.uint32(34).string(message.limiting);
+    }
+    if (message.detail !== "") {
+      writer.uint32(42).string(message.detail);
     }
     return writer;
   },
@@ -3415,6 +3453,14 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
             message.limiting = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3441,6 +3487,7 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
         ? Resources.fromJSON(object.clamped_to)
         : undefined,
       limiting: isSet(object.limiting) ? globalThis.String(object.limiting) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
     };
   },
 
@@ -3458,6 +3505,9 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
     if (message.limiting !== "") {
       obj.limiting = message.limiting;
     }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
     return obj;
   },
 
@@ -3472,6 +3522,7 @@ export const SatisfiableResponse: MessageFns<SatisfiableResponse> = {
       ? Resources.fromPartial(object.clampedTo)
       : undefined;
     message.limiting = object.limiting ?? "";
+    message.detail = object.detail ?? "";
     return message;
   },
 };

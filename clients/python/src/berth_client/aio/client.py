@@ -14,7 +14,7 @@ from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..channels import CHANNEL_OPTIONS, Pem, connection
 from ..errors import from_rpc_error
 from ..events import Reopen
-from ..groups import GroupQueued, group_request
+from ..groups import GroupQueued, group_request, resume_group_request
 from ..history import HistoryEntry, history_request
 from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
@@ -168,6 +168,13 @@ class AsyncClient:
     ) -> AsyncGroupLease:
         """`lease = await client.acquire_group(...)`: the granted group; `await lease.release()` gives it back."""
         lease = self.claim_group(members, strategy, on_queued, timeout)
+        await lease.acquire()
+        return lease
+
+    async def resume_group(self, group_id: str, resume_token: str) -> AsyncGroupLease:
+        """`lease = await client.resume_group(group_id, resume_token)`: a group restored after a server restart,
+        taken back — see `Client.resume_group`."""
+        lease = AsyncGroupLease(self._stub, resume_group_request(group_id, resume_token), self._metadata)
         await lease.acquire()
         return lease
 

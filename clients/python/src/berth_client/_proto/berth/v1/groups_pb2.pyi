@@ -16,45 +16,68 @@ class GroupStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     GROUP_STRATEGY_SPREAD: _ClassVar[GroupStrategy]
     GROUP_STRATEGY_STRICT_PACK: _ClassVar[GroupStrategy]
     GROUP_STRATEGY_STRICT_SPREAD: _ClassVar[GroupStrategy]
+
+class OnMemberLost(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ON_MEMBER_LOST_UNSPECIFIED: _ClassVar[OnMemberLost]
+    ON_MEMBER_LOST_REQUEUE: _ClassVar[OnMemberLost]
+    ON_MEMBER_LOST_FAIL: _ClassVar[OnMemberLost]
 GROUP_STRATEGY_UNSPECIFIED: GroupStrategy
 GROUP_STRATEGY_PACK: GroupStrategy
 GROUP_STRATEGY_SPREAD: GroupStrategy
 GROUP_STRATEGY_STRICT_PACK: GroupStrategy
 GROUP_STRATEGY_STRICT_SPREAD: GroupStrategy
+ON_MEMBER_LOST_UNSPECIFIED: OnMemberLost
+ON_MEMBER_LOST_REQUEUE: OnMemberLost
+ON_MEMBER_LOST_FAIL: OnMemberLost
 
 class GroupAsk(_message.Message):
-    __slots__ = ("members", "strategy")
+    __slots__ = ("members", "strategy", "on_member_lost")
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    ON_MEMBER_LOST_FIELD_NUMBER: _ClassVar[int]
     members: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Ask]
     strategy: GroupStrategy
-    def __init__(self, members: _Optional[_Iterable[_Union[_resources_pb2.Ask, _Mapping]]] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ...) -> None: ...
+    on_member_lost: OnMemberLost
+    def __init__(self, members: _Optional[_Iterable[_Union[_resources_pb2.Ask, _Mapping]]] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., on_member_lost: _Optional[_Union[OnMemberLost, str]] = ...) -> None: ...
 
 class GroupRelease(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GroupResume(_message.Message):
+    __slots__ = ("group_id", "resume_token")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    resume_token: str
+    def __init__(self, group_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
+
 class ClaimGroupRequest(_message.Message):
-    __slots__ = ("ask", "release")
+    __slots__ = ("ask", "release", "resume")
     ASK_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     ask: GroupAsk
     release: GroupRelease
-    def __init__(self, ask: _Optional[_Union[GroupAsk, _Mapping]] = ..., release: _Optional[_Union[GroupRelease, _Mapping]] = ...) -> None: ...
+    resume: GroupResume
+    def __init__(self, ask: _Optional[_Union[GroupAsk, _Mapping]] = ..., release: _Optional[_Union[GroupRelease, _Mapping]] = ..., resume: _Optional[_Union[GroupResume, _Mapping]] = ...) -> None: ...
 
 class GroupQueued(_message.Message):
-    __slots__ = ("group_id", "member", "dimension", "detail", "position")
+    __slots__ = ("group_id", "member", "dimension", "detail", "position", "requeued")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
+    REQUEUED_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     member: int
     dimension: str
     detail: str
     position: int
-    def __init__(self, group_id: _Optional[str] = ..., member: _Optional[int] = ..., dimension: _Optional[str] = ..., detail: _Optional[str] = ..., position: _Optional[int] = ...) -> None: ...
+    requeued: bool
+    def __init__(self, group_id: _Optional[str] = ..., member: _Optional[int] = ..., dimension: _Optional[str] = ..., detail: _Optional[str] = ..., position: _Optional[int] = ..., requeued: _Optional[bool] = ...) -> None: ...
 
 class GroupMember(_message.Message):
     __slots__ = ("index", "claim_id", "machine", "remote", "allocation")
@@ -71,14 +94,18 @@ class GroupMember(_message.Message):
     def __init__(self, index: _Optional[int] = ..., claim_id: _Optional[str] = ..., machine: _Optional[str] = ..., remote: _Optional[bool] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ...) -> None: ...
 
 class GroupGranted(_message.Message):
-    __slots__ = ("group_id", "strategy", "members")
+    __slots__ = ("group_id", "strategy", "members", "resume_token", "resumed")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     strategy: GroupStrategy
     members: _containers.RepeatedCompositeFieldContainer[GroupMember]
-    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ...) -> None: ...
+    resume_token: str
+    resumed: bool
+    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ..., resume_token: _Optional[str] = ..., resumed: _Optional[bool] = ...) -> None: ...
 
 class GroupReleased(_message.Message):
     __slots__ = ("group_id",)

@@ -285,22 +285,26 @@ class CompileResponse(_message.Message):
     def __init__(self, checked: _Optional[bool] = ..., ok: _Optional[bool] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., worker: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class SatisfiableRequest(_message.Message):
-    __slots__ = ("ask",)
+    __slots__ = ("ask", "group")
     ASK_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
     ask: _resources_pb2.Ask
-    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ...) -> None: ...
+    group: _groups_pb2.GroupAsk
+    def __init__(self, ask: _Optional[_Union[_resources_pb2.Ask, _Mapping]] = ..., group: _Optional[_Union[_groups_pb2.GroupAsk, _Mapping]] = ...) -> None: ...
 
 class SatisfiableResponse(_message.Message):
-    __slots__ = ("wait_for", "verdict", "clamped_to", "limiting")
+    __slots__ = ("wait_for", "verdict", "clamped_to", "limiting", "detail")
     WAIT_FOR_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     CLAMPED_TO_FIELD_NUMBER: _ClassVar[int]
     LIMITING_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
     wait_for: str
     verdict: Verdict
     clamped_to: _resources_pb2.Resources
     limiting: str
-    def __init__(self, wait_for: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., clamped_to: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., limiting: _Optional[str] = ...) -> None: ...
+    detail: str
+    def __init__(self, wait_for: _Optional[str] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., clamped_to: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., limiting: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class GetSnapshotRequest(_message.Message):
     __slots__ = ()
