@@ -1,9 +1,10 @@
 /**
  * One point of the placement grid (issue 9 item 4), run in a fresh process by
- * bench/placement.bench.ts: `node --import tsx bench/lib/placement-point.ts MACHINES WAITERS`.
+ * bench/placement.bench.ts: `node --import tsx bench/lib/placement-point.ts MACHINES WAITERS [mix]` (`mix`: the
+ * mixed workload of issue 23, memory, named resources and GPU shares; placement-workload.ts).
  * Builds the fixed workload through Placer's public API only, queues the waiters, then times
  * claim+release cycles one by one (wall clock, in process, no gRPC). Prints one JSON line:
- * { machines, waiters, ops, p50_us, p99_us, enqueue_ms, queued, timed_out, floor_p99_us }.
+ * { machines, waiters, mix, ops, p50_us, p99_us, enqueue_ms, queued, timed_out, floor_p99_us, attach_us }.
  *
  * The workload is bench/lib/placement-workload.ts.
  * Env: BENCH_PLACEMENT_OPS (default 20000: p99 over at least 5,000 as issue 9 asks; more ops steady it),
@@ -12,12 +13,13 @@
  */
 import { buildWorkload, cycle, now, quantile } from './placement-workload.js';
 
-const [machines, waiters] = process.argv.slice(2).map(Number);
+const [machines, waiters] = process.argv.slice(2, 4).map(Number);
+const mix = process.argv[4] === 'mix';
 const OPS = Number(process.env.BENCH_PLACEMENT_OPS ?? 20_000);
 const BUDGET_MS = Number(process.env.BENCH_PLACEMENT_BUDGET_MS ?? 20_000);
 const WARMUP = 2000; // past the JIT tiering of the claim path
 
-const work = await buildWorkload(machines, waiters, BUDGET_MS);
+const work = await buildWorkload(machines, waiters, BUDGET_MS, mix);
 const { placer, queued, enqueueMs } = work;
 let timedOut = work.timedOut;
 
@@ -35,7 +37,7 @@ const samples: number[] = [];
 if (!timedOut) {
   const start = now();
   for (let r = 0; r < WARMUP + OPS; r++) {
-    samples.push(await cycle(placer, r));
+    samples.push(await cycle(placer, r, mix));
     if (now() - start > BUDGET_MS) {
       timedOut = true; // slow code: keep every op measured, warm-up included
       break;
@@ -48,6 +50,7 @@ console.log(
   JSON.stringify({
     machines,
     waiters,
+    mix,
     ops: samples.length,
     p50_us: quantile(samples, 0.5),
     p99_us: quantile(samples, 0.99),
@@ -55,6 +58,7 @@ console.log(
     queued,
     timed_out: timedOut,
     floor_p99_us: floor[Math.floor(0.99 * floor.length)],
+    attach_us: work.attachUs,
   }),
 );
 process.exit(0);

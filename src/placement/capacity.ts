@@ -2,10 +2,13 @@
  * A class of machines: the same total cores, GPUs, labels and named resources (memory may differ). Its machines sit
  * in buckets keyed by (free GPUs, free cores), the bucket keys kept sorted, so "the best machine of
  * this class that can hold this" walks a handful of buckets, not every machine (SPEC P12).
- * Memory is checked per machine inside a bucket.
+ * Inside a bucket its machines are filed again by total and free memory, and the class files its machines by the units
+ * held on their shared GPUs (levels.ts), so an ask with memory or a GPU share finds its tightest fit by a binary
+ * search per bucket, not by a walk of every machine (issue 23 item 5).
  */
 import { namedFit, type Amount } from '../resources/books.js';
 import { UNIT, type Named } from '../resources/quantity.js';
+import { Levels } from './levels.js';
 import type { MachineEntry } from './machines.js';
 
 /** How far a machine is from fitting an amount: [gpu deficit, cpu deficit, gpus left over, cpus left over]. */
@@ -70,6 +73,13 @@ export class MachineClass {
   readonly #keys: number[] = [];
   /** Total memory (-1 = not limited) → how many machines have it. */
   readonly #ram = new Map<number, number>();
+  /** Bucket key → total memory (-1 = not limited) → its machines by free memory (0 when not limited). */
+  readonly #byRam = new Map<number, Map<number, Levels<MachineEntry>>>();
+  /** Machines by the units held on each of their GPUs held in part (1..UNIT-1; SPEC P14). */
+  readonly #shares = new Levels<MachineEntry>();
+  /** Per named resource of the class (in `#names` order), its machines by free units (the Queued detail). */
+  readonly #byNamed: Levels<MachineEntry>[];
+  readonly #names: string[];
   size = 0;
 
   constructor(
@@ -80,7 +90,10 @@ export class MachineClass {
     readonly res?: Readonly<Named>,
     /** The type of the class's GPUs (issue 23 item 4); absent = untyped. */
     readonly gpuType?: string,
-  ) {}
+  ) {
+    this.#names = Object.keys(res ?? {}).sort();
+    this.#byNamed = this.#names.map(() => new Levels());
+  }
 
   /** Adds `e` (indexed by its current free capacity). */
   add(e: MachineEntry): void {
@@ -118,6 +131,24 @@ export class MachineClass {
     }
     e.slot = list.length;
     list.push(e);
+    const t = e.books.total.ramMb ?? -1;
+    let byTotal = this.#byRam.get(k);
+    if (!byTotal) this.#byRam.set(k, (byTotal = new Map()));
+    let lv = byTotal.get(t);
+    if (!lv) byTotal.set(t, (lv = new Levels()));
+    e.ramFiled = e.books.freeRamMb ?? 0;
+    lv.add(e.ramFiled, e);
+    if (this.#names.length) {
+      e.resFiled = this.#names.map((n) => e.books.freeOf(n));
+      for (let i = 0; i < this.#names.length; i++) this.#byNamed[i].add(e.resFiled[i], e);
+    }
+    if (this.gpus === 0) return;
+    e.sharesFiled = undefined;
+    for (const used of e.books.sharedUnits()) {
+      if (used >= UNIT) continue;
+      this.#shares.add(used, e);
+      (e.sharesFiled ??= []).push(used);
+    }
   }
 
   /** Takes `e` out of the bucket it was filed under. @throws Error when the index is out of step (a bug). */
@@ -133,6 +164,42 @@ export class MachineClass {
       this.#buckets.delete(e.bucket);
       this.#keys.splice(this.#keys.indexOf(e.bucket), 1);
     }
+    const byTotal = this.#byRam.get(e.bucket)!;
+    const t = e.books.total.ramMb ?? -1;
+    const lv = byTotal.get(t)!;
+    lv.delete(e.ramFiled, e);
+    if (lv.empty) byTotal.delete(t);
+    if (byTotal.size === 0) this.#byRam.delete(e.bucket);
+    for (const used of e.sharesFiled ?? []) this.#shares.delete(used, e);
+    e.sharesFiled = undefined;
+    for (let i = 0; i < this.#names.length; i++) this.#byNamed[i].delete(e.resFiled![i], e);
+  }
+
+  /**
+   * True when some machine of the class, not held (SPEC S2), whose memory could ever hold `ramMb` has that much free
+   * now (or is not limited). A binary search per bucket and total memory (lacking.ts).
+   */
+  ramFreeSomewhere(ramMb: number): boolean {
+    for (const byTotal of this.#byRam.values()) {
+      for (const [total, lv] of byTotal) {
+        if (total !== -1 && total < ramMb) continue;
+        for (const m of lv.upFrom(total === -1 ? 0 : ramMb)) if (m.hold === undefined) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The most of named resource `name` free on one machine of the class, not held, whose memory could ever hold
+   * `ramMb`, with that machine's total of it: [free, total] in units; undefined when none (lacking.ts).
+   */
+  mostFreeOf(name: string, ramMb: number | undefined): [number, number] | undefined {
+    const i = this.#names.indexOf(name);
+    if (i < 0) return undefined;
+    for (const [free, m] of this.#byNamed[i].downFrom(Number.POSITIVE_INFINITY)) {
+      if (m.hold === undefined && ramEver(m, ramMb)) return [free, this.res?.[name] ?? 0];
+    }
+    return undefined;
   }
 
   /**
@@ -185,24 +252,32 @@ export class MachineClass {
 
   /**
    * Memory places (issue 23 item 2): among the machines with room for `a` that pass `ok`, the one it fits
-   * tightest (see `tightness`), so a small ask does not take the memory-rich machine a large one needs. Walks
-   * every machine of the buckets with enough free GPUs and cores: asks with memory cost per machine, not per bucket.
-   * A GPU share (SPEC P14) walks the same way: its machine is the one whose GPU it would leave the least room on.
+   * tightest (see `tightness`), so a small ask does not take the memory-rich machine a large one needs. In each
+   * bucket with enough free GPUs and cores, and for each total memory there, the machine with the least free memory
+   * that holds `a` is the tightest (cores and GPUs are the bucket's): one binary search, then the first that passes.
+   * A GPU share (SPEC P14) goes first to the GPU held in part it fills most (the highest level of `#shares` it
+   * fits; between machines filling one equally, the first found), else as a one-GPU ask to a wholly free GPU.
    */
   #tightest(a: Amount, ok: (m: MachineEntry) => boolean, skip?: MachineEntry): MachineEntry | undefined {
+    const fits = (m: MachineEntry) => m !== skip && m.hold === undefined && ok(m);
+    if (a.share) {
+      for (const [, m] of this.#shares.downFrom(UNIT - a.share)) if (m.books.freeCpus >= a.cpus && fits(m)) return m;
+    }
     const width = this.cpus + 1;
+    const gpus = a.share ? 1 : a.gpus;
     let best: MachineEntry | undefined;
     let score: number[] = [];
     for (const k of this.#keys) {
-      if (k < a.gpus * width || k % width < a.cpus) continue;
-      const list = this.#buckets.get(k)!;
-      for (let i = list.length - 1; i >= 0; i--) {
-        const m = list[i];
-        if (m === skip || m.hold !== undefined || !ok(m)) continue;
-        const t = tightness(m, a);
-        if (!best || tighter(t, score)) {
-          best = m;
-          score = t;
+      if (k < gpus * width || k % width < a.cpus) continue;
+      for (const [total, lv] of this.#byRam.get(k)!) {
+        for (const m of lv.upFrom(total === -1 ? 0 : (a.ramMb ?? 0))) {
+          if (!fits(m)) continue;
+          const t = tightness(m, a);
+          if (!best || tighter(t, score)) {
+            best = m;
+            score = t;
+          }
+          break;
         }
       }
     }

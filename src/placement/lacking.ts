@@ -1,13 +1,13 @@
 /**
  * What a waiting claim waits for, in the Queued detail (SPEC P6, issue 23 item 1): the dimension no machine it may
  * use has free now — `waiting for 40960 MB ram`, `waiting for trainer: 0 of 1 free` — or a pool short of what
- * it asks behind older waiters: `waiting for license/matlab: 0 of 30 free`. Cost: every machine, on the waiting
- * path only, and only for asks with memory or named resources.
+ * it asks behind older waiters: `waiting for license/matlab: 0 of 30 free`. Cost: per machine class able to hold
+ * the ask, a binary search in its memory and named-resource indexes (capacity.ts), on the waiting path only.
  */
 import type { Amount } from '../resources/books.js';
 import { fromUnits } from '../resources/quantity.js';
-import { eligible } from './choose.js';
-import { placeable, type PlacerState } from './state.js';
+import { requires } from './choose.js';
+import type { PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
 import { heldBack } from './pool-fit.js';
 import type { Waiter } from './waiting.js';
@@ -21,13 +21,12 @@ export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount
   if (amount.ramMb || amount.res) {
     let ram = false;
     const best: Record<string, [number, number]> = {};
-    for (const m of s.machines.all()) {
-      if (!placeable(m) || !eligible(m, ask) || !m.books.canEverHold(amount)) continue;
-      const free = m.books.freeRamMb;
-      if (!amount.ramMb || free === undefined || free >= amount.ramMb) ram = true;
+    for (const cls of s.machines.classes(requires(ask) ? ask.label : undefined)) {
+      if (!cls.holdsEver(amount)) continue;
+      if (!ram && (!amount.ramMb || cls.ramFreeSomewhere(amount.ramMb))) ram = true;
       for (const k in amount.res ?? {}) {
-        const f = m.books.freeOf(k);
-        if (!best[k] || f > best[k][0]) best[k] = [f, m.books.total.resources?.[k] ?? 0];
+        const f = cls.mostFreeOf(k, amount.ramMb);
+        if (f && (!best[k] || f[0] > best[k][0])) best[k] = f;
       }
     }
     if (!ram) parts.push(`waiting for ${amount.ramMb} MB ram`);

@@ -17,6 +17,11 @@ export interface MachineEntry {
   /** Its free-capacity bucket inside the class and its slot there (kept by MachineClass). */
   bucket: number;
   slot: number;
+  /** The free memory it is filed under inside its bucket (0 when not limited), and the GPU share levels. */
+  ramFiled: number;
+  sharesFiled: number[] | undefined;
+  /** The free units of each named resource of its class it is filed under (capacity.ts). */
+  resFiled?: number[];
   /** Set while its worker is disconnected and held (SPEC S2, S6): never chosen for a new grant. */
   hold: MachineHold | undefined;
 }
@@ -56,7 +61,17 @@ export class MachineSet {
     if (this.#byName.has(spec.name)) throw new Error(`machine ${spec.name} already attached`);
     const cls = this.#classFor(spec);
     const books = new ResourceAccountant(spec.inventory);
-    const e: MachineEntry = { spec, books, attachedAt: Date.now(), cls, bucket: -1, slot: -1, hold: undefined };
+    const e: MachineEntry = {
+      spec,
+      books,
+      attachedAt: Date.now(),
+      cls,
+      bucket: -1,
+      slot: -1,
+      ramFiled: 0,
+      sharesFiled: undefined,
+      hold: undefined,
+    };
     this.#byName.set(spec.name, e);
     if (!spec.remote) this.#engine ??= e;
     cls.add(e);

@@ -85,6 +85,11 @@ export class ResourceAccountant {
     return this.#devices.shared();
   }
 
+  /** The units held on each GPU held in shares now, in no order (no copy: for the placement indexes). */
+  sharedUnits(): IterableIterator<number> {
+    return this.#devices.sharedUnits();
+  }
+
   /** The largest share one GPU has room for now, in units (UNIT when a GPU is wholly free). */
   get shareRoom(): number {
     return this.#devices.shareRoom();

@@ -65,6 +65,11 @@ export class DevicePool {
     return this.#shared.get(id) ?? 0;
   }
 
+  /** The units held on each shared id, in no order (no copy: for the placement indexes). */
+  sharedUnits(): IterableIterator<number> {
+    return this.#shared.values();
+  }
+
   /** The shared ids and the units each holds, sorted by id. */
   shared(): [number, number][] {
     return [...this.#shared].sort((a, b) => a[0] - b[0]);
