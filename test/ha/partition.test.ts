@@ -69,18 +69,31 @@ describeEtcd('a leader cut off from etcd (SPEC S7)', () => {
     proxy.cut();
     // Ask the cut-off leader for claims and calls until it is gone, noting which were asked after it said it stopped.
     const asked: Array<{ id: string; afterDeposed: boolean; grant?: string; started?: boolean; h: RunHandle }> = [];
-    const aGone = a.exited.then(() => true);
-    for (let i = 0; !(await Promise.race([aGone, new Promise<false>((r) => setTimeout(() => r(false), 50))])); i++) {
-      const afterDeposed = a.log().includes('"event":"cluster_deposed"');
+    const ask = (afterDeposed: boolean) => {
       const c = claim(a.client, { cpus: 1, label: 'w' });
-      const entry = { id: `cut${i}`, afterDeposed, grant: undefined as string | undefined, h: onA(`cut${i}`) };
+      const id = `cut${asked.length}`;
+      const entry = { id, afterDeposed, grant: undefined as string | undefined, h: onA(id) };
       asked.push(entry);
       void c.granted.then(
         (g) => (entry.grant = g.claimId),
         () => undefined,
       );
       cleanup.push(() => c.call.cancel());
+    };
+    // The moment its log says it stopped, a burst of asks goes out: a leader that halts within milliseconds still
+    // gets asked after it said so (polling alone may never land in that window).
+    let said = false;
+    const onLog = () => {
+      if (said || !a.log().includes('"event":"cluster_deposed"')) return;
+      said = true;
+      for (let k = 0; k < 5; k++) ask(true);
+    };
+    a.child.stderr?.on('data', onLog);
+    const aGone = a.exited.then(() => true);
+    while (!(await Promise.race([aGone, new Promise<false>((r) => setTimeout(() => r(false), 20))]))) {
+      ask(said || a.log().includes('"event":"cluster_deposed"'));
     }
+    a.child.stderr?.off('data', onLog);
     expect(await a.exited).toBe(3);
     expect(a.log()).toMatch(/"event":"cluster_deposed".*no keep-alive succeeded/);
     const outs = await Promise.all(asked.map((x) => x.h.done));
