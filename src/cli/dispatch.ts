@@ -15,7 +15,7 @@ import { runBatch } from '../dispatch/batch-run.js';
 import { BatchError, loadBatch } from '../dispatch/batch.js';
 import { jobRef } from '../dispatch/batch-error.js';
 import type { Job, Runner } from '../dispatch/job.js';
-import { LocalRunner } from '../dispatch/local-runner.js';
+import { LocalRunner, SHARE_ENV } from '../dispatch/local-runner.js';
 import { killAllGroups } from '../dispatch/process-groups.js';
 import { checkReportFile, prepareLogDir } from '../dispatch/paths.js';
 import { ConsoleReporter } from '../dispatch/reporter.js';
@@ -29,7 +29,7 @@ const EXAMPLE = `
 Batch file (YAML or JSON; a bare list of jobs works too):
   jobs:
     - name: train-a
-      devices: 2                      # device count, 0 for none
+      devices: 2                      # device count, 0 for none, or a share (0.5)
       argv: [python, train.py, --gpus, "{devices}"]
       timeout: 600                    # seconds, optional
     - name: smoke
@@ -39,6 +39,10 @@ Batch file (YAML or JSON; a bare list of jobs works too):
       env: { SEED: 1 }
       cwd: tests
       stack_dump_signal: true         # SIGUSR1 before a timeout stop
+    - name: eval
+      devices: 0.5                    # a share of one device: two such jobs share it (no isolation)
+      resources: { trainer: 1 }       # with --server: named resources of berth's machines and pools
+      argv: [python, eval.py]
 
 name (default job<N>) and devices (default 0) are optional; cwd is relative to the batch file's
 directory. {devices} in argv/shell is the range string (0-3); the device variable gets the ids as
@@ -80,10 +84,10 @@ export function checkFits(jobs: readonly Job[], most: number, where: string): vo
 }
 
 /**
- * Machine labels (`require:`/`prefer:`) are berth's: without `--server` a job that requires one is
- * refused (this host carries no labels, so it could never run as asked); a preferred one is ignored,
- * with one note to `warn` (a preference may always run elsewhere).
- * @throws BatchError naming the first job that requires a label (CLI exit 2).
+ * Machine labels (`require:`/`prefer:`) and named resources (`resources:`) are berth's: without `--server` a job
+ * that requires a label or asks a named resource is refused (this host has neither, so it could never run as
+ * asked); a preferred label is ignored, with one note to `warn` (a preference may always run elsewhere).
+ * @throws BatchError naming the first such job (CLI exit 2).
  */
 export function checkLocalLabels(jobs: readonly Job[], warn: (note: string) => void): void {
   const required = jobs.find((j) => j.machine?.policy === 'require');
@@ -92,9 +96,25 @@ export function checkLocalLabels(jobs: readonly Job[], warn: (note: string) => v
       `${jobRef(required)}: require: ${JSON.stringify(required.machine!.label)}: machine labels are berth's; ` +
         `run the batch with --server (this host has none)\nnothing was started`,
     );
+  const named = jobs.find((j) => j.resources !== undefined);
+  if (named !== undefined)
+    throw new BatchError(
+      `${jobRef(named)}: resources: ${Object.keys(named.resources!).join(', ')}: named resources are those of ` +
+        `berth's machines and pools; run the batch with --server (this host has only its devices)\nnothing was started`,
+    );
   const preferring = jobs.filter((j) => j.machine?.policy === 'prefer').length;
   if (preferring > 0)
     warn(`prefer: ignored without --server (${plural(preferring, 'job')}): the jobs run on this host`);
+}
+
+/**
+ * How many jobs `devices` ids can run at once, for `-j auto`: one per id, or, when some job asks a share of one
+ * device (`devices: 0.5`), as many of the smallest share as one id holds, per id.
+ */
+export function deviceSlots(jobs: readonly Job[], devices: number): number {
+  let perId = 1;
+  for (const j of jobs) if (j.devices > 0 && j.devices < 1) perId = Math.max(perId, Math.floor(1 / j.devices + 1e-9));
+  return devices * perId;
 }
 
 function poolText(pool: DevicePool): string {
@@ -107,7 +127,7 @@ function poolText(pool: DevicePool): string {
  * @throws BatchError (CLI exit 2).
  */
 export function checkJobEnv(jobs: readonly Job[], deviceEnv: string, server: boolean): void {
-  const reserved = new Set([deviceEnv, ...(server ? ALLOCATION_ENV_KEYS : [])]);
+  const reserved = new Set([deviceEnv, SHARE_ENV, ...(server ? ALLOCATION_ENV_KEYS : [])]);
   for (const j of jobs) {
     const key = Object.keys(j.env).find((k) => reserved.has(k));
     if (key !== undefined) {
@@ -171,7 +191,7 @@ async function dispatch(file: string, flags: Record<string, unknown>): Promise<v
           'e.g. --devices 0-3'
         : '';
     checkFits(jobs, pool.size, `${poolText(pool)}${hint}`);
-    maxInFlight = jobsLimit(o.jobs, pool.size, os.availableParallelism(), o.platform);
+    maxInFlight = jobsLimit(o.jobs, deviceSlots(jobs, pool.size), os.availableParallelism(), o.platform);
     runner = new LocalRunner(o.deviceEnv);
   }
   let logDir: string;

@@ -1,6 +1,7 @@
 /**
  * Batch files (SPEC D1): YAML or JSON, either `{ jobs: [...] }` or a bare list of jobs. Each job:
- * `name`, `devices` (count ≥ 0), `argv` (list, may hold `{devices}`) or `shell` (run by `sh -c`),
+ * `name`, `devices` (count ≥ 0, or a share of one device in (0, 1): `0.5`), `resources` (named resources of berth's
+ * machines and pools, `{trainer: 1}`, for `--server`), `argv` (list, may hold `{devices}`) or `shell` (run by `sh -c`),
  * optional `cwd` (relative to the batch file's directory), `env`, `timeout` (s),
  * `stack_dump_signal` (SIGUSR1 before a timeout stop), `retries` (0 to 10: placed again when its machine is lost,
  * for `--server`, SPEC S8), and `require` or `prefer` (a machine label, for `--server`). Names are unique and
@@ -15,6 +16,7 @@ import { valueAt } from '../errors.js';
 import { BatchError, jobRef } from './batch-error.js';
 import type { Job } from './job.js';
 import { closestKey } from './suggest.js';
+import { NAME_RULE, QUANTITY_RULE, RESOURCE_NAME, toUnits, UNIT } from '../resources/quantity.js';
 
 export { BatchError };
 
@@ -22,6 +24,14 @@ const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String
 
 /** Most devices one job may ask for (one more than the highest device id a range may name). */
 export const MAX_JOB_DEVICES = 65536;
+/** What `devices:` may be: Ray's rule for GPUs (issue 23 item 6). */
+export const DEVICES_RULE =
+  'expected a whole number of devices, or a share of one device in (0, 1) in steps of 0.0001 (0.5 or 2, not 1.5)';
+/** True for a share of one device: in (0, 1), a multiple of 0.0001. */
+function isShare(v: number): boolean {
+  const u = toUnits(v);
+  return u !== undefined && u > 0 && u < UNIT;
+}
 /** Longest timeout in seconds (Node timers hold at most 2^31 − 1 ms). */
 export const MAX_TIMEOUT_S = 2_147_483;
 
@@ -45,9 +55,15 @@ const jobSchema = z.object({
   devices: z
     .number()
     .max(MAX_JOB_DEVICES, `must be at most ${MAX_JOB_DEVICES}`)
-    .int('expected a whole number')
     .min(0, 'must be at least 0')
+    .refine((v) => Number.isInteger(v) || isShare(v), DEVICES_RULE)
     .default(0),
+  resources: z
+    .record(
+      z.string().regex(RESOURCE_NAME, NAME_RULE),
+      z.number().refine((v) => toUnits(v) !== undefined, QUANTITY_RULE),
+    )
+    .optional(),
   argv: z
     .array(z.string().refine((v) => !v.includes('\0'), 'must not hold a NUL byte'))
     .min(1, 'must hold at least the program')
@@ -154,6 +170,7 @@ export function parseBatch(data: unknown, source = 'batch', baseDir = process.cw
       index: i,
       name: name ?? `job${i + 1}`,
       devices: j.devices,
+      ...(j.resources !== undefined && Object.keys(j.resources).length > 0 ? { resources: j.resources } : {}),
       argv: j.argv,
       shell: j.shell,
       cwd: j.cwd === undefined ? undefined : resolve(baseDir, j.cwd),

@@ -16,8 +16,13 @@ export interface Job {
    * the Run's ask (label, policy) with `--server`. Undefined for a job with neither.
    */
   machine?: { label: string; policy: 'require' | 'prefer' };
-  /** Number of devices the job needs (≥ 0). */
+  /**
+   * Number of devices the job needs (≥ 0), or a share of one device in (0, 1) in steps of 0.0001 (`0.5`: two such jobs
+   * share one device; sharing is not isolation).
+   */
   devices: number;
+  /** Named resources and pools the job takes with `--server` (`{trainer: 1}`, plain numbers); none when absent. */
+  resources?: Record<string, number>;
   argv?: string[];
   /** A line run by `sh -c`. */
   shell?: string;

@@ -15,13 +15,16 @@ import { groupAlive, signalGroup } from '../workers/executors/kill.js';
 import { cwdProblem } from '../workers/executors/watchdog.js';
 import { trackGroup, untrackGroup } from './process-groups.js';
 
+/** The variable that tells a job asking a share of one device (`devices: 0.5`) its share, as berth's env does. */
+export const SHARE_ENV = 'BERTH_GPU_SHARE';
+
 /** Placeholder replaced by the granted device range in argv and shell lines. */
 export const DEVICES_PLACEHOLDER = '{devices}';
 
 /**
  * What the program, its arguments and its environment are for `job` on `ids` (sorted): `{devices}`
  * becomes the range string (`0-3`), `deviceEnv` the comma list (`0,1,2,3`, as berth sets it for
- * `--server` jobs too); the job's own env wins.
+ * `--server` jobs too), and SHARE_ENV the share for a job asking a share of one device; the job's own env wins.
  */
 export function commandFor(
   job: Job,
@@ -32,7 +35,9 @@ export function commandFor(
   const range = formatRange(ids);
   const argv = job.argv !== undefined ? job.argv : ['sh', '-c', job.shell ?? ''];
   const [file, ...args] = argv.map((a) => a.replaceAll(DEVICES_PLACEHOLDER, range));
-  return { file, args, env: { ...base, [deviceEnv]: ids.join(','), ...job.env } };
+  // a share of one device (`devices: 0.5`) is said as berth says it for a fractional GPU (SPEC P14)
+  const share = job.devices > 0 && job.devices < 1 ? { [SHARE_ENV]: String(job.devices) } : {};
+  return { file, args, env: { ...base, [deviceEnv]: ids.join(','), ...share, ...job.env } };
 }
 
 /** Runs jobs on this host. */

@@ -28,6 +28,11 @@ export function nodeName(job: Job): string {
   return `${job.index + 1}-${job.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}`.slice(0, 128);
 }
 
+/** True when `job` asks a share of one device (`devices: 0.5`). */
+function isShareJob(job: Job): boolean {
+  return job.devices > 0 && job.devices < 1;
+}
+
 /**
  * The RunRequest for `job` under `runId`. berth sets CUDA_VISIBLE_DEVICES on the call; another
  * `deviceEnv` is filled from it by a `sh` wrapper on the machine that runs the job.
@@ -41,9 +46,11 @@ export function runRequestFor(job: Job, runId: string, deviceEnv: string): RunRe
       $case: 'ask',
       value: {
         cpus: job.devices > 0 ? 0 : 1,
-        gpus: job.devices,
+        // a share of one device is the ask's GPU share (SPEC P14): ask.gpus stays 0
+        gpus: isShareJob(job) ? 0 : job.devices,
+        ...(isShareJob(job) ? { gpuShare: job.devices } : {}),
         ramMb: undefined,
-        resources: {},
+        resources: job.resources ?? {},
         // require:/prefer: a machine label, as the ask's label and policy (berth's placement rules)
         label: job.machine?.label ?? '',
         policy:
@@ -110,7 +117,7 @@ export class RemoteRunner implements Runner {
         if (refused !== undefined) return;
         if (k?.$case === 'started') {
           const devices = [...(k.value.allocation?.gpuIds ?? [])].sort((a, b) => a - b);
-          if (devices.length < job.devices) {
+          if (devices.length < Math.ceil(job.devices)) {
             // berth clamped the ask (a machine left since the batch was checked): do not run it short
             refused =
               `berth granted ${devices.length} of the ${job.devices} devices it needs (on ` +

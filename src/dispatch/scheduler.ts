@@ -7,8 +7,13 @@
  * behind it. With a backfill budget, a later job that fits the free devices may start ahead of a
  * blocked head, at most `backfill` times per head; once the budget is spent nothing more starts
  * until the head does, so the head is never starved.
+ *
+ * A job asking a share of one device (`devices: 0.5`) takes that share of one id, best fit first (the partly used
+ * device that leaves the least over), never an id held whole; a whole job takes only ids with nothing held (SPEC
+ * P14, as berth's books do).
  */
 import type { DevicePool } from '../resources/devices.js';
+import { toUnits, UNIT } from '../resources/quantity.js';
 
 /** A job allowed to start: its batch index and the device ids taken for it. */
 export interface Admission {
@@ -31,10 +36,12 @@ export class Scheduler {
   readonly #limits: SchedulerLimits;
   #queue: number[];
   readonly #held = new Map<number, number[]>();
+  /** Units of 1e-4 each job asks of one device when it asks a share (0 < units < UNIT), else 0. */
+  readonly #shares: readonly number[];
   #overtakes = 0;
 
   /**
-   * @param demands device count per job, in file order.
+   * @param demands device count per job, in file order, or a share of one device in (0, 1).
    * @param pool the devices to hand out; null when a server places jobs (only `-j` limits then).
    */
   constructor(demands: readonly number[], pool: DevicePool | null, limits: SchedulerLimits) {
@@ -42,6 +49,7 @@ export class Scheduler {
     this.#pool = pool;
     this.#limits = limits;
     this.#queue = demands.map((_, i) => i);
+    this.#shares = demands.map((d) => (d > 0 && d < 1 ? (toUnits(d) ?? UNIT) : 0));
   }
 
   /** Jobs waiting to start. */
@@ -55,11 +63,17 @@ export class Scheduler {
   }
 
   #fit(index: number): number[] | undefined {
-    return this.#pool === null ? [] : this.#pool.pick(this.#demands[index]);
+    if (this.#pool === null) return [];
+    const units = this.#shares[index];
+    if (units === 0) return this.#pool.pick(this.#demands[index]);
+    const id = this.#pool.pickShare(units);
+    return id === undefined ? undefined : [id];
   }
 
   #start(index: number, ids: number[], out: Admission[]): void {
-    this.#pool?.take(ids);
+    const units = this.#shares[index];
+    if (units > 0) this.#pool?.takeShare(ids[0], units);
+    else this.#pool?.take(ids);
     this.#held.set(index, ids);
     this.#queue = this.#queue.filter((i) => i !== index);
     out.push({ index, ids });
@@ -90,7 +104,9 @@ export class Scheduler {
     const ids = this.#held.get(index);
     if (ids === undefined) throw new Error(`job ${index} holds nothing`);
     this.#held.delete(index);
-    this.#pool?.give(ids);
+    const units = this.#shares[index];
+    if (units > 0) this.#pool?.giveShare(ids[0], units);
+    else this.#pool?.give(ids);
   }
 
   /** Empties the queue (fail-fast, cancel, batch timeout); returns the indices that will never start. */

@@ -42,7 +42,9 @@ describe('batch files and dispatch flags', () => {
           { name: 'bad', devices: 1.5, argv: ['true'] },
         ]),
       ),
-    ).rejects.toThrow(/batch\.json line 10: jobs\[1\] \("bad"\): devices: expected a whole number \(got 1\.5\)/);
+    ).rejects.toThrow(
+      /batch\.json line 10: jobs\[1\] \("bad"\): devices: expected a whole number of devices, or a share .*\(got 1\.5\)/,
+    );
     await expect(loadBatch(s.batch([{ name: 'e', argv: [] }]))).rejects.toThrow(
       /line 4: jobs\[0\] \("e"\): argv: must hold at least the program/,
     );

@@ -121,7 +121,7 @@ describe('batch keys', () => {
     expect(r.stderr).toContain(`${file} line 6: jobs[2]: unknown key 'shel' (did you mean 'shell'?)`);
     writeFileSync(file, '- name: a\n  argv: [true]\n  wibble: 1\n');
     expect((await dispatch(file, '--devices', '0')).stderr).toContain(
-      'line 3: jobs[0] ("a"): unknown key \'wibble\' (known keys: name, devices, argv, shell,',
+      'line 3: jobs[0] ("a"): unknown key \'wibble\' (known keys: name, devices, resources, argv, shell,',
     );
   });
 

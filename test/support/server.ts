@@ -19,6 +19,8 @@ export interface TestServerOptions {
   cpus?: number;
   gpuIds?: number[];
   ramMb?: number;
+  /** The engine host's named resources, in units of 1e-4 (`{ trainer: 10_000 }` is one trainer). */
+  resources?: Record<string, number>;
   /** Builds the provisioning loop (SPEC P10) on the server's event bus; without it, the config file's provisioners. */
   provisioning?: (events: EventBus) => ProvisioningLoop;
   /**
@@ -53,7 +55,7 @@ export async function startServer(o: TestServerOptions = {}): Promise<TestServer
     { listen: '127.0.0.1:0', grace: 1, stateDir: temp, engineKeeper: 'off', ...o.flags },
     env,
   );
-  const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb };
+  const engine: HostInventory = { cpus: o.cpus ?? 4, gpuIds: o.gpuIds ?? [], ramMb: o.ramMb, resources: o.resources };
   const server = new BerthServer(options, engine, { provisioning: o.provisioning, keepalive: o.keepalive });
   const removeTemp = () => temp && rmSync(temp, { recursive: true, force: true });
   await server.start().catch((err: unknown) => {
