@@ -28,6 +28,15 @@ function kindOf(m: Machine): string {
     : 'worker';
 }
 
+/** `0: 0.5, 3: 0.25`: each GPU held in shares and the share held, by id. */
+function gpuShares(shares: Record<number, number>): string {
+  return Object.keys(shares)
+    .map(Number)
+    .sort((a, b) => a - b)
+    .map((id) => `${id}: ${shares[id]}`)
+    .join(', ');
+}
+
 /** The full status text for snapshot `raw`; control characters in any text are shown escaped (printable.ts). */
 export function renderStatus(raw: GetSnapshotResponse): string {
   const s = printableDeep(raw);
@@ -39,6 +48,8 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   }
   // A RESOURCES column only when some machine has named resources (issue 23 item 1), e.g. "trainer 1/2".
   const named = s.machines.some((m) => Object.keys(m.total?.resources ?? {}).length > 0);
+  // A GPU SHARES column only when some GPU is held in shares (SPEC P14), e.g. "0: 0.5, 3: 0.25".
+  const shared = s.machines.some((m) => Object.keys(m.gpuShares ?? {}).length > 0);
   out.push(
     headed(
       [
@@ -48,6 +59,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
         'CPUS FREE/TOTAL',
         'GPUS FREE/TOTAL',
         'FREE GPU IDS',
+        ...(shared ? ['GPU SHARES HELD'] : []),
         'RAM MB FREE/TOTAL',
         ...(named ? ['RESOURCES FREE/TOTAL'] : []),
         'CLAIMS',
@@ -60,6 +72,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
         `${m.free?.cpus ?? 0}/${m.total?.cpus ?? 0}`,
         `${m.free?.gpus ?? 0}/${m.total?.gpuIds.length ?? 0}`,
         formatRange(m.freeGpuIds) || '-',
+        ...(shared ? [gpuShares(m.gpuShares ?? {}) || '-'] : []),
         m.total?.ramMb === undefined ? 'unlimited' : `${m.free?.ramMb ?? 0}/${m.total.ramMb}`,
         ...(named ? [machineResources(m) || '-'] : []),
         String(m.claims),

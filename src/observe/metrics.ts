@@ -237,6 +237,17 @@ export class BerthMetrics {
         },
       });
     }
+    new Gauge({
+      name: 'berth_machine_gpu_share_held',
+      help: 'The share held of a GPU held in shares (SPEC P14), in (0, 1); absent for GPUs free or held whole.',
+      labelNames: ['machine', 'gpu'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const m of current().machines)
+          for (const [id, units] of m.gpuShares) this.set({ machine: m.name, gpu: String(id) }, fromUnits(units));
+      },
+    });
     const named = (name: string, help: string, pick: (m: PlacerSnapshot['machines'][number]) => Named | undefined) =>
       new Gauge({
         name,

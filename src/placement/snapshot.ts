@@ -25,6 +25,8 @@ export interface MachineView {
   state?: 'connected' | 'disconnected';
   /** While disconnected: ms left of its hold (0 otherwise). */
   holdLeftMs: number;
+  /** GPUs held in shares now (SPEC P14), sorted by id: the id and the units of 1e-4 held of it. */
+  gpuShares: [number, number][];
 }
 
 /** The whole placer state; times in ms. */
@@ -100,6 +102,7 @@ export function placerSnapshot(
       version: m.spec.version ?? '',
       state: m.spec.remote ? (m.hold ? 'disconnected' : 'connected') : undefined,
       holdLeftMs: m.hold ? Math.max(0, m.hold.untilMs - now) : 0,
+      gpuShares: m.books.sharedGpus(),
     })),
     waiting: waiters.map((w, i) => ({
       claimId: w.claimId,

@@ -98,6 +98,7 @@ export function toSnapshot(
       warmPools: undefined, // filled in by GetSnapshot from the hub
       state: m.state ? MACHINE_STATE[m.state] : MachineState.MACHINE_STATE_UNSPECIFIED,
       holdLeftMs: clampU32(m.holdLeftMs),
+      gpuShares: Object.fromEntries(m.gpuShares.map(([id, units]) => [id, fromUnits(units)])),
     })),
     waiting: s.waiting.map((w) => ({
       claimId: w.claimId,

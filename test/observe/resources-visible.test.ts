@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { credentials } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { type GetSnapshotResponse, PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { claim } from '../support/claims.js';
 import { runBerth, spawnBerth } from '../support/cli.js';
 import { until } from '../support/until.js';
@@ -96,5 +96,34 @@ describe('named resources and pools are visible', () => {
     expect(r.stdout).not.toContain('pools:');
     const text = await (await fetch(s.metrics)).text();
     expect(text).not.toMatch(/^berth_(resource|pool)_\w+\{/m);
+  }, 30_000);
+
+  it('GPU shares held (SPEC P14): GetSnapshot, a GPU SHARES HELD column and a metric per shared GPU', async () => {
+    const s = await serve(['--cpus', '4', '--gpus', '0-1']);
+    const client = new PlacementServiceClient(s.address, credentials.createInsecure());
+    open.push(() => client.close());
+    const share = (g: number, node: string) => claim(client, { cpus: 0, gpus: 0, gpuShare: g, node });
+    const a = share(0.5, 'half');
+    open.push(() => a.call.cancel());
+    await a.granted;
+    const b = share(0.25, 'quarter'); // best fit: the partly used GPU
+    open.push(() => b.call.cancel());
+    await b.granted;
+    const snap = await new Promise<GetSnapshotResponse>((resolve, reject) =>
+      client.getSnapshot({}, (err, r) => (err ? reject(err) : resolve(r))),
+    );
+    const engine = snap.machines.find((m) => m.name === 'engine')!;
+    expect(engine.gpuShares).toEqual({ 0: 0.75 });
+    expect(engine.freeGpuIds).toEqual([1]);
+    const r = await runBerth(['status', '--server', s.address]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('GPU SHARES HELD');
+    expect(r.stdout).toMatch(/^engine\s.*\s1\s+0: 0\.75\s/m);
+    const held = 'berth_machine_gpu_share_held{machine="engine",gpu="0"}';
+    expect(await gauge(s.metrics, held)).toBe(0.75);
+    await a.release();
+    await b.release();
+    await until(async () => (await gauge(s.metrics, held)) === undefined);
+    expect((await runBerth(['status', '--server', s.address])).stdout).not.toContain('GPU SHARES HELD');
   }, 30_000);
 });

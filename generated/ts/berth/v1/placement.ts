@@ -623,6 +623,16 @@ export interface Machine {
   state: MachineState;
   /** While disconnected: ms left of its hold. */
   holdLeftMs: number;
+  /**
+   * GPUs held in shares now (SPEC P14): GPU id -> the share of it held, in (0, 1) in steps of 0.0001. Such an id is
+   * in neither free_gpu_ids nor held whole; empty when no GPU is shared.
+   */
+  gpuShares: { [key: number]: number };
+}
+
+export interface Machine_GpuSharesEntry {
+  key: number;
+  value: number;
 }
 
 /** WaitingClaim is a claim that fits some machine but not right now (SPEC P6). */
@@ -3594,6 +3604,7 @@ function createBaseMachine(): Machine {
     warmPools: undefined,
     state: 0,
     holdLeftMs: 0,
+    gpuShares: {},
   };
 }
 
@@ -3642,6 +3653,9 @@ export const Machine: MessageFns<Machine> = {
     if (message.holdLeftMs !== 0) {
       writer.uint32(176).uint32(message.holdLeftMs);
     }
+    globalThis.Object.entries(message.gpuShares).forEach(([key, value]: [string, number]) => {
+      Machine_GpuSharesEntry.encode({ key: key as any, value }, writer.uint32(186).fork()).join();
+    });
     return writer;
   },
 
@@ -3772,6 +3786,17 @@ export const Machine: MessageFns<Machine> = {
             message.holdLeftMs = reader.uint32();
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            const entry23 = Machine_GpuSharesEntry.decode(reader, reader.uint32());
+            if (entry23.value !== undefined) {
+              message.gpuShares[entry23.key] = entry23.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3819,6 +3844,33 @@ export const Machine: MessageFns<Machine> = {
         : isSet(object.hold_left_ms)
         ? globalThis.Number(object.hold_left_ms)
         : 0,
+      gpuShares: isObject(object.gpuShares)
+        ? (globalThis.Object.entries(object.gpuShares) as [string, any][]).reduce(
+          (acc: { [key: number]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, globalThis.Number(key), {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.gpu_shares)
+        ? (globalThis.Object.entries(object.gpu_shares) as [string, any][]).reduce(
+          (acc: { [key: number]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, globalThis.Number(key), {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
     };
   },
 
@@ -3863,6 +3915,15 @@ export const Machine: MessageFns<Machine> = {
     if (message.holdLeftMs !== 0) {
       obj.holdLeftMs = Math.round(message.holdLeftMs);
     }
+    if (message.gpuShares) {
+      const entries = globalThis.Object.entries(message.gpuShares) as [string, number][];
+      if (entries.length > 0) {
+        obj.gpuShares = {};
+        entries.forEach(([k, v]) => {
+          obj.gpuShares[k] = floatToJson(v);
+        });
+      }
+    }
     return obj;
   },
 
@@ -3888,6 +3949,100 @@ export const Machine: MessageFns<Machine> = {
       : undefined;
     message.state = object.state ?? 0;
     message.holdLeftMs = object.holdLeftMs ?? 0;
+    message.gpuShares = (globalThis.Object.entries(object.gpuShares ?? {}) as [string, number][]).reduce(
+      (acc: { [key: number]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[globalThis.Number(key)] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseMachine_GpuSharesEntry(): Machine_GpuSharesEntry {
+  return { key: 0, value: 0 };
+}
+
+export const Machine_GpuSharesEntry: MessageFns<Machine_GpuSharesEntry> = {
+  encode(message: Machine_GpuSharesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== 0) {
+      writer.uint32(8).uint32(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Machine_GpuSharesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMachine_GpuSharesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.key = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Machine_GpuSharesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.Number(object.key) : 0,
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: Machine_GpuSharesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== 0) {
+      obj.key = Math.round(message.key);
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Machine_GpuSharesEntry>, I>>(base?: I): Machine_GpuSharesEntry {
+    return Machine_GpuSharesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Machine_GpuSharesEntry>, I>>(object: I): Machine_GpuSharesEntry {
+    const message = createBaseMachine_GpuSharesEntry();
+    message.key = object.key ?? 0;
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -6263,6 +6418,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {

@@ -311,7 +311,14 @@ class GetSnapshotRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Machine(_message.Message):
-    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version", "warm_pools", "state", "hold_left_ms")
+    __slots__ = ("name", "labels", "remote", "total", "free", "free_gpu_ids", "claims", "running_calls", "max_parallel", "version", "warm_pools", "state", "hold_left_ms", "gpu_shares")
+    class GpuSharesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: float
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[float] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     REMOTE_FIELD_NUMBER: _ClassVar[int]
@@ -325,6 +332,7 @@ class Machine(_message.Message):
     WARM_POOLS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
+    GPU_SHARES_FIELD_NUMBER: _ClassVar[int]
     name: str
     labels: _containers.RepeatedScalarFieldContainer[str]
     remote: bool
@@ -338,7 +346,8 @@ class Machine(_message.Message):
     warm_pools: _calls_pb2.WarmPools
     state: MachineState
     hold_left_ms: int
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ..., state: _Optional[_Union[MachineState, str]] = ..., hold_left_ms: _Optional[int] = ...) -> None: ...
+    gpu_shares: _containers.ScalarMap[int, float]
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ..., state: _Optional[_Union[MachineState, str]] = ..., hold_left_ms: _Optional[int] = ..., gpu_shares: _Optional[_Mapping[int, float]] = ...) -> None: ...
 
 class WaitingClaim(_message.Message):
     __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label")
