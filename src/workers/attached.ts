@@ -225,12 +225,13 @@ export class AttachedWorker {
 
   /**
    * One Ack frame (SPEC S1): per call, the newest seq handed to every current follower (none following: nothing
-   * new), and `ended` once its Result or Failure is recorded. Calls whose followers still lag are looked at again
-   * at the next interval.
+   * new), and `ended` once its Result or Failure is recorded and journaled. Calls whose followers still lag are
+   * looked at again at the next interval.
    */
   #flushAcks(): void {
     this.#ackTimer = undefined;
     const calls: CallAck[] = [];
+    const kept: Promise<void>[] = [];
     let again = false;
     for (const rec of this.#acking!) {
       // The worker's own ending counts even when the call had ended here first (cancelled, failed): else the agent
@@ -240,11 +241,16 @@ export class AttachedWorker {
       if (safe > rec.ackedSeq || ended) {
         rec.ackedSeq = Math.max(safe, rec.ackedSeq);
         calls.push({ callId: rec.callId, seq: rec.ackedSeq, ended });
+        if (ended) kept.push(rec.endingKept);
       }
       if (!ended && rec.followers > 0 && rec.ackedSeq < rec.lastSeq) again = true;
       else this.#acking!.delete(rec);
     }
-    if (calls.length) void this.send({ $case: 'ack', value: { calls } });
+    // An ended call is acknowledged only once its ending is journaled (SPEC S4): the agent drops what it acked, so a
+    // server crash between the two would lose the ending for good. Without endings to wait for, it goes out now.
+    const ack = () => void this.send({ $case: 'ack', value: { calls } });
+    if (calls.length && kept.length) void Promise.all(kept).then(ack);
+    else if (calls.length) ack();
     if (again) {
       this.#ackTimer = setTimeout(() => this.#flushAcks(), ACK_INTERVAL_MS);
       this.#ackTimer.unref();
