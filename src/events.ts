@@ -87,6 +87,11 @@ export interface EventFacts {
   limiting?: string;
   /** call_started: its claim was placed by its Run and ends with the call (no history entry of its own, SPEC S9). */
   runClaim?: boolean;
+  /**
+   * call_started: how long the call outlives its caller's broken stream, waiting to be followed again (the Run's
+   * disconnect_grace_ms, SPEC S3), in ms; absent for none. Journaled, so a call re-bound after a restart keeps it.
+   */
+  callerGraceMs?: number;
 }
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */

@@ -95,6 +95,7 @@ export function followEvents(
             machine: e.machine ?? '',
             runId: e.runId ?? '',
             at: e.timeMs,
+            ...(e.callerGraceMs ? { callerGraceMs: e.callerGraceMs } : {}),
           });
         return;
       case 'call_finished':

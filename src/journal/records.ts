@@ -100,6 +100,8 @@ const call = z.object({
   machine: z.string(),
   runId: z.string(),
   at: z.number(),
+  /** The Run's disconnect_grace_ms (SPEC S3), in ms; absent for none and in records of older servers. */
+  callerGraceMs: z.number().int().min(0).optional(),
 });
 
 /** What a history entry adds to an ended call or claim (SPEC S9); optional: records of older servers lack it. */

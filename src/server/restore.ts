@@ -26,6 +26,7 @@ import type { Grant } from '../placement/types.js';
 import type { CallRecord } from '../workers/call-record.js';
 import type { WorkerHub } from '../workers/hub.js';
 import type { ClaimHolds } from './claim-holds.js';
+import { callerHold } from './call-follow.js';
 import { restoreGroups, type GroupHolds } from './group-holds.js';
 
 /** What start-up restored, for the log line and tests. */
@@ -133,7 +134,10 @@ export async function restoreFromJournal(
       // No Run handler sees a re-bound call end: its ending is journaled and put in the history here (SPEC S9), so
       // no later start restores it again and `berth history` lists it once it ends; as it ends, before any
       // follower tells its caller (SPEC S4).
-      const startedAt = state.calls.find((c) => c.callId === rec.callId)?.at;
+      const journaled = state.calls.find((c) => c.callId === rec.callId);
+      const startedAt = journaled?.at;
+      // its Run's grace still holds (SPEC S3): a follower whose link breaks may follow it again within it
+      if (journaled?.callerGraceMs) callerHold.set(rec, journaled.callerGraceMs);
       rec.whenEnded(() => {
         const ended = reboundEnding(rec, startedAt);
         journal.callEnded(ended);

@@ -95,10 +95,36 @@ describe('a SIGTERM restart keeps a call whose caller asked no grace (SPEC S5)',
     expect(outputLines(again).map((l) => l.line)).toEqual(['4', '5', '6']);
     expect(readFileSync(t.runs, 'utf8')).toBe('ran\n');
   }, 60_000);
+
+  it('a call re-bound after a crash keeps its Run grace (SPEC S3): its follower leaving does not stop it, and a ' +
+    'follow within the grace gets the rest and the result', async () => {
+    const t = await setUp('gr', 30_000);
+    await kill(t.s1.child); // a crash: the next server re-binds the call from the journal
+    await t.first.done;
+    const s2 = await serve(t.address, t.state);
+    await until(async () => (await snapshot(s2.client)).machines.find((m) => m.name === 'w1')?.state === 1);
+    const follow = { callId: 'gr:flow.node', afterSeq: t.seen };
+    const second = run(s2.client, { ...runRequest({}), follow });
+    await until(() => second.responses.some((r) => r.kind?.$case === 'started'));
+    second.cancel(); // the follower's link breaks: within the Run's 30 s grace the call keeps running
+    expect((await second.done).error?.code).toBe(status.CANCELLED);
+    const third = run(s2.client, { ...runRequest({}), follow });
+    await until(() => third.responses.some((r) => r.kind?.$case === 'started'));
+    expect(terminal(third)).toBeUndefined();
+    writeFileSync(t.go, '');
+    const again = await third.done;
+    expect(again.error).toBeNull();
+    expect(terminal(again)).toMatchObject({ $case: 'result', value: { value: { exit_code: 0 } } });
+    expect(outputLines(again).map((l) => l.line)).toEqual(['4', '5', '6']);
+    expect(readFileSync(t.runs, 'utf8')).toBe('ran\n');
+  }, 60_000);
 });
 
-/** A server, a real agent w1 and a Run (default grace 0) of run id `runId` that printed 1..3 and waits for `go`. */
-async function setUp(runId: string) {
+/**
+ * A server, a real agent w1 and a Run (grace `disconnectGraceMs`, default 0) of run id `runId` that printed 1..3 and
+ * waits for `go`.
+ */
+async function setUp(runId: string, disconnectGraceMs = 0) {
   const address = `127.0.0.1:${await closedPort()}`;
   const state = tempDir('berth-state-');
   const dir = tempDir('berth-call-');
@@ -113,7 +139,7 @@ async function setUp(runId: string) {
     `echo ran >> '${runs}'; for i in 1 2 3; do echo $i; done; ` +
     `while [ ! -f '${go}' ]; do sleep 0.05; done; for i in 4 5 6; do echo $i; done`;
   // disconnect_grace_ms 0 (the default): the caller leaving would cancel it, the server stopping must not
-  const req: RunRequest = { ...runRequest({ label: 'w', runId, argv: ['sh', '-c', script] }) };
+  const req: RunRequest = { ...runRequest({ label: 'w', runId, argv: ['sh', '-c', script] }), disconnectGraceMs };
   const first = run(s1.client, req);
   await until(() => outputLines(first).length >= 3);
   return { address, state, go, runs, s1, first, seen: seqOf(first.responses).at(-1) ?? 0 };

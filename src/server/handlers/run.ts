@@ -253,6 +253,7 @@ export function runCall(ctx: ServerContext): RunCall {
           clamped: grant.clamped,
           fellBack: grant.fellBack,
           runClaim: ask !== undefined,
+          ...(req.disconnectGraceMs > 0 ? { callerGraceMs: req.disconnectGraceMs } : {}),
         });
         const clearTimer =
           req.timeoutMs > 0
