@@ -17,8 +17,8 @@ export interface Job {
    */
   machine?: { label: string; policy: 'require' | 'prefer' };
   /**
-   * Number of devices the job needs (≥ 0), or a share of one device in (0, 1) in steps of 0.0001 (`0.5`: two such jobs
-   * share one device; sharing is not isolation).
+   * Number of devices the job needs (≥ 0), or a share of one device in (0, 1) in steps of 0.0001
+   * (`0.5`: two such jobs share one device; sharing is not isolation).
    */
   devices: number;
   /** Named resources and pools the job takes with `--server` (`{trainer: 1}`, plain numbers); none when absent. */

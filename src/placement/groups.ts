@@ -344,7 +344,8 @@ export class GroupBook {
     const b = binsOf(this.s, asks, false, 0, true);
     const r = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     if ('at' in r || r.detail.includes('ran out of steps')) return undefined;
-    return `members[${r.member}].${r.dimension}: no set of machines could ever hold this ${strategy} group: ${r.detail}`;
+    const where = `members[${r.member}].${r.dimension}`;
+    return `${where}: no set of machines could ever hold this ${strategy} group: ${r.detail}`;
   }
 }
 

@@ -9,12 +9,7 @@
  * MAX_MEMBERS, anything but a release after the grant; FAILED_PRECONDITION naming `members[i]` and the dimension
  * (rule G5); NOT_FOUND for a resume no awaiting group matches; UNAVAILABLE when the journal could not be written.
  */
-import type {
-  ClaimGroupRequest,
-  ClaimGroupResponse,
-  GroupAsk,
-  GroupGranted,
-} from '../../../generated/ts/berth/v1/groups.js';
+import type { ClaimGroupRequest, ClaimGroupResponse, GroupAsk } from '../../../generated/ts/berth/v1/groups.js';
 import { BerthError } from '../../errors.js';
 import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';

@@ -7,8 +7,8 @@
  * `limiting` "label" (issue 23 item 7; a Claim of that ask fails FAILED_PRECONDITION naming the label).
  * With `group` set, the whole group is judged as ClaimGroup would judge it now (rule G8): `verdict`, `limiting` (the
  * blocking member's dimension) and `detail` ("members[i].<dimension>: …", empty when it runs now).
- * Errors: INVALID_ARGUMENT naming the field (`members[i].<field>` for a group); UNAVAILABLE "server is draining" while the server drains (no
- * claim is granted then, SPEC R3).
+ * Errors: INVALID_ARGUMENT naming the field (`members[i].<field>` for a group); UNAVAILABLE "server is draining"
+ * while the server drains (no claim is granted then, SPEC R3).
  */
 import {
   type SatisfiableRequest,
