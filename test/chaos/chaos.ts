@@ -465,7 +465,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
   // Client processes, SIGKILLed while they hold a claim with a Run inside it.
   const clientProcs = new Set<ChildProcess>();
+  // A client that ends by itself first (it dialled a leader that was just going away) is started again, at most
+  // three times: the kill is what this step is for.
   const clientKill = async (): Promise<void> => {
+    for (let attempt = 0; attempt < 3 && Date.now() < end; attempt++) if (await clientKillOnce()) return;
+  };
+  /** One client process, SIGKILLed once it runs its Run (or after 1.5–4 s); false when it ended by itself first. */
+  const clientKillOnce = async (): Promise<boolean> => {
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', 'test/chaos/client.ts', lead.current, rnd() < 0.5 ? '1' : '0', tag, marks],
@@ -477,12 +483,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       child.stdout?.on('data', (d: Buffer) => d.toString().includes('running') && r()),
     );
     await Promise.race([running, exited, sleep(between(1500, 4000))]);
-    if (child.exitCode === null && child.signalCode === null) {
+    const alive = child.exitCode === null && child.signalCode === null;
+    if (alive) {
       child.kill('SIGKILL');
       report.kills.clients++;
     }
     await exited;
     clientProcs.delete(child);
+    return alive;
   };
   const workerKill = async (): Promise<void> => {
     const w = pick(WORKERS);
