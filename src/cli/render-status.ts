@@ -85,11 +85,16 @@ export function renderStatus(raw: GetSnapshotResponse): string {
   if (s.waiting.length === 0) out.push('waiting: none');
   else {
     out.push(`waiting: ${s.waiting.length}`);
+    // Priorities (SPEC Q1) add a PRIORITY column when any waiting claim has one: the value, and its class if named.
+    const prio = s.waiting.some((w) => w.priority || w.priorityClass);
+    const prioText = (w: (typeof s.waiting)[number]) =>
+      `${w.priority}${w.priorityClass ? ` (${w.priorityClass})` : ''}`;
     out.push(
       headed(
-        ['#', 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
+        ['#', ...(prio ? ['PRIORITY'] : []), 'NODE', 'RUN', 'WAITS FOR', 'BEST MACHINE (FREE)', 'ABLE', 'WAITED'],
         s.waiting.map((w) => [
           String(w.reason?.position ?? ''),
+          ...(prio ? [prioText(w)] : []),
           w.node || w.claimId,
           w.runId || '-',
           // a claim waiting for a label says so (issue 13)
@@ -109,11 +114,22 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     out.push(`held: ${s.held.length}`);
     // Claims whose holder's stream broke (SPEC S3) add a HOLDER column: how long each still awaits its holder.
     const awaiting = s.held.some((h) => h.awaitingHolder);
+    const heldPrio = s.held.some((h) => h.priority);
     out.push(
       headed(
-        ['CLAIM', 'NODE', 'MACHINE', 'CPUS', 'GPU IDS', 'HELD', ...(awaiting ? ['HOLDER'] : [])],
+        [
+          'CLAIM',
+          ...(heldPrio ? ['PRIORITY'] : []),
+          'NODE',
+          'MACHINE',
+          'CPUS',
+          'GPU IDS',
+          'HELD',
+          ...(awaiting ? ['HOLDER'] : []),
+        ],
         s.held.map((h) => [
           h.claimId,
+          ...(heldPrio ? [String(h.priority)] : []),
           h.node || '-',
           h.machine,
           String(h.allocation?.cpus ?? 0),

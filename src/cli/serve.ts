@@ -178,6 +178,11 @@ export function serveCommand(): Command {
         } catch (err) {
           log.error({ reason: (err as Error).message }, 'token files not re-read; the old tokens stay');
         }
+        try {
+          server.reloadPriorityClasses();
+        } catch (err) {
+          log.error({ reason: (err as Error).message }, 'config not re-read; the old priority classes stay');
+        }
       });
       await server.start();
     });

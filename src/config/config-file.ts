@@ -1,6 +1,6 @@
 /**
  * The `berth serve --config FILE` file (YAML, issue 12; SPEC V1): every serve option under its
- * flag's name in snake_case, plus `provisioners:`. Values go through the same zod schemas as
+ * flag's name in snake_case, plus `provisioners:` and `priority_classes:` (SPEC Q1). Values go through the same zod schemas as
  * flags; each error names the file, the line, the key and the value. Unknown keys are errors.
  */
 import { readFileSync } from 'node:fs';
@@ -8,6 +8,8 @@ import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml
 import type * as z from 'zod';
 import { valueAt } from '../errors.js';
 import { cannotRead, issueText, OptionsError } from './fields.js';
+import type { PriorityClasses } from '../placement/priority.js';
+import { priorityClassesSchema, priorityClassObject, toPriorityClasses } from './priority-options.js';
 import { provisionerObject, provisionersSchema, shapeSchema, type ProvisionerConfig } from './provisioner-options.js';
 
 /** Values read from the file, by option key, with the name each is reported under (`cfg.yaml line 3: cpus`). */
@@ -15,6 +17,8 @@ export interface ConfigFileValues {
   values: Record<string, unknown>;
   names: Record<string, string>;
   provisioners: ProvisionerConfig[];
+  /** `priority_classes:` (SPEC Q1); {} without it. */
+  priorityClasses: PriorityClasses;
 }
 
 /**
@@ -36,7 +40,7 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
     const e = doc.errors[0];
     throw new OptionsError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
   }
-  const out: ConfigFileValues = { values: {}, names: {}, provisioners: [] };
+  const out: ConfigFileValues = { values: {}, names: {}, provisioners: [], priorityClasses: {} };
   if (doc.contents === null) return out;
   if (!isMap(doc.contents)) {
     throw new OptionsError(`${at(doc.contents.range?.[0])}: the file must be a mapping of option: value`);
@@ -49,13 +53,16 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
     const line = at(isScalar(keyNode) ? keyNode.range?.[0] : undefined);
     const value = all[key];
     if (key === 'provisioners') {
-      out.provisioners = parseProvisioners(doc, value ?? [], at);
+      out.provisioners = parseSection(doc, 'provisioners', provisionersSchema, value ?? [], at);
+    } else if (key === 'priority_classes') {
+      out.priorityClasses = toPriorityClasses(parseSection(doc, key, priorityClassesSchema, value ?? {}, at));
     } else if (allowed.has(key)) {
       const optionKey = allowed.get(key)!;
       out.values[optionKey] = asFlagValue(optionKey, value, `${line}: ${key}`);
       out.names[optionKey] = `${line}: ${key}`;
     } else {
-      throw new OptionsError(`${line}: ${key}: unknown key (known: ${[...allowed.keys(), 'provisioners'].join(', ')})`);
+      const known = [...allowed.keys(), 'provisioners', 'priority_classes'].join(', ');
+      throw new OptionsError(`${line}: ${key}: unknown key (known: ${known})`);
     }
   }
   return out;
@@ -81,12 +88,21 @@ function asFlagValue(key: string, v: unknown, where: string): unknown {
   return v;
 }
 
-/** Validates `provisioners:`; the first issue becomes an OptionsError naming the line, the key path and the value. */
-function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) => string): ProvisionerConfig[] {
-  const r = provisionersSchema.safeParse(value);
+/**
+ * Validates a section (`provisioners:`, `priority_classes:`) with `schema`; the first issue becomes an OptionsError
+ * naming the line, the key path and the value.
+ */
+function parseSection<S extends z.ZodType>(
+  doc: Document,
+  section: string,
+  schema: S,
+  value: unknown,
+  at: (offset?: number) => string,
+): z.output<S> {
+  const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issue = r.error.issues[0] as z.core.$ZodIssue & { keys?: string[] };
-  const path = ['provisioners', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+  const path = [section, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
   // ['provisioners', 0, 'shapes'] → provisioners[0].shapes
   const label = (p: (string | number)[]) =>
     p.map((x, i) => (typeof x === 'number' ? `[${x}]` : i ? `.${x}` : x)).join('');
@@ -96,7 +112,8 @@ function parseProvisioners(doc: Document, value: unknown, at: (offset?: number) 
     const pair = isMap(node) ? node.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
     const offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
     const inShape = typeof path[path.length - 1] === 'number' && path[path.length - 2] === 'shapes';
-    const known = Object.keys((inShape ? shapeSchema : provisionerObject).shape).join(', ');
+    const keysOf = section === 'priority_classes' ? priorityClassObject : inShape ? shapeSchema : provisionerObject;
+    const known = Object.keys(keysOf.shape).join(', ');
     throw new OptionsError(`${at(offset)}: ${label([...path, key])}: unknown key (known: ${known})`);
   }
   let node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;

@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod';
 import { readTokenFile } from './token-file.js';
+import type { PriorityClasses } from '../placement/priority.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
 import { checkEtcdOptions, storeUrl } from './etcd-options.js';
@@ -99,13 +100,15 @@ const schema = z.object({
  * `advertise`: the address started workers dial (default: the bound listen address);
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);
- * `provisioners`: from the config file (SPEC V1), [] without one;
+ * `provisioners`: from the config file (SPEC V1), [] without one; `priorityClasses`: the file's
+ * `priority_classes:` (SPEC Q1), {} without them;
  * `store`: the etcd endpoints when the journal is in etcd (SPEC S7; unset: the embedded journal), `cluster` its key
  * prefix `/berth/<cluster>`, `leaderTtl` the leader lease in seconds, `etcd*` TLS files and credentials for etcd.
  */
 export type ServeOptions = z.output<typeof schema> & {
   stateDir: string;
   provisioners: ProvisionerConfig[];
+  priorityClasses: PriorityClasses;
   config?: string;
 };
 
@@ -190,6 +193,7 @@ export function resolveServeOptions(
     ...opts,
     stateDir: opts.stateDir ?? defaultStateDir(env),
     provisioners: file?.provisioners ?? [],
+    priorityClasses: file?.priorityClasses ?? {},
     config: configPath,
   };
 }

@@ -8,6 +8,8 @@
  * `hold_ms` (SPEC S3): 0..3,600,000, kept on the normalized ask only when above 0.
  * `gpu_share` (issue 23 item 3, SPEC P14): a fraction of one GPU in (0, 1) in steps of 0.0001, with `gpus` 0 (Ray's
  * rule: a fraction or a whole number), kept in units; `gpu_type`: the GPU type required, e.g. `a100`.
+ * `priority` (SPEC Q1): an integer in ±1,000,000,000; `priority_class`: a class name, resolved by the placer against the
+ * config's classes (priority.ts). Both are kept only when given.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
@@ -43,6 +45,10 @@ export const MAX_RUN_ID = 128;
 const MAX_ENV_VALUE = 65_536;
 /** Longest a claim may await its holder after its stream broke, in ms (SPEC S3: one hour). */
 export const MAX_HOLD_MS = 3_600_000;
+/** Largest priority an ask may name, either way (SPEC Q1; Kubernetes' bound for user priority classes). */
+export const MAX_PRIORITY = 1_000_000_000;
+/** What a priority class name may hold: a letter, then letters, digits, _ and - (at most 63). */
+export const CLASS_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,62}$/;
 
 const name = (what: string, max: number) =>
   z.string().max(max, `at most ${max} characters`).regex(NAME, `${what} may hold only letters, digits and _ . : -`);
@@ -81,6 +87,16 @@ const fields = z.object({
     },
   ),
   node: z.string().max(MAX_NODE, `at most ${MAX_NODE} characters`).regex(NODE, 'no control characters'),
+  priority: z
+    .number()
+    .int('a whole number')
+    .min(-MAX_PRIORITY, `at least -${MAX_PRIORITY}`)
+    .max(MAX_PRIORITY, `at most ${MAX_PRIORITY}`)
+    .optional(),
+  priorityClass: z
+    .string()
+    .refine((v) => v === '' || CLASS_NAME.test(v), 'a class name: a letter, then letters, digits, _ and - (at most 63)')
+    .optional(),
   runId: name('a run id', MAX_RUN_ID),
   holdMs: z
     .number()
@@ -111,6 +127,24 @@ const schema = fields.superRefine((a, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['gpuShare'], message: `${SHARE_RULE}; set ask.gpus to 0 with a share` });
 });
 
+/**
+ * Checks a priority and a class name given apart from an Ask (GroupAsk.priority, priority_class; SPEC Q1) by the
+ * rules an Ask's follow. @throws BerthError INVALID_ARGUMENT naming `<at>priority` or `<at>priority_class`.
+ */
+export function checkPriority(priority: number | undefined, priorityClass: string | undefined, at: string): void {
+  if (priority !== undefined && !(Number.isInteger(priority) && Math.abs(priority) <= MAX_PRIORITY))
+    throw new BerthError(
+      'invalid_argument',
+      `${at}priority: a whole number in ±${MAX_PRIORITY} (got ${JSON.stringify(priority)})`,
+    );
+  if (priorityClass && !CLASS_NAME.test(priorityClass))
+    throw new BerthError(
+      'invalid_argument',
+      `${at}priority_class: a class name: a letter, then letters, digits, _ and - (at most 63) ` +
+        `(got ${JSON.stringify(priorityClass)})`,
+    );
+}
+
 /** Size of `env` in UTF-8 bytes, names and values. */
 export function envBytes(env: Record<string, string>): number {
   let n = 0;
@@ -126,6 +160,7 @@ const SNAKE: Record<string, string> = {
   holdMs: 'hold_ms',
   gpuShare: 'gpu_share',
   gpuType: 'gpu_type',
+  priorityClass: 'priority_class',
 };
 
 const count = (v: unknown, max: number): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
@@ -153,6 +188,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (ask.holdMs !== undefined && !count(ask.holdMs, MAX_HOLD_MS)) return false;
   for (const _ in ask.resources) return false; // named resources take the schema path (issue 23)
   if (ask.gpuShare !== undefined || ask.gpuType !== undefined) return false; // GPU shares, types too (issue 23)
+  if (ask.priority !== undefined || ask.priorityClass) return false; // priorities too (SPEC Q1)
   const env: unknown = ask.env;
   if (typeof env !== 'object' || env === null || Object.getPrototypeOf(env) !== Object.prototype) return false;
   let keys = 0;
@@ -222,6 +258,8 @@ type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'nod
   holdMs?: number;
   gpuShare?: number;
   gpuType?: string;
+  priority?: number;
+  priorityClass?: string;
   /** Named resources in units (the schema path only). */
   resources?: Record<string, number>;
 };
@@ -242,5 +280,7 @@ function normalized(a: AskFields): NormalizedAsk {
     ...(a.resources && Object.keys(a.resources).length ? { resources: a.resources } : {}),
     ...(a.gpuShare ? { gpuShare: toUnits(a.gpuShare) } : {}),
     ...(a.gpuType ? { gpuType: a.gpuType } : {}),
+    ...(a.priority !== undefined ? { priority: a.priority } : {}),
+    ...(a.priorityClass ? { priorityClass: a.priorityClass } : {}),
   };
 }

@@ -63,7 +63,7 @@ export class Demand {
   requeue(claimIds: string[]): void {
     const ids = new Set(claimIds);
     let position = 0;
-    for (const w of this.s.queue.waiters()) {
+    for (const w of this.s.queue.inOrder()) {
       position++;
       if (ids.has(w.claimId)) w.notify?.(this.queuedInfo(w, position));
     }

@@ -3,6 +3,7 @@
  * every member back in one step. Members are ordinary held claims (books, invariants) marked with their group, so a
  * single-claim path never releases or loses one alone. One event per group step: no watcher sees a partial hold.
  */
+import type { Place } from './order.js';
 import { randomUUID } from 'node:crypto';
 import type { Amount } from '../resources/books.js';
 import { amountOf, eligible, requires } from './choose.js';
@@ -56,7 +57,7 @@ export interface GroupBins {
 
 /**
  * The machines a group's search may use, one bin per capacity bucket (capacity.ts) rather than per machine
- * (rule G2). `now`: placeable machines with their free room, a machine where waiters older than arrival `seq` hold
+ * (rule G2). `now`: placeable machines with their free room, a machine where waiters ahead of place `at` hold
  * something back (rule G4) in a bin of its own with what is left; else every machine at its total (could it ever
  * hold the group). A machine whose memory (or named resources) the members ask gets its own bin: memory is not in
  * the bucket key. `rank`: lower is tried first: tightest first for packing, roomiest first for spreading and
@@ -66,7 +67,7 @@ export function binsOf(
   s: PlacerState,
   asks: readonly NormalizedAsk[],
   now: boolean,
-  seq: number,
+  at: Place,
   roomiestFirst: boolean,
 ): GroupBins {
   const bins: Bin[] = [];
@@ -91,7 +92,7 @@ export function binsOf(
       let plain: MachineEntry[] | undefined; // set once a machine of the bucket is not like the rest
       for (let i = list.length - 1; i >= 0; i--) {
         const m = list[i];
-        const own = now ? ownRoomNow(s, m, seq, ram, named) : ram && m.books.total.ramMb !== undefined;
+        const own = now ? ownRoomNow(s, m, at, ram, named) : ram && m.books.total.ramMb !== undefined;
         if (own === false) {
           plain?.push(m);
           continue;
@@ -109,9 +110,9 @@ export function binsOf(
 }
 
 /** `m`'s own room now if it needs a bin of its own; null: nothing new may go there; false: it is like its bucket. */
-function ownRoomNow(s: PlacerState, m: MachineEntry, seq: number, ram: boolean, named: boolean): Room | null | false {
+function ownRoomNow(s: PlacerState, m: MachineEntry, at: Place, ram: boolean, named: boolean): Room | null | false {
   if (!placeable(m)) return null;
-  const held = s.queue.reserved.olderThan(m, seq);
+  const held = s.queue.reserved.aheadOf(m, at);
   if (held && !isNothing(held)) return minus(m.books.free, held);
   if (named || (ram && m.books.total.ramMb !== undefined)) return m.books.free;
   return false;

@@ -5,6 +5,7 @@
  * machines could ever hold it (rule G5) or a member names a label or resource no machine has. `detail` is empty when
  * it runs now, else names the member: "members[i].<dimension>: …".
  */
+import { arriving } from './order.js';
 import { BerthError } from '../errors.js';
 import type { GroupStrategy } from './group-fit.js';
 import type { GroupBook } from './groups.js';
@@ -18,14 +19,17 @@ export interface GroupVerdict {
   detail: string;
 }
 
-/** Younger than every waiter: what a group asked now must leave to all of them (rule G4). */
-const NEWEST = Number.MAX_SAFE_INTEGER;
 
 /**
  * Judges `asks` by `strategy` against `book` now. @throws BerthError INVALID_ARGUMENT for a member that takes a
  * cluster-wide pool (as ClaimGroup would); any other refusal is an IMPOSSIBLE verdict.
  */
-export function groupVerdict(book: GroupBook, asks: NormalizedAsk[], strategy: GroupStrategy): GroupVerdict {
+export function groupVerdict(
+  book: GroupBook,
+  asks: NormalizedAsk[],
+  strategy: GroupStrategy,
+  priority = 0,
+): GroupVerdict {
   let judge: boolean;
   try {
     judge = book.checkMembers(asks);
@@ -33,7 +37,7 @@ export function groupVerdict(book: GroupBook, asks: NormalizedAsk[], strategy: G
     if (!(err instanceof BerthError) || err.kind !== 'failed_precondition') throw err;
     return { verdict: 'impossible', limiting: dimensionOf(err.message), detail: err.message };
   }
-  const now = book.waiting.length === 0 ? book.fitNow(asks, strategy, NEWEST) : undefined;
+  const now = book.waiting.length === 0 ? book.fitNow(asks, strategy, arriving(priority)) : undefined;
   if (now?.machines) return { verdict: 'runs_now', limiting: '', detail: '' };
   const never = book.neverFits(asks, strategy);
   if (never && judge) return { verdict: 'impossible', limiting: dimensionOf(never), detail: never };

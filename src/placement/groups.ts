@@ -5,6 +5,7 @@
  * closest to fitting on. A group no set of machines could ever hold fails at once. Releasing, or losing a member's
  * machine, ends every member in one step.
  */
+import { ahead, type Place } from './order.js';
 import { BerthError } from '../errors.js';
 import { amountOf } from './choose.js';
 import { fitGroup, type FitResult, type GroupStrategy } from './group-fit.js';
@@ -38,10 +39,11 @@ export interface GroupQueuedInfo {
   requeued?: boolean;
 }
 
-/** A group waiting for its turn. */
-export interface WaitingGroup {
+/** A group waiting for its turn, at its place in the queue (priority, then arrival: SPEC Q1). */
+export interface WaitingGroup extends Place {
   id: string;
   seq: number;
+  prio: number;
   since: number;
   asks: NormalizedAsk[];
   strategy: GroupStrategy;
@@ -60,11 +62,14 @@ export interface GroupClaimOptions {
   onQueued?: (q: GroupQueuedInfo) => void;
   /** 'requeue': released whole, then waits again at its arrival position (rule G9); 'fail' (default): ends it. */
   onMemberLost?: 'requeue' | 'fail';
+  /** The group's priority (SPEC Q1) as asked, or a class of the config; the placer resolves them. Absent = 0. */
+  priority?: number;
+  priorityClass?: string;
 }
 
-/** What a group that waits again after a loss needs: its first arrival number and its claim's options. */
+/** What a group that waits again after a loss needs: its first place in the queue and its claim's options. */
 export interface Requeue {
-  seq: number;
+  at: Place;
   opts: GroupClaimOptions;
 }
 
@@ -91,26 +96,26 @@ export class GroupBook {
   claim(asks: NormalizedAsk[], strategy: GroupStrategy, opts: GroupClaimOptions): GroupGrant | Promise<GroupGrant> {
     const judge = this.checkMembers(asks);
     const id = newGroupId();
-    const seq = this.s.queue.nextSeq();
-    const again = opts.onMemberLost === 'requeue' ? { seq, opts } : undefined;
-    const older = this.waiting.length > 0;
-    const fit = older ? undefined : this.fitNow(asks, strategy, seq);
+    const at: Place = { prio: opts.priority ?? 0, seq: this.s.queue.nextSeq() };
+    const again = opts.onMemberLost === 'requeue' ? { at, opts } : undefined;
+    const older = this.waiting.length > 0 && ahead(this.waiting[0], at);
+    const fit = older ? undefined : this.fitNow(asks, strategy, at);
     if (fit?.machines) return this.#commit(id, strategy, asks, fit.machines, undefined, again);
     const never = judge ? this.neverFits(asks, strategy) : undefined; // a group that fits now needs no such search
     if (never) throw new BerthError('failed_precondition', never);
     if (opts.signal.aborted) throw opts.signal.reason;
     const miss = fit && !('at' in fit.r) ? fit.r : { member: 0, dimension: '', detail: 'older groups wait first' };
-    return this.#wait(id, seq, Date.now(), asks, strategy, miss, opts);
+    return this.#wait(id, at, Date.now(), asks, strategy, miss, opts);
   }
 
   /**
-   * Files a waiting group (at its arrival position `seq`: a requeued group goes back where it first stood, rule G9)
+   * Files a waiting group (at its place `at`: a requeued group goes back where it first stood, rule G9)
    * and returns the promise of its grant; group_queued and `opts.onQueued` say why it waits, unless `quiet` (the
    * caller announces it).
    */
   #wait(
     id: string,
-    seq: number,
+    place: Place,
     since: number,
     asks: NormalizedAsk[],
     strategy: GroupStrategy,
@@ -121,10 +126,11 @@ export class GroupBook {
     return new Promise<GroupGrant>((resolve, reject) => {
       const onAbort = () => this.abandon(w, opts.signal.reason);
       let at = this.waiting.length;
-      while (at > 0 && this.waiting[at - 1].seq > seq) at--;
+      while (at > 0 && ahead(place, this.waiting[at - 1])) at--;
       const w: WaitingGroup = {
         id,
-        seq,
+        seq: place.seq,
+        prio: place.prio,
         since,
         asks,
         strategy,
@@ -133,7 +139,7 @@ export class GroupBook {
         reject,
         detach: () => opts.signal.removeEventListener('abort', onAbort),
         notify: opts.onQueued,
-        again: opts.onMemberLost === 'requeue' ? { seq, opts } : undefined,
+        again: opts.onMemberLost === 'requeue' ? { at: place, opts } : undefined,
       };
       this.waiting.splice(at, 0, w);
       if (at === 0) this.unpinAll(); // a new oldest group reserves instead (rule G4)
@@ -149,9 +155,9 @@ export class GroupBook {
     w.notify?.(w.why);
   }
 
-  /** The arrival number of the oldest waiting group, if any (the settle loop gives groups their turn by it). */
-  oldestSeq(): number | undefined {
-    return this.waiting[0]?.seq;
+  /** The place of the first waiting group, if any (the settle loop gives groups their turn by it). */
+  first(): Place | undefined {
+    return this.waiting[0];
   }
 
   /**
@@ -164,7 +170,7 @@ export class GroupBook {
     this.#pins = [];
     let blocked: WaitingGroup | undefined;
     for (const w of [...this.waiting]) {
-      const fit = this.fitNow(w.asks, w.strategy, w.seq);
+      const fit = this.fitNow(w.asks, w.strategy, w);
       if (fit.machines) {
         this.waiting.splice(this.waiting.indexOf(w), 1);
         w.detach();
@@ -240,7 +246,7 @@ export class GroupBook {
         // Rule G9: the whole group waits again at its first arrival position, announced after group_lost.
         const miss = { member: i, dimension: 'machines', detail: `${detail}; waiting again`, requeued: true };
         const asks = g.grant.members.map((m) => m.ask);
-        const next = this.#wait(id, g.again.seq, Date.now(), asks, g.grant.strategy, miss, g.again.opts, true);
+        const next = this.#wait(id, g.again.at, Date.now(), asks, g.grant.strategy, miss, g.again.opts, true);
         next.catch(() => {}); // its stream's handler awaits it; nobody else must see a rejection as unhandled
         g.grant.requeued = next;
         again = this.waiting.find((w) => w.id === id);
@@ -295,20 +301,20 @@ export class GroupBook {
     return g.grant;
   }
 
-  /** The search against free room behind waiters older than `seq`: the result, and each member's machine if it fits. */
-  fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, seq: number) {
-    const b = binsOf(this.s, asks, true, seq, strategy === 'spread' || strategy === 'strict_spread');
+  /** The search against free room behind waiters ahead of `at`: the result, and each member's machine if it fits. */
+  fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, at: Place) {
+    const b = binsOf(this.s, asks, true, at, strategy === 'spread' || strategy === 'strict_spread');
     const r: FitResult = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     return { r, machines: 'at' in r ? r.at.map((bin, i) => b.machineAt(bin, r.slot[i])) : undefined };
   }
 
   /** The oldest blocked group holds back each member's amount where it is closest to fitting (rule G4). */
   #reserve(w: WaitingGroup): void {
-    const b = binsOf(this.s, w.asks, false, w.seq, true);
+    const b = binsOf(this.s, w.asks, false, w, true);
     const r = fitGroup(fitMembers(w.asks, b.entries), b.bins, w.strategy);
     if (!('at' in r)) return;
     const machines = r.at.map((bin, i) => b.machineAt(bin, r.slot[i]));
-    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w.seq, amountOf(a), machines[i]));
+    this.#pins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w, amountOf(a), machines[i]));
   }
 
   /**
@@ -341,7 +347,7 @@ export class GroupBook {
    * search ran out of steps: not judged).
    */
   neverFits(asks: NormalizedAsk[], strategy: GroupStrategy): string | undefined {
-    const b = binsOf(this.s, asks, false, 0, true);
+    const b = binsOf(this.s, asks, false, { prio: 0, seq: 0 }, true);
     const r = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     if ('at' in r || r.detail.includes('ran out of steps')) return undefined;
     const where = `members[${r.member}].${r.dimension}`;

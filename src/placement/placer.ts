@@ -33,7 +33,8 @@ import { withDefaultRam } from './default-ram.js';
 import { lackingDetail } from './lacking.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
-import { placeable, PlacerState } from './state.js';
+import { fitsNew, placeable, PlacerState } from './state.js';
+import { priorityOf, type PriorityClasses } from './priority.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 
 export type { ReleaseGate } from './claims.js';
@@ -62,6 +63,8 @@ export interface PlacerOptions {
    * as Slurm's DefMemPerCPU); absent or 0: such an ask asks no memory.
    */
   defaultRamMbPerCpu?: number;
+  /** The config's priority classes (`priority_classes:`, SPEC Q1), checked by its schema; absent = none. */
+  priorityClasses?: PriorityClasses;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -102,6 +105,7 @@ export class Placer {
     this.#settler.groups = this.#groups;
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
+    s.priorities.set(opts.priorityClasses ?? {});
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -210,9 +214,10 @@ export class Placer {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
     const s = this.#s;
-    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
+    let ask: NormalizedAsk;
     let fit: Fit;
     try {
+      ask = splitPools(s, withDefaultRam(s.priorities.resolve(asked), this.#ramPerCpu));
       this.#grace.check(ask);
       fit = this.#refit.fit(ask, true); // on_oversize fail: FAILED_PRECONDITION (issue 13)
     } catch (err) {
@@ -220,9 +225,9 @@ export class Placer {
     }
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
+    const prio = priorityOf(ask);
     const now =
-      poolsFitNew(s, ask) &&
-      chooseNow(this.machines, ask, amount, (m) => m.books.fitsNow(amount, s.queue.reserved.on(m)) && placeable(m));
+      poolsFitNew(s, ask) && chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio) && placeable(m));
     if (now) {
       const g = grant(s, claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settler.settle();
@@ -236,6 +241,7 @@ export class Placer {
         {
           claimId,
           ask,
+          prio,
           since: Date.now(),
           resolve,
           reject,
@@ -247,7 +253,7 @@ export class Placer {
         () => reservationTarget(this.machines, ask, amount),
       );
       signal.addEventListener('abort', onAbort, { once: true });
-      const info = this.#demand.queuedInfo(w, s.queue.size);
+      const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
       info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#grace.comingBackUntil(ask);
       if (until)
@@ -309,6 +315,19 @@ export class Placer {
     resizePool(this.#s, this.#settler, name, units);
   }
 
+  /**
+   * Replaces the priority classes (a config reload, SPEC Q1): asks from now on resolve against `classes`; claims
+   * already waiting or held keep the priority they were given.
+   */
+  setPriorityClasses(classes: PriorityClasses): void {
+    this.#s.priorities.set(classes);
+  }
+
+  /** The priority classes asks resolve against now. */
+  get priorityClasses(): Readonly<PriorityClasses> {
+    return this.#s.priorities.classes;
+  }
+
   /** The held claim `claimId`, if any (not one being released). */
   get(claimId: string): Grant | undefined {
     const h = this.#s.held.get(claimId);
@@ -326,10 +345,12 @@ export class Placer {
     opts: GroupClaimOptions,
   ): GroupGrant | Promise<GroupGrant> {
     try {
+      const p = this.#s.priorities.pick(opts.priority, opts.priorityClass, '');
+      const own = (a: NormalizedAsk) => (p.priority === undefined ? a : { ...a, ...p }); // members record it (Q1)
       return this.#groups.claim(
-        asks.map((a) => splitPools(this.#s, a)),
+        asks.map((a) => splitPools(this.#s, own(a))),
         strategy,
-        opts,
+        { ...opts, priority: p.priority },
       );
     } catch (err) {
       return Promise.reject(err);
@@ -372,7 +393,8 @@ export class Placer {
    */
   verdict(asked: NormalizedAsk): AskVerdict {
     const s = this.#s;
-    const ask = splitPools(s, withDefaultRam(asked, this.#ramPerCpu));
+    const ask = splitPools(s, withDefaultRam(s.priorities.resolve(asked), this.#ramPerCpu));
+    const prio = priorityOf(ask);
     if (this.#grace.labelMissing(ask) && this.#grace.until(ask.label) < Date.now())
       return { verdict: 'impossible', waitFor: '', limiting: 'label' };
     if (this.#grace.coresNowhere(ask)) return { verdict: 'impossible', waitFor: '', limiting: 'cpus' };
@@ -383,7 +405,7 @@ export class Placer {
       this.machines,
       (a) => s.prov?.covers(a) ?? false,
       ask,
-      (m, amount) => pools && placeable(m) && m.books.fitsNow(amount, s.queue.reserved.on(m)),
+      (m, amount) => pools && placeable(m) && fitsNew(s, m, amount, prio),
     );
   }
 
@@ -404,7 +426,7 @@ export class Placer {
     const s = this.#s;
     const snap = placerSnapshot(
       this.machines,
-      [...s.queue.waiters()],
+      s.queue.inOrder(),
       [...s.held.values()].filter((h) => !h.group),
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],

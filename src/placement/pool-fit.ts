@@ -4,9 +4,11 @@
  * older waiter waits for), and which wait classes a pool's release may serve (SPEC P12).
  */
 import type { Named } from '../resources/quantity.js';
+import { ahead, arriving, type Place } from './order.js';
+import { priorityOf } from './priority.js';
 import type { PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
-import type { WaitClass, Waiter } from './waiting.js';
+import type { WaitClass } from './waiting.js';
 
 /** `ask` with the names that are pools moved from `resources` to `pools`; the same object when there are none. */
 export function splitPools(s: PlacerState, ask: NormalizedAsk): NormalizedAsk {
@@ -24,15 +26,15 @@ export function splitPools(s: PlacerState, ask: NormalizedAsk): NormalizedAsk {
 }
 
 /**
- * What waiting claims hold back of the pools `want` names: every member of every class asking one (only those older
- * than `older`, when given).
+ * What waiting claims hold back of the pools `want` names: every member of every class asking one (only those ahead
+ * of `older`, when given: SPEC Q1).
  */
-export function heldBack(s: PlacerState, want: Named, older?: Waiter): Named | undefined {
+export function heldBack(s: PlacerState, want: Named, older?: Place): Named | undefined {
   let r: Named | undefined;
   for (const cls of s.queue.classes()) {
     const p = cls.ask.pools;
     if (!p || !shares(p, want)) continue;
-    for (let w = cls.head; w && (!older || w.seq < older.seq); w = w.next) {
+    for (let w = cls.head; w && (!older || ahead(w, older)); w = w.next) {
       r ??= {};
       for (const k in p) r[k] = (r[k] ?? 0) + p[k];
     }
@@ -45,13 +47,15 @@ function shares(x: Named, y: Named): boolean {
   return false;
 }
 
-/** True when a new claim's pools fit behind every waiter (nothing asked: true). Cost: per wait class. */
+/** True when a new claim's pools fit behind every waiter ahead of it (nothing asked: true). Cost: per wait class. */
 export function poolsFitNew(s: PlacerState, ask: NormalizedAsk): boolean {
-  return !ask.pools || s.pools.fits(ask.pools, heldBack(s, ask.pools));
+  if (!ask.pools) return true;
+  const prio = priorityOf(ask);
+  return s.pools.fits(ask.pools, heldBack(s, ask.pools, s.queue.lowerWaits(prio) ? arriving(prio) : undefined));
 }
 
-/** True when waiter `w`'s pools fit behind the waiters older than it. */
-export function poolsFitBehind(s: PlacerState, w: Waiter): boolean {
+/** True when waiter `w`'s pools fit behind the waiters ahead of it. */
+export function poolsFitBehind(s: PlacerState, w: Place & { ask: NormalizedAsk }): boolean {
   const p = w.ask.pools;
   return !p || s.pools.fits(p, heldBack(s, p, w));
 }

@@ -36,5 +36,6 @@ export function queuedInfo(
     machinesAble: able,
     position,
     asked: amountOf(ask), // before clamping (issue 13)
+    ...(ask.priority ? { priority: ask.priority } : {}),
   };
 }

@@ -1,11 +1,13 @@
 /**
  * What waiting claims hold back, per machine (SPEC P7): each wait class reserves its amount once
  * per member on its one target machine, only in the dimensions it asks. A new claim fits behind
- * all of it; a waiter fits behind only what older waiters hold back.
+ * all of it; a waiter fits behind only what waiters ahead of it hold back (older ones of its priority and any of a
+ * higher one, SPEC Q1).
  */
 import type { Amount } from '../resources/books.js';
 import type { Named } from '../resources/quantity.js';
 import type { MachineEntry } from './machines.js';
+import { ahead, type Place } from './order.js';
 import type { WaitClass, Waiter } from './waiting.js';
 
 /** What is held back on one machine and by which classes. */
@@ -73,20 +75,24 @@ export class Reservations {
     return h ? [...h.classes] : NONE;
   }
 
-  /**
-   * True when `w`'s class amount fits `m` now minus what waiters older than `w` hold back there.
-   * Walks older members only while they could still matter: each one takes at least one unit of
-   * something `w` needs, so the walk is bounded by the machine's free capacity.
-   */
+  /** True when `w`'s class amount fits `m` now minus what waiters ahead of `w` hold back there. */
   fitsBehind(m: MachineEntry, w: Waiter): boolean {
-    const a = w.cls.amount;
+    return this.fitsAhead(m, w.cls.amount, w);
+  }
+
+  /**
+   * True when `a` fits `m` now minus what waiters ahead of place `at` hold back there (SPEC P7, Q1). Walks those
+   * members only while they could still matter: each one takes at least one unit of something `a` needs, so the
+   * walk is bounded by the machine's free capacity.
+   */
+  fitsAhead(m: MachineEntry, a: Amount, at: Place): boolean {
     if (!m.books.fitsNow(a)) return false;
     const h = this.#held.get(m);
     if (!h) return true;
     const r: Held = { cpus: 0, gpus: 0, ramMb: 0, share: 0, classes: h.classes };
     for (const cls of h.classes) {
       if (!overlaps(cls.amount, a)) continue;
-      for (let o = cls.head; o && o.seq < w.seq; o = o.next) {
+      for (let o = cls.head; o && ahead(o, at); o = o.next) {
         r.cpus += cls.amount.cpus;
         r.gpus += cls.amount.gpus;
         r.ramMb += cls.amount.ramMb ?? 0;
@@ -99,15 +105,15 @@ export class Reservations {
   }
 
   /**
-   * What waiters older than arrival `seq` hold back on `m` (a group's view, rule G4): each class's amount once per
-   * member older than `seq`. Cost: the older members of the classes reserving on `m`.
+   * What waiters ahead of place `at` hold back on `m` (a group's view, rule G4, SPEC Q1): each class's amount once
+   * per member ahead of it. Cost: those members of the classes reserving on `m`.
    */
-  olderThan(m: MachineEntry, seq: number): Amount | undefined {
+  aheadOf(m: MachineEntry, at: Place): Amount | undefined {
     const h = this.#held.get(m);
     if (!h) return undefined;
     const r: Amount & { ramMb: number; res: Named } = { cpus: 0, gpus: 0, ramMb: 0, res: {} };
     for (const cls of h.classes) {
-      for (let o = cls.head; o && o.seq < seq; o = o.next) {
+      for (let o = cls.head; o && ahead(o, at); o = o.next) {
         r.cpus += cls.amount.cpus;
         r.gpus += cls.amount.gpus;
         r.ramMb += cls.amount.ramMb ?? 0;

@@ -7,6 +7,7 @@
 import { chooseNow, eligible, reservationTarget } from './choose.js';
 import type { Demand } from './demand.js';
 import { grant } from './grant.js';
+import { ahead, type Place } from './order.js';
 import { poolsFitBehind } from './pool-fit.js';
 import { placeable, type PlacerState } from './state.js';
 import type { WaitClass, Waiter } from './waiting.js';
@@ -15,7 +16,7 @@ import type { WaitClass, Waiter } from './waiting.js';
 export class Settler {
   #settling = false;
   /** Waiting groups (groups.ts): given their turn among single claims by arrival (rule G4). */
-  groups?: { dirty: boolean; oldestSeq(): number | undefined; pass(): void };
+  groups?: { dirty: boolean; first(): Place | undefined; pass(): void };
 
   constructor(
     readonly s: PlacerState,
@@ -48,13 +49,13 @@ export class Settler {
         let next: Waiter | undefined;
         for (const cls of woken) {
           if (!cls.head) woken.delete(cls);
-          else if (!next || cls.head.seq < next.seq) next = cls.head;
+          else if (!next || ahead(cls.head, next)) next = cls.head;
         }
         const g = this.groups;
         if (g?.dirty) {
-          const seq = g.oldestSeq();
-          if (seq === undefined) g.dirty = false;
-          else if (!next || seq < next.seq) {
+          const first = g.first();
+          if (first === undefined) g.dirty = false;
+          else if (!next || ahead(first, next)) {
             g.pass();
             continue;
           }

@@ -45,6 +45,9 @@ export interface PlacerSnapshot {
     /** The ask was cut down to the best real machine (SPEC P5, P11). */
     clamped: boolean;
     owner?: string;
+    /** Its priority (SPEC Q1; 0 when none) and the class it named or defaulted to. */
+    priority: number;
+    priorityClass?: string;
   }[];
   held: {
     claimId: string;
@@ -54,13 +57,15 @@ export interface PlacerSnapshot {
     allocation: AllocationGrant;
     heldMs: number;
     owner?: string;
+    /** Its ask's priority (SPEC Q1; 0 when none). */
+    priority: number;
     /** While it awaits its holder after its stream broke (SPEC S3): ms left of its hold (set by the server). */
     holdLeftMs?: number;
   }[];
   provisioners: ProvisionerView[];
   /** Cluster-wide pools (issue 23 item 1): name, total and free in units of 1e-4. */
   pools: { name: string; total: number; free: number }[];
-  /** Groups, one entry each with their members (rule G1): held ones, then waiting ones in arrival order. */
+  /** Groups, one entry each with their members (rule G1): held ones, then waiting ones in queue order. */
   groups?: GroupView[];
 }
 
@@ -114,6 +119,8 @@ export function placerSnapshot(
       reservedOn: w.cls.target?.spec.name ?? '',
       clamped: w.cls.clamped,
       owner: w.ask.owner,
+      priority: w.prio,
+      priorityClass: w.ask.priorityClass,
     })),
     held: held.map((h) => ({
       claimId: h.grant.claimId,
@@ -123,6 +130,7 @@ export function placerSnapshot(
       allocation: h.grant.allocation,
       heldMs: now - h.since,
       owner: h.grant.ask.owner,
+      priority: h.grant.ask.priority ?? 0,
     })),
     provisioners,
     pools,

@@ -5,9 +5,12 @@
  * (claims, settle, refit, label grace, demand) each read and change it; only they do.
  */
 import type { EventBus } from '../events.js';
+import type { Amount } from '../resources/books.js';
 import { PoolBooks } from '../resources/pools.js';
 import type { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
+import { arriving } from './order.js';
+import { PriorityBook } from './priority.js';
 import type { Provisioning } from './provisioner.js';
 import { WaitQueue, type WaitClass } from './waiting.js';
 
@@ -40,6 +43,8 @@ export class PlacerState {
   frozen = false;
   /** The cluster-wide pools (config `pools`, issue 23 item 1). */
   readonly pools: PoolBooks;
+  /** The config's priority classes (SPEC Q1). */
+  readonly priorities = new PriorityBook();
 
   /** @param pools pool name → size in units of 1e-4 */
   constructor(
@@ -54,4 +59,15 @@ export class PlacerState {
 /** False for a disconnected (held) machine, restored or not (SPEC S2, S6): nothing new goes there. */
 export function placeable(m: MachineEntry): boolean {
   return m.hold === undefined;
+}
+
+/**
+ * True when a new claim of priority `prio` can take `amount` on `m` now (SPEC P7, Q1): it leaves what waiters ahead
+ * of it hold back there — all of it, unless something of a lower priority waits.
+ */
+export function fitsNew(s: PlacerState, m: MachineEntry, amount: Amount, prio: number): boolean {
+  const q = s.queue;
+  return q.lowerWaits(prio)
+    ? q.reserved.fitsAhead(m, amount, arriving(prio))
+    : m.books.fitsNow(amount, q.reserved.on(m));
 }

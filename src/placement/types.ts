@@ -47,6 +47,13 @@ export interface NormalizedAsk {
    * absent = 0: given back the moment the stream ends (P8).
    */
   holdMs?: number;
+  /**
+   * Queue order (SPEC Q1): higher first. As asked until the placer resolves it (priority.ts); then the number every
+   * ordering reads, absent = 0.
+   */
+  priority?: number;
+  /** The priority class asked, or the config's default class the placer gave it; absent = none. */
+  priorityClass?: string;
 }
 
 /** What a claim holds on one machine (SPEC P9). */
@@ -94,4 +101,6 @@ export interface QueuedInfo {
   position: number;
   /** What was asked before clamping. */
   asked?: { cpus: number; gpus: number; ramMb?: number; share?: number };
+  /** The claim's priority (SPEC Q1); absent = 0. */
+  priority?: number;
 }

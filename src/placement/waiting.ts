@@ -1,22 +1,26 @@
 /**
- * Waiting claims (SPEC P6, P7, P12): arrival order, grouped by what they wait for (a wait class:
- * the same ask, label and policy), and the per-machine reservations that keep a large waiter from
- * being overtaken forever. A class has one reservation target; every member holds back its amount
+ * Waiting claims (SPEC P6, P7, P12, Q1): queue order (priority, then arrival; order.ts), grouped by what they wait
+ * for (a wait class: the same ask, label, policy and priority), and the per-machine reservations that keep a large
+ * waiter from being overtaken forever. A class has one reservation target; every member holds back its amount
  * there. Only a class's oldest member (its head) can ever be granted before the rest: they ask the
  * same and the younger face more reservations. Costs are per class and per change, not waiters ×
  * machines.
  */
 import type { Amount } from '../resources/books.js';
 import type { MachineEntry } from './machines.js';
+import type { Place } from './order.js';
+import { priorityOf } from './priority.js';
 import { Reservations } from './reservations.js';
 import type { Grant, NormalizedAsk, QueuedInfo } from './types.js';
 
 /** A claim that fits some machine, or will, but not right now. */
-export interface Waiter {
+export interface Waiter extends Place {
   claimId: string;
   ask: NormalizedAsk;
   /** Arrival order (larger = younger). */
   seq: number;
+  /** Its priority (SPEC Q1): its class's, `ask.priority` or 0. */
+  prio: number;
   since: number;
   cls: WaitClass;
   /** Younger / older member of the same class. */
@@ -56,7 +60,8 @@ const namedKey = (r: Record<string, number> | undefined) =>
 const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
   `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}` +
-  `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}`;
+  `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}` +
+  `${a.priority ? `/prio=${a.priority}` : ''}`;
 
 /** The ask a pinned group reservation carries (its group's members are asked through the group). */
 const PINNED_ASK: NormalizedAsk = { cpus: 0, gpus: 0, label: '', policy: 'prefer', node: '', runId: '', env: {} };
@@ -73,6 +78,10 @@ export class WaitQueue {
   #seq = 0;
   /** Reservations of waiting groups' members (rule G4): one-member classes outside the class index. */
   readonly #pinned = new Set<WaitClass>();
+  /** Waiters (and pinned group reservations) per priority (SPEC Q1): positions, and who a new claim must leave. */
+  readonly #byPrio = new Map<number, number>();
+  /** The lowest priority in `#byPrio`; +Infinity when nothing waits. */
+  #lowest = Number.POSITIVE_INFINITY;
 
   /** Number of waiters. */
   get size(): number {
@@ -82,6 +91,12 @@ export class WaitQueue {
   /** Every waiter in arrival order. */
   waiters(): IterableIterator<Waiter> {
     return this.#all.values();
+  }
+
+  /** Every waiter in queue order (SPEC Q1): priority, then arrival. */
+  inOrder(): Waiter[] {
+    const all = [...this.#all.values()];
+    return this.#byPrio.size > 1 ? all.sort((x, y) => y.prio - x.prio || x.seq - y.seq) : all;
   }
 
   /** Every wait class. */
@@ -95,10 +110,36 @@ export class WaitQueue {
   }
 
   /**
-   * Holds back `amount` on `target` for member `member` of group `group`, which arrived as `seq` (rule G4): older
-   * waiters are not held back by it, younger ones and new claims are. Returns the reservation, for `unpin`.
+   * True when something waits at a priority below `prio`: then a new claim of `prio` is not held back by all that is
+   * reserved, only by what waiters ahead of it reserve (SPEC Q1). False with a single priority: the fast path.
    */
-  pin(group: string, member: number, seq: number, amount: Amount, target: MachineEntry): WaitClass {
+  lowerWaits(prio: number): boolean {
+    return this.#lowest < prio;
+  }
+
+  /** 1-based position of the youngest waiter of priority `prio`: every waiter of that priority or higher. */
+  positionAt(prio: number): number {
+    let n = 0;
+    for (const [p, k] of this.#byPrio) if (p >= prio) n += k;
+    return n;
+  }
+
+  #count(prio: number, by: number): void {
+    const k = (this.#byPrio.get(prio) ?? 0) + by;
+    if (k > 0) {
+      this.#byPrio.set(prio, k);
+      if (prio < this.#lowest) this.#lowest = prio;
+      return;
+    }
+    this.#byPrio.delete(prio);
+    if (prio === this.#lowest) this.#lowest = Math.min(Number.POSITIVE_INFINITY, ...this.#byPrio.keys());
+  }
+
+  /**
+   * Holds back `amount` on `target` for member `member` of group `group`, which stands at `at` (rule G4, SPEC Q1):
+   * waiters ahead of it are not held back by it, those behind and new claims are. Returns the reservation.
+   */
+  pin(group: string, member: number, at: Place, amount: Amount, target: MachineEntry): WaitClass {
     const cls: WaitClass = {
       key: `${group}#${member}`,
       ask: PINNED_ASK,
@@ -108,10 +149,11 @@ export class WaitQueue {
       size: 0,
       group,
     };
-    cls.head = cls.tail = { seq } as Waiter;
+    cls.head = cls.tail = { seq: at.seq, prio: at.prio } as Waiter;
     this.reserved.add(cls, 1);
     cls.size = 1;
     this.#pinned.add(cls);
+    this.#count(at.prio, 1);
     return cls;
   }
 
@@ -120,6 +162,7 @@ export class WaitQueue {
     if (!this.#pinned.delete(cls)) return;
     this.reserved.add(cls, -1);
     cls.size = 0;
+    this.#count(cls.head!.prio, -1);
   }
 
   /** The waiters of run `runId`. */
@@ -159,7 +202,8 @@ export class WaitQueue {
       this.#classes.set(key, cls);
       this.#file(cls);
     }
-    const full: Waiter = { ...w, seq: ++this.#seq, cls, prev: cls.tail };
+    const full: Waiter = { ...w, seq: ++this.#seq, prio: priorityOf(w.ask), cls, prev: cls.tail };
+    this.#count(full.prio, 1);
     if (cls.tail) cls.tail.next = full;
     else cls.head = full;
     cls.tail = full;
@@ -176,6 +220,7 @@ export class WaitQueue {
   remove(w: Waiter): boolean {
     if (this.#all.get(w.claimId) !== w) return false;
     this.#all.delete(w.claimId);
+    this.#count(w.prio, -1);
     const run = this.#byRun.get(w.ask.runId)!;
     run.delete(w);
     if (run.size === 0) this.#byRun.delete(w.ask.runId);
@@ -228,6 +273,9 @@ export class WaitQueue {
         throw new Error(`wait class ${cls.key} reserves on ${cls.target.spec.name}, which left`);
     }
     if (n !== this.#all.size) throw new Error(`${this.#all.size} waiters, ${n} in classes`);
+    let counted = 0;
+    for (const k of this.#byPrio.values()) counted += k;
+    if (counted !== n + this.#pinned.size) throw new Error(`${counted} waiters by priority, ${n} waiting`);
     for (const cls of this.#pinned)
       if (cls.target && !attached(cls.target)) throw new Error(`group reservation ${cls.key} on a machine that left`);
     let filed = 0;

@@ -44,6 +44,7 @@ export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
     position: q.position,
     claimId: q.claimId,
     asked: q.asked && toResources(q.asked),
+    priority: 'priority' in q ? (q.priority ?? 0) : 0,
   };
 }
 
@@ -107,6 +108,8 @@ export function toSnapshot(
       label: w.label,
       reason: toQueued(w.reason),
       waitedMs: clampU32(w.waitedMs),
+      priority: w.priority,
+      priorityClass: w.priorityClass ?? '',
     })),
     calls,
     provisioners: s.provisioners.map((p) => ({
@@ -137,6 +140,7 @@ export function toSnapshot(
       runId: h.runId,
       machine: h.machine,
       heldMs: clampU32(h.heldMs),
+      priority: h.priority,
       allocation: {
         cpus: h.allocation.cpus,
         gpuIds: h.allocation.gpuIds,

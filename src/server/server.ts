@@ -8,7 +8,8 @@ import { HealthImplementation } from 'grpc-health-check';
 import { PlacementServiceService } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerServiceService } from '../../generated/ts/berth/v1/worker.js';
 import { readFlagFile } from '../config/fields.js';
-import type { ServeOptions } from '../config/serve-options.js';
+import { readConfigFile } from '../config/config-file.js';
+import { SERVE_FLAGS, type ServeOptions } from '../config/serve-options.js';
 import { EventBus } from '../events.js';
 import { Placer } from '../placement/placer.js';
 import { ClaimHolds, withHolds } from './claim-holds.js';
@@ -145,6 +146,7 @@ export class BerthServer {
       provisioning: this.#provisioning,
       pools: options.pools,
       defaultRamMbPerCpu: options.defaultRamMbPerCpu,
+      priorityClasses: options.priorityClasses,
     });
     const hub = new WorkerHub({
       placer,
@@ -609,6 +611,22 @@ export class BerthServer {
       { workerTokens: this.options.workerTokens, clientTokens: this.options.clientTokens },
       'token files re-read',
     );
+  }
+
+  /**
+   * Re-reads the config file's `priority_classes:` (SIGHUP, SPEC Q1): asks from now on resolve against them; waiting
+   * and held claims keep their priority. All or nothing: a bad file changes nothing. Other keys are read at start
+   * only. @throws OptionsError naming the file, the line and the key (the old classes stay).
+   */
+  reloadPriorityClasses(): void {
+    const path = this.options.config;
+    if (!path) {
+      this.#log.info('SIGHUP: no --config to re-read');
+      return;
+    }
+    const { priorityClasses } = readConfigFile(path, Object.keys(SERVE_FLAGS));
+    this.context.placer.setPriorityClasses(priorityClasses);
+    this.#log.info({ config: path, priorityClasses: Object.keys(priorityClasses) }, 'priority classes re-read');
   }
 
   /**

@@ -33,6 +33,8 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   // undefined weighted: a share or a type takes the schema path, and the sample must keep plenty of fast asks
   gpuShare: [...Array(12).fill(undefined), 0, 0.5, 0.0001, 0.9999, 1, 1.5, 0.00005, -0.5, NaN, '0.5'],
   gpuType: [...Array(12).fill(undefined), '', 'a100', '1g.10gb', 'a b', 'x'.repeat(64), 7],
+  priority: [...Array(40).fill(undefined), 0, 5, -5, 1e9, -1e9, 1e9 + 1, 1.5, NaN, '3'],
+  priorityClass: [...Array(40).fill(undefined), '', 'urgent', 'a-b_c', '1x', 'a b', 'x'.repeat(64), 7],
   holdMs: [0, 1, 30_000, 3_600_000, 3_600_001, -1, 1.5, NaN, Infinity, '10', undefined, null],
   env: [
     {},

@@ -17,7 +17,7 @@ const NAMES = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6'];
  * One random sequence of attach / detach / claim / release / disconnect / cancel, checked against
  * the rules after every event and every operation. Returns the violations (empty when all held).
  */
-async function runSequence(seed: number, ops: number): Promise<string[]> {
+async function runSequence(seed: number, ops: number, priorities: readonly (number | undefined)[] = [undefined]) {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
   const r = new Refereed({ name: 'engine', labels: [], inventory: { cpus: 4, gpuIds: [0] }, remote: false });
@@ -49,10 +49,13 @@ async function runSequence(seed: number, ops: number): Promise<string[]> {
         label,
         policy,
         runId: pick(['r1', 'r2', 'r3']),
+        priority: pick(priorities),
       };
       const node = r.claim(a, ac.signal);
       waiting.set(node, ac);
-      what = `claim ${node} ${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''} ${policy} '${label}' ${a.runId}`;
+      what =
+        `claim ${node} ${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''} ${policy} '${label}' ${a.runId}` +
+        `${a.priority === undefined ? '' : ` priority ${a.priority}`}`;
     } else if (x < 0.8) {
       const held = r.held();
       const id = held.length ? pick(held) : 'c0';
@@ -81,6 +84,14 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     for (const seed of seeds) {
       // Reproduce one failing sequence with BERTH_PLACEMENT_SEED=<seed>.
       expect(await runSequence(seed, 200), `seed ${seed}`).toEqual([]);
+    }
+  });
+
+  it('with five priorities mixed in, every grant leaves room for the waiters ahead of it and none is left waiting (SPEC Q1)', async () => {
+    const only = process.env.BERTH_PLACEMENT_SEED;
+    const seeds = only ? [Number(only)] : Array.from({ length: 40 }, (_, i) => 1000 + i);
+    for (const seed of seeds) {
+      expect(await runSequence(seed, 200, [undefined, 0, 1, 2, -1, 5]), `seed ${seed}`).toEqual([]);
     }
   });
 });

@@ -60,11 +60,15 @@ export function referenceFit(machines: MachineView[], ask: NormalizedAsk): { amo
   return { amount: best!, clamped: true };
 }
 
-/** What waiters older than `claimId` hold back on each machine (by the snapshot's reservedOn). */
-function heldBackBefore(waiting: Waiting[], claimId: string): Map<string, Required<Amount>> {
+/** True when waiter `w` is served before claim `claimId` of priority `prio` (SPEC Q1: priority, then arrival). */
+const aheadOf = (w: Waiting, claimId: string, prio: number) =>
+  w.priority > prio || (w.priority === prio && num(w.claimId) < num(claimId));
+
+/** What waiters ahead of `claimId` (priority `prio`) hold back on each machine (by the snapshot's reservedOn). */
+function heldBackBefore(waiting: Waiting[], claimId: string, prio = 0): Map<string, Required<Amount>> {
   const out = new Map<string, Required<Amount>>();
   for (const w of waiting) {
-    if (num(w.claimId) >= num(claimId) || !w.reservedOn) continue;
+    if (!aheadOf(w, claimId, prio) || !w.reservedOn) continue;
     const cur = out.get(w.reservedOn) ?? { cpus: 0, gpus: 0, ramMb: 0 };
     const a = w.reason.wanted;
     out.set(w.reservedOn, { cpus: cur.cpus + a.cpus, gpus: cur.gpus + a.gpus, ramMb: cur.ramMb + (a.ramMb ?? 0) });
@@ -160,7 +164,8 @@ export class Refereed {
     }
     if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d)))
       this.#fail(`${id} holds a device ${m.name} does not have`);
-    const back = heldBackBefore(s.waiting, id).get(m.name);
+    const prio = ask.priority ?? 0;
+    const back = heldBackBefore(s.waiting, id, prio).get(m.name);
     if (
       back &&
       !fitsBehind(
@@ -180,7 +185,7 @@ export class Refereed {
     }
     const engine = s.machines.find((x) => !x.remote);
     if (ask.label === '' && engine && engine.name !== m.name) {
-      if (fitsBehind(engine.free, heldBackBefore(s.waiting, id).get(engine.name) ?? { cpus: 0, gpus: 0 }, got)) {
+      if (fitsBehind(engine.free, heldBackBefore(s.waiting, id, prio).get(engine.name) ?? { cpus: 0, gpus: 0 }, got)) {
         this.#fail(`${id} (${show(got)}) went to ${m.name} though the engine could take it (P2)`);
       }
     }
@@ -216,8 +221,9 @@ export class Refereed {
     const heldIds = s.held.map((h) => h.claimId).sort();
     if (heldIds.join() !== [...this.#held.keys()].sort().join())
       this.#fail(`${when}: placer holds ${heldIds.join()}, referee ${[...this.#held.keys()].sort().join()}`);
-    const order = s.waiting.map((w) => num(w.claimId));
-    if (order.some((n, i) => i > 0 && n < order[i - 1])) this.#fail(`${when}: waiting list not in arrival order`);
+    const w0 = s.waiting;
+    if (w0.some((w, i) => i > 0 && !aheadOf(w0[i - 1], w.claimId, w.priority)))
+      this.#fail(`${when}: waiting list not in queue order (priority, then arrival)`);
     const back = new Map<string, Required<Amount>>();
     for (const w of s.waiting) {
       const ask = this.#asks.get(w.node)!;

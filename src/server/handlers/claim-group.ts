@@ -12,7 +12,7 @@
 import type { ClaimGroupRequest, ClaimGroupResponse, GroupAsk } from '../../../generated/ts/berth/v1/groups.js';
 import { BerthError } from '../../errors.js';
 import { unjournaled } from '../../journal/journal.js';
-import { normalizeAsk } from '../../placement/ask.js';
+import { checkPriority, normalizeAsk } from '../../placement/ask.js';
 import type { GroupGrant } from '../../placement/group-books.js';
 import type { GroupStrategy } from '../../placement/group-fit.js';
 import type { NormalizedAsk } from '../../placement/types.js';
@@ -51,7 +51,7 @@ export function claimGroupHandler(ctx: ServerContext) {
         'invalid_argument',
         `kind: the first message must be an ask or a resume (got ${first.value.kind?.$case ?? 'nothing'})`,
       );
-    const { asks, strategy, onMemberLost } = groupAsks(first.value.kind.value, owner);
+    const { asks, strategy, onMemberLost, priority, priorityClass } = groupAsks(first.value.kind.value, owner);
     if (scope.aborted) throw scope.reason;
 
     const pending = it.next();
@@ -61,7 +61,13 @@ export function claimGroupHandler(ctx: ServerContext) {
       writes = writes.then(() => sink.write({ kind: { $case: 'queued', value: toGroupQueued(q) } }));
       writes.catch(() => {});
     };
-    const claimed = ctx.placer.claimGroup(asks, strategy, { signal: scope.signal, onQueued, onMemberLost });
+    const claimed = ctx.placer.claimGroup(asks, strategy, {
+      signal: scope.signal,
+      onQueued,
+      onMemberLost,
+      priority,
+      priorityClass,
+    });
     const grant = claimed instanceof Promise ? await waitForGroup(ctx, claimed, pending, scope) : claimed;
     if (!grant) return;
     scope.keepThroughDrain();
@@ -77,7 +83,13 @@ export function claimGroupHandler(ctx: ServerContext) {
 export function groupAsks(
   g: GroupAsk,
   owner: string | undefined,
-): { asks: NormalizedAsk[]; strategy: GroupStrategy; onMemberLost: 'requeue' | 'fail' } {
+): {
+  asks: NormalizedAsk[];
+  strategy: GroupStrategy;
+  onMemberLost: 'requeue' | 'fail';
+  priority?: number;
+  priorityClass?: string;
+} {
   if (g.members.length === 0 || g.members.length > MAX_MEMBERS)
     throw new BerthError('invalid_argument', `members: 1 to ${MAX_MEMBERS} asks (got ${g.members.length})`);
   const strategy = fromStrategy(g.strategy);
@@ -99,9 +111,17 @@ export function groupAsks(
         'invalid_argument',
         `members[${i}].gpu_type: a group member cannot ask a GPU type (got ${JSON.stringify(n.gpuType)})`,
       );
+    if (n.priority !== undefined || n.priorityClass)
+      throw new BerthError(
+        'invalid_argument',
+        `members[${i}].priority: a member takes the group's priority: set GroupAsk.priority or priority_class ` +
+          `(got ${JSON.stringify(n.priority ?? n.priorityClass)})`,
+      );
     return { ...n, owner };
   });
-  return { asks, strategy, onMemberLost: fromOnMemberLost(g.onMemberLost) };
+  checkPriority(g.priority, g.priorityClass || undefined, '');
+  const priority = { priority: g.priority, priorityClass: g.priorityClass || undefined };
+  return { asks, strategy, onMemberLost: fromOnMemberLost(g.onMemberLost), ...priority };
 }
 
 /**

@@ -25,37 +25,37 @@ _sym_db = _symbol_database.Default()
 from berth.v1 import resources_pb2 as berth_dot_v1_dot_resources__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/groups.proto\x12\x08\x62\x65rth.v1\x1a\x18\x62\x65rth/v1/resources.proto\"\x85\x01\n\x08GroupAsk\x12\x1e\n\x07members\x18\x01 \x03(\x0b\x32\r.berth.v1.Ask\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12.\n\x0eon_member_lost\x18\x03 \x01(\x0e\x32\x16.berth.v1.OnMemberLost\"\x0e\n\x0cGroupRelease\"5\n\x0bGroupResume\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x14\n\x0cresume_token\x18\x02 \x01(\t\"\x92\x01\n\x11\x43laimGroupRequest\x12!\n\x03\x61sk\x18\x01 \x01(\x0b\x32\x12.berth.v1.GroupAskH\x00\x12)\n\x07release\x18\x02 \x01(\x0b\x32\x16.berth.v1.GroupReleaseH\x00\x12\'\n\x06resume\x18\x03 \x01(\x0b\x32\x15.berth.v1.GroupResumeH\x00\x42\x06\n\x04kind\"v\n\x0bGroupQueued\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x0e\n\x06member\x18\x02 \x01(\r\x12\x11\n\tdimension\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x10\n\x08position\x18\x05 \x01(\r\x12\x10\n\x08requeued\x18\x06 \x01(\x08\"y\n\x0bGroupMember\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63laim_id\x18\x02 \x01(\t\x12\x0f\n\x07machine\x18\x03 \x01(\t\x12\x0e\n\x06remote\x18\x04 \x01(\x08\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\"\x9a\x01\n\x0cGroupGranted\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12&\n\x07members\x18\x03 \x03(\x0b\x32\x15.berth.v1.GroupMember\x12\x14\n\x0cresume_token\x18\x04 \x01(\t\x12\x0f\n\x07resumed\x18\x05 \x01(\x08\"!\n\rGroupReleased\x12\x10\n\x08group_id\x18\x01 \x01(\t\"\x9d\x01\n\x12\x43laimGroupResponse\x12\'\n\x06queued\x18\x01 \x01(\x0b\x32\x15.berth.v1.GroupQueuedH\x00\x12)\n\x07granted\x18\x02 \x01(\x0b\x32\x16.berth.v1.GroupGrantedH\x00\x12+\n\x08released\x18\x03 \x01(\x0b\x32\x17.berth.v1.GroupReleasedH\x00\x42\x06\n\x04kind\"\x92\x01\n\x0fGroupMemberView\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63laim_id\x18\x02 \x01(\t\x12#\n\x06wanted\x18\x03 \x01(\x0b\x32\x13.berth.v1.Resources\x12\x0f\n\x07machine\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\"\xb6\x01\n\tGroupView\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12\r\n\x05state\x18\x03 \x01(\t\x12*\n\x07members\x18\x04 \x03(\x0b\x32\x19.berth.v1.GroupMemberView\x12\n\n\x02ms\x18\x05 \x01(\r\x12%\n\x06queued\x18\x06 \x01(\x0b\x32\x15.berth.v1.GroupQueued*\xa5\x01\n\rGroupStrategy\x12\x1e\n\x1aGROUP_STRATEGY_UNSPECIFIED\x10\x00\x12\x17\n\x13GROUP_STRATEGY_PACK\x10\x01\x12\x19\n\x15GROUP_STRATEGY_SPREAD\x10\x02\x12\x1e\n\x1aGROUP_STRATEGY_STRICT_PACK\x10\x03\x12 \n\x1cGROUP_STRATEGY_STRICT_SPREAD\x10\x04*c\n\x0cOnMemberLost\x12\x1e\n\x1aON_MEMBER_LOST_UNSPECIFIED\x10\x00\x12\x1a\n\x16ON_MEMBER_LOST_REQUEUE\x10\x01\x12\x17\n\x13ON_MEMBER_LOST_FAIL\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x62\x65rth/v1/groups.proto\x12\x08\x62\x65rth.v1\x1a\x18\x62\x65rth/v1/resources.proto\"\xd9\x01\n\x08GroupAsk\x12\x1e\n\x07members\x18\x01 \x03(\x0b\x32\r.berth.v1.Ask\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12.\n\x0eon_member_lost\x18\x03 \x01(\x0e\x32\x16.berth.v1.OnMemberLost\x12\x15\n\x08priority\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x1b\n\x0epriority_class\x18\x05 \x01(\tH\x01\x88\x01\x01\x42\x0b\n\t_priorityB\x11\n\x0f_priority_class\"\x0e\n\x0cGroupRelease\"5\n\x0bGroupResume\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x14\n\x0cresume_token\x18\x02 \x01(\t\"\x92\x01\n\x11\x43laimGroupRequest\x12!\n\x03\x61sk\x18\x01 \x01(\x0b\x32\x12.berth.v1.GroupAskH\x00\x12)\n\x07release\x18\x02 \x01(\x0b\x32\x16.berth.v1.GroupReleaseH\x00\x12\'\n\x06resume\x18\x03 \x01(\x0b\x32\x15.berth.v1.GroupResumeH\x00\x42\x06\n\x04kind\"v\n\x0bGroupQueued\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12\x0e\n\x06member\x18\x02 \x01(\r\x12\x11\n\tdimension\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x10\n\x08position\x18\x05 \x01(\r\x12\x10\n\x08requeued\x18\x06 \x01(\x08\"y\n\x0bGroupMember\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63laim_id\x18\x02 \x01(\t\x12\x0f\n\x07machine\x18\x03 \x01(\t\x12\x0e\n\x06remote\x18\x04 \x01(\x08\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\"\x9a\x01\n\x0cGroupGranted\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12&\n\x07members\x18\x03 \x03(\x0b\x32\x15.berth.v1.GroupMember\x12\x14\n\x0cresume_token\x18\x04 \x01(\t\x12\x0f\n\x07resumed\x18\x05 \x01(\x08\"!\n\rGroupReleased\x12\x10\n\x08group_id\x18\x01 \x01(\t\"\x9d\x01\n\x12\x43laimGroupResponse\x12\'\n\x06queued\x18\x01 \x01(\x0b\x32\x15.berth.v1.GroupQueuedH\x00\x12)\n\x07granted\x18\x02 \x01(\x0b\x32\x16.berth.v1.GroupGrantedH\x00\x12+\n\x08released\x18\x03 \x01(\x0b\x32\x17.berth.v1.GroupReleasedH\x00\x42\x06\n\x04kind\"\x92\x01\n\x0fGroupMemberView\x12\r\n\x05index\x18\x01 \x01(\r\x12\x10\n\x08\x63laim_id\x18\x02 \x01(\t\x12#\n\x06wanted\x18\x03 \x01(\x0b\x32\x13.berth.v1.Resources\x12\x0f\n\x07machine\x18\x04 \x01(\t\x12(\n\nallocation\x18\x05 \x01(\x0b\x32\x14.berth.v1.Allocation\"\xb6\x01\n\tGroupView\x12\x10\n\x08group_id\x18\x01 \x01(\t\x12)\n\x08strategy\x18\x02 \x01(\x0e\x32\x17.berth.v1.GroupStrategy\x12\r\n\x05state\x18\x03 \x01(\t\x12*\n\x07members\x18\x04 \x03(\x0b\x32\x19.berth.v1.GroupMemberView\x12\n\n\x02ms\x18\x05 \x01(\r\x12%\n\x06queued\x18\x06 \x01(\x0b\x32\x15.berth.v1.GroupQueued*\xa5\x01\n\rGroupStrategy\x12\x1e\n\x1aGROUP_STRATEGY_UNSPECIFIED\x10\x00\x12\x17\n\x13GROUP_STRATEGY_PACK\x10\x01\x12\x19\n\x15GROUP_STRATEGY_SPREAD\x10\x02\x12\x1e\n\x1aGROUP_STRATEGY_STRICT_PACK\x10\x03\x12 \n\x1cGROUP_STRATEGY_STRICT_SPREAD\x10\x04*c\n\x0cOnMemberLost\x12\x1e\n\x1aON_MEMBER_LOST_UNSPECIFIED\x10\x00\x12\x1a\n\x16ON_MEMBER_LOST_REQUEUE\x10\x01\x12\x17\n\x13ON_MEMBER_LOST_FAIL\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'berth.v1.groups_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GROUPSTRATEGY']._serialized_start=1347
-  _globals['_GROUPSTRATEGY']._serialized_end=1512
-  _globals['_ONMEMBERLOST']._serialized_start=1514
-  _globals['_ONMEMBERLOST']._serialized_end=1613
+  _globals['_GROUPSTRATEGY']._serialized_start=1431
+  _globals['_GROUPSTRATEGY']._serialized_end=1596
+  _globals['_ONMEMBERLOST']._serialized_start=1598
+  _globals['_ONMEMBERLOST']._serialized_end=1697
   _globals['_GROUPASK']._serialized_start=62
-  _globals['_GROUPASK']._serialized_end=195
-  _globals['_GROUPRELEASE']._serialized_start=197
-  _globals['_GROUPRELEASE']._serialized_end=211
-  _globals['_GROUPRESUME']._serialized_start=213
-  _globals['_GROUPRESUME']._serialized_end=266
-  _globals['_CLAIMGROUPREQUEST']._serialized_start=269
-  _globals['_CLAIMGROUPREQUEST']._serialized_end=415
-  _globals['_GROUPQUEUED']._serialized_start=417
-  _globals['_GROUPQUEUED']._serialized_end=535
-  _globals['_GROUPMEMBER']._serialized_start=537
-  _globals['_GROUPMEMBER']._serialized_end=658
-  _globals['_GROUPGRANTED']._serialized_start=661
-  _globals['_GROUPGRANTED']._serialized_end=815
-  _globals['_GROUPRELEASED']._serialized_start=817
-  _globals['_GROUPRELEASED']._serialized_end=850
-  _globals['_CLAIMGROUPRESPONSE']._serialized_start=853
-  _globals['_CLAIMGROUPRESPONSE']._serialized_end=1010
-  _globals['_GROUPMEMBERVIEW']._serialized_start=1013
-  _globals['_GROUPMEMBERVIEW']._serialized_end=1159
-  _globals['_GROUPVIEW']._serialized_start=1162
-  _globals['_GROUPVIEW']._serialized_end=1344
+  _globals['_GROUPASK']._serialized_end=279
+  _globals['_GROUPRELEASE']._serialized_start=281
+  _globals['_GROUPRELEASE']._serialized_end=295
+  _globals['_GROUPRESUME']._serialized_start=297
+  _globals['_GROUPRESUME']._serialized_end=350
+  _globals['_CLAIMGROUPREQUEST']._serialized_start=353
+  _globals['_CLAIMGROUPREQUEST']._serialized_end=499
+  _globals['_GROUPQUEUED']._serialized_start=501
+  _globals['_GROUPQUEUED']._serialized_end=619
+  _globals['_GROUPMEMBER']._serialized_start=621
+  _globals['_GROUPMEMBER']._serialized_end=742
+  _globals['_GROUPGRANTED']._serialized_start=745
+  _globals['_GROUPGRANTED']._serialized_end=899
+  _globals['_GROUPRELEASED']._serialized_start=901
+  _globals['_GROUPRELEASED']._serialized_end=934
+  _globals['_CLAIMGROUPRESPONSE']._serialized_start=937
+  _globals['_CLAIMGROUPRESPONSE']._serialized_end=1094
+  _globals['_GROUPMEMBERVIEW']._serialized_start=1097
+  _globals['_GROUPMEMBERVIEW']._serialized_end=1243
+  _globals['_GROUPVIEW']._serialized_start=1246
+  _globals['_GROUPVIEW']._serialized_end=1428
 # @@protoc_insertion_point(module_scope)

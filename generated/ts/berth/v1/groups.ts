@@ -126,6 +126,15 @@ export interface GroupAsk {
   strategy: GroupStrategy;
   /** What losing a member's machine does (default: requeue). */
   onMemberLost: OnMemberLost;
+  /**
+   * The group's priority (SPEC Q1), as Ask.priority; the whole group takes its turn by it. Members may not set
+   * their own (INVALID_ARGUMENT naming members[i].priority).
+   */
+  priority?:
+    | number
+    | undefined;
+  /** A priority class of the server's config, as Ask.priority_class. */
+  priorityClass?: string | undefined;
 }
 
 /** GroupRelease ends a granted group: every member is given back in one step. */
@@ -267,7 +276,7 @@ export interface GroupView {
 }
 
 function createBaseGroupAsk(): GroupAsk {
-  return { members: [], strategy: 0, onMemberLost: 0 };
+  return { members: [], strategy: 0, onMemberLost: 0, priority: undefined, priorityClass: undefined };
 }
 
 export const GroupAsk: MessageFns<GroupAsk> = {
@@ -280,6 +289,12 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     }
     if (message.onMemberLost !== 0) {
       writer.uint32(24).int32(message.onMemberLost);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(32).int32(message.priority);
+    }
+    if (message.priorityClass !== undefined) {
+      writer.uint32(42).string(message.priorityClass);
     }
     return writer;
   },
@@ -321,6 +336,22 @@ export const GroupAsk: MessageFns<GroupAsk> = {
             message.onMemberLost = reader.int32() as any;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.priorityClass = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -342,6 +373,12 @@ export const GroupAsk: MessageFns<GroupAsk> = {
         : isSet(object.on_member_lost)
         ? onMemberLostFromJSON(object.on_member_lost)
         : 0,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      priorityClass: isSet(object.priorityClass)
+        ? globalThis.String(object.priorityClass)
+        : isSet(object.priority_class)
+        ? globalThis.String(object.priority_class)
+        : undefined,
     };
   },
 
@@ -356,6 +393,12 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     if (message.onMemberLost !== 0) {
       obj.onMemberLost = onMemberLostToJSON(message.onMemberLost);
     }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.priorityClass !== undefined) {
+      obj.priorityClass = message.priorityClass;
+    }
     return obj;
   },
 
@@ -367,6 +410,8 @@ export const GroupAsk: MessageFns<GroupAsk> = {
     message.members = object.members?.map((e) => Ask.fromPartial(e)) || [];
     message.strategy = object.strategy ?? 0;
     message.onMemberLost = object.onMemberLost ?? 0;
+    message.priority = object.priority ?? undefined;
+    message.priorityClass = object.priorityClass ?? undefined;
     return message;
   },
 };

@@ -290,7 +290,11 @@ export interface Queued {
   /** Claim id of the waiting claim. */
   claimId: string;
   /** What was asked, before clamping (equal to wanted when not clamped). */
-  asked: Resources | undefined;
+  asked:
+    | Resources
+    | undefined;
+  /** The claim's priority (SPEC Q1): position counts only the waiters it is not ahead of. */
+  priority: number;
 }
 
 /** Granted says where the claim was placed and what it holds. */
@@ -651,6 +655,10 @@ export interface WaitingClaim {
   waitedMs: number;
   /** Label of the ask. */
   label: string;
+  /** Priority of the ask (SPEC Q1); waiting claims are listed in queue order, highest priority first. */
+  priority: number;
+  /** The priority class it named or was given by default; empty when none. */
+  priorityClass: string;
 }
 
 /** HeldClaim is a granted claim. */
@@ -673,6 +681,8 @@ export interface HeldClaim {
   awaitingHolder: boolean;
   /** While awaiting its holder: ms left before it is given back. */
   holdLeftMs: number;
+  /** Priority of its ask (SPEC Q1). */
+  priority: number;
 }
 
 /** CallInFlight is a call running on a machine. */
@@ -1126,6 +1136,7 @@ function createBaseQueued(): Queued {
     position: 0,
     claimId: "",
     asked: undefined,
+    priority: 0,
   };
 }
 
@@ -1154,6 +1165,9 @@ export const Queued: MessageFns<Queued> = {
     }
     if (message.asked !== undefined) {
       Resources.encode(message.asked, writer.uint32(66).fork()).join();
+    }
+    if (message.priority !== 0) {
+      writer.uint32(72).int32(message.priority);
     }
     return writer;
   },
@@ -1235,6 +1249,14 @@ export const Queued: MessageFns<Queued> = {
             message.asked = Resources.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1273,6 +1295,7 @@ export const Queued: MessageFns<Queued> = {
         ? globalThis.String(object.claim_id)
         : "",
       asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
     };
   },
 
@@ -1302,6 +1325,9 @@ export const Queued: MessageFns<Queued> = {
     if (message.asked !== undefined) {
       obj.asked = Resources.toJSON(message.asked);
     }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -1324,6 +1350,7 @@ export const Queued: MessageFns<Queued> = {
     message.asked = (object.asked !== undefined && object.asked !== null)
       ? Resources.fromPartial(object.asked)
       : undefined;
+    message.priority = object.priority ?? 0;
     return message;
   },
 };
@@ -4048,7 +4075,16 @@ export const Machine_GpuSharesEntry: MessageFns<Machine_GpuSharesEntry> = {
 };
 
 function createBaseWaitingClaim(): WaitingClaim {
-  return { claimId: "", node: "", runId: "", reason: undefined, waitedMs: 0, label: "" };
+  return {
+    claimId: "",
+    node: "",
+    runId: "",
+    reason: undefined,
+    waitedMs: 0,
+    label: "",
+    priority: 0,
+    priorityClass: "",
+  };
 }
 
 export const WaitingClaim: MessageFns<WaitingClaim> = {
@@ -4070,6 +4106,12 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
     }
     if (message.label !== "") {
       writer.uint32(50).string(message.label);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(56).int32(message.priority);
+    }
+    if (message.priorityClass !== "") {
+      writer.uint32(66).string(message.priorityClass);
     }
     return writer;
   },
@@ -4135,6 +4177,22 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
             message.label = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.priorityClass = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4167,6 +4225,12 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
         ? globalThis.Number(object.waited_ms)
         : 0,
       label: isSet(object.label) ? globalThis.String(object.label) : "",
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      priorityClass: isSet(object.priorityClass)
+        ? globalThis.String(object.priorityClass)
+        : isSet(object.priority_class)
+        ? globalThis.String(object.priority_class)
+        : "",
     };
   },
 
@@ -4190,6 +4254,12 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
     if (message.label !== "") {
       obj.label = message.label;
     }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.priorityClass !== "") {
+      obj.priorityClass = message.priorityClass;
+    }
     return obj;
   },
 
@@ -4206,6 +4276,8 @@ export const WaitingClaim: MessageFns<WaitingClaim> = {
       : undefined;
     message.waitedMs = object.waitedMs ?? 0;
     message.label = object.label ?? "";
+    message.priority = object.priority ?? 0;
+    message.priorityClass = object.priorityClass ?? "";
     return message;
   },
 };
@@ -4220,6 +4292,7 @@ function createBaseHeldClaim(): HeldClaim {
     heldMs: 0,
     awaitingHolder: false,
     holdLeftMs: 0,
+    priority: 0,
   };
 }
 
@@ -4248,6 +4321,9 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     }
     if (message.holdLeftMs !== 0) {
       writer.uint32(64).uint32(message.holdLeftMs);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(72).int32(message.priority);
     }
     return writer;
   },
@@ -4329,6 +4405,14 @@ export const HeldClaim: MessageFns<HeldClaim> = {
             message.holdLeftMs = reader.uint32();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4371,6 +4455,7 @@ export const HeldClaim: MessageFns<HeldClaim> = {
         : isSet(object.hold_left_ms)
         ? globalThis.Number(object.hold_left_ms)
         : 0,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
     };
   },
 
@@ -4400,6 +4485,9 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     if (message.holdLeftMs !== 0) {
       obj.holdLeftMs = Math.round(message.holdLeftMs);
     }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -4418,6 +4506,7 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     message.heldMs = object.heldMs ?? 0;
     message.awaitingHolder = object.awaitingHolder ?? false;
     message.holdLeftMs = object.holdLeftMs ?? 0;
+    message.priority = object.priority ?? 0;
     return message;
   },
 };

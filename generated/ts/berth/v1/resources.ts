@@ -204,7 +204,23 @@ export interface Ask {
    * The GPU type the ask requires, e.g. "a100" (machines report theirs with `berth worker --gpu-type`); empty = any.
    * A type no machine or provisioner shape has is FAILED_PRECONDITION naming it.
    */
-  gpuType?: string | undefined;
+  gpuType?:
+    | string
+    | undefined;
+  /**
+   * Queue order (SPEC Q1): higher first; within one priority, arrival order with the reservations of SPEC P7.
+   * -1,000,000,000 to 1,000,000,000 (else INVALID_ARGUMENT naming ask.priority). Absent: the value of
+   * priority_class, else of the config's default class, else 0.
+   */
+  priority?:
+    | number
+    | undefined;
+  /**
+   * A priority class of the server's config (`priority_classes:`), e.g. "urgent": the ask takes its value. An
+   * unknown name is INVALID_ARGUMENT naming ask.priority_class and the classes known; with priority also set, the
+   * two must agree. Empty: none.
+   */
+  priorityClass?: string | undefined;
 }
 
 export interface Ask_EnvEntry {
@@ -810,6 +826,8 @@ function createBaseAsk(): Ask {
     resources: {},
     gpuShare: undefined,
     gpuType: undefined,
+    priority: undefined,
+    priorityClass: undefined,
   };
 }
 
@@ -853,6 +871,12 @@ export const Ask: MessageFns<Ask> = {
     }
     if (message.gpuType !== undefined) {
       writer.uint32(106).string(message.gpuType);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(112).int32(message.priority);
+    }
+    if (message.priorityClass !== undefined) {
+      writer.uint32(122).string(message.priorityClass);
     }
     return writer;
   },
@@ -980,6 +1004,22 @@ export const Ask: MessageFns<Ask> = {
             message.gpuType = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.priorityClass = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1057,6 +1097,12 @@ export const Ask: MessageFns<Ask> = {
         : isSet(object.gpu_type)
         ? globalThis.String(object.gpu_type)
         : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      priorityClass: isSet(object.priorityClass)
+        ? globalThis.String(object.priorityClass)
+        : isSet(object.priority_class)
+        ? globalThis.String(object.priority_class)
+        : undefined,
     };
   },
 
@@ -1113,6 +1159,12 @@ export const Ask: MessageFns<Ask> = {
     if (message.gpuType !== undefined) {
       obj.gpuType = message.gpuType;
     }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.priorityClass !== undefined) {
+      obj.priorityClass = message.priorityClass;
+    }
     return obj;
   },
 
@@ -1150,6 +1202,8 @@ export const Ask: MessageFns<Ask> = {
     );
     message.gpuShare = object.gpuShare ?? undefined;
     message.gpuType = object.gpuType ?? undefined;
+    message.priority = object.priority ?? undefined;
+    message.priorityClass = object.priorityClass ?? undefined;
     return message;
   },
 };

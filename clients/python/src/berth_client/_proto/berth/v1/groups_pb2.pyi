@@ -32,14 +32,18 @@ ON_MEMBER_LOST_REQUEUE: OnMemberLost
 ON_MEMBER_LOST_FAIL: OnMemberLost
 
 class GroupAsk(_message.Message):
-    __slots__ = ("members", "strategy", "on_member_lost")
+    __slots__ = ("members", "strategy", "on_member_lost", "priority", "priority_class")
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     ON_MEMBER_LOST_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
     members: _containers.RepeatedCompositeFieldContainer[_resources_pb2.Ask]
     strategy: GroupStrategy
     on_member_lost: OnMemberLost
-    def __init__(self, members: _Optional[_Iterable[_Union[_resources_pb2.Ask, _Mapping]]] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., on_member_lost: _Optional[_Union[OnMemberLost, str]] = ...) -> None: ...
+    priority: int
+    priority_class: str
+    def __init__(self, members: _Optional[_Iterable[_Union[_resources_pb2.Ask, _Mapping]]] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., on_member_lost: _Optional[_Union[OnMemberLost, str]] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ...) -> None: ...
 
 class GroupRelease(_message.Message):
     __slots__ = ()

@@ -81,7 +81,7 @@ class Resume(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
 
 class Queued(_message.Message):
-    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked")
+    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked", "priority")
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     WANTED_FIELD_NUMBER: _ClassVar[int]
     BEST_MACHINE_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +90,7 @@ class Queued(_message.Message):
     POSITION_FIELD_NUMBER: _ClassVar[int]
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     ASKED_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     detail: str
     wanted: _resources_pb2.Resources
     best_machine: str
@@ -98,7 +99,8 @@ class Queued(_message.Message):
     position: int
     claim_id: str
     asked: _resources_pb2.Resources
-    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ...) -> None: ...
+    priority: int
+    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class Granted(_message.Message):
     __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back", "asked", "resume_token", "resumed")
@@ -350,23 +352,27 @@ class Machine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Iterable[str]] = ..., remote: _Optional[bool] = ..., total: _Optional[_Union[_resources_pb2.Inventory, _Mapping]] = ..., free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., free_gpu_ids: _Optional[_Iterable[int]] = ..., claims: _Optional[int] = ..., running_calls: _Optional[int] = ..., max_parallel: _Optional[int] = ..., version: _Optional[str] = ..., warm_pools: _Optional[_Union[_calls_pb2.WarmPools, _Mapping]] = ..., state: _Optional[_Union[MachineState, str]] = ..., hold_left_ms: _Optional[int] = ..., gpu_shares: _Optional[_Mapping[int, float]] = ...) -> None: ...
 
 class WaitingClaim(_message.Message):
-    __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label")
+    __slots__ = ("claim_id", "node", "run_id", "reason", "waited_ms", "label", "priority", "priority_class")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     WAITED_MS_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     node: str
     run_id: str
     reason: Queued
     waited_ms: int
     label: str
-    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., reason: _Optional[_Union[Queued, _Mapping]] = ..., waited_ms: _Optional[int] = ..., label: _Optional[str] = ...) -> None: ...
+    priority: int
+    priority_class: str
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., reason: _Optional[_Union[Queued, _Mapping]] = ..., waited_ms: _Optional[int] = ..., label: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ...) -> None: ...
 
 class HeldClaim(_message.Message):
-    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms", "awaiting_holder", "hold_left_ms")
+    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms", "awaiting_holder", "hold_left_ms", "priority")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -375,6 +381,7 @@ class HeldClaim(_message.Message):
     HELD_MS_FIELD_NUMBER: _ClassVar[int]
     AWAITING_HOLDER_FIELD_NUMBER: _ClassVar[int]
     HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     node: str
     run_id: str
@@ -383,7 +390,8 @@ class HeldClaim(_message.Message):
     held_ms: int
     awaiting_holder: bool
     hold_left_ms: int
-    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ..., awaiting_holder: _Optional[bool] = ..., hold_left_ms: _Optional[int] = ...) -> None: ...
+    priority: int
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ..., awaiting_holder: _Optional[bool] = ..., hold_left_ms: _Optional[int] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class CallInFlight(_message.Message):
     __slots__ = ("call_id", "run_id", "machine", "elapsed_ms")

@@ -71,7 +71,7 @@ class Resources(_message.Message):
     def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources", "gpu_share", "gpu_type")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources", "gpu_share", "gpu_type", "priority", "priority_class")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,8 @@ class Ask(_message.Message):
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     GPU_SHARE_FIELD_NUMBER: _ClassVar[int]
     GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -112,7 +114,9 @@ class Ask(_message.Message):
     resources: _containers.ScalarMap[str, float]
     gpu_share: float
     gpu_type: str
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ..., gpu_type: _Optional[str] = ...) -> None: ...
+    priority: int
+    priority_class: str
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ..., gpu_type: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb", "env", "resources", "gpu_share")

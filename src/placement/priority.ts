@@ -1,0 +1,86 @@
+/**
+ * Priorities (SPEC Q1): the queue serves higher priority first, then arrival. An ask names a number (`priority`),
+ * a class of the config (`priority_class`, name → value), or neither (the default class's value, else 0). Classes
+ * also say whether their claims may preempt lower ones (`preemption: lower | never`, SPEC Q2); they are replaced
+ * whole on a config reload, and an ask keeps the number it was given.
+ */
+import { BerthError } from '../errors.js';
+import type { NormalizedAsk } from './types.js';
+
+/** One priority class of the config. */
+export interface PriorityClass {
+  /** Its priority, ±1,000,000,000. */
+  value: number;
+  /** Asks naming neither a priority nor a class take this class (at most one class is the default). */
+  default?: boolean;
+  /** Whether its claims may preempt strictly lower ones (SPEC Q2; `lower`, the default) or never preempt. */
+  preemption?: 'lower' | 'never';
+}
+
+/** Priority classes by name (config `priority_classes:`). */
+export type PriorityClasses = Record<string, PriorityClass>;
+
+/** The classes an ask is resolved against; replaced whole by `set`. */
+export class PriorityBook {
+  #classes: PriorityClasses = {};
+  #default?: [string, PriorityClass];
+
+  constructor(classes: PriorityClasses = {}) {
+    this.set(classes);
+  }
+
+  /** Replaces every class (a config reload: all or nothing, checked by the config schema before). */
+  set(classes: PriorityClasses): void {
+    this.#classes = { ...classes };
+    this.#default = Object.entries(classes).find(([, c]) => c.default);
+  }
+
+  /** The classes, by name. */
+  get classes(): Readonly<PriorityClasses> {
+    return this.#classes;
+  }
+
+  /**
+   * `ask` with its priority resolved (see `pick`); the same object when nothing changes.
+   * @throws BerthError INVALID_ARGUMENT as `pick`, under `ask.`.
+   */
+  resolve(ask: NormalizedAsk): NormalizedAsk {
+    if (ask.priorityClass === undefined && (ask.priority !== undefined || !this.#default)) return ask; // hot path
+    const p = this.pick(ask.priority, ask.priorityClass, 'ask.');
+    return p.priority === ask.priority && p.priorityClass === ask.priorityClass ? ask : { ...ask, ...p };
+  }
+
+  /**
+   * The priority asked: `priority` itself, or the value of class `name`, or the default class's (then named as the
+   * class), else none (priority 0). `at` prefixes the field names in errors (`ask.`, '' for a group).
+   * @throws BerthError INVALID_ARGUMENT naming `<at>priority_class` for an unknown class (listing those known), or
+   *   `<at>priority` when both are given and disagree.
+   */
+  pick(priority: number | undefined, name: string | undefined, at: string): { priority?: number; priorityClass?: string } {
+    if (name === undefined) {
+      if (priority !== undefined || !this.#default) return { priority };
+      const [dflt, cls] = this.#default;
+      return { priority: cls.value, priorityClass: dflt };
+    }
+    const cls = Object.hasOwn(this.#classes, name) ? this.#classes[name] : undefined;
+    if (!cls) {
+      const known = Object.keys(this.#classes);
+      throw new BerthError(
+        'invalid_argument',
+        `${at}priority_class: unknown class ${JSON.stringify(name)} ` +
+          `(${known.length ? `known: ${known.join(', ')}` : 'the server has no priority_classes in its config'})`,
+      );
+    }
+    if (priority !== undefined && priority !== cls.value) {
+      throw new BerthError(
+        'invalid_argument',
+        `${at}priority: ${priority} disagrees with priority_class ${JSON.stringify(name)} (value ${cls.value}); ` +
+          'set one of them',
+      );
+    }
+    return { priority: cls.value, priorityClass: name };
+  }
+}
+
+/** The priority every ordering reads (absent = 0). */
+export const priorityOf = (ask: NormalizedAsk): number => ask.priority ?? 0;
