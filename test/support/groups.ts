@@ -39,8 +39,9 @@ export function claimGroup(
   members: Partial<Ask>[],
   strategy = GroupStrategy.GROUP_STRATEGY_UNSPECIFIED,
   onMemberLost = OnMemberLost.ON_MEMBER_LOST_UNSPECIFIED,
+  priority: { priority?: number; priorityClass?: string } = {},
 ): GroupHandle {
-  const value = { members: members.map((m) => ask(m)), strategy, onMemberLost };
+  const value = { members: members.map((m) => ask(m)), strategy, onMemberLost, ...priority };
   return openGroup(client, { kind: { $case: 'ask', value } });
 }
 
