@@ -40,6 +40,7 @@ export const priorityClassesSchema = z
 /** The classes the placer reads (priority.ts). */
 export function toPriorityClasses(m: z.output<typeof priorityClassesSchema>): PriorityClasses {
   const out: PriorityClasses = {};
-  for (const [name, c] of Object.entries(m)) out[name] = { value: c.value, default: c.default, preemption: c.preemption };
+  for (const [name, c] of Object.entries(m))
+    out[name] = { value: c.value, default: c.default, preemption: c.preemption };
   return out;
 }

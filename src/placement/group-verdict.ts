@@ -19,7 +19,6 @@ export interface GroupVerdict {
   detail: string;
 }
 
-
 /**
  * Judges `asks` by `strategy` against `book` now. @throws BerthError INVALID_ARGUMENT for a member that takes a
  * cluster-wide pool (as ClaimGroup would); any other refusal is an IMPOSSIBLE verdict.

@@ -56,7 +56,11 @@ export class PriorityBook {
    * @throws BerthError INVALID_ARGUMENT naming `<at>priority_class` for an unknown class (listing those known), or
    *   `<at>priority` when both are given and disagree.
    */
-  pick(priority: number | undefined, name: string | undefined, at: string): { priority?: number; priorityClass?: string } {
+  pick(
+    priority: number | undefined,
+    name: string | undefined,
+    at: string,
+  ): { priority?: number; priorityClass?: string } {
     if (name === undefined) {
       if (priority !== undefined || !this.#default) return { priority };
       const [dflt, cls] = this.#default;
