@@ -10,6 +10,8 @@
  * memory-limited (i % 4 < 2: 64 GB, its pin holding 8 GB), the rest offering `trainer: 2` (its pin holding one), and
  * every fourth waiter and every fourth measured ask carries memory, a named resource or a GPU share in turn: waiters
  * {16 cpu, 16 GB}, {16 cpu, trainer 1}, {16 cpu, 0.5 gpu}; measured {4 cpu, 8 GB}, {2 cpu, trainer 1}, {1 cpu, 0.5 gpu}.
+ * It also carries priorities (SPEC Q1, issue 22): waiter i has priority i % 5 and every other measured ask priority 2,
+ * so a measured ask fits behind only the waiters ahead of it (the reservation walk), not the whole ledger.
  */
 import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
@@ -123,7 +125,9 @@ export async function buildWorkload(
   const onQueued = () => queued++;
   const t0 = now();
   for (let i = 0; i < waiters; i++) {
-    void placer.claim(waiterAsks[i % waiterAsks.length], { signal: signals[i], onQueued }).then(() => {
+    const w = waiterAsks[i % waiterAsks.length];
+    const asked = mix ? { ...w, priority: i % 5 } : w;
+    void placer.claim(asked, { signal: signals[i], onQueued }).then(() => {
       throw new Error('bench workload broken: a waiter was granted');
     });
     if (now() - t0 > budgetMs) {
@@ -141,7 +145,7 @@ const measuredMixed = mixIn(measured, [
   ask(4, 0, '', 'prefer', ram(8192)),
   ask(2, 0, '', 'prefer', trainer),
   ask(1, 0, '', 'prefer', half),
-]);
+]).map((a, i) => (i % 2 ? { ...a, priority: 2 } : a));
 const anySignal = new AbortController().signal;
 const measuredWaited = mustWait('a measured ask');
 

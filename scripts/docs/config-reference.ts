@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type * as z from 'zod';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { readConfigFile } from '../../src/config/config-file.js';
+import { priorityClassObject } from '../../src/config/priority-options.js';
 import { provisionerObject, shapeSchema } from '../../src/config/provisioner-options.js';
 import { SERVE_FLAGS, serveSchema } from '../../src/config/serve-options.js';
 import { defaultOf, meaningOf } from './cli-reference.js';
@@ -18,7 +19,10 @@ import { GENERATED_NOTE, table } from './markdown.js';
 import { descriptionOf, isRequired, schemaDefault, valueWords } from './values.js';
 
 /** Keys the file may set besides the serve options, each with the section that documents it. */
-const SECTIONS: Record<string, string> = { provisioners: '[below](#provisioners)' };
+const SECTIONS: Record<string, [string, string]> = {
+  provisioners: ['list of provisioners', '`[]`'],
+  priority_classes: ['mapping of class name → class', '`{}`'],
+};
 
 /** The keys the config file reader accepts, as it lists them in its own error for an unknown key. */
 export function acceptedKeys(): string[] {
@@ -73,7 +77,8 @@ export async function configReference(): Promise<string> {
       const value = valueWords(field) ?? '';
       rows.push([`\`${fileKey}\``, value, o ? defaultOf(o, field) : '', `\`${option.flag}\``, o ? meaningOf(o) : '']);
     } else if (SECTIONS[fileKey]) {
-      rows.push([`\`${fileKey}\``, 'list of provisioners', '`[]`', '', `see ${SECTIONS[fileKey]}`]);
+      const [value, dflt] = SECTIONS[fileKey];
+      rows.push([`\`${fileKey}\``, value, dflt, '', `see [below](#${fileKey})`]);
     } else {
       errors.push(`config key ${fileKey} is accepted by src/config/config-file.ts but not described by scripts/docs`);
     }
@@ -106,6 +111,16 @@ export async function configReference(): Promise<string> {
     '### A shape (`provisioners[].shapes[]`)',
     '',
     schemaTable('shapes[]', shapeSchema, errors),
+    '',
+    '<a id="priority_classes"></a>',
+    '',
+    '## `priority_classes:`',
+    '',
+    'A mapping of class name (a letter, then letters, digits, `_` and `-`; at most 63) to a class. An ask naming',
+    '`priority_class` takes its value; asks naming neither a priority nor a class take the default class. Re-read on',
+    'SIGHUP, all or nothing. Guide: [priorities](../priorities.md), rule [Q1](../rules.md#q1).',
+    '',
+    schemaTable('priority_classes.<name>', priorityClassObject, errors),
   ];
   if (errors.length) throw new Error(`the config reference cannot be written:\n  ${errors.join('\n  ')}`);
   return `${parts.join('\n')}\n`;

@@ -97,7 +97,8 @@ export function serveCommand(): Command {
     )
     .option(
       '--config <file>',
-      'YAML file with serve options (snake_case) and provisioners; flags and env override it [env BERTH_CONFIG]',
+      'YAML file with serve options (snake_case), provisioners and priority_classes (re-read on SIGHUP); ' +
+        'flags and env override it [env BERTH_CONFIG]',
     )
     .option(
       '--state-dir <dir>',

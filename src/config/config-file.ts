@@ -118,6 +118,12 @@ function parseSection<S extends z.ZodType>(
   }
   let node = doc.getIn(path, true) as { range?: [number, number, number] } | undefined;
   for (let n = path.length - 1; !node?.range && n > 0; n--) node = doc.getIn(path.slice(0, n), true) as typeof node;
+  if (issue.code === 'invalid_key') {
+    // a bad mapping key (a class name): the key is the value, the key's own rule the message
+    const key = path[path.length - 1];
+    const why = issue.issues[0]?.message ?? issue.message;
+    throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${why} (got ${JSON.stringify(String(key))})`);
+  }
   const got = valueAt(value, issue.path);
   const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
   throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issueText(issue, got)}${shown}`);

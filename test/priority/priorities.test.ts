@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderStatus } from '../../src/cli/render-status.js';
+import { resolveServeOptions } from '../../src/config/serve-options.js';
+import { runBerth } from '../support/cli.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
 import { claimGroup } from '../support/groups.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -158,5 +160,37 @@ describe('priorities (SPEC Q1)', () => {
     await g.release();
     await until(() => singles.filter((c) => c.responses.some((r) => r.kind?.$case === 'granted')).length === 2);
     g.call.cancel();
+  }, 30_000);
+
+  it.each([
+    [
+      'an unknown key in a class',
+      'priority_classes:\n  a:\n    value: 1\n    prio: 2\n',
+      /line 4: priority_classes\.a\.prio: unknown key \(known: value, default, preemption\)/,
+    ],
+    [
+      'a value out of range',
+      'priority_classes:\n  a: { value: 1e12 }\n',
+      /line 2: priority_classes\.a\.value: at most 1000000000/,
+    ],
+    [
+      'a bad preemption',
+      'priority_classes:\n  a: { value: 1, preemption: always }\n',
+      /priority_classes\.a\.preemption: expected lower or never \(got "always"\)/,
+    ],
+    [
+      'a bad class name',
+      'priority_classes:\n  "9x": { value: 1 }\n',
+      /line 2: priority_classes\.9x: a class name: a letter, then letters, digits, _ and - \(at most 63\) \(got "9x"\)/,
+    ],
+  ])('the config file refuses %s, naming the line and the key', (_, text, want) => {
+    expect(() => resolveServeOptions({ config: configFile(text) }, {})).toThrow(want);
+  });
+
+  it('berth serve with two default classes exits 2 naming the file, the line and both classes', async () => {
+    const path = configFile('priority_classes:\n  a: { value: 1, default: true }\n  b: { value: 2, default: true }\n');
+    const r = await runBerth(['serve', '--listen', '127.0.0.1:0', '--config', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/berth\.yaml line \d: priority_classes\.b: only one default class \(also a\)/);
   }, 30_000);
 });
