@@ -8,8 +8,8 @@
  * `hold_ms` (SPEC S3): 0..3,600,000, kept on the normalized ask only when above 0.
  * `gpu_share` (issue 23 item 3, SPEC P14): a fraction of one GPU in (0, 1) in steps of 0.0001, with `gpus` 0 (Ray's
  * rule: a fraction or a whole number), kept in units; `gpu_type`: the GPU type required, e.g. `a100`.
- * `priority` (SPEC Q1): an integer in ±1,000,000,000; `priority_class`: a class name, resolved by the placer against the
- * config's classes (priority.ts). Both are kept only when given.
+ * `priority` (SPEC Q1): an integer in ±1,000,000,000; `priority_class`: a class name, resolved by the placer
+ * against the config's classes (priority.ts). Both are kept only when given.
  */
 import * as z from 'zod';
 import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
