@@ -28,6 +28,10 @@ def _count(name: str, value: object) -> int:
     return value
 
 
+MAX_PRIORITY = 1_000_000_000
+"""Largest priority an ask may name, either way (SPEC Q1)."""
+
+
 def build_ask(
     *,
     cpus: int | None = None,
@@ -41,6 +45,8 @@ def build_ask(
     on_oversize: str = "clamp",
     resources: Mapping[str, float] | None = None,
     gpu_type: str | None = None,
+    priority: int | None = None,
+    priority_class: str | None = None,
     into: resources_pb2.Ask | None = None,
 ) -> resources_pb2.Ask:
     """An Ask: `cpus` in cores (None = server default of 1, 0 = no cores), `gpus` a count or a
@@ -49,6 +55,8 @@ def build_ask(
     "clamp" (cut to the best real machine, SPEC P5) or "fail" (refused with Oversize, SPEC P11).
     `resources`: named resources and pools, name → quantity, each a multiple of 0.0001 (issue 23).
     `gpu_type`: the GPU type the machine must report (`"a100"`, a MIG profile; issue 23 item 4); None = any.
+    `priority`: queue order, higher first (an int in ±1,000,000,000; SPEC Q1); `priority_class`: a class of the
+    server's config (`priority_classes:`) whose value the ask takes; None = the server's default class, else 0.
     `into`: an empty Ask to fill (e.g. a request's own `ask` field, so nothing is copied) instead of a new one.
 
     Raises InvalidAsk naming the field when a value cannot be encoded, TypeError naming it when a
@@ -57,6 +65,12 @@ def build_ask(
     label = checks.optional_str("label", label)
     run_id = checks.optional_str("run_id", run_id)
     gpu_type = checks.optional_str("gpu_type", gpu_type)
+    priority_class = checks.optional_str("priority_class", priority_class)
+    if priority is not None:
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int (got {type(priority).__name__})")
+        if abs(priority) > MAX_PRIORITY:
+            raise InvalidAsk(f"ask.priority: a whole number in ±{MAX_PRIORITY} (got {priority})", field="ask.priority")
     node = checks.text("node", node)
     env = checks.env("env", env)
     checks.text("policy", policy)
@@ -79,6 +93,10 @@ def build_ask(
         ask.gpu_share = share
     if gpu_type:
         ask.gpu_type = gpu_type
+    if priority is not None:
+        ask.priority = priority
+    if priority_class:
+        ask.priority_class = priority_class
     if label:
         ask.label = label
     if node:

@@ -84,6 +84,8 @@ class Client:
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
         gpu_type: str | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -109,6 +111,9 @@ class Client:
         `gpu_type` (e.g. "a100", a MIG profile): only a machine whose worker reports that type
         (`berth worker --gpu-type`) holds the claim; a type no machine has raises FailedPrecondition
         naming `ask.gpu_type` (issue 23 item 4, docs/resources.md).
+
+        `priority` (an int, higher first) or `priority_class` (a class of the server's config) order the
+        queue (SPEC Q1, docs/priorities.md); an unknown class raises InvalidAsk naming `ask.priority_class`.
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -125,6 +130,8 @@ class Client:
             hold=hold,
             resources=resources,
             gpu_type=gpu_type,
+            priority=priority,
+            priority_class=priority_class,
         )
         if spec.ask.hold_ms:
             return ResumableClaimLease(self._stub, spec, self._metadata)
@@ -146,6 +153,8 @@ class Client:
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
         gpu_type: str | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
@@ -165,6 +174,8 @@ class Client:
             hold,
             resources,
             gpu_type,
+            priority,
+            priority_class,
         )
         lease.acquire()
         return lease

@@ -58,6 +58,8 @@ def claim_spec(
     hold: float | None = None,
     resources: Mapping[str, float] | None = None,
     gpu_type: str | None = None,
+    priority: int | None = None,
+    priority_class: str | None = None,
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
     Ask's hold_ms; `resources` the Ask's named resources; `gpu_type` its required GPU type."""
@@ -76,6 +78,8 @@ def claim_spec(
         on_oversize=on_oversize,
         resources=resources,
         gpu_type=gpu_type,
+        priority=priority,
+        priority_class=priority_class,
     )
     ask.hold_ms = hold_ms
     return ClaimSpec(ask, on_queued, timeout)

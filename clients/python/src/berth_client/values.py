@@ -97,7 +97,8 @@ class Queued:
 
     `wanted`: what it waits for (after clamping); `best_machine` and `best_free`: the machine closest
     to holding it and what that machine has free now; `machines_able`: how many attached machines
-    could ever hold it; `position` in the queue (1 = next); `asked`: the ask before clamping."""
+    could ever hold it; `position` in the queue (1 = next; counting only the waiters ahead of it, SPEC Q1);
+    `asked`: the ask before clamping; `priority`: its priority (0 when none)."""
 
     detail: str
     claim_id: str
@@ -107,6 +108,7 @@ class Queued:
     wanted: Amount | None = None
     best_free: Amount | None = None
     asked: Amount | None = None
+    priority: int = 0
 
     @classmethod
     def from_proto(cls, msg: placement_pb2.Queued) -> Queued:
@@ -120,6 +122,7 @@ class Queued:
             optional_amount(msg, "wanted"),
             optional_amount(msg, "best_free"),
             optional_amount(msg, "asked"),
+            msg.priority,
         )
 
     def __str__(self) -> str:

@@ -87,6 +87,8 @@ class AsyncClient:
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
         gpu_type: str | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
@@ -106,6 +108,8 @@ class AsyncClient:
             hold=hold,
             resources=resources,
             gpu_type=gpu_type,
+            priority=priority,
+            priority_class=priority_class,
         )
         if spec.ask.hold_ms:
             return AsyncResumableClaimLease(self._stub, spec, self._metadata)
@@ -127,6 +131,8 @@ class AsyncClient:
         hold: float | None = None,
         resources: Mapping[str, float] | None = None,
         gpu_type: str | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
         lease = self.claim(
@@ -144,6 +150,8 @@ class AsyncClient:
             hold,
             resources,
             gpu_type,
+            priority,
+            priority_class,
         )
         await lease.acquire()
         return lease
