@@ -132,7 +132,11 @@ export class WaitQueue {
       return;
     }
     this.#byPrio.delete(prio);
-    if (prio === this.#lowest) this.#lowest = Math.min(Number.POSITIVE_INFINITY, ...this.#byPrio.keys());
+    if (prio !== this.#lowest) return;
+    // a loop, not Math.min(...keys): any number of distinct priorities must not overflow the call stack
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const p of this.#byPrio.keys()) if (p < lowest) lowest = p;
+    this.#lowest = lowest;
   }
 
   /**
