@@ -11,6 +11,7 @@ export type ErrorKind =
   | 'unavailable' // a worker went away, or the server is draining
   | 'deadline_exceeded' // silence past the deadline
   | 'cancelled' // the caller or Cancel(run_id) cancelled
+  | 'aborted' // a held claim was preempted by a higher-priority claim (SPEC Q2)
   | 'unauthenticated' // missing or wrong token
   | 'permission_denied' // a credential that does not allow this (SPEC R7)
   | 'resource_exhausted' // a bounded queue is full

@@ -17,6 +17,7 @@ export type EventKind =
   | 'claim_lost'
   | 'claim_awaiting_holder' // a claim's stream broke without Release; it awaits its holder for its hold (SPEC S3)
   | 'claim_resumed' // its holder took the awaiting claim back with its resume token (SPEC S3)
+  | 'claim_preempted' // a held claim was told to make room for a higher-priority claim, with a grace (SPEC Q2)
   | 'worker_attached'
   | 'worker_detached'
   | 'worker_replaced'
@@ -72,7 +73,7 @@ export interface EventFacts {
   label?: string;
   /**
    * How it ended: claim_released "released" | "half_closed" | "stream_ended" | "run_ended" | "abandoned" |
-   * "server_draining" | "hold_ran_out"; claim_lost "lost"; call_finished "result" | "failure" | "error".
+   * "server_draining" | "hold_ran_out" | "preempted"; claim_lost "lost"; call_finished "result" | "failure" | "error".
    */
   outcome?: string;
   /** Class name of a call's failure (call_finished, outcome "failure"). */
@@ -92,6 +93,8 @@ export interface EventFacts {
    * disconnect_grace_ms, SPEC S3), in ms; absent for none. Journaled, so a call re-bound after a restart keeps it.
    */
   callerGraceMs?: number;
+  /** claim_preempted: the id of the claim it makes room for (SPEC Q2). */
+  preemptor?: string;
 }
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */

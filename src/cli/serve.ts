@@ -47,6 +47,11 @@ export function serveCommand(): Command {
         '[env BERTH_CLAIM_HOLD] (default 30)',
     )
     .option(
+      '--preemption-grace <s>',
+      'seconds the holder of a claim preempted by a higher-priority class has to give it back before berth ' +
+        'releases it and stops its runs [env BERTH_PREEMPTION_GRACE] (default 30)',
+    )
+    .option(
       '--journal <on|off>',
       'keep what survives a restart under --state-dir; off: nothing survives (and every start gives required ' +
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',

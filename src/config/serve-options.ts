@@ -48,6 +48,8 @@ const schema = z.object({
   restartHold: seconds.default(60),
   /** After a restart, how long a journaled claim awaits its holder before it is released (SPEC S3). */
   claimHold: seconds.default(30),
+  /** How long a preempted claim's holder has to give it back before berth releases it (SPEC Q2). */
+  preemptionGrace: seconds.default(30),
   /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
   journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
   /**
@@ -91,8 +93,8 @@ const schema = z.object({
 });
 
 /**
- * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold` and
- * `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`)
+ * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold`,
+ * `preemptionGrace` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`)
  * in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
@@ -125,6 +127,7 @@ const FLAGS: FlagTable = {
   workerHold: ['--worker-hold', 'BERTH_WORKER_HOLD'],
   restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
+  preemptionGrace: ['--preemption-grace', 'BERTH_PREEMPTION_GRACE'],
   journal: ['--journal', 'BERTH_JOURNAL'],
   engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
   historyRetention: ['--history-retention', 'BERTH_HISTORY_RETENTION'],

@@ -17,6 +17,7 @@ export const DECISION_LEVELS: Record<EventKind, 'info' | 'debug' | undefined> = 
   claim_lost: 'info',
   claim_awaiting_holder: 'info',
   claim_resumed: 'info',
+  claim_preempted: 'info',
   worker_attached: 'info',
   worker_detached: 'info',
   worker_replaced: 'info',

@@ -27,6 +27,7 @@ const RELEASE_OUTCOMES = new Set([
   'abandoned',
   'lost',
   'half_closed',
+  'preempted',
   'cancelled',
   'hold_ran_out',
 ]);
@@ -95,6 +96,10 @@ export class BerthMetrics {
       'Claims whose stream broke without Release and that awaited their holder for their hold (SPEC S3).',
     );
     const resumed = counter('berth_claims_resumed_total', 'Awaiting claims taken back by their holder (SPEC S3).');
+    const preempted = counter(
+      'berth_claims_preempted_total',
+      'Held claims told to make room for a higher-priority claim (SPEC Q2).',
+    );
     const retried = counter('berth_call_retries_total', 'Calls placed again after their machine was lost (SPEC S8).');
     const ranOut = counter(
       'berth_claim_holds_ran_out_total',
@@ -133,6 +138,9 @@ export class BerthMetrics {
           break;
         case 'claim_resumed':
           resumed.inc();
+          break;
+        case 'claim_preempted':
+          preempted.inc();
           break;
         case 'call_retrying':
           retried.inc();

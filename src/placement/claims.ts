@@ -27,8 +27,11 @@ export class ClaimBook {
     readonly settler: Settler,
   ) {}
 
-  /** See Placer.release. `gate`: the hub's release gate, if set. */
-  release(claimId: string, why: string, keepRuns: boolean, gate: ReleaseGate | undefined): boolean {
+  /**
+   * See Placer.release. `gate`: the hub's release gate, if set. `preempted` (SPEC Q2): the lease ends ABORTED
+   * "claim <id> released (<why>)" instead of CANCELLED, and the release's outcome is `preempted`.
+   */
+  release(claimId: string, why: string, keepRuns: boolean, gate: ReleaseGate | undefined, preempted = false): boolean {
     if (this.s.frozen) return false;
     const h = this.s.held.get(claimId);
     if (!h || h.releasing) return false;
@@ -36,18 +39,19 @@ export class ClaimBook {
     let made: BerthError | undefined;
     const reason = () =>
       (made ??= new BerthError(
-        'cancelled',
+        preempted ? 'aborted' : 'cancelled',
         why === 'released' ? `claim ${claimId} released` : `claim ${claimId} released (${why})`,
       ));
     const gone = gate?.(claimId, keepRuns ? undefined : reason);
     if (!keepRuns) h.grant.loseLazily(reason);
-    if (!gone) return this.#give(claimId, h, why);
+    const outcome = preempted ? 'preempted' : why.toLowerCase().replace(/[^a-z0-9]+/g, '_');
+    if (!gone) return this.#give(claimId, h, why, outcome);
     h.releasing = true;
-    void gone.then(() => this.#give(claimId, h, why));
+    void gone.then(() => this.#give(claimId, h, why, outcome));
     return true;
   }
 
-  #give(claimId: string, h: Held, why: string): boolean {
+  #give(claimId: string, h: Held, why: string, outcome: string): boolean {
     const s = this.s;
     if (s.held.get(claimId) !== h) return false; // its machine left meanwhile, books and all
     s.held.delete(claimId);
@@ -63,7 +67,7 @@ export class ClaimBook {
       runId: h.grant.ask.runId,
       detail: why,
       ...heldFacts(h),
-      outcome: why.toLowerCase().replace(/[^a-z0-9]+/g, '_'),
+      outcome,
     });
     this.settler.settle();
     return true;

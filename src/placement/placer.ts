@@ -34,8 +34,10 @@ import { lackingDetail } from './lacking.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
 import { fitsNew, placeable, PlacerState } from './state.js';
+import { Preemptions, type PreemptionNotice } from './preempt.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
+import type { Waiter } from './waiting.js';
 
 export type { ReleaseGate } from './claims.js';
 
@@ -65,6 +67,8 @@ export interface PlacerOptions {
   defaultRamMbPerCpu?: number;
   /** The config's priority classes (`priority_classes:`, SPEC Q1), checked by its schema; absent = none. */
   priorityClasses?: PriorityClasses;
+  /** How long a preempted claim's holder has to give it back before berth releases it, in ms (SPEC Q2; 30 000). */
+  preemptionGraceMs?: number;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -84,6 +88,7 @@ export class Placer {
   readonly #claims: ClaimBook;
   readonly #ramPerCpu: number;
   readonly #groups: GroupBook;
+  readonly #preempt: Preemptions;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -103,6 +108,8 @@ export class Placer {
     this.#claims = new ClaimBook(s, this.#settler);
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
     this.#settler.groups = this.#groups;
+    const preempted = (id: string, why: string) => this.#claims.release(id, why, false, this.releaseGate, true);
+    this.#preempt = new Preemptions(s, opts.preemptionGraceMs ?? 30_000, preempted);
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     s.priorities.set(opts.priorityClasses ?? {});
@@ -253,7 +260,9 @@ export class Placer {
         () => reservationTarget(this.machines, ask, amount),
       );
       signal.addEventListener('abort', onAbort, { once: true });
+      const preempting = s.priorities.preempts(ask) ? this.#considerPreempting(w) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+      if (preempting) info.detail += `; ${preempting}`;
       info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#grace.comingBackUntil(ask);
       if (until)
@@ -273,6 +282,28 @@ export class Placer {
       opts.onQueued?.(info);
       this.#demand.plan();
     });
+  }
+
+  /** Preempts for waiter `w` (preempt.ts); the reservation it leaves may serve others. Returns what it did. */
+  #considerPreempting(w: Waiter): string {
+    const old = w.cls.target;
+    const did = this.#preempt.consider(w);
+    if (old && old !== w.cls.target) this.#s.touched.add(old);
+    this.#settler.settle();
+    return did;
+  }
+
+  /**
+   * Set by the server: tells a preempted claim's holder (SPEC Q2). The claim is released with ABORTED when
+   * `notice.graceMs` runs out, unless its holder gave it back first.
+   */
+  set onPreempting(fn: ((notice: PreemptionNotice) => void) | undefined) {
+    this.#preempt.notify = fn;
+  }
+
+  /** True when some priority class may preempt (SPEC Q2): a held claim may then be told to make room. */
+  get preemption(): boolean {
+    return this.#s.priorities.anyPreempts;
   }
 
   /**

@@ -23,6 +23,7 @@ export type PriorityClasses = Record<string, PriorityClass>;
 /** The classes an ask is resolved against; replaced whole by `set`. */
 export class PriorityBook {
   #classes: PriorityClasses = {};
+  #anyPreempts = false;
   #default?: [string, PriorityClass];
 
   constructor(classes: PriorityClasses = {}) {
@@ -33,6 +34,22 @@ export class PriorityBook {
   set(classes: PriorityClasses): void {
     this.#classes = { ...classes };
     this.#default = Object.entries(classes).find(([, c]) => c.default);
+    this.#anyPreempts = Object.values(classes).some((c) => (c.preemption ?? 'lower') === 'lower');
+  }
+
+  /**
+   * True when resolved `ask` may preempt strictly lower claims (SPEC Q2): it has a class whose `preemption` is
+   * `lower` (the default). A bare `priority` never preempts: eviction is a property of a class the operator wrote.
+   */
+  preempts(ask: NormalizedAsk): boolean {
+    const name = ask.priorityClass;
+    if (name === undefined || !Object.hasOwn(this.#classes, name)) return false;
+    return (this.#classes[name].preemption ?? 'lower') === 'lower';
+  }
+
+  /** True when some class may preempt (SPEC Q2): held claims must then be ready to hear a notice. */
+  get anyPreempts(): boolean {
+    return this.#anyPreempts;
   }
 
   /** The classes, by name. */

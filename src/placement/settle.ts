@@ -79,9 +79,13 @@ export class Settler {
     }
   }
 
-  /** Points `cls` at the machine it is closest to fitting, keeping its target when that is as close. */
+  /**
+   * Points `cls` at the machine it is closest to fitting, keeping its target when that is as close; a preemptor's
+   * class (`pinned`) keeps its machine while that machine is attached.
+   */
   retarget(cls: WaitClass): void {
     const old = cls.target;
+    if (cls.pinned && old && this.s.machines.has(old)) return; // a preemptor's room stays reserved (SPEC Q2)
     const t = reservationTarget(this.s.machines, cls.ask, cls.amount, old);
     if (t === old) return;
     this.s.queue.setTarget(cls, t);

@@ -47,6 +47,11 @@ export interface WaitClass {
   size: number;
   /** Set for a group member's reservation (groups.ts, rule G4): the group moves it, never the settle loop. */
   group?: string;
+  /**
+   * Set for a preemptor's own class (preempt.ts, SPEC Q2): its reservation stays on the machine its victims free
+   * while they have their grace; the settle loop moves it only if that machine leaves.
+   */
+  pinned?: boolean;
 }
 
 const namedKey = (r: Record<string, number> | undefined) =>
@@ -206,7 +211,12 @@ export class WaitQueue {
       this.#classes.set(key, cls);
       this.#file(cls);
     }
-    const full: Waiter = { ...w, seq: ++this.#seq, prio: priorityOf(w.ask), cls, prev: cls.tail };
+    return this.#enter({ ...w, seq: ++this.#seq, prio: priorityOf(w.ask) }, cls);
+  }
+
+  /** Links `w` as the youngest of `cls` and counts it. */
+  #enter(w: Omit<Waiter, 'cls'>, cls: WaitClass): Waiter {
+    const full: Waiter = Object.assign(w, { cls, prev: cls.tail, next: undefined }) as Waiter;
     this.#count(full.prio, 1);
     if (cls.tail) cls.tail.next = full;
     else cls.head = full;
@@ -241,6 +251,20 @@ export class WaitQueue {
       this.#classes.delete(cls.key);
     }
     return true;
+  }
+
+  /**
+   * Moves waiter `w` (its class's youngest) into a class of its own whose reservation stays on `target` (a preemptor,
+   * SPEC Q2): its amount is held back there, against anything behind it, until it is granted or leaves.
+   */
+  isolate(w: Waiter, target: MachineEntry): void {
+    const { amount, clamped } = w.cls;
+    this.remove(w);
+    const cls: WaitClass = { key: `${w.cls.key}#preempt:${w.claimId}`, ask: w.ask, amount, clamped, size: 0, target };
+    cls.pinned = true;
+    this.#classes.set(cls.key, cls);
+    this.#file(cls);
+    this.#enter(w, cls); // the same waiter, with its arrival number: it keeps its place in the queue
   }
 
   /** Points `cls` at `target`: every member's amount moves there. */

@@ -9,6 +9,7 @@ import type { Journal } from '../journal/journal.js';
 import type { Placer } from '../placement/placer.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { WorkerHub } from '../workers/hub.js';
+import type { PreemptionNotice } from '../placement/preempt.js';
 import type { ClaimHolds } from './claim-holds.js';
 import type { GroupHolds } from './group-holds.js';
 import type { EdgeContext } from './edge.js';
@@ -26,6 +27,8 @@ export interface ServerContext extends EdgeContext {
   placer: Placer;
   /** Resume tokens, and claims awaiting their holder after their stream broke (SPEC S3). */
   holds: ClaimHolds;
+  /** Claim streams holding a lease, by claim id: each writes a Preempting notice to its holder (SPEC Q2). */
+  preemptNotices: Map<string, (n: PreemptionNotice) => void>;
   /** Groups restored after a restart, awaiting their holder (rule G7). */
   groupHolds: GroupHolds;
   /** Attached workers and calls in flight. */

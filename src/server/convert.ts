@@ -7,6 +7,7 @@ import {
   type ClusterStatus,
   type GetSnapshotResponse,
   type Granted,
+  type Preempting,
   type Queued,
   type WatchEventsResponse,
 } from '../../generated/ts/berth/v1/placement.js';
@@ -15,6 +16,7 @@ import type { BerthEvent, QueuedFacts } from '../events.js';
 import type { Amount } from '../resources/books.js';
 import { fromUnits, namedPlain, type Named } from '../resources/quantity.js';
 import type { PlacerSnapshot } from '../placement/snapshot.js';
+import type { PreemptionNotice } from '../placement/preempt.js';
 import type { Grant, QueuedInfo } from '../placement/types.js';
 import type { ClusterInfo } from '../ha/cluster.js';
 import { toGroupView } from './group-convert.js';
@@ -46,6 +48,11 @@ export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
     asked: q.asked && toResources(q.asked),
     priority: 'priority' in q ? (q.priority ?? 0) : 0,
   };
+}
+
+/** A preemption notice → berth.v1.Preempting (SPEC Q2). */
+export function toPreempting(n: PreemptionNotice): Preempting {
+  return { byClaimId: n.by, byPriority: n.byPriority, graceMs: n.graceMs, machine: n.machine, detail: n.detail };
 }
 
 /** Grant → berth.v1.Granted (without its resume token, which the Claim handler adds). */

@@ -147,6 +147,7 @@ export class BerthServer {
       pools: options.pools,
       defaultRamMbPerCpu: options.defaultRamMbPerCpu,
       priorityClasses: options.priorityClasses,
+      preemptionGraceMs: Math.round(options.preemptionGrace * 1000),
     });
     const hub = new WorkerHub({
       placer,
@@ -188,7 +189,10 @@ export class BerthServer {
       holds,
       groupHolds,
       history,
+      preemptNotices: new Map(),
     };
+    const notices = this.context.preemptNotices;
+    placer.onPreempting = (n) => notices.get(n.victim)?.(n); // the victim's Claim stream, if one holds it (SPEC Q2)
     this.context.drain = (graceMs) => {
       void this.stop(graceMs);
       return this.#drained ?? Promise.resolve({ finished: 0, cancelled: 0 });

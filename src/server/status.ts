@@ -13,6 +13,7 @@ const CODES: Record<ErrorKind, status> = {
   unavailable: status.UNAVAILABLE,
   deadline_exceeded: status.DEADLINE_EXCEEDED,
   cancelled: status.CANCELLED,
+  aborted: status.ABORTED,
   unauthenticated: status.UNAUTHENTICATED,
   permission_denied: status.PERMISSION_DENIED,
   resource_exhausted: status.RESOURCE_EXHAUSTED,

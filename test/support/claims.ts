@@ -10,6 +10,7 @@ import type {
   ClaimResponse,
   Granted,
   PlacementServiceClient,
+  Preempting,
   Queued,
   WatchEventsResponse,
 } from '../../generated/ts/berth/v1/placement.js';
@@ -41,6 +42,8 @@ export interface ClaimHandle {
   granted: Promise<Granted>;
   /** Resolves with the first Queued. */
   queued: Promise<Queued>;
+  /** Resolves with the Preempting notice, if one comes (SPEC Q2). */
+  preempting: Promise<Preempting>;
   /** Every response so far. */
   responses: ClaimResponse[];
   /** Resolves when the stream ends: the error (null on OK). */
@@ -68,6 +71,8 @@ function openClaim(client: PlacementServiceClient, first: ClaimRequest): ClaimHa
   let failGranted!: (e: unknown) => void;
   const granted = new Promise<Granted>((res, rej) => ((onGranted = res), (failGranted = rej)));
   const queued = new Promise<Queued>((res) => (onQueued = res));
+  let onPreempting!: (p: Preempting) => void;
+  const preempting = new Promise<Preempting>((res) => (onPreempting = res));
   granted.catch(() => {});
   const ended = new Promise<ServiceError | null>((resolve) => {
     call.on('error', (e: ServiceError) => {
@@ -85,12 +90,14 @@ function openClaim(client: PlacementServiceClient, first: ClaimRequest): ClaimHa
     responses.push(r);
     if (r.kind?.$case === 'granted') onGranted(r.kind.value);
     if (r.kind?.$case === 'queued') onQueued(r.kind.value);
+    if (r.kind?.$case === 'preempting') onPreempting(r.kind.value);
   });
   call.write(first);
   return {
     call,
     granted,
     queued,
+    preempting,
     responses,
     ended,
     async release() {

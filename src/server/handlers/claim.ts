@@ -3,7 +3,9 @@
  * writes zero or more Queued, then Granted. The lease ends on Release (answered by Released),
  * half-close, cancel, disconnect, deadline, error, the machine leaving (UNAVAILABLE), or the drain:
  * a waiting claim ends UNAVAILABLE "server is draining" at once, a held one when the grace ends (R3).
- * Every Granted carries a resume token. A claim whose ask has hold_ms > 0 is not given back when its
+ * With preemption configured (SPEC Q2), a held claim may hear one Preempting (who needs its room, the grace); if it
+ * is not released within the grace, berth releases it and the stream ends ABORTED "claim <id> released (preempted
+ * by …)". Every Granted carries a resume token. A claim whose ask has hold_ms > 0 is not given back when its
  * stream ends without Release or half-close (cancel, disconnect, error): it awaits its holder for
  * hold_ms (claim-holds.ts, SPEC S3), and a first message `resume` (claim id + token) takes it back,
  * answered by the same Granted with resumed=true; the stream is then a lease as after an ask.
@@ -17,9 +19,10 @@ import type { ClaimRequest, ClaimResponse, Granted, Resume } from '../../../gene
 import { BerthError } from '../../errors.js';
 import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
+import type { PreemptionNotice } from '../../placement/preempt.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
-import { toGranted, toQueued } from '../convert.js';
+import { toGranted, toPreempting, toQueued } from '../convert.js';
 import { hashToken } from '../resume-tokens.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
@@ -111,6 +114,7 @@ async function lease(
 ): Promise<void> {
   let given = false; // Release or half-close: the holder gave it back
   let unlisten: (() => void) | undefined;
+  let notice: ((n: PreemptionNotice) => void) | undefined;
   // When the lease fails before it reads `pending` (the journal write failed), the call's error status rejects
   // the read still pending: handled here, not an unhandled rejection that ends the process.
   pending.catch(() => {});
@@ -118,9 +122,16 @@ async function lease(
     if (writes) await writes;
     if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
     await sink.write({ kind: { $case: 'granted', value: granted } });
-    // Only a worker can leave; the engine host cannot (and reading `lost` would make a controller).
+    // With preemption configured (SPEC Q2), the holder may be told to make room, and berth may end the lease.
+    const preemptible = ctx.placer.preemption;
+    if (preemptible) {
+      notice = (n) => void sink.write({ kind: { $case: 'preempting', value: toPreempting(n) } }).catch(() => {});
+      ctx.preemptNotices.set(grant.claimId, notice);
+    }
+    // Only a worker can leave, or a preempted claim end; else `lost` is not read (it would make a controller).
     // The listener goes when the stream does: a claim resumed many times must not pile them up.
-    const next = grant.remote ? await Promise.race([pending, lostOf(grant, (f) => (unlisten = f))]) : await pending;
+    const watchLost = grant.remote || preemptible;
+    const next = watchLost ? await Promise.race([pending, lostOf(grant, (f) => (unlisten = f))]) : await pending;
     if ('lost' in next) throw next.lost;
     if (next.done) {
       // A grpc-js client's cancel sends END_STREAM, then RST_STREAM: the handler sees an end of messages
@@ -142,6 +153,7 @@ async function lease(
     throw unexpected(next);
   } finally {
     unlisten?.();
+    if (notice && ctx.preemptNotices.get(grant.claimId) === notice) ctx.preemptNotices.delete(grant.claimId);
     // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
     const draining = scope.aborted && ctx.live.draining;
     const why = draining ? 'server draining' : scope.aborted ? 'stream ended' : 'released';

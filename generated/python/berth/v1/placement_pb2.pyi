@@ -130,14 +130,30 @@ class Released(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ...) -> None: ...
 
 class ClaimResponse(_message.Message):
-    __slots__ = ("queued", "granted", "released")
+    __slots__ = ("queued", "granted", "released", "preempting")
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTING_FIELD_NUMBER: _ClassVar[int]
     queued: Queued
     granted: Granted
     released: Released
-    def __init__(self, queued: _Optional[_Union[Queued, _Mapping]] = ..., granted: _Optional[_Union[Granted, _Mapping]] = ..., released: _Optional[_Union[Released, _Mapping]] = ...) -> None: ...
+    preempting: Preempting
+    def __init__(self, queued: _Optional[_Union[Queued, _Mapping]] = ..., granted: _Optional[_Union[Granted, _Mapping]] = ..., released: _Optional[_Union[Released, _Mapping]] = ..., preempting: _Optional[_Union[Preempting, _Mapping]] = ...) -> None: ...
+
+class Preempting(_message.Message):
+    __slots__ = ("by_claim_id", "by_priority", "grace_ms", "machine", "detail")
+    BY_CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    by_claim_id: str
+    by_priority: int
+    grace_ms: int
+    machine: str
+    detail: str
+    def __init__(self, by_claim_id: _Optional[str] = ..., by_priority: _Optional[int] = ..., grace_ms: _Optional[int] = ..., machine: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class RunRequest(_message.Message):
     __slots__ = ("claim_id", "ask", "command", "source", "flow", "node", "run_id", "timeout_ms", "disconnect_grace_ms", "follow", "max_retries", "retry_on_failure")

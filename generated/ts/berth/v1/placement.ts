@@ -345,7 +345,27 @@ export interface ClaimResponse {
     | //
     /** The claim was released. */
     { $case: "released"; value: Released }
+    | //
+    /**
+     * The held claim is being preempted by a higher-priority claim (SPEC Q2): give it back within grace_ms,
+     * after which berth releases it (its runs stop, the stream ends ABORTED). Sent at most once per claim.
+     */
+    { $case: "preempting"; value: Preempting }
     | undefined;
+}
+
+/** Preempting tells a claim's holder that a higher-priority claim needs its room (SPEC Q2, docs/priorities.md). */
+export interface Preempting {
+  /** The preempting claim's id. */
+  byClaimId: string;
+  /** The preempting claim's priority. */
+  byPriority: number;
+  /** How long the holder has to give the claim back before berth releases it, in milliseconds. */
+  graceMs: number;
+  /** The machine the room is wanted on. */
+  machine: string;
+  /** One line for people: who preempts whom, where, and the grace. */
+  detail: string;
 }
 
 /** RunRequest asks for one call of a node. */
@@ -1667,6 +1687,9 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
       case "released":
         Released.encode(message.kind.value, writer.uint32(26).fork()).join();
         break;
+      case "preempting":
+        Preempting.encode(message.kind.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1708,6 +1731,14 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
             message.kind = { $case: "released", value: Released.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = { $case: "preempting", value: Preempting.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1728,6 +1759,8 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
         ? { $case: "granted", value: Granted.fromJSON(object.granted) }
         : isSet(object.released)
         ? { $case: "released", value: Released.fromJSON(object.released) }
+        : isSet(object.preempting)
+        ? { $case: "preempting", value: Preempting.fromJSON(object.preempting) }
         : undefined,
     };
   },
@@ -1740,6 +1773,8 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
       obj.granted = Granted.toJSON(message.kind.value);
     } else if (message.kind?.$case === "released") {
       obj.released = Released.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "preempting") {
+      obj.preempting = Preempting.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -1768,7 +1803,158 @@ export const ClaimResponse: MessageFns<ClaimResponse> = {
         }
         break;
       }
+      case "preempting": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "preempting", value: Preempting.fromPartial(object.kind.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBasePreempting(): Preempting {
+  return { byClaimId: "", byPriority: 0, graceMs: 0, machine: "", detail: "" };
+}
+
+export const Preempting: MessageFns<Preempting> = {
+  encode(message: Preempting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.byClaimId !== "") {
+      writer.uint32(10).string(message.byClaimId);
+    }
+    if (message.byPriority !== 0) {
+      writer.uint32(16).int32(message.byPriority);
+    }
+    if (message.graceMs !== 0) {
+      writer.uint32(24).uint32(message.graceMs);
+    }
+    if (message.machine !== "") {
+      writer.uint32(34).string(message.machine);
+    }
+    if (message.detail !== "") {
+      writer.uint32(42).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Preempting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePreempting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.byClaimId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.byPriority = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.graceMs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.machine = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Preempting {
+    return {
+      byClaimId: isSet(object.byClaimId)
+        ? globalThis.String(object.byClaimId)
+        : isSet(object.by_claim_id)
+        ? globalThis.String(object.by_claim_id)
+        : "",
+      byPriority: isSet(object.byPriority)
+        ? globalThis.Number(object.byPriority)
+        : isSet(object.by_priority)
+        ? globalThis.Number(object.by_priority)
+        : 0,
+      graceMs: isSet(object.graceMs)
+        ? globalThis.Number(object.graceMs)
+        : isSet(object.grace_ms)
+        ? globalThis.Number(object.grace_ms)
+        : 0,
+      machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+    };
+  },
+
+  toJSON(message: Preempting): unknown {
+    const obj: any = {};
+    if (message.byClaimId !== "") {
+      obj.byClaimId = message.byClaimId;
+    }
+    if (message.byPriority !== 0) {
+      obj.byPriority = Math.round(message.byPriority);
+    }
+    if (message.graceMs !== 0) {
+      obj.graceMs = Math.round(message.graceMs);
+    }
+    if (message.machine !== "") {
+      obj.machine = message.machine;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Preempting>, I>>(base?: I): Preempting {
+    return Preempting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Preempting>, I>>(object: I): Preempting {
+    const message = createBasePreempting();
+    message.byClaimId = object.byClaimId ?? "";
+    message.byPriority = object.byPriority ?? 0;
+    message.graceMs = object.graceMs ?? 0;
+    message.machine = object.machine ?? "";
+    message.detail = object.detail ?? "";
     return message;
   },
 };

@@ -1,0 +1,171 @@
+/**
+ * Bounded preemption through the real server over gRPC (SPEC Q2, issue 22 item 2): a claim of a class that may
+ * preempt, which cannot be placed, takes the fewest strictly lower claims on one machine where that makes it fit; the
+ * victim's holder hears Preempting with the grace and berth releases it (ABORTED) when the grace runs out; the room is
+ * reserved for the preemptor meanwhile and freed at once when it leaves; nothing is evicted where it would not help,
+ * and `preemption: never` classes and bare priorities never evict.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { claim, fakeWorker, watch, type ClaimHandle, type FakeWorker } from '../support/claims.js';
+import { startServer, type TestServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+
+let t: TestServer | undefined;
+let dir: string | undefined;
+const open: ClaimHandle[] = [];
+const workers: FakeWorker[] = [];
+const watches: { cancel(): void }[] = [];
+afterEach(async () => {
+  for (const c of open.splice(0)) c.call.cancel();
+  for (const w of workers.splice(0)) w.close();
+  for (const w of watches.splice(0)) w.cancel();
+  await t?.close();
+  t = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+const CLASSES = `priority_classes:
+  urgent: { value: 100 }
+  steady: { value: 50, preemption: never }
+  batch: { value: 0, default: true }
+`;
+
+/** Starts a server with the classes above, `preemptionGrace` seconds and the engine inventory given. */
+async function serve(engine: { cpus: number; gpuIds?: number[] }, preemptionGrace: number): Promise<TestServer> {
+  dir = mkdtempSync(join(tmpdir(), 'berth-preempt-'));
+  const config = join(dir, 'berth.yaml');
+  writeFileSync(config, CLASSES);
+  return startServer({ ...engine, flags: { config, preemptionGrace } });
+}
+
+const held = (a: Parameters<typeof claim>[1]) => {
+  const c = claim(t!.placement, a);
+  open.push(c);
+  return c;
+};
+
+const gotNotice = (c: ClaimHandle) => c.responses.some((r) => r.kind?.$case === 'preempting');
+
+describe('bounded preemption (SPEC Q2)', () => {
+  it('fewest victims: on 8 GPUs held as 2+2+4, an urgent 4-GPU ask preempts only the 4; released in the grace, the urgent claim gets its GPUs', async () => {
+    t = await serve({ cpus: 16, gpuIds: [0, 1, 2, 3, 4, 5, 6, 7] }, 60);
+    const a = held({ cpus: 1, gpus: 2, node: 'a' });
+    const b = held({ cpus: 1, gpus: 2, node: 'b' });
+    const c = held({ cpus: 1, gpus: 4, node: 'c' });
+    const gc = await c.granted;
+    await Promise.all([a.granted, b.granted]);
+
+    const urgent = held({ cpus: 1, gpus: 4, node: 'u', priorityClass: 'urgent' });
+    const q = await urgent.queued;
+    expect(q.detail).toMatch(/preempting 1 lower-priority claim on engine \(grace 60 s\)/);
+    const notice = await c.preempting;
+    expect(notice).toMatchObject({ byPriority: 100, graceMs: 60_000, machine: 'engine' });
+    expect(notice.detail).toContain(`claim ${gc.claimId} (priority 0) on engine preempted by claim`);
+    expect(gotNotice(a) || gotNotice(b)).toBe(false);
+
+    await c.release(); // the holder gives it back within the grace: the stream ends OK with Released
+    const gu = await urgent.granted;
+    expect(gu.allocation?.gpuIds).toEqual(gc.allocation?.gpuIds);
+    expect(notice.byClaimId).toBe(gu.claimId);
+    const s = await snapshot(t.placement);
+    expect(s.held.map((h) => h.node).sort()).toEqual(['a', 'b', 'u']);
+  });
+
+  it('a victim not given back in the grace is released by berth: its stream ends ABORTED naming the preemptor', async () => {
+    t = await serve({ cpus: 2 }, 0.2);
+    const events = watch(t.placement);
+    watches.push(events);
+    await events.ready;
+    const low = held({ cpus: 2, node: 'low' });
+    const gl = await low.granted;
+    const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
+    const gu = await urgent.granted; // once the grace ran out
+    const err = await low.ended;
+    expect(err?.code).toBe(status.ABORTED);
+    expect(err?.details).toBe(`claim ${gl.claimId} released (preempted by claim ${gu.claimId} of priority 100)`);
+    const preempted = events.seen.find((e) => e.kind === 'claim_preempted');
+    expect(preempted).toMatchObject({ claimId: gl.claimId, machine: 'engine' });
+    const released = events.seen.find((e) => e.kind === 'claim_released' && e.claimId === gl.claimId);
+    expect(released?.outcome).toBe('preempted'); // given back before the urgent grant was made
+  });
+
+  it('during the grace the room is reserved: 100 lower asks take none of it; once the preemptor leaves they do', async () => {
+    t = await serve({ cpus: 4 }, 60);
+    const victim = held({ cpus: 2, node: 'victim' });
+    await victim.granted; // 2 of 4 cores held, 2 free
+    const urgent = held({ cpus: 4, node: 'u', priorityClass: 'urgent' });
+    await victim.preempting;
+    const lows = Array.from({ length: 100 }, (_, i) => held({ cpus: 1, node: `low.${i}` }));
+    await Promise.all(lows.map((l) => l.queued)); // the 2 free cores are the preemptor's
+    expect((await snapshot(t.placement)).held.map((h) => h.node)).toEqual(['victim']);
+
+    urgent.call.cancel(); // the preemptor leaves: its reservation goes at once
+    await Promise.all([lows[0].granted, lows[1].granted]);
+    expect(lows.slice(2).some((l) => l.responses.some((r) => r.kind?.$case === 'granted'))).toBe(false);
+  });
+
+  it('placement-aware: with 6 urgent and 2 batch 1-GPU claims on each of 4 machines, an urgent 8-GPU ask evicts nobody and says why; an urgent 1-GPU ask after it gets a batch GPU', async () => {
+    t = await serve({ cpus: 1 }, 60);
+    const names = ['m0', 'm1', 'm2', 'm3'];
+    for (const name of names) {
+      const w = fakeWorker(t.worker, name, { cpus: 16, gpuIds: [0, 1, 2, 3, 4, 5, 6, 7] }, [name]);
+      workers.push(w);
+      await w.welcomed;
+    }
+    const batch: ClaimHandle[] = [];
+    for (const name of names) {
+      for (let i = 0; i < 6; i++)
+        await held({
+          gpus: 1,
+          label: name,
+          policy: Policy.POLICY_REQUIRE,
+          node: `hi.${name}.${i}`,
+          priorityClass: 'urgent',
+        }).granted;
+      for (let i = 0; i < 2; i++) {
+        const b = held({ gpus: 1, label: name, policy: Policy.POLICY_REQUIRE, node: `lo.${name}.${i}` });
+        await b.granted;
+        batch.push(b);
+      }
+    }
+    const big = held({ gpus: 8, node: 'big', priorityClass: 'urgent' });
+    const qb = await big.queued;
+    expect(qb.detail).toContain('preempting nothing: on no machine would giving back lower-priority claims make room');
+    expect(batch.some(gotNotice)).toBe(false);
+
+    const one = held({ gpus: 1, node: 'one', priorityClass: 'urgent' });
+    const qo = await one.queued;
+    expect(qo.detail).toMatch(/preempting 1 lower-priority claim on m[0-3]/);
+    const told = await Promise.race(batch.map((b) => b.preempting.then(() => b)));
+    await told.release(); // an engine that checkpoints and gives back in its grace
+    const g = await one.granted;
+    expect(qo.detail).toContain(`on ${g.machine}`);
+    expect(batch.filter(gotNotice)).toHaveLength(1);
+  });
+
+  it('a `preemption: never` class and a bare priority wait without evicting anything', async () => {
+    t = await serve({ cpus: 2 }, 60);
+    const events = watch(t.placement);
+    watches.push(events);
+    await events.ready;
+    const low = held({ cpus: 2, node: 'low' });
+    await low.granted;
+    const steady = held({ cpus: 2, node: 'steady', priorityClass: 'steady' });
+    const bare = held({ cpus: 2, node: 'bare', priority: 1000 });
+    const [qs, qb] = await Promise.all([steady.queued, bare.queued]);
+    expect(qs.detail).not.toContain('preempting');
+    expect(qb.detail).not.toContain('preempting');
+    if (!events.seen.some((e) => e.kind === 'node_queued' && e.node === 'bare'))
+      await events.next((e) => e.kind === 'node_queued' && e.node === 'bare');
+    expect(events.seen.some((e) => e.kind === 'claim_preempted')).toBe(false); // it would come before node_queued
+    expect(gotNotice(low)).toBe(false);
+    await low.release();
+    expect((await bare.granted).machine).toBe('engine'); // priority 1000 goes first, once room is given back
+  });
+});
