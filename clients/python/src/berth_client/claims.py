@@ -20,11 +20,13 @@ from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .decode import warn_clamped
 from .errors import BerthError, NodeTimeout, from_rpc_error
 from .prepare import ClaimSpec
-from .values import Grant, Queued
+from .values import Grant, Preempting, Queued
 from .views import GrantFields
 from .watchdog import Watched
 
 _END = None  # sentinel closing the request stream (half-close)
+_RELEASED = object()  # the lease watcher saw Released
+_PENDING = object()  # the lease watcher has not seen the end yet
 
 
 def _drain(requests: queue.SimpleQueue[placement_pb2.ClaimRequest | None]) -> Iterator[placement_pb2.ClaimRequest]:
@@ -52,6 +54,36 @@ class ClaimLease(GrantFields):
         self.grant: Grant | None = None
         self._done = False
         self._answered = False  # the current stream got a message (it reached the leader)
+        self.preempted: Preempting | None = None
+        """The notice, once a higher-priority claim preempts this one (SPEC Q2); None until then."""
+        self._told = threading.Event()
+        self._outcome: object = _PENDING  # what the watcher saw end the held lease
+        self._watched = threading.Event()
+
+    def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
+        """Blocks until the preemption notice (SPEC Q2) or `timeout` s; returns it, or None without one.
+        Checkpoint, then release within its `grace_ms`."""
+        self._told.wait(timeout)
+        return self.preempted
+
+    def _watch(self) -> None:
+        """Reads the held lease's stream in its own thread: keeps a Preempting notice; ends at Released
+        (_RELEASED), an OK end (None) or the grpc.RpcError the stream ended with."""
+        assert self._responses is not None
+        outcome: object = None
+        try:
+            for msg in self._responses:
+                kind = msg.WhichOneof("kind")
+                if kind == "preempting":
+                    self.preempted = Preempting.from_proto(msg.preempting)
+                    self._told.set()
+                elif kind == "released":
+                    outcome = _RELEASED
+                    break
+        except grpc.RpcError as err:
+            outcome = err
+        self._outcome = outcome
+        self._watched.set()
 
     def _request_stream(self) -> Iterator[placement_pb2.ClaimRequest]:
         return _drain(self._requests)  # bound to this stream's queue: a stream opened again gets a new one
@@ -81,6 +113,7 @@ class ClaimLease(GrantFields):
                     self.grant = grant
                     if grant.clamped:
                         warn_clamped(f"claim {ask.node or grant.claim_id}", grant)
+                    threading.Thread(target=self._watch, name="berth-lease-watch", daemon=True).start()
                     return grant
             raise self._timed_out()
         except grpc.RpcError as err:
@@ -146,8 +179,8 @@ class ClaimLease(GrantFields):
     def release(self) -> None:
         """Sends Release and waits for Released; idempotent, callable from any thread.
 
-        Raises the mapped BerthError (e.g. WorkerGone) when the lease was already lost; the
-        server has given the allocation back either way.
+        Raises the mapped BerthError (e.g. WorkerGone, or Preempted when berth released it at the end of a
+        preemption's grace) when the lease was already lost; the server has given the allocation back either way.
         """
         with self._lock:
             if self._done or self._responses is None:
@@ -155,14 +188,14 @@ class ClaimLease(GrantFields):
             self._done = True
         self._requests.put(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
         try:
-            for msg in self._responses:
-                if msg.WhichOneof("kind") == "released":
-                    self._requests.put(_END)
-                    self._finish_quietly()
-                    return
+            self._watched.wait()
+            if self._outcome is _RELEASED:
+                self._requests.put(_END)
+                self._finish_quietly()
+                return
+            if isinstance(self._outcome, grpc.RpcError):
+                raise from_rpc_error(self._outcome, label=self._spec.ask.label) from None
             raise BerthError("claim stream ended without acknowledging the release")
-        except grpc.RpcError as err:
-            raise from_rpc_error(err, label=self._spec.ask.label) from None
         finally:
             self._requests.put(_END)
 

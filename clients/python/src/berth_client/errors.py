@@ -119,6 +119,13 @@ class Cancelled(BerthError):
     code = grpc.StatusCode.CANCELLED
 
 
+class Preempted(BerthError):
+    """ABORTED: a higher-priority claim preempted this claim and its grace ran out before it was released;
+    berth released it and stopped its runs (SPEC Q2, docs/priorities.md)."""
+
+    code = grpc.StatusCode.ABORTED
+
+
 class Unauthenticated(BerthError, PermissionError):
     """UNAUTHENTICATED: missing or wrong token (pass `token=` or set BERTH_TOKEN)."""
 
@@ -143,6 +150,7 @@ _BY_CODE: dict[grpc.StatusCode, type[BerthError]] = {
     grpc.StatusCode.UNAVAILABLE: Unavailable,
     grpc.StatusCode.DEADLINE_EXCEEDED: NodeTimeout,
     grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.ABORTED: Preempted,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,

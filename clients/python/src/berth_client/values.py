@@ -130,6 +130,27 @@ class Queued:
 
 
 @dataclass(frozen=True)
+class Preempting:
+    """A higher-priority claim needs this claim's room (SPEC Q2): give the lease back within `grace_ms`, after which
+    berth releases it and stops its runs (its release() then raises Preempted). `by_claim_id` / `by_priority`: the
+    preempting claim; `machine`: where; `str()` is the one-line detail."""
+
+    detail: str
+    by_claim_id: str
+    by_priority: int
+    grace_ms: int
+    machine: str
+
+    @classmethod
+    def from_proto(cls, msg: placement_pb2.Preempting) -> Preempting:
+        """Builds a Preempting from its message."""
+        return cls(msg.detail, msg.by_claim_id, msg.by_priority, msg.grace_ms, msg.machine)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+@dataclass(frozen=True)
 class Started:
     """A call was placed: its id, the machine running it and what it holds; `clamped` when the ask
     was cut down to the best real machine (`asked`: before clamping)."""

@@ -13,11 +13,13 @@ import grpc
 
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..decode import warn_clamped
-from ..errors import BerthError, NodeTimeout, from_rpc_error, from_status
+from ..errors import BerthError, NodeTimeout, from_rpc_error
 from ..prepare import ClaimSpec
-from ..values import Grant, Queued
+from ..values import Grant, Preempting, Queued
 from ..views import GrantFields
 from .streams import CallEnded, Reader, send
+
+_RELEASED = object()  # the watcher saw Released
 
 
 class AsyncClaimLease(GrantFields):
@@ -35,6 +37,32 @@ class AsyncClaimLease(GrantFields):
         self.grant: Grant | None = None
         self._done = False
         self._answered = False  # the current stream got a message (it reached the leader)
+        self.preempted: Preempting | None = None
+        """The notice, once a higher-priority claim preempts this one (SPEC Q2); None until then."""
+        self._told = asyncio.Event()
+        self._watcher: asyncio.Future[object] | None = None
+
+    async def wait_preempted(self) -> Preempting:
+        """Waits for the preemption notice (SPEC Q2): checkpoint, then release within its `grace_ms`."""
+        await self._told.wait()
+        assert self.preempted is not None
+        return self.preempted
+
+    async def _watch(self) -> object:
+        """Reads the held lease's stream: keeps a Preempting notice; returns _RELEASED at Released, None at an OK
+        end, or the grpc.RpcError it ended with."""
+        assert self._reader is not None
+        try:
+            while (msg := await self._reader.read()) is not None:
+                kind = msg.WhichOneof("kind")
+                if kind == "preempting":
+                    self.preempted = Preempting.from_proto(msg.preempting)
+                    self._told.set()
+                elif kind == "released":
+                    return _RELEASED
+            return None
+        except grpc.RpcError as err:
+            return err
 
     async def acquire(self) -> Grant:
         """Waits until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
@@ -54,6 +82,7 @@ class AsyncClaimLease(GrantFields):
         finally:
             if self.grant is None:
                 self._abandon()
+        self._watcher = asyncio.ensure_future(self._watch())
         return grant
 
     async def _open_until_reached(self) -> Grant:
@@ -106,25 +135,25 @@ class AsyncClaimLease(GrantFields):
             self._call.cancel()
 
     async def release(self) -> None:
-        """Sends Release and waits for Released; idempotent. Raises the mapped BerthError (e.g.
-        WorkerGone) when the lease was already lost; the server has given it back either way."""
-        if self._done or self._reader is None:
+        """Sends Release and waits for Released; idempotent. Raises the mapped BerthError (e.g. WorkerGone, or
+        Preempted when berth released it at the end of a preemption's grace) when the lease was already lost; the
+        server has given it back either way."""
+        if self._done or self._reader is None or self._watcher is None:
             return
         self._done = True
         try:
-            await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
-            while (msg := await self._reader.read()) is not None:
-                if msg.WhichOneof("kind") == "released":
-                    await self._finish_quietly()
-                    return
-            raise BerthError("claim stream ended without acknowledging the release")
-        except grpc.RpcError as err:
-            raise from_rpc_error(err, label=self._spec.ask.label) from None
-        except asyncio.InvalidStateError:  # the call already ended (the lease was lost) before the release
-            code, details = await self._call.code(), await self._call.details()
-            if code == grpc.StatusCode.OK:
-                raise BerthError("claim stream ended before the release") from None
-            raise from_status(code, details, label=self._spec.ask.label) from None
+            if not self._watcher.done():
+                try:
+                    await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
+                except (grpc.RpcError, asyncio.InvalidStateError):
+                    pass  # the server ended the stream first: the watcher hears how
+            outcome = await self._watcher
+            if outcome is _RELEASED:
+                await self._finish_quietly()
+                return
+            if isinstance(outcome, grpc.RpcError):
+                raise from_rpc_error(outcome, label=self._spec.ask.label) from None
+            raise BerthError("claim stream ended before the release")
         finally:
             self._call.cancel()  # no-op once the server closed the stream; else gives the claim back
 

@@ -1,0 +1,81 @@
+"""Preemption seen from Python (SPEC Q2, issue 22 item 2), sync and asyncio (`connect` runs both): a lease whose
+room a higher class takes hears the notice (`preempted`, `wait_preempted`) and may give the claim back in its grace;
+one not given back within the server's --preemption-grace is released by berth, its release() then raises Preempted
+naming the preemptor, and the urgent claim is granted."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from berth_client import BerthError, Client, Preempted, Preempting
+from conftest import Connect
+from processes import start_server
+
+
+@pytest.fixture(scope="module")
+def preempt_server() -> Iterator[str]:
+    """An engine of 1 cpu; class urgent (100) may preempt the default class batch (0); a grace of 0.3 s."""
+    with tempfile.TemporaryDirectory() as d:
+        config = Path(d) / "berth.yaml"
+        config.write_text("priority_classes:\n  urgent: { value: 100 }\n  batch: { value: 0, default: true }\n")
+        server, address = start_server("--cpus", "1", "--config", str(config), "--preemption-grace", "0.3")
+        yield address
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def patient_server() -> Iterator[str]:
+    """As preempt_server, with a grace of 60 s: the holder gives the claim back itself."""
+    with tempfile.TemporaryDirectory() as d:
+        config = Path(d) / "berth.yaml"
+        config.write_text("priority_classes:\n  urgent: { value: 100 }\n  batch: { value: 0, default: true }\n")
+        server, address = start_server("--cpus", "1", "--config", str(config), "--preemption-grace", "60")
+        yield address
+        server.stop()
+
+
+@pytest.fixture
+def preempt(preempt_server: str, connect: Connect) -> Iterator[Client]:
+    with connect(preempt_server) as c:
+        yield c
+
+
+def test_a_lease_not_given_back_in_the_grace_ends_preempted(preempt: Client) -> None:
+    low = preempt.acquire(cpus=1)
+    urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # granted once berth released `low`
+    try:
+        assert urgent.machine == "engine"
+        with pytest.raises(
+            Preempted,
+            match=rf"claim {low.claim_id} released \(preempted by claim "
+            rf"{urgent.claim_id} of priority 100\)",
+        ) as e:
+            low.release()
+        assert isinstance(e.value, BerthError)
+    finally:
+        urgent.release()
+
+
+def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
+    patient_server: str, connect: Connect
+) -> None:
+    with connect(patient_server) as c:
+        low = c.acquire(cpus=1)
+        assert low.wait_preempted(timeout=0.2) is None  # nothing preempts it yet
+        got: dict[str, object] = {}
+        waiter = threading.Thread(target=lambda: got.update(urgent=c.acquire(cpus=1, priority_class="urgent")))
+        waiter.start()
+        notice = low.wait_preempted(timeout=10)
+        assert isinstance(notice, Preempting)
+        assert (notice.by_priority, notice.grace_ms, notice.machine) == (100, 60_000, "engine")
+        assert f"claim {low.claim_id} (priority 0) on engine preempted by claim {notice.by_claim_id}" in str(notice)
+        assert low.preempted == notice
+        low.release()  # within the grace: an ordinary release, no error
+        waiter.join(timeout=10)
+        urgent = got["urgent"]
+        assert urgent.claim_id == notice.by_claim_id  # type: ignore[attr-defined]
+        urgent.release()  # type: ignore[attr-defined]
