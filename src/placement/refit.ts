@@ -96,6 +96,7 @@ export class Refitter {
       if (cls.target && same(f.amount, cls.amount)) continue;
       if (!same(f.amount, cls.amount)) {
         this.s.queue.setAmount(cls, f.amount, f.clamped);
+        cls.pinned = false; // a preemptor's machine was chosen for the old amount (SPEC Q2): it re-chooses
         if (f.best) for (let w = cls.head; w; w = w.next) this.clampedEvent(w.ask, f.amount, f.best);
       }
       this.settler.retarget(cls);

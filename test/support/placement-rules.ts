@@ -7,6 +7,7 @@
 import { EventBus, type BerthEvent } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
 import type { MachineView, PlacerSnapshot } from '../../src/placement/snapshot.js';
+import type { PriorityClasses } from '../../src/placement/priority.js';
 import type { Grant, MachineSpec, NormalizedAsk } from '../../src/placement/types.js';
 
 type Amount = { cpus: number; gpus: number; ramMb?: number };
@@ -88,12 +89,38 @@ export class Refereed {
   readonly #ever = new Set<string>();
   readonly #grants = new Map<string, Grant>();
   readonly #rejected = new Map<string, unknown>();
+  /** Victims told (SPEC Q2) → their preemptor; a victim is told once. */
+  readonly preempted = new Map<string, string>();
+  /** Preemptor → the machine its victims are on. */
+  readonly #preemptedOn = new Map<string, string>();
+  /** Priority of each held claim, by id. */
+  readonly #prio = new Map<string, number>();
   #nodes = 0;
 
-  constructor(engine: MachineSpec, reconnectGraceMs = 1_000_000) {
+  /** `classes` / `preemptionGraceMs`: the placer's priority classes and preemption grace (SPEC Q1, Q2). */
+  constructor(
+    engine: MachineSpec,
+    reconnectGraceMs = 1_000_000,
+    opts: { classes?: PriorityClasses; preemptionGraceMs?: number } = {},
+  ) {
     let ids = 0; // ids in arrival order (c1, c2, …): the referee reads arrival order from them
-    this.placer = new Placer({ engine, events: this.events, reconnectGraceMs, newClaimId: () => `c${++ids}` });
+    this.placer = new Placer({
+      engine,
+      events: this.events,
+      reconnectGraceMs,
+      newClaimId: () => `c${++ids}`,
+      priorityClasses: opts.classes,
+      preemptionGraceMs: opts.preemptionGraceMs,
+    });
+    this.#classes = opts.classes ?? {};
     this.events.subscribe((e) => this.#onEvent(e));
+  }
+
+  readonly #classes: PriorityClasses;
+
+  /** Victims told and still held: their holders may give them back. */
+  told(): string[] {
+    return [...this.preempted.keys()].filter((id) => this.#held.has(id));
   }
 
   /** Claims `ask` (its node is made unique); returns the node name, the key for `outcome`. */
@@ -130,9 +157,31 @@ export class Refereed {
     }
     const id = e.claimId ?? '';
     if (e.kind === 'node_placed') this.#placed(id, this.#asks.get(e.node!)!);
+    if (e.kind === 'claim_preempted') this.#told(id, e.preemptor ?? '', e.machine ?? '');
     if (e.kind === 'claim_released' || e.kind === 'claim_lost') {
       if (!this.#held.delete(id)) this.#fail(`${e.kind} for ${id}, which the referee never saw granted`);
     }
+  }
+
+  /**
+   * A preemption (SPEC Q2) must be by a waiting claim of a class that may preempt, of a victim strictly lower, held,
+   * told once, and all of one preemptor's victims on one machine.
+   */
+  #told(victim: string, by: string, machine: string): void {
+    if (this.preempted.has(victim))
+      return this.#fail(`${victim} preempted twice (by ${this.preempted.get(victim)}, ${by})`);
+    this.preempted.set(victim, by);
+    const w = this.placer.snapshot().waiting.find((x) => x.claimId === by);
+    if (!w) return this.#fail(`${victim} preempted by ${by}, which is not waiting`);
+    const cls = w.priorityClass ? this.#classes[w.priorityClass] : undefined;
+    if (!cls || cls.preemption === 'never') this.#fail(`${by} (class ${w.priorityClass ?? 'none'}) may not preempt`);
+    const vp = this.#prio.get(victim);
+    if (vp === undefined || !this.#held.has(victim)) return this.#fail(`${victim} preempted but not held`);
+    if (vp >= w.priority) this.#fail(`${victim} (priority ${vp}) preempted by ${by} of priority ${w.priority}`);
+    if (this.#held.get(victim)!.machine !== machine) this.#fail(`${victim} preempted on ${machine}, held elsewhere`);
+    const on = this.#preemptedOn.get(by);
+    if (on !== undefined && on !== machine) this.#fail(`${by} preempted on ${on} and ${machine}`);
+    this.#preemptedOn.set(by, machine);
   }
 
   /**
@@ -164,7 +213,7 @@ export class Refereed {
     }
     if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d)))
       this.#fail(`${id} holds a device ${m.name} does not have`);
-    const prio = ask.priority ?? 0;
+    const prio = g.ask.priority ?? 0; // as the placer resolved it (a class's value)
     const back = heldBackBefore(s.waiting, id, prio).get(m.name);
     if (
       back &&
@@ -190,6 +239,7 @@ export class Refereed {
       }
     }
     this.#held.set(id, { machine: m.name, gpuIds: g.allocation.gpuIds, cpus: got.cpus, ramMb: got.ramMb });
+    this.#prio.set(id, g.ask.priority ?? 0);
   }
 
   /**
