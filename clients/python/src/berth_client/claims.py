@@ -60,13 +60,17 @@ class ClaimLease(GrantFields):
         self._outcome: object = _PENDING  # what the watcher saw end the held lease
         self._watched = threading.Event()
 
+    def _after_grant(self) -> None:
+        """Starts reading the held lease's stream (a subclass with its own reader overrides this)."""
+        threading.Thread(target=self._watch_lease, name="berth-lease-watch", daemon=True).start()
+
     def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
         """Blocks until the preemption notice (SPEC Q2) or `timeout` s; returns it, or None without one.
         Checkpoint, then release within its `grace_ms`."""
         self._told.wait(timeout)
         return self.preempted
 
-    def _watch(self) -> None:
+    def _watch_lease(self) -> None:
         """Reads the held lease's stream in its own thread: keeps a Preempting notice; ends at Released
         (_RELEASED), an OK end (None) or the grpc.RpcError the stream ended with."""
         assert self._responses is not None
@@ -113,7 +117,7 @@ class ClaimLease(GrantFields):
                     self.grant = grant
                     if grant.clamped:
                         warn_clamped(f"claim {ask.node or grant.claim_id}", grant)
-                    threading.Thread(target=self._watch, name="berth-lease-watch", daemon=True).start()
+                    self._after_grant()
                     return grant
             raise self._timed_out()
         except grpc.RpcError as err:

@@ -60,6 +60,9 @@ class ResumableClaimLease(ClaimLease):
         threading.Thread(target=self._watch, name="berth-claim-holder", daemon=True).start()
         return grant
 
+    def _after_grant(self) -> None:
+        """This lease reads its stream with its own watcher (which also resumes it), not the plain lease's."""
+
     def _watch(self) -> None:
         while True:
             responses = self._responses

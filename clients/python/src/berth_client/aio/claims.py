@@ -40,7 +40,7 @@ class AsyncClaimLease(GrantFields):
         self.preempted: Preempting | None = None
         """The notice, once a higher-priority claim preempts this one (SPEC Q2); None until then."""
         self._told = asyncio.Event()
-        self._watcher: asyncio.Future[object] | None = None
+        self._lease_watch: asyncio.Future[object] | None = None
 
     async def wait_preempted(self) -> Preempting:
         """Waits for the preemption notice (SPEC Q2): checkpoint, then release within its `grace_ms`."""
@@ -48,7 +48,7 @@ class AsyncClaimLease(GrantFields):
         assert self.preempted is not None
         return self.preempted
 
-    async def _watch(self) -> object:
+    async def _watch_lease(self) -> object:
         """Reads the held lease's stream: keeps a Preempting notice; returns _RELEASED at Released, None at an OK
         end, or the grpc.RpcError it ended with."""
         assert self._reader is not None
@@ -82,8 +82,12 @@ class AsyncClaimLease(GrantFields):
         finally:
             if self.grant is None:
                 self._abandon()
-        self._watcher = asyncio.ensure_future(self._watch())
+        self._after_grant()
         return grant
+
+    def _after_grant(self) -> None:
+        """Starts reading the held lease's stream (a subclass with its own reader overrides this)."""
+        self._lease_watch = asyncio.ensure_future(self._watch_lease())
 
     async def _open_until_reached(self) -> Grant:
         """Opens the Claim stream and waits for the grant; a stream that never reached a leader (a standby's
@@ -138,16 +142,16 @@ class AsyncClaimLease(GrantFields):
         """Sends Release and waits for Released; idempotent. Raises the mapped BerthError (e.g. WorkerGone, or
         Preempted when berth released it at the end of a preemption's grace) when the lease was already lost; the
         server has given it back either way."""
-        if self._done or self._reader is None or self._watcher is None:
+        if self._done or self._reader is None or self._lease_watch is None:
             return
         self._done = True
         try:
-            if not self._watcher.done():
+            if not self._lease_watch.done():
                 try:
                     await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release()))
                 except (grpc.RpcError, asyncio.InvalidStateError):
                     pass  # the server ended the stream first: the watcher hears how
-            outcome = await self._watcher
+            outcome = await self._lease_watch
             if outcome is _RELEASED:
                 await self._finish_quietly()
                 return

@@ -42,6 +42,9 @@ class AsyncResumableClaimLease(AsyncClaimLease):
         self._watcher = asyncio.create_task(self._watch())
         return grant
 
+    def _after_grant(self) -> None:
+        """This lease reads its stream with its own watcher (which also resumes it), not the plain lease's."""
+
     async def _watch(self) -> BerthError | None:
         """Reads the stream to its end, resuming it when it breaks: None once Released, else the error."""
         while True:
