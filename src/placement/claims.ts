@@ -86,7 +86,7 @@ export class ClaimBook {
       }
       s.pools.take(c.claimId, c.ask.pools);
     }
-    s.held.set(c.claimId, { grant: lease, entry, since: c.at ?? Date.now() });
+    s.held.set(c.claimId, { grant: lease, entry, since: c.at ?? Date.now(), prio: c.ask.priority ?? 0 });
     s.changed.add(entry);
     const a = lease.allocation;
     const amount = { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb };

@@ -45,7 +45,7 @@ export function grant(
   if (holding.res || ask.pools) allocation.resources = { ...holding.res, ...ask.pools };
   if (holding.share) allocation.gpuShare = holding.share;
   const lease = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
-  s.held.set(claimId, { grant: lease, entry, since: Date.now() });
+  s.held.set(claimId, { grant: lease, entry, since: Date.now(), prio: ask.priority ?? 0 });
   s.events.emit({
     kind: 'node_placed',
     claimId,

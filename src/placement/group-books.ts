@@ -162,7 +162,7 @@ export function commitGroup(
       };
       if (h.res) allocation.resources = { ...h.res };
       const lease = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, false, false, asks[i]);
-      held.push({ grant: lease, entry, since, group: groupId });
+      held.push({ grant: lease, entry, since, group: groupId, prio: asks[i].priority ?? 0 });
     }
   } catch (err) {
     for (const h of held) s.machines.give(h.entry, h.grant.claimId);

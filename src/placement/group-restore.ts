@@ -29,7 +29,7 @@ export function restoreGroupBooks(s: PlacerState, r: RestoredGroup): HeldGroup {
       if (s.held.has(m.claimId)) throw new Error(`member ${m.claimId} is held already`);
       if (m.ask.pools) throw new Error(`member ${m.claimId} asks a cluster-wide pool`);
       const { lease, entry } = restoreLease(s.machines, m);
-      held.push({ grant: lease, entry, since: r.at, group: r.groupId });
+      held.push({ grant: lease, entry, since: r.at, group: r.groupId, prio: m.ask.priority ?? 0 });
     }
   } catch (err) {
     for (const h of held) s.machines.give(h.entry, h.grant.claimId);

@@ -26,12 +26,8 @@ export interface PreemptionNotice {
   detail: string;
 }
 
-/** A held claim that may be given up. */
-interface Candidate {
-  id: string;
-  h: Held;
-  prio: number;
-}
+/** A held claim that may be given up (the Held itself: no object per candidate). */
+type Candidate = Held;
 
 /** Victims on one machine. */
 interface Choice {
@@ -39,9 +35,10 @@ interface Choice {
   victims: Candidate[];
 }
 
-const prioOf = (h: Held) => h.grant.ask.priority ?? 0;
-const highest = (c: Choice) => c.victims.reduce((p, v) => Math.max(p, v.prio), Number.NEGATIVE_INFINITY);
-const oldest = (c: Choice) => c.victims.reduce((t, v) => Math.min(t, v.h.since), Number.POSITIVE_INFINITY);
+const prioOf = (h: Held) => h.prio;
+const idOf = (h: Held) => h.grant.claimId;
+const highest = (c: Choice) => c.victims.reduce((p, v) => Math.max(p, prioOf(v)), Number.NEGATIVE_INFINITY);
+const oldest = (c: Choice) => c.victims.reduce((t, v) => Math.min(t, v.since), Number.POSITIVE_INFINITY);
 
 /** True when `a` is the better choice (fewest victims, then the lowest priority among them, then the youngest). */
 function better(a: Choice, b: Choice | undefined): boolean {
@@ -81,18 +78,35 @@ export class Preemptions {
     const amount = w.cls.amount;
     if (amount.share || w.ask.pools) return 'no preemption for a GPU share or a pool';
     const byMachine = new Map<MachineEntry, Candidate[]>();
-    for (const [id, h] of this.s.held) {
-      const prio = prioOf(h);
-      if (prio >= w.prio || h.group || h.releasing || h.grant.allocation.gpuShare || this.#told.has(id)) continue;
+    for (const h of this.s.held.values()) {
+      if (h.prio >= w.prio || h.group || h.releasing) continue;
+      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
       let list = byMachine.get(h.entry);
       if (!list) byMachine.set(h.entry, (list = []));
-      list.push({ id, h, prio });
+      list.push(h);
     }
-    let best: Choice | undefined;
+    // machines where giving back every candidate would make room (else none there helps: kueue#5243); one victim
+    // anywhere beats two anywhere, so singles are chosen across every machine first, without allocating
+    const options: Option[] = [];
+    let single: { o: Option; v: Candidate } | undefined;
     for (const [m, list] of byMachine) {
       if (!placeable(m) || !eligible(m, w.ask)) continue;
-      const victims = fewest(m, list, w, this.s.queue.reserved.aheadOf(m, w));
-      if (victims && better({ m, victims }, best)) best = { m, victims };
+      const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount };
+      if (!fitsWithout(o, list)) continue;
+      options.push(o);
+      for (const v of list) {
+        const p = prioOf(v);
+        const q = single ? prioOf(single.v) : 0;
+        const beats = !single || p < q || (p === q && v.since > single.v.since);
+        if (beats && fitsWithoutOne(o, v)) single = { o, v };
+      }
+    }
+    let best: Choice | undefined = single && { m: single.o.m, victims: [single.v] };
+    if (!best) {
+      for (const o of options) {
+        const victims = fewest(o);
+        if (victims && better({ m: o.m, victims }, best)) best = { m: o.m, victims };
+      }
     }
     if (!best) return 'preempting nothing: on no machine would giving back lower-priority claims make room';
     this.s.queue.isolate(w, best.m);
@@ -110,52 +124,74 @@ export class Preemptions {
 
   #tell(v: Candidate, w: Waiter, machine: string): void {
     const why = `preempted by claim ${w.claimId} of priority ${w.prio}`;
-    const detail = `claim ${v.id} (priority ${v.prio}) on ${machine} ${why}; grace ${seconds(this.graceMs)}`;
+    const id = idOf(v);
+    const detail = `claim ${id} (priority ${prioOf(v)}) on ${machine} ${why}; grace ${seconds(this.graceMs)}`;
     const timer = setTimeout(() => {
-      this.#told.delete(v.id);
-      this.release(v.id, why);
+      this.#told.delete(id);
+      this.release(id, why);
     }, this.graceMs);
     timer.unref();
-    this.#told.set(v.id, timer);
-    const a = v.h.grant.allocation;
+    this.#told.set(id, timer);
+    const a = v.grant.allocation;
     this.s.events.emit({
       kind: 'claim_preempted',
-      claimId: v.id,
+      claimId: id,
       machine,
-      node: v.h.grant.ask.node,
-      runId: v.h.grant.ask.runId,
+      node: v.grant.ask.node,
+      runId: v.grant.ask.runId,
       detail,
       granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
       preemptor: w.claimId,
     });
-    this.notify?.({ victim: v.id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail });
+    this.notify?.({ victim: id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail });
   }
 }
 
 /** `ms` for people: `30 s`, `500 ms`. */
 const seconds = (ms: number) => (ms >= 1000 ? `${Math.ceil(ms / 1000)} s` : `${ms} ms`);
 
+/** A machine where preemption may help: its candidates, what waiters ahead hold back there, the amount asked. */
+interface Option {
+  m: MachineEntry;
+  list: Candidate[];
+  held: Amount | undefined;
+  amount: Amount;
+}
+
+/** Reused by `fitsWithoutOne`: the reservation less one victim's holding. */
+const scratch: Amount & { ramMb: number } = { cpus: 0, gpus: 0, ramMb: 0 };
+
+/** As `fitsWithout(o, [v])`, allocating nothing unless the ask has named resources. */
+function fitsWithoutOne(o: Option, v: Candidate): boolean {
+  if (o.amount.res) return fitsWithout(o, [v]);
+  const a = v.grant.allocation;
+  scratch.cpus = (o.held?.cpus ?? 0) - a.cpus;
+  scratch.gpus = (o.held?.gpus ?? 0) - a.gpuIds.length;
+  scratch.ramMb = (o.held?.ramMb ?? 0) - (a.ramMb ?? 0);
+  return o.m.books.fitsNow(o.amount, scratch);
+}
+
+/** True when `o`'s amount fits its machine once `victims` went, behind what waiters ahead hold back. */
+const fitsWithout = (o: Option, victims: Candidate[]) => o.m.books.fitsNow(o.amount, minus(o.held, victims));
+
 /**
- * The fewest of `list` (claims on `m`) whose going makes `w` fit on `m` behind `held` (what waiters ahead of it hold
- * back there); undefined when even all of them would not. Exact for one or two victims; beyond that a set from which
- * none can be spared.
+ * The fewest of `o.list` (two or more: singles were tried first) whose going makes room; undefined when none do.
+ * Exact for two; beyond that a set from which none can be spared, taking the lowest priority, then youngest, first.
  */
-function fewest(m: MachineEntry, list: Candidate[], w: Waiter, held: Amount | undefined): Candidate[] | undefined {
-  const fitsWithout = (vs: Candidate[]) => m.books.fitsNow(w.cls.amount, minus(held, vs));
-  if (!fitsWithout(list)) return undefined; // even all of them would not make room (kueue#5243)
-  list.sort((x, y) => x.prio - y.prio || y.h.since - x.h.since); // lowest priority, then youngest, first
-  for (const v of list) if (fitsWithout([v])) return [v];
+function fewest(o: Option): Candidate[] | undefined {
+  const list = [...o.list].sort((x, y) => prioOf(x) - prioOf(y) || y.since - x.since);
   for (let i = 0; i < list.length; i++)
-    for (let j = i + 1; j < list.length; j++) if (fitsWithout([list[i], list[j]])) return [list[i], list[j]];
+    for (let j = i + 1; j < list.length; j++) if (fitsWithout(o, [list[i], list[j]])) return [list[i], list[j]];
   const taken: Candidate[] = [];
   for (const v of list) {
     taken.push(v);
-    if (fitsWithout(taken)) break;
+    if (fitsWithout(o, taken)) break;
   }
+  if (!fitsWithout(o, taken)) return undefined;
   // spare any victim the others make room without, the highest priority first
   for (let i = taken.length - 1; i >= 0; i--) {
     const rest = taken.filter((_, k) => k !== i);
-    if (fitsWithout(rest)) taken.splice(i, 1);
+    if (fitsWithout(o, rest)) taken.splice(i, 1);
   }
   return taken;
 }
@@ -164,7 +200,7 @@ function fewest(m: MachineEntry, list: Candidate[], w: Waiter, held: Amount | un
 function minus(held: Amount | undefined, victims: Candidate[]): Amount {
   const r = { cpus: held?.cpus ?? 0, gpus: held?.gpus ?? 0, ramMb: held?.ramMb ?? 0, res: { ...held?.res } };
   for (const v of victims) {
-    const a = v.h.grant.allocation;
+    const a = v.grant.allocation;
     r.cpus -= a.cpus;
     r.gpus -= a.gpuIds.length;
     r.ramMb -= a.ramMb ?? 0;

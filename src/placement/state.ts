@@ -19,6 +19,8 @@ export interface Held {
   grant: Lease;
   entry: MachineEntry;
   since: number;
+  /** Its priority (SPEC Q1), kept here so preemption's scan of the held claims reads no further (preempt.ts). */
+  prio: number;
   /** Set for a member of a group (groups.ts): released and lost only with its whole group (rule G1). */
   group?: string;
   /** Released, its books kept until the runs inside it are gone (SPEC R5). */
