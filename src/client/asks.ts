@@ -33,6 +33,10 @@ export interface AskInput {
    * resume it (SPEC S3); 0 or absent = given back at once (SPEC P8). The server bounds it (at most 1 h).
    */
   holdMs?: number;
+  /** Queue order (SPEC Q1): an integer in ±1,000,000,000, higher first; absent = the class's or 0. */
+  priority?: number;
+  /** A priority class of the server's config (docs/priorities.md); a class with `preemption: lower` may preempt. */
+  priorityClass?: string;
 }
 
 const POLICIES = { prefer: Policy.POLICY_PREFER, require: Policy.POLICY_REQUIRE } as const;
@@ -44,6 +48,18 @@ export function count(name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
     throw new InvalidAsk(`${field}: must be a whole number >= 0 (got ${JSON.stringify(value)})`, field);
   if (value > UINT32_MAX) throw new InvalidAsk(`${field}: at most ${UINT32_MAX} (got ${value})`, field);
+  return value;
+}
+
+const MAX_PRIORITY = 1_000_000_000;
+
+/** `value` as `ask.priority`; InvalidAsk naming it unless a whole number in ±1,000,000,000. */
+function priority(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > MAX_PRIORITY)
+    throw new InvalidAsk(
+      `ask.priority: a whole number in ±${MAX_PRIORITY} (got ${JSON.stringify(value)})`,
+      'ask.priority',
+    );
   return value;
 }
 
@@ -89,6 +105,8 @@ export function toAsk(a: AskInput = {}): Ask {
     env: env(a.env),
     onOversize: oversize === 'fail' ? OnOversize.ON_OVERSIZE_FAIL : undefined,
     holdMs: count('hold_ms', a.holdMs ?? 0),
+    priority: a.priority === undefined ? undefined : priority(a.priority),
+    priorityClass: a.priorityClass === undefined ? undefined : text('priority_class', a.priorityClass),
   });
 }
 

@@ -124,6 +124,16 @@ export class Cancelled extends BerthError {
   }
 }
 
+/**
+ * ABORTED: a higher-priority claim preempted this claim and its grace ran out before it was released; berth released
+ * it and stopped its runs (SPEC Q2, docs/priorities.md).
+ */
+export class Preempted extends BerthError {
+  constructor(message: string) {
+    super(message, status.ABORTED);
+  }
+}
+
 /** UNAUTHENTICATED: missing or wrong token (option `token`, or BERTH_TOKEN). */
 export class Unauthenticated extends BerthError {
   constructor(message: string) {
@@ -158,6 +168,7 @@ for (const cls of [
   WorkerGone,
   NodeTimeout,
   Cancelled,
+  Preempted,
   Unauthenticated,
   Unimplemented,
   ResourceExhausted,
@@ -169,6 +180,7 @@ const BY_CODE: Partial<Record<status, new (message: string) => BerthError>> = {
   [status.UNAVAILABLE]: Unavailable,
   [status.DEADLINE_EXCEEDED]: NodeTimeout,
   [status.CANCELLED]: Cancelled,
+  [status.ABORTED]: Preempted,
   [status.UNAUTHENTICATED]: Unauthenticated,
   [status.UNIMPLEMENTED]: Unimplemented,
   [status.RESOURCE_EXHAUSTED]: ResourceExhausted,

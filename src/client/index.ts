@@ -9,6 +9,7 @@ export type { ConnectionOptions } from './connection.js';
 export {
   BerthError,
   Cancelled,
+  Preempted,
   ClaimLost,
   InvalidAsk,
   NodeExited,
@@ -30,6 +31,7 @@ export type {
   CallStarted,
   GetSnapshotResponse,
   Granted,
+  Preempting,
   Queued,
   SatisfiableResponse,
   WatchEventsResponse,

@@ -9,7 +9,13 @@
  * Lease, claim id and allocation, told through `onResuming` / `onResumed`. When it cannot, `signal`
  * aborts with ClaimLost and `release()` throws it.
  */
-import type { ClaimRequest, ClaimResponse, Granted, Queued } from '../../generated/ts/berth/v1/placement.js';
+import type {
+  ClaimRequest,
+  ClaimResponse,
+  Granted,
+  Preempting,
+  Queued,
+} from '../../generated/ts/berth/v1/placement.js';
 import type { Allocation } from '../../generated/ts/berth/v1/resources.js';
 import { type ClaimCall, type OpenClaim, openClaim } from './claim-open.js';
 import { takeBack } from './claim-resume.js';
@@ -29,6 +35,11 @@ export interface ClaimOptions {
   onResuming?: (error: unknown) => void;
   /** With `ask.holdMs`: called once the claim was taken back on a new stream (its Granted, `resumed` true). */
   onResumed?: (grant: Granted) => void;
+  /**
+   * Called once if a higher-priority claim preempts this one (SPEC Q2): checkpoint, then `release()` within
+   * `notice.graceMs`, after which berth releases it (`signal` aborts with Preempted). Also kept as `lease.preempted`.
+   */
+  onPreempting?: (notice: Preempting) => void;
 }
 
 /** What a lease needs to take its claim back: where, for how long (ms, 0 = never), the error context, the hooks. */
@@ -46,7 +57,9 @@ function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
   try {
     hook?.(x);
   } catch (e) {
-    process.emitWarning(`a lease's onResuming/onResumed hook threw: ${e instanceof Error ? e.message : String(e)}`);
+    process.emitWarning(
+      `a lease's onResuming/onResumed/onPreempting hook threw: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
@@ -97,6 +110,9 @@ export class Lease implements AsyncDisposable {
   get clamped(): boolean {
     return this.grant.clamped;
   }
+  /** The preemption notice (SPEC Q2), once a higher-priority claim needs this claim's room; undefined until then. */
+  preempted?: Preempting;
+
   /** How many times the claim was taken back after its stream broke (SPEC S3). */
   get resumes(): number {
     return this.#resumes;
@@ -109,6 +125,10 @@ export class Lease implements AsyncDisposable {
         const r = await this.#messages.next();
         if (r.done) return this.#lost(new BerthError(`claim ${this.claimId}: the server ended its stream`));
         if (r.value.kind?.$case === 'released') return;
+        if (r.value.kind?.$case === 'preempting') {
+          this.preempted = r.value.kind.value;
+          tell(this.#resume.o.onPreempting, this.preempted);
+        }
       } catch (e) {
         const mapped = fromServiceError(e, this.#resume.ctx);
         if (!(this.#resume.holdMs > 0 && claimWorthResuming(mapped))) return this.#lost(mapped);
