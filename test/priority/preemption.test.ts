@@ -13,7 +13,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, fakeWorker, watch, type ClaimHandle, type FakeWorker } from '../support/claims.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { run, runRequest } from '../support/run-client.js';
 import { snapshot } from '../support/snapshot.js';
+import { until } from '../support/until.js';
 
 let t: TestServer | undefined;
 let dir: string | undefined;
@@ -167,5 +169,17 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(gotNotice(low)).toBe(false);
     await low.release();
     expect((await bare.granted).machine).toBe('engine'); // priority 1000 goes first, once room is given back
+  });
+
+  it("a Run's own claim is a victim too: at the grace's end its process is stopped and the Run ends ABORTED", async () => {
+    t = await serve({ cpus: 1 }, 0.2);
+    const r = run(t.placement, runRequest({ cpus: 1, argv: ['sleep', '30'], node: 'sweep' }));
+    await until(() => r.responses.some((x) => x.kind?.$case === 'started'));
+    const urgent = held({ cpus: 1, node: 'u', priorityClass: 'urgent' });
+    const gu = await urgent.granted;
+    const out = await r.done;
+    expect(out.error?.code).toBe(status.ABORTED);
+    expect(out.error?.details).toMatch(new RegExp(`preempted by claim ${gu.claimId} of priority 100`));
+    expect((await snapshot(t.placement)).held.map((h) => h.node)).toEqual(['u']);
   });
 });
