@@ -115,6 +115,8 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     // Claims whose holder's stream broke (SPEC S3) add a HOLDER column: how long each still awaits its holder.
     const awaiting = s.held.some((h) => h.awaitingHolder);
     const heldPrio = s.held.some((h) => h.priority);
+    // Claims being preempted (SPEC Q2) add a PREEMPTED column: by which claim, and the grace left.
+    const preempted = s.held.some((h) => h.preemptedBy);
     out.push(
       headed(
         [
@@ -126,6 +128,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
           'GPU IDS',
           'HELD',
           ...(awaiting ? ['HOLDER'] : []),
+          ...(preempted ? ['PREEMPTED'] : []),
         ],
         s.held.map((h) => [
           h.claimId,
@@ -136,6 +139,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
           formatRange(h.allocation?.gpuIds ?? []) || '-',
           secs(h.heldMs),
           ...(awaiting ? [h.awaitingHolder ? `awaiting, ${secs(h.holdLeftMs)} left` : 'connected'] : []),
+          ...(preempted ? [h.preemptedBy ? `by ${h.preemptedBy}, ${secs(h.preemptLeftMs)} left` : '-'] : []),
         ]),
       ),
     );

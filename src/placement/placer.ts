@@ -463,6 +463,7 @@ export class Placer {
       s.prov?.statuses() ?? [],
       s.pools.views(),
       (w) => lackingDetail(s, w.ask, w.cls.amount, w),
+      (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);
     return snap;

@@ -50,8 +50,8 @@ function better(a: Choice, b: Choice | undefined): boolean {
 
 /** Finds and starts preemptions; the placer calls `consider` for a preempting ask that had to wait. */
 export class Preemptions {
-  /** Victims told, whose grace runs. */
-  readonly #told = new Map<string, NodeJS.Timeout>();
+  /** Victims told, whose grace runs: the timer, the preemptor, and when the grace ends (ms since the epoch). */
+  readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number }>();
   /** Set by the server: tells a victim's holder on its Claim stream. */
   notify?: (n: PreemptionNotice) => void;
 
@@ -68,6 +68,12 @@ export class Preemptions {
   /** Number of victims whose grace runs. */
   get pending(): number {
     return this.#told.size;
+  }
+
+  /** For a victim whose grace runs: its preemptor and the ms left (GetSnapshot, `berth status`); else undefined. */
+  notice(claimId: string): { by: string; leftMs: number } | undefined {
+    const t = this.#told.get(claimId);
+    return t && { by: t.by, leftMs: Math.max(0, t.untilMs - Date.now()) };
   }
 
   /**
@@ -118,7 +124,7 @@ export class Preemptions {
 
   /** Ends the grace timers (the server stops); victims told keep their claims. */
   close(): void {
-    for (const t of this.#told.values()) clearTimeout(t);
+    for (const t of this.#told.values()) clearTimeout(t.timer);
     this.#told.clear();
   }
 
@@ -131,7 +137,7 @@ export class Preemptions {
       this.release(id, why);
     }, this.graceMs);
     timer.unref();
-    this.#told.set(id, timer);
+    this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs });
     const a = v.grant.allocation;
     this.s.events.emit({
       kind: 'claim_preempted',

@@ -61,6 +61,9 @@ export interface PlacerSnapshot {
     priority: number;
     /** While it awaits its holder after its stream broke (SPEC S3): ms left of its hold (set by the server). */
     holdLeftMs?: number;
+    /** While it is being preempted (SPEC Q2): the preemptor's claim id and the ms left of the grace. */
+    preemptedBy?: string;
+    preemptLeftMs?: number;
   }[];
   provisioners: ProvisionerView[];
   /** Cluster-wide pools (issue 23 item 1): name, total and free in units of 1e-4. */
@@ -81,6 +84,7 @@ export function placerSnapshot(
   provisioners: ProvisionerView[],
   pools: PlacerSnapshot['pools'] = [],
   lacking: (w: Waiter) => string = () => '',
+  preempting: (claimId: string) => { by: string; leftMs: number } | undefined = () => undefined,
 ): PlacerSnapshot {
   const now = Date.now();
   // Waiters of one class wait for the same thing: work out why once per class.
@@ -122,16 +126,20 @@ export function placerSnapshot(
       priority: w.prio,
       priorityClass: w.ask.priorityClass,
     })),
-    held: held.map((h) => ({
-      claimId: h.grant.claimId,
-      node: h.grant.ask.node,
-      runId: h.grant.ask.runId,
-      machine: h.grant.machine,
-      allocation: h.grant.allocation,
-      heldMs: now - h.since,
-      owner: h.grant.ask.owner,
-      priority: h.grant.ask.priority ?? 0,
-    })),
+    held: held.map((h) => {
+      const p = preempting(h.grant.claimId);
+      return {
+        claimId: h.grant.claimId,
+        node: h.grant.ask.node,
+        runId: h.grant.ask.runId,
+        machine: h.grant.machine,
+        allocation: h.grant.allocation,
+        heldMs: now - h.since,
+        owner: h.grant.ask.owner,
+        priority: h.grant.ask.priority ?? 0,
+        ...(p ? { preemptedBy: p.by, preemptLeftMs: p.leftMs } : {}),
+      };
+    }),
     provisioners,
     pools,
   };

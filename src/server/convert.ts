@@ -158,6 +158,8 @@ export function toSnapshot(
       },
       awaitingHolder: h.holdLeftMs !== undefined,
       holdLeftMs: clampU32(h.holdLeftMs ?? 0),
+      preemptedBy: h.preemptedBy ?? '',
+      preemptLeftMs: clampU32(h.preemptLeftMs ?? 0),
     })),
     pools: s.pools.map((p) => ({ name: p.name, total: fromUnits(p.total), free: fromUnits(p.free) })),
     groups: (s.groups ?? []).map(toGroupView),

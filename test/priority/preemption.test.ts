@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { renderStatus } from '../../src/cli/render-status.js';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, fakeWorker, watch, type ClaimHandle, type FakeWorker } from '../support/claims.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -70,6 +71,12 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(notice).toMatchObject({ byPriority: 100, graceMs: 60_000, machine: 'engine' });
     expect(notice.detail).toContain(`claim ${gc.claimId} (priority 0) on engine preempted by claim`);
     expect(gotNotice(a) || gotNotice(b)).toBe(false);
+    const during = await snapshot(t.placement); // GetSnapshot and `berth status` show who is being preempted
+    const victim = during.held.find((h) => h.claimId === gc.claimId)!;
+    expect(victim.preemptedBy).toBe(notice.byClaimId);
+    expect(victim.preemptLeftMs).toBeGreaterThan(50_000);
+    expect(during.held.filter((h) => h.preemptedBy)).toHaveLength(1);
+    expect(renderStatus(during)).toMatch(new RegExp(`PREEMPTED[\\s\\S]*by ${notice.byClaimId}, \\d+(\\.\\d)?s left`));
 
     await c.release(); // the holder gives it back within the grace: the stream ends OK with Released
     const gu = await urgent.granted;

@@ -703,6 +703,10 @@ export interface HeldClaim {
   holdLeftMs: number;
   /** Priority of its ask (SPEC Q1). */
   priority: number;
+  /** While it is being preempted (SPEC Q2): the preempting claim's id; empty otherwise. */
+  preemptedBy: string;
+  /** While it is being preempted: ms left of the grace before berth releases it. */
+  preemptLeftMs: number;
 }
 
 /** CallInFlight is a call running on a machine. */
@@ -4479,6 +4483,8 @@ function createBaseHeldClaim(): HeldClaim {
     awaitingHolder: false,
     holdLeftMs: 0,
     priority: 0,
+    preemptedBy: "",
+    preemptLeftMs: 0,
   };
 }
 
@@ -4510,6 +4516,12 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     }
     if (message.priority !== 0) {
       writer.uint32(72).int32(message.priority);
+    }
+    if (message.preemptedBy !== "") {
+      writer.uint32(82).string(message.preemptedBy);
+    }
+    if (message.preemptLeftMs !== 0) {
+      writer.uint32(88).uint32(message.preemptLeftMs);
     }
     return writer;
   },
@@ -4599,6 +4611,22 @@ export const HeldClaim: MessageFns<HeldClaim> = {
             message.priority = reader.int32();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.preemptedBy = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.preemptLeftMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4642,6 +4670,16 @@ export const HeldClaim: MessageFns<HeldClaim> = {
         ? globalThis.Number(object.hold_left_ms)
         : 0,
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      preemptedBy: isSet(object.preemptedBy)
+        ? globalThis.String(object.preemptedBy)
+        : isSet(object.preempted_by)
+        ? globalThis.String(object.preempted_by)
+        : "",
+      preemptLeftMs: isSet(object.preemptLeftMs)
+        ? globalThis.Number(object.preemptLeftMs)
+        : isSet(object.preempt_left_ms)
+        ? globalThis.Number(object.preempt_left_ms)
+        : 0,
     };
   },
 
@@ -4674,6 +4712,12 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     if (message.priority !== 0) {
       obj.priority = Math.round(message.priority);
     }
+    if (message.preemptedBy !== "") {
+      obj.preemptedBy = message.preemptedBy;
+    }
+    if (message.preemptLeftMs !== 0) {
+      obj.preemptLeftMs = Math.round(message.preemptLeftMs);
+    }
     return obj;
   },
 
@@ -4693,6 +4737,8 @@ export const HeldClaim: MessageFns<HeldClaim> = {
     message.awaitingHolder = object.awaitingHolder ?? false;
     message.holdLeftMs = object.holdLeftMs ?? 0;
     message.priority = object.priority ?? 0;
+    message.preemptedBy = object.preemptedBy ?? "";
+    message.preemptLeftMs = object.preemptLeftMs ?? 0;
     return message;
   },
 };

@@ -388,7 +388,7 @@ class WaitingClaim(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., reason: _Optional[_Union[Queued, _Mapping]] = ..., waited_ms: _Optional[int] = ..., label: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ...) -> None: ...
 
 class HeldClaim(_message.Message):
-    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms", "awaiting_holder", "hold_left_ms", "priority")
+    __slots__ = ("claim_id", "node", "run_id", "machine", "allocation", "held_ms", "awaiting_holder", "hold_left_ms", "priority", "preempted_by", "preempt_left_ms")
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -398,6 +398,8 @@ class HeldClaim(_message.Message):
     AWAITING_HOLDER_FIELD_NUMBER: _ClassVar[int]
     HOLD_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     claim_id: str
     node: str
     run_id: str
@@ -407,7 +409,9 @@ class HeldClaim(_message.Message):
     awaiting_holder: bool
     hold_left_ms: int
     priority: int
-    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ..., awaiting_holder: _Optional[bool] = ..., hold_left_ms: _Optional[int] = ..., priority: _Optional[int] = ...) -> None: ...
+    preempted_by: str
+    preempt_left_ms: int
+    def __init__(self, claim_id: _Optional[str] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., held_ms: _Optional[int] = ..., awaiting_holder: _Optional[bool] = ..., hold_left_ms: _Optional[int] = ..., priority: _Optional[int] = ..., preempted_by: _Optional[str] = ..., preempt_left_ms: _Optional[int] = ...) -> None: ...
 
 class CallInFlight(_message.Message):
     __slots__ = ("call_id", "run_id", "machine", "elapsed_ms")
