@@ -31,6 +31,14 @@ export function machineLost(err: unknown): err is BerthError {
 }
 
 /**
+ * True when `err` ended an attempt because a higher-priority claim preempted its claim (SPEC Q2): ABORTED "claim …
+ * released (preempted by …)". A Run with retries left is placed again: it waits in the queue like a new claim.
+ */
+export function preempted(err: unknown): err is BerthError {
+  return err instanceof BerthError && err.kind === 'aborted' && / \(preempted by /.test(err.message);
+}
+
+/**
  * Checks the retry fields of `req`.
  * @throws BerthError invalid_argument naming max_retries when above MAX_RETRIES, or when given with a claim_id
  *   (a Run inside a claim is not retried: the claim's machine is gone with its call).

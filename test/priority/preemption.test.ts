@@ -189,4 +189,20 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(out.error?.details).toMatch(new RegExp(`preempted by claim ${gu.claimId} of priority 100`));
     expect((await snapshot(t.placement)).held.map((h) => h.node)).toEqual(['u']);
   });
+
+  it('a Run with max_retries is placed again when preempted: Retrying names the preemption, attempt 2 runs after', async () => {
+    t = await serve({ cpus: 1 }, 0.2);
+    const r = run(t.placement, runRequest({ cpus: 1, argv: ['sleep', '30'], node: 'sweep', maxRetries: 1 }));
+    await until(() => r.responses.some((x) => x.kind?.$case === 'started'));
+    const urgent = held({ cpus: 1, node: 'u', priorityClass: 'urgent' });
+    const gu = await urgent.granted;
+    await until(() => r.responses.some((x) => x.kind?.$case === 'retrying'));
+    const retrying = r.responses.find((x) => x.kind?.$case === 'retrying')!.kind;
+    expect(retrying?.$case === 'retrying' && retrying.value.reason).toMatch(`preempted by claim ${gu.claimId}`);
+    expect((await snapshot(t.placement)).waiting.map((w) => w.node)).toEqual(['flow.sweep']); // waits its turn
+    await urgent.release();
+    await until(() => r.responses.filter((x) => x.kind?.$case === 'started').length === 2);
+    r.cancel();
+    expect((await r.done).error?.code).toBe(status.CANCELLED);
+  });
 });

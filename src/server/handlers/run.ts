@@ -26,7 +26,7 @@ import type { CallRecord, Terminal } from '../../workers/call-record.js';
 import { callerHold, follow, grantOf } from '../call-follow.js';
 import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
 import type { Once } from '../../workers/call-ids.js';
-import { attemptCallId, checkRetries, machineLost } from '../retries.js';
+import { attemptCallId, checkRetries, machineLost, preempted } from '../retries.js';
 import { toTask } from '../../workers/task.js';
 import { unjournaled, type Journal } from '../../journal/journal.js';
 import type { ServerContext } from '../context.js';
@@ -137,7 +137,7 @@ export function runCall(ctx: ServerContext): RunCall {
           if (end?.$case !== 'failure' || !retry || !req.retryOnFailure) return;
           reason = `${end.value.type}: ${end.value.message}`;
         } catch (err) {
-          if (!retry || signal.aborted || !machineLost(err)) throw err;
+          if (!retry || signal.aborted || !(machineLost(err) || preempted(err))) throw err;
           reason = err.message;
         }
         const next = attemptCallId(callId, n + 1);
