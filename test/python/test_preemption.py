@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from berth_client import BerthError, Client, Preempted, Preempting
+from berth_client import BerthError, Client, InvalidAsk, Preempted, Preempting
 from conftest import Connect
 from processes import start_server
 
@@ -79,3 +79,28 @@ def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
         urgent = got["urgent"]
         assert urgent.claim_id == notice.by_claim_id  # type: ignore[attr-defined]
         urgent.release()  # type: ignore[attr-defined]
+
+
+def test_a_run_of_a_preempting_class_takes_the_core_a_lease_gives_back(patient_server: str, connect: Connect) -> None:
+    with connect(patient_server) as c:
+        low = c.acquire(cpus=1)
+        got: dict[str, object] = {}
+        runner = threading.Thread(
+            target=lambda: got.update(value=c.run(command=["true"], cpus=1, priority_class="urgent", timeout=30))
+        )
+        runner.start()
+        notice = low.wait_preempted(timeout=10)
+        assert notice is not None and notice.by_priority == 100
+        low.release()
+        runner.join(timeout=30)
+        assert got["value"] == {"exit_code": 0}
+
+
+def test_priority_with_a_claim_is_refused_naming_it(patient_server: str, connect: Connect) -> None:
+    with connect(patient_server) as c:
+        lease = c.acquire(cpus=1)
+        try:
+            with pytest.raises(InvalidAsk, match="do not also pass priority_class"):
+                c.run(command=["true"], claim=lease, priority_class="urgent")
+        finally:
+            lease.release()

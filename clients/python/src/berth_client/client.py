@@ -241,6 +241,8 @@ class Client:
         disconnect_grace: float | None = None,
         max_retries: int = 0,
         retry_on_failure: bool = False,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> Any:
         """Runs one call on a worker and returns the node's value (JSON-like).
 
@@ -257,7 +259,9 @@ class Client:
         `max_retries` (0 to 10): how many times the call is placed again when its machine is lost (its worker went
         away, its link's hold ran out; SPEC S8), as Ray's max_retries; `on_event` gets a Retrying saying why, then the
         new attempt's Started. Not with `claim` (InvalidAsk). `retry_on_failure`: also retry the node's own failure
-        (an exception, a non-zero exit); without it a node's failure is raised at once.
+        (an exception, a non-zero exit); without it a node's failure is raised at once. `priority` / `priority_class`
+        order the call's ask in the queue as for claim() (SPEC Q1; a class that may preempt does, SPEC Q2; a call whose
+        claim is preempted is retried when `max_retries` is left). Not with `claim` (InvalidAsk).
 
         Raises the node's own exception (builtin class kept, else a RemoteError subclass named after
         its type, `remote_traceback` attached; `sys.exit` as NodeExited); NodeTimeout; WorkerGone;
@@ -285,6 +289,8 @@ class Client:
             disconnect_grace=disconnect_grace,
             max_retries=max_retries,
             retry_on_failure=retry_on_failure,
+            priority=priority,
+            priority_class=priority_class,
         )
         return execute(self._stub, spec, self._metadata)
 
@@ -309,6 +315,8 @@ class Client:
         disconnect_grace: float | None = None,
         max_retries: int = 0,
         retry_on_failure: bool = False,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> RunStream:
         """Like `run()`, as an iterator: Started, Metric and LogLine events in order, then one Result
         (`.value`); the node's exception is raised by the iteration. `close()` cancels the call."""
@@ -333,6 +341,8 @@ class Client:
             disconnect_grace=disconnect_grace,
             max_retries=max_retries,
             retry_on_failure=retry_on_failure,
+            priority=priority,
+            priority_class=priority_class,
         )
         return RunStream(self._stub, spec, self._metadata)
 

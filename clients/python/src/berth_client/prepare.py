@@ -122,6 +122,8 @@ def run_spec(
     disconnect_grace: float | None = None,
     max_retries: int = 0,
     retry_on_failure: bool = False,
+    priority: int | None = None,
+    priority_class: str | None = None,
 ) -> RunSpec:
     """The RunSpec for `run()` / `stream_run()` arguments (see Client.run); `run_id` None → "py-" and
     12 hex digits."""
@@ -149,7 +151,14 @@ def run_spec(
     whole = placement_pb2.RunWholeRequest()
     req = whole.run  # the RunRequest is built inside the RunWholeRequest (a reference, not a copy)
     if claim_id is not None:
-        given = (("cpus", cpus), ("ram_mb", ram_mb), ("label", label), ("env", env))
+        given = (
+            ("cpus", cpus),
+            ("ram_mb", ram_mb),
+            ("label", label),
+            ("env", env),
+            ("priority", priority),
+            ("priority_class", priority_class),
+        )
         extra = [k for k, v in given if v is not None] + (["gpus"] if gpus else [])
         if extra:
             raise InvalidAsk(
@@ -167,6 +176,8 @@ def run_spec(
             run_id=run_id,
             env=env,
             on_oversize=on_oversize,
+            priority=priority,
+            priority_class=priority_class,
         )
     build_run_request(
         into=req,

@@ -208,6 +208,8 @@ class AsyncClient:
         disconnect_grace: float | None = None,
         max_retries: int = 0,
         retry_on_failure: bool = False,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> Any:
         """`value = await client.run(...)` — see `Client.run`. Cancelling the awaiting task cancels the call."""
         spec = prepare.run_spec(
@@ -231,6 +233,8 @@ class AsyncClient:
             disconnect_grace=disconnect_grace,
             max_retries=max_retries,
             retry_on_failure=retry_on_failure,
+            priority=priority,
+            priority_class=priority_class,
         )
         return await execute(self._stub, spec, self._metadata)
 
@@ -255,6 +259,8 @@ class AsyncClient:
         disconnect_grace: float | None = None,
         max_retries: int = 0,
         retry_on_failure: bool = False,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> AsyncRunStream:
         """`async for item in client.stream_run(...)`: Started, Metric and LogLine events in order, then
         one Result (`.value`); the node's exception is raised by the iteration. The call starts at the
@@ -280,6 +286,8 @@ class AsyncClient:
             disconnect_grace=disconnect_grace,
             max_retries=max_retries,
             retry_on_failure=retry_on_failure,
+            priority=priority,
+            priority_class=priority_class,
         )
         return AsyncRunStream(self._stub, spec, self._metadata)
 
