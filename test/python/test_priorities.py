@@ -60,3 +60,12 @@ def test_bad_priorities_are_refused_before_anything_is_sent(prio: Client) -> Non
     assert e.value.field == "ask.priority"
     with pytest.raises(TypeError, match="priority_class"):
         prio.acquire(cpus=1, priority_class=5)  # type: ignore[arg-type]
+
+
+def test_a_group_carries_its_priority_to_the_server(prio: Client) -> None:
+    with pytest.raises(InvalidAsk, match=r'priority_class: unknown class "urgnet" \(known: urgent, sweep\)'):
+        prio.acquire_group([{"cpus": 1}], priority_class="urgnet", timeout=5)
+    with pytest.raises(InvalidAsk, match=r"priority: a whole number in ±1000000000 \(got -2000000000\)"):
+        prio.acquire_group([{"cpus": 1}], priority=-2_000_000_000)
+    with prio.claim_group([{"cpus": 1}], priority_class="urgent", timeout=10) as group:
+        assert group.members[0].machine == "engine"

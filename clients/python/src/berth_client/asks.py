@@ -32,6 +32,16 @@ MAX_PRIORITY = 1_000_000_000
 """Largest priority an ask may name, either way (SPEC Q1)."""
 
 
+def check_priority(priority: object, field: str) -> None:
+    """Raises TypeError unless `priority` is None or an int, InvalidAsk naming `field` outside ±MAX_PRIORITY."""
+    if priority is None:
+        return
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int (got {type(priority).__name__})")
+    if abs(priority) > MAX_PRIORITY:
+        raise InvalidAsk(f"{field}: a whole number in ±{MAX_PRIORITY} (got {priority})", field=field)
+
+
 def build_ask(
     *,
     cpus: int | None = None,
@@ -66,11 +76,7 @@ def build_ask(
     run_id = checks.optional_str("run_id", run_id)
     gpu_type = checks.optional_str("gpu_type", gpu_type)
     priority_class = checks.optional_str("priority_class", priority_class)
-    if priority is not None:
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise TypeError(f"priority must be an int (got {type(priority).__name__})")
-        if abs(priority) > MAX_PRIORITY:
-            raise InvalidAsk(f"ask.priority: a whole number in ±{MAX_PRIORITY} (got {priority})", field="ask.priority")
+    check_priority(priority, "ask.priority")
     node = checks.text("node", node)
     env = checks.env("env", env)
     checks.text("policy", policy)

@@ -186,6 +186,8 @@ class Client:
         strategy: str = "PACK",
         on_queued: Callable[[GroupQueued], object] | None = None,
         timeout: float | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> GroupLease:
         """A gang claim: every member of `members` (each a dict of `claim()`'s ask arguments: cpus, gpus, ram_mb,
         label, policy, node, run_id, env, resources) held at once as one lease, or none (docs/groups.md, rule G1).
@@ -195,8 +197,11 @@ class Client:
         `.allocation.gpu_ids`, …), calling `on_queued(GroupQueued)` while it waits; every member is given back on
         every exit of the block. Raises InvalidAsk naming `members[i].<field>`, FailedPrecondition naming the
         member and dimension when no machines could ever hold the group (rule G5), NodeTimeout after `timeout` s.
+        `priority` / `priority_class`: the whole group's place in the queue (SPEC Q1; members take no own).
         """
-        return GroupLease(self._stub, group_request(members, strategy), self._metadata, on_queued, timeout)
+        return GroupLease(
+            self._stub, group_request(members, strategy, priority, priority_class), self._metadata, on_queued, timeout
+        )
 
     def acquire_group(
         self,
@@ -204,10 +209,12 @@ class Client:
         strategy: str = "PACK",
         on_queued: Callable[[GroupQueued], object] | None = None,
         timeout: float | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> GroupLease:
         """Like `claim_group()` without the block: blocks until granted and returns the held lease (`lease.grant`,
         `lease.members`); `lease.release()` gives every member back."""
-        lease = self.claim_group(members, strategy, on_queued, timeout)
+        lease = self.claim_group(members, strategy, on_queued, timeout, priority, priority_class)
         lease.acquire()
         return lease
 

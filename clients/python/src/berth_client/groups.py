@@ -16,8 +16,9 @@ from typing import Any
 
 import grpc
 
+from . import checks
 from ._proto.berth.v1 import groups_pb2, placement_pb2_grpc
-from .asks import build_ask
+from .asks import build_ask, check_priority
 from .errors import BerthError, InvalidAsk, NodeTimeout, from_rpc_error
 from .values import Allocation
 
@@ -80,16 +81,27 @@ class GroupQueued:
         return cls(msg.group_id, msg.member, msg.dimension, msg.detail, msg.position)
 
 
-def group_request(members: Sequence[Mapping[str, Any]], strategy: str) -> groups_pb2.ClaimGroupRequest:
+def group_request(
+    members: Sequence[Mapping[str, Any]],
+    strategy: str,
+    priority: int | None = None,
+    priority_class: str | None = None,
+) -> groups_pb2.ClaimGroupRequest:
     """The first ClaimGroup message. Each member is a dict of `claim()`'s ask arguments (cpus, gpus, ram_mb, label,
-    policy, node, run_id, env, resources). Raises InvalidAsk naming `members[i].<field>` or `strategy`, TypeError
-    for a member that is not a mapping."""
+    policy, node, run_id, env, resources); `priority` / `priority_class` are the whole group's (SPEC Q1). Raises
+    InvalidAsk naming `members[i].<field>`, `strategy` or `priority`, TypeError for a member that is not a mapping
+    or a priority that is not an int."""
     if isinstance(strategy, str) and strategy.upper() in STRATEGIES:
         wire = STRATEGIES[strategy.upper()]
     else:
         raise InvalidAsk(f"strategy: one of {', '.join(STRATEGIES)} (got {strategy!r})", field="strategy")
     req = groups_pb2.ClaimGroupRequest()
     req.ask.strategy = wire
+    check_priority(priority, "priority")
+    if priority is not None:
+        req.ask.priority = priority
+    if checks.optional_str("priority_class", priority_class):
+        req.ask.priority_class = priority_class
     if isinstance(members, (str, bytes)) or not isinstance(members, Sequence) or not members:
         raise InvalidAsk(f"members: a non-empty list of asks (got {members!r})", field="members")
     for i, m in enumerate(members):

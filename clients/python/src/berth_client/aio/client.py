@@ -162,10 +162,14 @@ class AsyncClient:
         strategy: str = "PACK",
         on_queued: Callable[[GroupQueued], object] | None = None,
         timeout: float | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> AsyncGroupLease:
         """`async with client.claim_group(members=[...], strategy="STRICT_SPREAD") as group:` — see
         `Client.claim_group`; leaving the block awaits the release's acknowledgement."""
-        return AsyncGroupLease(self._stub, group_request(members, strategy), self._metadata, on_queued, timeout)
+        return AsyncGroupLease(
+            self._stub, group_request(members, strategy, priority, priority_class), self._metadata, on_queued, timeout
+        )
 
     async def acquire_group(
         self,
@@ -173,9 +177,11 @@ class AsyncClient:
         strategy: str = "PACK",
         on_queued: Callable[[GroupQueued], object] | None = None,
         timeout: float | None = None,
+        priority: int | None = None,
+        priority_class: str | None = None,
     ) -> AsyncGroupLease:
         """`lease = await client.acquire_group(...)`: the granted group; `await lease.release()` gives it back."""
-        lease = self.claim_group(members, strategy, on_queued, timeout)
+        lease = self.claim_group(members, strategy, on_queued, timeout, priority, priority_class)
         await lease.acquire()
         return lease
 
