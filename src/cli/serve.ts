@@ -52,6 +52,11 @@ export function serveCommand(): Command {
         'releases it and stops its runs [env BERTH_PREEMPTION_GRACE] (default 30)',
     )
     .option(
+      '--preemption-min-runtime <s>',
+      'seconds a claim is held before a higher-priority class may preempt it; a preemptor waits and looks again ' +
+        'each second [env BERTH_PREEMPTION_MIN_RUNTIME] (default 0)',
+    )
+    .option(
       '--journal <on|off>',
       'keep what survives a restart under --state-dir; off: nothing survives (and every start gives required ' +
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',

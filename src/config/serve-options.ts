@@ -50,6 +50,8 @@ const schema = z.object({
   claimHold: seconds.default(30),
   /** How long a preempted claim's holder has to give it back before berth releases it (SPEC Q2). */
   preemptionGrace: seconds.default(30),
+  /** Claims held less than this are not preempted yet (SPEC Q2; Slurm's PreemptExemptTime). */
+  preemptionMinRuntime: seconds.default(0),
   /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
   journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
   /**
@@ -94,7 +96,7 @@ const schema = z.object({
 
 /**
  * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold`,
- * `preemptionGrace` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`)
+ * `preemptionGrace`, `preemptionMinRuntime` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`)
  * in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
@@ -128,6 +130,7 @@ const FLAGS: FlagTable = {
   restartHold: ['--restart-hold', 'BERTH_RESTART_HOLD'],
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   preemptionGrace: ['--preemption-grace', 'BERTH_PREEMPTION_GRACE'],
+  preemptionMinRuntime: ['--preemption-min-runtime', 'BERTH_PREEMPTION_MIN_RUNTIME'],
   journal: ['--journal', 'BERTH_JOURNAL'],
   engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
   historyRetention: ['--history-retention', 'BERTH_HISTORY_RETENTION'],

@@ -35,6 +35,7 @@ import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
 import { fitsNew, placeable, PlacerState } from './state.js';
 import { Preemptions, type PreemptionNotice } from './preempt.js';
+import { PreemptRetries } from './preempt-retry.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import type { Waiter } from './waiting.js';
@@ -69,6 +70,8 @@ export interface PlacerOptions {
   priorityClasses?: PriorityClasses;
   /** How long a preempted claim's holder has to give it back before berth releases it, in ms (SPEC Q2; 30 000). */
   preemptionGraceMs?: number;
+  /** Claims held less than this are not preempted yet, in ms (SPEC Q2; 0). */
+  preemptionMinRuntimeMs?: number;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -89,6 +92,7 @@ export class Placer {
   readonly #ramPerCpu: number;
   readonly #groups: GroupBook;
   readonly #preempt: Preemptions;
+  readonly #preemptAgain: PreemptRetries;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -109,7 +113,8 @@ export class Placer {
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
     this.#settler.groups = this.#groups;
     const preempted = (id: string, why: string) => this.#claims.release(id, why, false, this.releaseGate, true);
-    this.#preempt = new Preemptions(s, opts.preemptionGraceMs ?? 30_000, preempted);
+    this.#preempt = new Preemptions(s, opts.preemptionGraceMs ?? 30_000, preempted, opts.preemptionMinRuntimeMs);
+    this.#preemptAgain = new PreemptRetries(1000, 16, (w) => this.#preemptAgainFor(w));
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     s.priorities.set(opts.priorityClasses ?? {});
@@ -260,7 +265,7 @@ export class Placer {
         () => reservationTarget(this.machines, ask, amount),
       );
       signal.addEventListener('abort', onAbort, { once: true });
-      const preempting = s.priorities.preempts(ask) ? this.#considerPreempting(w) : undefined;
+      const preempting = s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
       if (preempting) info.detail += `; ${preempting}`;
       info.detail += comingBackDetail(this.machines, ask, amount);
@@ -284,13 +289,33 @@ export class Placer {
     });
   }
 
-  /** Preempts for waiter `w` (preempt.ts); the reservation it leaves may serve others. Returns what it did. */
-  #considerPreempting(w: Waiter): string {
+  /**
+   * Preempts for waiter `w` (preempt.ts); the reservation it leaves may serve others. Returns what it did. `first`:
+   * it just arrived, and is looked at again while it waits if nothing was taken (preempt-retry.ts).
+   */
+  #considerPreempting(w: Waiter, first: boolean): string {
     const old = w.cls.target;
     const did = this.#preempt.consider(w);
+    if (first && did.again) this.#preemptAgain.add(w);
     if (old && old !== w.cls.target) this.#s.touched.add(old);
     this.#settler.settle();
-    return did;
+    return did.detail;
+  }
+
+  /** A look again at preempting waiter `w`: true when done with it; tells it a fresh Queued when it preempted. */
+  #preemptAgainFor(w: Waiter): boolean {
+    const s = this.#s;
+    if (s.frozen) return false;
+    if (!s.queue.isWaiting(w) || w.cls.pinned) return true;
+    const target = w.cls.target;
+    const did = this.#preempt.consider(w);
+    if (did.again) return false;
+    if (target && target !== w.cls.target) s.touched.add(target);
+    const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+    info.detail += `; ${did.detail}`;
+    w.notify?.(info);
+    this.#settler.settle();
+    return true;
   }
 
   /**

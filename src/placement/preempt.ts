@@ -63,6 +63,7 @@ export class Preemptions {
     readonly s: PlacerState,
     readonly graceMs: number,
     readonly release: (claimId: string, why: string) => boolean,
+    readonly minRuntimeMs = 0,
   ) {}
 
   /** Number of victims whose grace runs. */
@@ -77,16 +78,24 @@ export class Preemptions {
   }
 
   /**
-   * Preempts for waiter `w` if some machine would hold it once strictly lower claims went (see the header).
-   * Returns the detail for its Queued (`preempting 1 lower-priority claim on w3 (grace 30 s)`) or why none.
+   * Preempts for waiter `w` if some machine would hold it once strictly lower claims went (see the header). Returns
+   * the detail for its Queued (`preempting 1 lower-priority claim on w3 (grace 30 s)`) or why none, and `again`:
+   * true when nothing was taken but a later look might (preempt-retry.ts). Claims held less than `minRuntimeMs`
+   * are not victims yet.
    */
-  consider(w: Waiter): string {
+  consider(w: Waiter): { detail: string; again: boolean } {
     const amount = w.cls.amount;
-    if (amount.share || w.ask.pools) return 'no preemption for a GPU share or a pool';
+    if (amount.share || w.ask.pools) return { detail: 'no preemption for a GPU share or a pool', again: false };
     const byMachine = new Map<MachineEntry, Candidate[]>();
+    const youngSince = Date.now() - this.minRuntimeMs;
+    let young = 0;
     for (const h of this.s.held.values()) {
       if (h.prio >= w.prio || h.group || h.releasing) continue;
       if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
+      if (h.since > youngSince) {
+        young++; // protected by the minimum runtime for now (Slurm's PreemptExemptTime)
+        continue;
+      }
       let list = byMachine.get(h.entry);
       if (!list) byMachine.set(h.entry, (list = []));
       list.push(h);
@@ -114,12 +123,19 @@ export class Preemptions {
         if (victims && better({ m: o.m, victims }, best)) best = { m: o.m, victims };
       }
     }
-    if (!best) return 'preempting nothing: on no machine would giving back lower-priority claims make room';
+    if (!best) {
+      const detail = young
+        ? `preempting nothing yet: ${young} lower-priority claim(s) held less than the minimum runtime ` +
+          `(${seconds(this.minRuntimeMs)})`
+        : 'preempting nothing: on no machine would giving back lower-priority claims make room';
+      return { detail, again: true };
+    }
     this.s.queue.isolate(w, best.m);
     const name = best.m.spec.name;
     for (const v of best.victims) this.#tell(v, w, name);
     const n = best.victims.length;
-    return `preempting ${n} lower-priority claim${n === 1 ? '' : 's'} on ${name} (grace ${seconds(this.graceMs)})`;
+    const detail = `preempting ${n} lower-priority claim${n === 1 ? '' : 's'} on ${name} (grace ${seconds(this.graceMs)})`;
+    return { detail, again: false };
   }
 
   /** Ends the grace timers (the server stops); victims told keep their claims. */

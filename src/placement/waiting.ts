@@ -93,6 +93,11 @@ export class WaitQueue {
     return this.#all.size;
   }
 
+  /** True while `w` waits. */
+  isWaiting(w: Waiter): boolean {
+    return this.#all.get(w.claimId) === w;
+  }
+
   /** Every waiter in arrival order. */
   waiters(): IterableIterator<Waiter> {
     return this.#all.values();

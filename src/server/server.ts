@@ -148,6 +148,7 @@ export class BerthServer {
       defaultRamMbPerCpu: options.defaultRamMbPerCpu,
       priorityClasses: options.priorityClasses,
       preemptionGraceMs: Math.round(options.preemptionGrace * 1000),
+      preemptionMinRuntimeMs: Math.round(options.preemptionMinRuntime * 1000),
     });
     const hub = new WorkerHub({
       placer,

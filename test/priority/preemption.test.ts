@@ -40,11 +40,15 @@ const CLASSES = `priority_classes:
 `;
 
 /** Starts a server with the classes above, `preemptionGrace` seconds and the engine inventory given. */
-async function serve(engine: { cpus: number; gpuIds?: number[] }, preemptionGrace: number): Promise<TestServer> {
+async function serve(
+  engine: { cpus: number; gpuIds?: number[] },
+  preemptionGrace: number,
+  flags: Record<string, unknown> = {},
+): Promise<TestServer> {
   dir = mkdtempSync(join(tmpdir(), 'berth-preempt-'));
   const config = join(dir, 'berth.yaml');
   writeFileSync(config, CLASSES);
-  return startServer({ ...engine, flags: { config, preemptionGrace } });
+  return startServer({ ...engine, flags: { config, preemptionGrace, ...flags } });
 }
 
 const held = (a: Parameters<typeof claim>[1]) => {
@@ -204,5 +208,21 @@ describe('bounded preemption (SPEC Q2)', () => {
     await until(() => r.responses.filter((x) => x.kind?.$case === 'started').length === 2);
     r.cancel();
     expect((await r.done).error?.code).toBe(status.CANCELLED);
+  });
+
+  it('--preemption-min-runtime: a young claim is not preempted yet; the preemptor looks again and takes it once old enough', async () => {
+    t = await serve({ cpus: 1 }, 60, { preemptionMinRuntime: 0.5 });
+    const low = held({ cpus: 1, node: 'low' });
+    await low.granted;
+    const urgent = held({ cpus: 1, node: 'u', priorityClass: 'urgent' });
+    const first = await urgent.queued;
+    expect(first.detail).toContain('preempting nothing yet: 1 lower-priority claim(s) held less than the minimum');
+    const notice = await low.preempting; // a later look, once `low` is held 0.5 s
+    expect(notice.byClaimId).toBe(first.claimId);
+    const queued = () => urgent.responses.flatMap((r) => (r.kind?.$case === 'queued' ? [r.kind.value] : []));
+    await until(() => queued().length >= 2); // the preemptor's own stream hears it in a fresh Queued
+    expect(queued().at(-1)?.detail).toMatch(/preempting 1 lower-priority claim on engine/);
+    await low.release();
+    expect((await urgent.granted).machine).toBe('engine');
   });
 });
