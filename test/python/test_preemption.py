@@ -5,6 +5,7 @@ naming the preemptor, and the urgent claim is granted."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -16,26 +17,31 @@ from conftest import Connect
 from processes import start_server
 
 
-@pytest.fixture(scope="module")
-def preempt_server() -> Iterator[str]:
-    """An engine of 1 cpu; class urgent (100) may preempt the default class batch (0); a grace of 0.3 s."""
+@contextlib.contextmanager
+def _server(grace: str) -> Iterator[str]:
+    """An engine of 1 cpu; class urgent (100) may preempt the default class batch (0); `grace` s to give back."""
     with tempfile.TemporaryDirectory() as d:
         config = Path(d) / "berth.yaml"
         config.write_text("priority_classes:\n  urgent: { value: 100 }\n  batch: { value: 0, default: true }\n")
-        server, address = start_server("--cpus", "1", "--config", str(config), "--preemption-grace", "0.3")
+        server, address = start_server("--cpus", "1", "--config", str(config), "--preemption-grace", grace)
+        try:
+            yield address
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def preempt_server() -> Iterator[str]:
+    """A grace of 0.3 s: berth releases the victim."""
+    with _server("0.3") as address:
         yield address
-        server.stop()
 
 
 @pytest.fixture(scope="module")
 def patient_server() -> Iterator[str]:
-    """As preempt_server, with a grace of 60 s: the holder gives the claim back itself."""
-    with tempfile.TemporaryDirectory() as d:
-        config = Path(d) / "berth.yaml"
-        config.write_text("priority_classes:\n  urgent: { value: 100 }\n  batch: { value: 0, default: true }\n")
-        server, address = start_server("--cpus", "1", "--config", str(config), "--preemption-grace", "60")
+    """A grace of 60 s: the holder gives the claim back itself."""
+    with _server("60") as address:
         yield address
-        server.stop()
 
 
 @pytest.fixture
