@@ -66,11 +66,12 @@ def test_a_lease_not_given_back_in_the_grace_ends_preempted(preempt: Client) -> 
         urgent.release()
 
 
+@pytest.mark.parametrize("hold", [None, 10], ids=["plain", "with-hold"])
 def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
-    patient_server: str, connect: Connect
+    patient_server: str, connect: Connect, hold: float | None
 ) -> None:
     with connect(patient_server) as c:
-        low = c.acquire(cpus=1)
+        low = c.acquire(cpus=1, hold=hold)  # a lease with a hold reads its stream with its own (resuming) watcher
         assert low.wait_preempted(timeout=0.2) is None  # nothing preempts it yet
         got: dict[str, object] = {}
         waiter = threading.Thread(target=lambda: got.update(urgent=c.acquire(cpus=1, priority_class="urgent")))

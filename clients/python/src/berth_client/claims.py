@@ -64,6 +64,14 @@ class ClaimLease(GrantFields):
         """Starts reading the held lease's stream (a subclass with its own reader overrides this)."""
         threading.Thread(target=self._watch_lease, name="berth-lease-watch", daemon=True).start()
 
+    def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
+        """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
+        kind = msg.WhichOneof("kind")
+        if kind == "preempting":
+            self.preempted = Preempting.from_proto(msg.preempting)
+            self._told.set()
+        return kind
+
     def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
         """Blocks until the preemption notice (SPEC Q2) or `timeout` s; returns it, or None without one.
         Checkpoint, then release within its `grace_ms`."""
@@ -77,11 +85,7 @@ class ClaimLease(GrantFields):
         outcome: object = None
         try:
             for msg in self._responses:
-                kind = msg.WhichOneof("kind")
-                if kind == "preempting":
-                    self.preempted = Preempting.from_proto(msg.preempting)
-                    self._told.set()
-                elif kind == "released":
+                if self._hear(msg) == "released":
                     outcome = _RELEASED
                     break
         except grpc.RpcError as err:

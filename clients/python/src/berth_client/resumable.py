@@ -69,7 +69,7 @@ class ResumableClaimLease(ClaimLease):
             assert responses is not None
             try:
                 for msg in responses:
-                    if msg.WhichOneof("kind") == "released":
+                    if self._hear(msg) == "released":
                         return self._finish(None)
                 return self._finish(None if self._releasing else BerthError("claim stream ended without a release"))
             except grpc.RpcError as err:

@@ -42,6 +42,14 @@ class AsyncClaimLease(GrantFields):
         self._told = asyncio.Event()
         self._lease_watch: asyncio.Future[object] | None = None
 
+    def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
+        """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
+        kind = msg.WhichOneof("kind")
+        if kind == "preempting":
+            self.preempted = Preempting.from_proto(msg.preempting)
+            self._told.set()
+        return kind
+
     async def wait_preempted(self) -> Preempting:
         """Waits for the preemption notice (SPEC Q2): checkpoint, then release within its `grace_ms`."""
         await self._told.wait()
@@ -54,11 +62,7 @@ class AsyncClaimLease(GrantFields):
         assert self._reader is not None
         try:
             while (msg := await self._reader.read()) is not None:
-                kind = msg.WhichOneof("kind")
-                if kind == "preempting":
-                    self.preempted = Preempting.from_proto(msg.preempting)
-                    self._told.set()
-                elif kind == "released":
+                if self._hear(msg) == "released":
                     return _RELEASED
             return None
         except grpc.RpcError as err:

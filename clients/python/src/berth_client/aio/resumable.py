@@ -51,7 +51,7 @@ class AsyncResumableClaimLease(AsyncClaimLease):
             assert self._reader is not None
             try:
                 while (msg := await self._reader.read()) is not None:
-                    if msg.WhichOneof("kind") == "released":
+                    if self._hear(msg) == "released":
                         return None
                 return None if self._releasing else BerthError("claim stream ended without a release")
             except grpc.RpcError as err:
