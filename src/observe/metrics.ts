@@ -64,7 +64,7 @@ export class BerthMetrics {
     const released = counter(
       'berth_claims_released_total',
       'Held claims given back, by outcome: released, half_closed, stream_ended, run_ended, abandoned, lost, ' +
-        'hold_ran_out, other (SPEC P8, S3).',
+        'hold_ran_out, preempted, other (SPEC P8, S3, Q2).',
       ['outcome'],
     );
     const abandoned = counter(

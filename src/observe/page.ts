@@ -163,10 +163,13 @@ function render() {
     key: h.claimId,
     cells: [h.claimId, h.node || '-', h.runId || '-', h.machine, num(h.allocation.cpus),
       h.allocation.gpuIds.join(',') || '-', dur(h.heldMs + age) + (h.awaitingHolder
-        ? ', awaiting its holder (' + dur(Math.max(0, h.holdLeftMs - age)) + ' left)' : '')],
+        ? ', awaiting its holder (' + dur(Math.max(0, h.holdLeftMs - age)) + ' left)' : '')
+        + (h.preemptedBy ? ', preempted by ' + h.preemptedBy + ' (' + dur(Math.max(0, h.preemptLeftMs - age))
+          + ' left)' : '')],
   })), 7);
   fill('waiting', snap.waiting.map((w) => {
-    const why = w.reason.detail + (w.label ? ' on a machine labelled ' + w.label : '');
+    const why = (w.priority ? 'priority ' + w.priority + (w.priorityClass ? ' (' + w.priorityClass + ')' : '') + ': '
+      : '') + w.reason.detail + (w.label ? ' on a machine labelled ' + w.label : '');
     const best = w.reason.bestMachine ? w.reason.bestMachine + ' (' + amount(w.reason.bestFree) + ')' : '-';
     return { key: w.claimId, cells: [w.reason.position, w.claimId, w.node || '-', w.runId || '-', why, best,
       dur(w.waitedMs + age)] };

@@ -487,7 +487,9 @@ export class Placer {
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
       s.pools.views(),
-      (w) => lackingDetail(s, w.ask, w.cls.amount, w),
+      // a preemptor's room is held for it on its victims' machine (SPEC Q2)
+      (w) =>
+        lackingDetail(s, w.ask, w.cls.amount, w) + (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
       (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);
