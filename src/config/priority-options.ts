@@ -23,6 +23,14 @@ export const priorityClassObject = z.strictObject({
     .enum(['lower', 'never'], { error: 'expected lower or never' })
     .default('lower')
     .describe('`lower`: its claims may preempt strictly lower ones (SPEC Q2); `never`: they wait without evicting'),
+  tenants: z
+    .array(z.string({ error: 'a client name' }).min(1, 'a client name'), { error: 'a list of client names' })
+    .min(1, 'at least one client name')
+    .optional()
+    .describe(
+      'the client identities (--client-tokens names, certificate names) that may name this class; absent: every ' +
+        'caller. A bare priority is then at most the highest class open to the caller',
+    ),
 });
 
 /** The whole mapping, name → class; at most one default. */
@@ -35,12 +43,24 @@ export const priorityClassesSchema = z
     const dflt = Object.keys(m).filter((k) => m[k].default);
     if (dflt.length > 1)
       ctx.addIssue({ code: 'custom', path: [dflt[1]], message: `only one default class (also ${dflt[0]})` });
+    for (const k of dflt)
+      if (m[k].tenants)
+        ctx.addIssue({
+          code: 'custom',
+          path: [k, 'tenants'],
+          message: "the default class is every caller's: no tenants",
+        });
   });
 
 /** The classes the placer reads (priority.ts). */
 export function toPriorityClasses(m: z.output<typeof priorityClassesSchema>): PriorityClasses {
   const out: PriorityClasses = {};
   for (const [name, c] of Object.entries(m))
-    out[name] = { value: c.value, default: c.default, preemption: c.preemption };
+    out[name] = {
+      value: c.value,
+      default: c.default,
+      preemption: c.preemption,
+      ...(c.tenants ? { tenants: c.tenants } : {}),
+    };
   return out;
 }

@@ -401,7 +401,7 @@ export class Placer {
     opts: GroupClaimOptions,
   ): GroupGrant | Promise<GroupGrant> {
     try {
-      const p = this.#s.priorities.pick(opts.priority, opts.priorityClass, '');
+      const p = this.#s.priorities.pick(opts.priority, opts.priorityClass, '', asks[0]?.owner);
       const own = (a: NormalizedAsk) => (p.priority === undefined ? a : { ...a, ...p }); // members record it (Q1)
       return this.#groups.claim(
         asks.map((a) => splitPools(this.#s, own(a))),

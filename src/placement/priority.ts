@@ -15,6 +15,8 @@ export interface PriorityClass {
   default?: boolean;
   /** Whether its claims may preempt strictly lower ones (SPEC Q2; `lower`, the default) or never preempt. */
   preemption?: 'lower' | 'never';
+  /** The client identities (token or certificate names, SPEC R7) that may name it; absent = every caller. */
+  tenants?: string[];
 }
 
 /** Priority classes by name (config `priority_classes:`). */
@@ -24,6 +26,7 @@ export type PriorityClasses = Record<string, PriorityClass>;
 export class PriorityBook {
   #classes: PriorityClasses = {};
   #anyPreempts = false;
+  #restricted = false;
   #default?: [string, PriorityClass];
 
   constructor(classes: PriorityClasses = {}) {
@@ -35,6 +38,7 @@ export class PriorityBook {
     this.#classes = { ...classes };
     this.#default = Object.entries(classes).find(([, c]) => c.default);
     this.#anyPreempts = Object.values(classes).some((c) => (c.preemption ?? 'lower') === 'lower');
+    this.#restricted = Object.values(classes).some((c) => c.tenants);
   }
 
   /**
@@ -52,6 +56,18 @@ export class PriorityBook {
     return this.#anyPreempts;
   }
 
+  /** A bare `priority` of `owner` may be at most the highest value of the classes open to it (0 when none). */
+  #checkBare(priority: number, at: string, owner: string | undefined): void {
+    const open = openTo(this.#classes, owner);
+    const most = open.length ? Math.max(...open.map((c) => c.value)) : 0;
+    if (priority <= most) return;
+    throw new BerthError(
+      'permission_denied',
+      `${at}priority: at most ${most} for ${owner === undefined ? 'a caller without a client identity' : `client ${owner}`} ` +
+        `(the highest class open to it; got ${priority})`,
+    );
+  }
+
   /** The classes, by name. */
   get classes(): Readonly<PriorityClasses> {
     return this.#classes;
@@ -62,23 +78,29 @@ export class PriorityBook {
    * @throws BerthError INVALID_ARGUMENT as `pick`, under `ask.`.
    */
   resolve(ask: NormalizedAsk): NormalizedAsk {
-    if (ask.priorityClass === undefined && (ask.priority !== undefined || !this.#default)) return ask; // hot path
-    const p = this.pick(ask.priority, ask.priorityClass, 'ask.');
+    const bare = ask.priorityClass === undefined && (ask.priority !== undefined || !this.#default);
+    if (bare && !(this.#restricted && ask.priority !== undefined)) return ask; // hot path
+    const p = this.pick(ask.priority, ask.priorityClass, 'ask.', ask.owner);
     return p.priority === ask.priority && p.priorityClass === ask.priorityClass ? ask : { ...ask, ...p };
   }
 
   /**
    * The priority asked: `priority` itself, or the value of class `name`, or the default class's (then named as the
    * class), else none (priority 0). `at` prefixes the field names in errors (`ask.`, '' for a group).
+   * When a class lists `tenants`, only those callers (`owner`) may name it, and a bare `priority` may be at most the
+   * highest value of the classes open to the caller (else naming a number would skip the restriction).
    * @throws BerthError INVALID_ARGUMENT naming `<at>priority_class` for an unknown class (listing those known), or
-   *   `<at>priority` when both are given and disagree.
+   *   `<at>priority` when both are given and disagree; PERMISSION_DENIED naming the field for a class not open to
+   *   the caller or a bare priority above what its classes allow.
    */
   pick(
     priority: number | undefined,
     name: string | undefined,
     at: string,
+    owner?: string,
   ): { priority?: number; priorityClass?: string } {
     if (name === undefined) {
+      if (priority !== undefined && this.#restricted) this.#checkBare(priority, at, owner);
       if (priority !== undefined || !this.#default) return { priority };
       const [dflt, cls] = this.#default;
       return { priority: cls.value, priorityClass: dflt };
@@ -92,6 +114,14 @@ export class PriorityBook {
           `(${known.length ? `known: ${known.join(', ')}` : 'the server has no priority_classes in its config'})`,
       );
     }
+    if (cls.tenants && !(owner !== undefined && cls.tenants.includes(owner))) {
+      throw new BerthError(
+        'permission_denied',
+        `${at}priority_class: class ${JSON.stringify(name)} is not open to ` +
+          `${owner === undefined ? 'a caller without a client identity (--client-tokens or a certificate)' : `client ${owner}`} ` +
+          `(open to: ${cls.tenants.join(', ')})`,
+      );
+    }
     if (priority !== undefined && priority !== cls.value) {
       throw new BerthError(
         'invalid_argument',
@@ -101,6 +131,11 @@ export class PriorityBook {
     }
     return { priority: cls.value, priorityClass: name };
   }
+}
+
+/** The classes open to `owner` (SPEC Q1): those without `tenants`, and those listing it. */
+function openTo(classes: PriorityClasses, owner: string | undefined): PriorityClass[] {
+  return Object.values(classes).filter((c) => !c.tenants || (owner !== undefined && c.tenants.includes(owner)));
 }
 
 /** The priority every ordering reads (absent = 0). */

@@ -166,7 +166,7 @@ describe('priorities (SPEC Q1)', () => {
     [
       'an unknown key in a class',
       'priority_classes:\n  a:\n    value: 1\n    prio: 2\n',
-      /line 4: priority_classes\.a\.prio: unknown key \(known: value, default, preemption\)/,
+      /line 4: priority_classes\.a\.prio: unknown key \(known: value, default, preemption, tenants\)/,
     ],
     [
       'a value out of range',
