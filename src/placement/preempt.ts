@@ -9,12 +9,12 @@
  * waiting, its reservation goes at once. A notice is final: a victim is preempted once, as its claim then ends.
  * Cost: the held claims, once per preempting ask that has to wait.
  */
-import type { Amount } from '../resources/books.js';
 import { eligible } from './choose.js';
 import type { MachineEntry } from './machines.js';
 import type { Held, PlacerState } from './state.js';
 import { placeable } from './state.js';
 import type { Waiter } from './waiting.js';
+import { type Candidate, chooseVictims, fitsWithout, type Option, prioOf } from './preempt-choice.js';
 
 /** What a victim's holder is told (ClaimResponse.preempting). `graceMs`: until berth releases the victim. */
 export interface PreemptionNotice {
@@ -26,27 +26,7 @@ export interface PreemptionNotice {
   detail: string;
 }
 
-/** A held claim that may be given up (the Held itself: no object per candidate). */
-type Candidate = Held;
-
-/** Victims on one machine. */
-interface Choice {
-  m: MachineEntry;
-  victims: Candidate[];
-}
-
-const prioOf = (h: Held) => h.prio;
 const idOf = (h: Held) => h.grant.claimId;
-const highest = (c: Choice) => c.victims.reduce((p, v) => Math.max(p, prioOf(v)), Number.NEGATIVE_INFINITY);
-const oldest = (c: Choice) => c.victims.reduce((t, v) => Math.min(t, v.since), Number.POSITIVE_INFINITY);
-
-/** True when `a` is the better choice (fewest victims, then the lowest priority among them, then the youngest). */
-function better(a: Choice, b: Choice | undefined): boolean {
-  if (!b) return true;
-  if (a.victims.length !== b.victims.length) return a.victims.length < b.victims.length;
-  if (highest(a) !== highest(b)) return highest(a) < highest(b);
-  return oldest(a) > oldest(b);
-}
 
 /** Finds and starts preemptions; the placer calls `consider` for a preempting ask that had to wait. */
 export class Preemptions {
@@ -100,29 +80,14 @@ export class Preemptions {
       if (!list) byMachine.set(h.entry, (list = []));
       list.push(h);
     }
-    // machines where giving back every candidate would make room (else none there helps: kueue#5243); one victim
-    // anywhere beats two anywhere, so singles are chosen across every machine first, without allocating
+    // machines where giving back every candidate would make room (else none there helps: kueue#5243)
     const options: Option[] = [];
-    let single: { o: Option; v: Candidate } | undefined;
     for (const [m, list] of byMachine) {
       if (!placeable(m) || !eligible(m, w.ask)) continue;
       const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount };
-      if (!fitsWithout(o, list)) continue;
-      options.push(o);
-      for (const v of list) {
-        const p = prioOf(v);
-        const q = single ? prioOf(single.v) : 0;
-        const beats = !single || p < q || (p === q && v.since > single.v.since);
-        if (beats && fitsWithoutOne(o, v)) single = { o, v };
-      }
+      if (fitsWithout(o, list)) options.push(o);
     }
-    let best: Choice | undefined = single && { m: single.o.m, victims: [single.v] };
-    if (!best) {
-      for (const o of options) {
-        const victims = fewest(o);
-        if (victims && better({ m: o.m, victims }, best)) best = { m: o.m, victims };
-      }
-    }
+    const best = chooseVictims(options);
     if (!best) {
       const detail = young
         ? `preempting nothing yet: ${young} lower-priority claim(s) held less than the minimum runtime ` +
@@ -171,62 +136,3 @@ export class Preemptions {
 
 /** `ms` for people: `30 s`, `500 ms`. */
 const seconds = (ms: number) => (ms >= 1000 ? `${Math.ceil(ms / 1000)} s` : `${ms} ms`);
-
-/** A machine where preemption may help: its candidates, what waiters ahead hold back there, the amount asked. */
-interface Option {
-  m: MachineEntry;
-  list: Candidate[];
-  held: Amount | undefined;
-  amount: Amount;
-}
-
-/** Reused by `fitsWithoutOne`: the reservation less one victim's holding. */
-const scratch: Amount & { ramMb: number } = { cpus: 0, gpus: 0, ramMb: 0 };
-
-/** As `fitsWithout(o, [v])`, allocating nothing unless the ask has named resources. */
-function fitsWithoutOne(o: Option, v: Candidate): boolean {
-  if (o.amount.res) return fitsWithout(o, [v]);
-  const a = v.grant.allocation;
-  scratch.cpus = (o.held?.cpus ?? 0) - a.cpus;
-  scratch.gpus = (o.held?.gpus ?? 0) - a.gpuIds.length;
-  scratch.ramMb = (o.held?.ramMb ?? 0) - (a.ramMb ?? 0);
-  return o.m.books.fitsNow(o.amount, scratch);
-}
-
-/** True when `o`'s amount fits its machine once `victims` went, behind what waiters ahead hold back. */
-const fitsWithout = (o: Option, victims: Candidate[]) => o.m.books.fitsNow(o.amount, minus(o.held, victims));
-
-/**
- * The fewest of `o.list` (two or more: singles were tried first) whose going makes room; undefined when none do.
- * Exact for two; beyond that a set from which none can be spared, taking the lowest priority, then youngest, first.
- */
-function fewest(o: Option): Candidate[] | undefined {
-  const list = [...o.list].sort((x, y) => prioOf(x) - prioOf(y) || y.since - x.since);
-  for (let i = 0; i < list.length; i++)
-    for (let j = i + 1; j < list.length; j++) if (fitsWithout(o, [list[i], list[j]])) return [list[i], list[j]];
-  const taken: Candidate[] = [];
-  for (const v of list) {
-    taken.push(v);
-    if (fitsWithout(o, taken)) break;
-  }
-  if (!fitsWithout(o, taken)) return undefined;
-  // spare any victim the others make room without, the highest priority first
-  for (let i = taken.length - 1; i >= 0; i--) {
-    const rest = taken.filter((_, k) => k !== i);
-    if (fitsWithout(o, rest)) taken.splice(i, 1);
-  }
-  return taken;
-}
-
-/** `held` less what `victims` hold: a negative reservation, the room their going frees. */
-function minus(held: Amount | undefined, victims: Candidate[]): Amount {
-  const r = { cpus: held?.cpus ?? 0, gpus: held?.gpus ?? 0, ramMb: held?.ramMb ?? 0, res: { ...held?.res } };
-  for (const v of victims) {
-    const a = v.grant.allocation;
-    r.cpus -= a.cpus;
-    r.gpus -= a.gpuIds.length;
-    r.ramMb -= a.ramMb ?? 0;
-    for (const k in a.resources ?? {}) r.res[k] = (r.res[k] ?? 0) - (a.resources?.[k] ?? 0);
-  }
-  return r;
-}
