@@ -66,7 +66,7 @@ class ClaimLease(GrantFields):
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
         """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
-        kind = msg.WhichOneof("kind")
+        kind: str | None = msg.WhichOneof("kind")
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
             self._told.set()

@@ -100,8 +100,9 @@ def group_request(
     check_priority(priority, "priority")
     if priority is not None:
         req.ask.priority = priority
-    if checks.optional_str("priority_class", priority_class):
-        req.ask.priority_class = priority_class
+    named = checks.optional_str("priority_class", priority_class)
+    if named:
+        req.ask.priority_class = named
     if isinstance(members, (str, bytes)) or not isinstance(members, Sequence) or not members:
         raise InvalidAsk(f"members: a non-empty list of asks (got {members!r})", field="members")
     for i, m in enumerate(members):
