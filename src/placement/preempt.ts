@@ -99,7 +99,8 @@ export class Preemptions {
     const name = best.m.spec.name;
     for (const v of best.victims) this.#tell(v, w, name);
     const n = best.victims.length;
-    const detail = `preempting ${n} lower-priority claim${n === 1 ? '' : 's'} on ${name} (grace ${seconds(this.graceMs)})`;
+    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
+    const detail = `preempting ${claims} on ${name} (grace ${seconds(this.graceMs)})`;
     return { detail, again: false };
   }
 

@@ -63,7 +63,7 @@ export class PriorityBook {
     if (priority <= most) return;
     throw new BerthError(
       'permission_denied',
-      `${at}priority: at most ${most} for ${owner === undefined ? 'a caller without a client identity' : `client ${owner}`} ` +
+      `${at}priority: at most ${most} for ${who(owner, 'a caller without a client identity')} ` +
         `(the highest class open to it; got ${priority})`,
     );
   }
@@ -118,7 +118,7 @@ export class PriorityBook {
       throw new BerthError(
         'permission_denied',
         `${at}priority_class: class ${JSON.stringify(name)} is not open to ` +
-          `${owner === undefined ? 'a caller without a client identity (--client-tokens or a certificate)' : `client ${owner}`} ` +
+          `${who(owner, 'a caller without a client identity (--client-tokens or a certificate)')} ` +
           `(open to: ${cls.tenants.join(', ')})`,
       );
     }
@@ -132,6 +132,9 @@ export class PriorityBook {
     return { priority: cls.value, priorityClass: name };
   }
 }
+
+/** `client <owner>`, or `nobody` for a caller without an identity. */
+const who = (owner: string | undefined, nobody: string) => (owner === undefined ? nobody : `client ${owner}`);
 
 /** The classes open to `owner` (SPEC Q1): those without `tenants`, and those listing it. */
 function openTo(classes: PriorityClasses, owner: string | undefined): PriorityClass[] {

@@ -3,17 +3,18 @@
  * Run-in-claim and Cancel act only on the caller's own claims and runs, and GetSnapshot lists
  * other identities' claims without their ids. Token files are re-read on SIGHUP by `berth serve`.
  */
-import { credentials, InterceptingCall, status, type Interceptor, type ServiceError } from '@grpc/grpc-js';
+import { status, type ServiceError } from '@grpc/grpc-js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PlacementServiceClient, type GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
+import type { PlacementServiceClient, GetSnapshotResponse } from '../../generated/ts/berth/v1/placement.js';
 import { WorkerAgent } from '../../src/agent/agent.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { finished, runBerth, spawnBerth, waitForLine } from '../support/cli.js';
 import { claim, watch } from '../support/claims.js';
 import { run, runRequest, terminal } from '../support/run-client.js';
+import { clientWithToken } from '../support/token-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 let dir = '';
@@ -34,16 +35,9 @@ afterEach(async () => {
   rmSync(f('release'), { force: true });
 });
 
-/** A client whose every call carries `token`. */
+/** A client whose every call carries `token`, closed after the test. */
 function clientWith(address: string, token: string): PlacementServiceClient {
-  const withToken: Interceptor = (options, next) =>
-    new InterceptingCall(next(options), {
-      start(metadata, listener, go) {
-        metadata.set('authorization', `Bearer ${token}`);
-        go(metadata, listener);
-      },
-    });
-  const c = new PlacementServiceClient(address, credentials.createInsecure(), { interceptors: [withToken] });
+  const c = clientWithToken(address, token);
   open.push(() => c.close());
   return c;
 }

@@ -8,12 +8,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials, InterceptingCall, status, type Interceptor } from '@grpc/grpc-js';
+import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim } from '../support/claims.js';
 import { claimGroup } from '../support/groups.js';
+import { clientWithToken } from '../support/token-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
@@ -49,16 +50,9 @@ async function serve(config = CLASSES): Promise<TestServer> {
   return t;
 }
 
-/** A client whose every call carries `token`. */
+/** A client whose every call carries `token`, closed after the test. */
 function clientWith(address: string, token: string): PlacementServiceClient {
-  const withToken: Interceptor = (options, next) =>
-    new InterceptingCall(next(options), {
-      start(metadata, listener, go) {
-        metadata.set('authorization', `Bearer ${token}`);
-        go(metadata, listener);
-      },
-    });
-  const c = new PlacementServiceClient(address, credentials.createInsecure(), { interceptors: [withToken] });
+  const c = clientWithToken(address, token);
   open.push(() => c.close());
   return c;
 }
