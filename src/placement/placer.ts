@@ -334,10 +334,13 @@ export class Placer {
   /**
    * The control plane stops without draining (SPEC S5): from now on nothing is released or detached, so the streams
    * that end as the server goes down neither stop the work inside their claims nor give anything back — the work
-   * keeps running and a restarted server restores the books from its journal. Irreversible.
+   * keeps running and a restarted server restores the books from its journal. Pending preemptions (SPEC Q2) are
+   * dropped: their victims keep their claims. Irreversible.
    */
   freeze(): void {
     this.#s.frozen = true;
+    this.#preempt.close(); // pending preemptions are not journaled: the victims keep their claims (SPEC Q2)
+    this.#preemptAgain.close();
   }
 
   /**
