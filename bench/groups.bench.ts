@@ -8,22 +8,12 @@
 import { EventBus } from '../src/events.js';
 import type { GroupStrategy } from '../src/placement/group-fit.js';
 import { Placer } from '../src/placement/placer.js';
-import type { NormalizedAsk } from '../src/placement/types.js';
-import { median, report, type BenchRow } from './support.js';
+import { benchAsk, median, report, type BenchRow } from './support.js';
 
 const MACHINES = 1_000;
 const OPS = Number(process.env.BENCH_GROUPS_OPS ?? 2_000);
 const signal = new AbortController().signal;
-const ask = (a: Partial<NormalizedAsk>): NormalizedAsk => ({
-  cpus: 1,
-  gpus: 0,
-  label: '',
-  policy: 'prefer',
-  node: 'n',
-  runId: 'r',
-  env: {},
-  ...a,
-});
+const ask = benchAsk;
 
 function cluster(): Placer {
   const p = new Placer({

@@ -9,22 +9,13 @@
 import { EventBus } from '../src/events.js';
 import { Placer } from '../src/placement/placer.js';
 import type { NormalizedAsk } from '../src/placement/types.js';
-import { median, report, type BenchRow } from './support.js';
+import { benchAsk, median, report, type BenchRow } from './support.js';
 
 const MACHINES = 1_000;
 const BLOCK_MS = Number(process.env.BENCH_PREEMPTION_BLOCK_MS ?? 1_000);
 const PREEMPTORS_PER_S = 5;
 const signal = new AbortController().signal;
-const ask = (a: Partial<NormalizedAsk>): NormalizedAsk => ({
-  cpus: 1,
-  gpus: 0,
-  label: '',
-  policy: 'prefer',
-  node: 'n',
-  runId: 'r',
-  env: {},
-  ...a,
-});
+const ask = benchAsk;
 
 const p = new Placer({
   engine: { name: 'engine', labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: false },

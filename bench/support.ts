@@ -8,8 +8,21 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BERTH_BIN } from '../src/berth-bin.js';
+import type { NormalizedAsk } from '../src/placement/types.js';
 
 /** Repository root. */
+/** An in-process ask: 1 core, no GPU, no label, overridden by `a` (the placer benches). */
+export const benchAsk = (a: Partial<NormalizedAsk> = {}): NormalizedAsk => ({
+  cpus: 1,
+  gpus: 0,
+  label: '',
+  policy: 'prefer',
+  node: 'n',
+  runId: 'r',
+  env: {},
+  ...a,
+});
+
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Median of `xs` (ms or any unit). */
