@@ -192,7 +192,7 @@ export function serveCommand(): Command {
         try {
           server.reloadPriorityClasses();
         } catch (err) {
-          log.error({ reason: (err as Error).message }, 'config not re-read; the old priority classes stay');
+          log.error({ reason: (err as Error).message }, 'config not re-read; the old priority classes and tenant quotas stay');
         }
       });
       await server.start();

@@ -1,6 +1,6 @@
 /**
  * The `berth serve --config FILE` file (YAML, issue 12; SPEC V1): every serve option under its
- * flag's name in snake_case, plus `provisioners:` and `priority_classes:` (SPEC Q1). Values go through
+ * flag's name in snake_case, plus `provisioners:`, `priority_classes:` (SPEC Q1) and `tenants:` (SPEC Q3). Values go through
  * the same zod schemas as flags; each error names the file, the line, the key and the value. Unknown keys are errors.
  */
 import { readFileSync } from 'node:fs';
@@ -10,6 +10,8 @@ import { valueAt } from '../errors.js';
 import { cannotRead, issueText, OptionsError } from './fields.js';
 import type { PriorityClasses } from '../placement/priority.js';
 import { priorityClassesSchema, priorityClassObject, toPriorityClasses } from './priority-options.js';
+import type { TenantQuotas } from '../placement/quota.js';
+import { tenantObject, tenantsSchema, toTenantQuotas } from './tenant-options.js';
 import { provisionerObject, provisionersSchema, shapeSchema, type ProvisionerConfig } from './provisioner-options.js';
 
 /** Values read from the file, by option key, with the name each is reported under (`cfg.yaml line 3: cpus`). */
@@ -19,6 +21,8 @@ export interface ConfigFileValues {
   provisioners: ProvisionerConfig[];
   /** `priority_classes:` (SPEC Q1); {} without it. */
   priorityClasses: PriorityClasses;
+  /** `tenants:` (SPEC Q3); {} without it. */
+  tenants: TenantQuotas;
 }
 
 /**
@@ -40,7 +44,7 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
     const e = doc.errors[0];
     throw new OptionsError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
   }
-  const out: ConfigFileValues = { values: {}, names: {}, provisioners: [], priorityClasses: {} };
+  const out: ConfigFileValues = { values: {}, names: {}, provisioners: [], priorityClasses: {}, tenants: {} };
   if (doc.contents === null) return out;
   if (!isMap(doc.contents)) {
     throw new OptionsError(`${at(doc.contents.range?.[0])}: the file must be a mapping of option: value`);
@@ -56,12 +60,14 @@ export function readConfigFile(path: string, optionKeys: readonly string[]): Con
       out.provisioners = parseSection(doc, 'provisioners', provisionersSchema, value ?? [], at);
     } else if (key === 'priority_classes') {
       out.priorityClasses = toPriorityClasses(parseSection(doc, key, priorityClassesSchema, value ?? {}, at));
+    } else if (key === 'tenants') {
+      out.tenants = toTenantQuotas(parseSection(doc, key, tenantsSchema, value ?? {}, at));
     } else if (allowed.has(key)) {
       const optionKey = allowed.get(key)!;
       out.values[optionKey] = asFlagValue(optionKey, value, `${line}: ${key}`);
       out.names[optionKey] = `${line}: ${key}`;
     } else {
-      const known = [...allowed.keys(), 'provisioners', 'priority_classes'].join(', ');
+      const known = [...allowed.keys(), 'provisioners', 'priority_classes', 'tenants'].join(', ');
       throw new OptionsError(`${line}: ${key}: unknown key (known: ${known})`);
     }
   }
@@ -112,7 +118,14 @@ function parseSection<S extends z.ZodType>(
     const pair = isMap(node) ? node.items.find((p) => isScalar(p.key) && p.key.value === key) : undefined;
     const offset = pair && isScalar(pair.key) ? pair.key.range?.[0] : undefined;
     const inShape = typeof path[path.length - 1] === 'number' && path[path.length - 2] === 'shapes';
-    const keysOf = section === 'priority_classes' ? priorityClassObject : inShape ? shapeSchema : provisionerObject;
+    const keysOf =
+      section === 'priority_classes'
+        ? priorityClassObject
+        : section === 'tenants'
+          ? tenantObject
+          : inShape
+            ? shapeSchema
+            : provisionerObject;
     const known = Object.keys(keysOf.shape).join(', ');
     throw new OptionsError(`${at(offset)}: ${label([...path, key])}: unknown key (known: ${known})`);
   }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { readTokenFile } from './token-file.js';
 import type { PriorityClasses } from '../placement/priority.js';
+import type { TenantQuotas } from '../placement/quota.js';
 import { readConfigFile } from './config-file.js';
 import type { ProvisionerConfig } from './provisioner-options.js';
 import { checkEtcdOptions, storeUrl } from './etcd-options.js';
@@ -105,7 +106,7 @@ const schema = z.object({
  * `onStop`: what SIGTERM/SIGINT do, `stop` (default: the control plane stops, the work keeps running; SPEC S5) or
  * `drain` (SPEC R3);
  * `provisioners`: from the config file (SPEC V1), [] without one; `priorityClasses`: the file's
- * `priority_classes:` (SPEC Q1), {} without them;
+ * `priority_classes:` (SPEC Q1), {} without them; `tenants`: the file's `tenants:` quotas (SPEC Q3), {} without them;
  * `store`: the etcd endpoints when the journal is in etcd (SPEC S7; unset: the embedded journal), `cluster` its key
  * prefix `/berth/<cluster>`, `leaderTtl` the leader lease in seconds, `etcd*` TLS files and credentials for etcd.
  */
@@ -113,6 +114,7 @@ export type ServeOptions = z.output<typeof schema> & {
   stateDir: string;
   provisioners: ProvisionerConfig[];
   priorityClasses: PriorityClasses;
+  tenants: TenantQuotas;
   config?: string;
 };
 
@@ -200,6 +202,7 @@ export function resolveServeOptions(
     stateDir: opts.stateDir ?? defaultStateDir(env),
     provisioners: file?.provisioners ?? [],
     priorityClasses: file?.priorityClasses ?? {},
+    tenants: file?.tenants ?? {},
     config: configPath,
   };
 }

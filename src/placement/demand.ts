@@ -29,6 +29,7 @@ export class Demand {
     const unmet: Unmet[] = [];
     const waiting: DemandView['waiting'] = [];
     for (const cls of this.s.queue.classes()) {
+      if (cls.quotaHeld) continue; // quota, not capacity, holds it (SPEC Q3): a new machine would not help
       if (anyCanEverHold(this.s.machines, cls.ask, cls.amount)) waiting.push({ ask: cls.ask, amount: cls.amount });
       else for (let w = cls.head; w; w = w.next) unmet.push({ claimId: w.claimId, ask: w.ask, amount: cls.amount });
     }

@@ -24,6 +24,8 @@ import { restoreGroupBooks, type RestoredGroup } from './group-restore.js';
 import type { MachineEntry } from './machines.js';
 import type { PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
+import { askUsage } from './held.js';
+import type { Usage } from './quota.js';
 import type { WaitClass } from './waiting.js';
 
 /**
@@ -303,9 +305,24 @@ export class GroupBook {
 
   /** The search against free room behind waiters ahead of `at`: the result, and each member's machine if it fits. */
   fitNow(asks: NormalizedAsk[], strategy: GroupStrategy, at: Place) {
+    const overQuota = this.#quotaBlocked(asks); // counted whole, in the same step as placement (SPEC Q3)
+    if (overQuota) return { r: { member: 0, dimension: 'quota', detail: overQuota } as FitResult, machines: undefined };
     const b = binsOf(this.s, asks, true, at, strategy === 'spread' || strategy === 'strict_spread');
     const r: FitResult = fitGroup(fitMembers(asks, b.entries), b.bins, strategy);
     return { r, machines: 'at' in r ? r.at.map((bin, i) => b.machineAt(bin, r.slot[i])) : undefined };
+  }
+
+  /** Why the group's tenant (its first member's owner) cannot take every member more now (SPEC Q3), or undefined. */
+  #quotaBlocked(asks: NormalizedAsk[]): string | undefined {
+    const q = this.s.quotas;
+    const owner = asks[0]?.owner;
+    if (!q.active || !q.quotaOf(owner)) return undefined;
+    const sum: Usage = {};
+    for (const a of asks) {
+      const u = askUsage(amountOf(a), a.pools);
+      for (const k in u) sum[k] = (sum[k] ?? 0) + u[k];
+    }
+    return q.blocked(owner, sum);
   }
 
   /** The oldest blocked group holds back each member's amount where it is closest to fitting (rule G4). */

@@ -37,6 +37,9 @@ import { fitsNew, placeable, PlacerState } from './state.js';
 import { Preemptions, type PreemptionNotice } from './preempt.js';
 import { PreemptRetries } from './preempt-retry.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
+import { askUsage } from './held.js';
+import type { TenantQuotas, TenantView } from './quota.js';
+import { holdForQuota } from './quota-gate.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import type { Waiter } from './waiting.js';
 
@@ -72,6 +75,8 @@ export interface PlacerOptions {
   preemptionGraceMs?: number;
   /** Claims held less than this are not preempted yet, in ms (SPEC Q2; 0). */
   preemptionMinRuntimeMs?: number;
+  /** The config's tenant quotas (`tenants:`, SPEC Q3), checked by its schema; absent = none. */
+  tenantQuotas?: TenantQuotas;
 }
 
 /** Keeps the books of every machine and grants claims. */
@@ -118,6 +123,7 @@ export class Placer {
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     s.priorities.set(opts.priorityClasses ?? {});
+    s.quotas.set(opts.tenantQuotas ?? {}, []);
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -238,8 +244,12 @@ export class Placer {
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
     const prio = priorityOf(ask);
+    // quota is checked in the same step as placement (SPEC Q3): a claim over it waits, holding nothing back
+    const overQuota = s.quotas.active ? s.quotas.blocked(ask.owner, askUsage(amount, ask.pools)) : undefined;
     const now =
-      poolsFitNew(s, ask) && chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio) && placeable(m));
+      !overQuota &&
+      poolsFitNew(s, ask) &&
+      chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio) && placeable(m));
     if (now) {
       const g = grant(s, claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settler.settle();
@@ -262,11 +272,13 @@ export class Placer {
         },
         amount,
         clamped,
-        () => reservationTarget(this.machines, ask, amount),
+        () => (overQuota ? undefined : reservationTarget(this.machines, ask, amount)),
       );
       signal.addEventListener('abort', onAbort, { once: true });
-      const preempting = s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
+      if (overQuota) holdForQuota(s, w.cls, overQuota);
+      const preempting = !overQuota && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+      if (overQuota) info.detail = `held by quota: ${overQuota}`;
       if (preempting) info.detail += `; ${preempting}`;
       info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#grace.comingBackUntil(ask);
@@ -307,6 +319,7 @@ export class Placer {
     const s = this.#s;
     if (s.frozen) return false;
     if (!s.queue.isWaiting(w) || w.cls.pinned) return true;
+    if (w.cls.quotaHeld) return false; // quota, not capacity, holds it (SPEC Q3): nothing to preempt for yet
     const target = w.cls.target;
     const did = this.#preempt.consider(w);
     if (did.again) return false;
@@ -380,6 +393,23 @@ export class Placer {
    */
   setPriorityClasses(classes: PriorityClasses): void {
     this.#s.priorities.set(classes);
+  }
+
+  /**
+   * Replaces the tenant quotas (config `tenants:`, SPEC Q3; a reload is all or nothing): each tenant's use is recounted
+   * from the held claims, and every waiting class is held or freed against the new quotas. Shrinking a quota never
+   * revokes a held claim; it only holds new grants until the tenant is back under it.
+   */
+  setTenantQuotas(quotas: TenantQuotas): void {
+    const s = this.#s;
+    s.quotas.set(quotas, s.held.usages());
+    for (const cls of s.queue.classes()) if (cls.ask.owner !== undefined) s.quotaDirty.add(cls.ask.owner);
+    this.#settler.settle();
+  }
+
+  /** Each tenant's use against its quota (SPEC Q3), by name. */
+  tenantViews(): TenantView[] {
+    return this.#s.quotas.views();
   }
 
   /** The priority classes asks resolve against now. */
@@ -492,7 +522,9 @@ export class Placer {
       s.pools.views(),
       // a preemptor's room is held for it on its victims' machine (SPEC Q2)
       (w) =>
-        lackingDetail(s, w.ask, w.cls.amount, w) + (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
+        w.cls.quotaHeld
+          ? `; held by quota: ${w.cls.quotaHeld}`
+          : lackingDetail(s, w.ask, w.cls.amount, w) + (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
       (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);

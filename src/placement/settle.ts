@@ -9,6 +9,7 @@ import type { Demand } from './demand.js';
 import { grant } from './grant.js';
 import { ahead, type Place } from './order.js';
 import { poolsFitBehind } from './pool-fit.js';
+import { holdForQuota, quotaBlocked, recheckQuotas } from './quota-gate.js';
 import { placeable, type PlacerState } from './state.js';
 import type { WaitClass, Waiter } from './waiting.js';
 
@@ -36,19 +37,20 @@ export class Settler {
     const { machines, queue, changed, touched, woken } = this.s;
     try {
       for (;;) {
+        if (this.s.quotaDirty.size) recheckQuotas(this.s); // a tenant's use changed (SPEC Q3)
         for (const m of changed) for (const cls of queue.reserved.classesOn(m)) if (!cls.group) this.retarget(cls);
         changed.clear();
         for (const m of touched) {
           if (!machines.has(m)) continue;
           for (const cls of queue.servable(m.books.freeGpus, m.books.freeCpus)) {
-            if (eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) woken.add(cls);
+            if (!cls.quotaHeld && eligible(m, cls.ask) && m.books.fitsNow(cls.amount)) woken.add(cls);
           }
         }
         if (touched.size && this.groups) this.groups.dirty = true;
         touched.clear();
         let next: Waiter | undefined;
         for (const cls of woken) {
-          if (!cls.head) woken.delete(cls);
+          if (!cls.head || cls.quotaHeld) woken.delete(cls);
           else if (!next || ahead(cls.head, next)) next = cls.head;
         }
         const g = this.groups;
@@ -62,6 +64,11 @@ export class Settler {
         }
         if (!next) return;
         const w = next;
+        const overQuota = quotaBlocked(this.s, w.cls); // in the same step as placement (SPEC Q3)
+        if (overQuota) {
+          holdForQuota(this.s, w.cls, overQuota);
+          continue;
+        }
         const c =
           poolsFitBehind(this.s, w) &&
           chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
@@ -86,6 +93,7 @@ export class Settler {
   retarget(cls: WaitClass): void {
     const old = cls.target;
     if (cls.pinned && old && this.s.machines.has(old)) return; // a preemptor's room stays reserved (SPEC Q2)
+    if (cls.quotaHeld) return; // reserves nowhere while its quota holds it (SPEC Q3)
     const t = reservationTarget(this.s.machines, cls.ask, cls.amount, old);
     if (t === old) return;
     this.s.queue.setTarget(cls, t);

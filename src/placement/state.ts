@@ -10,7 +10,9 @@ import { PoolBooks } from '../resources/pools.js';
 import type { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
 import { arriving } from './order.js';
+import { HeldClaims } from './held.js';
 import { PriorityBook } from './priority.js';
+import { QuotaBook } from './quota.js';
 import type { Provisioning } from './provisioner.js';
 import { WaitQueue, type WaitClass } from './waiting.js';
 
@@ -32,7 +34,11 @@ export class PlacerState {
   readonly machines = new MachineSet();
   readonly queue = new WaitQueue();
   /** Held claims by id. */
-  readonly held = new Map<string, Held>();
+  readonly held: HeldClaims;
+  /** Tenant quotas and what each tenant holds (SPEC Q3). */
+  readonly quotas = new QuotaBook();
+  /** Tenants whose use changed since the settle loop last re-checked their classes' quota (quota-gate.ts). */
+  readonly quotaDirty = new Set<string>();
   /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
   readonly changed = new Set<MachineEntry>();
   /** Machines with more room than before (release, attach, a reservation gone): may serve a waiter. */
@@ -55,6 +61,7 @@ export class PlacerState {
     pools?: Record<string, number>,
   ) {
     this.pools = new PoolBooks(pools);
+    this.held = new HeldClaims(this.quotas, (owner) => this.quotaDirty.add(owner));
   }
 }
 

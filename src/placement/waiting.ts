@@ -52,6 +52,11 @@ export interface WaitClass {
    * while they have their grace; the settle loop moves it only if that machine leaves.
    */
   pinned?: boolean;
+  /**
+   * Why its tenant's quota (SPEC Q3) holds it, or undefined: a held class reserves nothing (it has no target) and is
+   * not granted; quota-gate.ts sets and clears it as its tenant's use changes.
+   */
+  quotaHeld?: string;
 }
 
 const namedKey = (r: Record<string, number> | undefined) =>
@@ -66,7 +71,7 @@ const keyOf = (a: NormalizedAsk) =>
   `${a.cpus}/${a.gpus}/${a.ramMb ?? '-'}/${a.label ? `${a.policy}:${a.label}` : ''}` +
   `${a.onOversize === 'fail' ? '/fail' : ''}${namedKey(a.resources)}${a.pools ? `/pools${namedKey(a.pools)}` : ''}` +
   `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}` +
-  `${a.priority ? `/prio=${a.priority}` : ''}`;
+  `${a.priority ? `/prio=${a.priority}` : ''}${a.owner === undefined ? '' : `/owner=${a.owner}`}`;
 
 /** The ask a pinned group reservation carries (its group's members are asked through the group). */
 const PINNED_ASK: NormalizedAsk = { cpus: 0, gpus: 0, label: '', policy: 'prefer', node: '', runId: '', env: {} };
@@ -87,6 +92,8 @@ export class WaitQueue {
   readonly #byPrio = new Map<number, number>();
   /** The lowest priority in `#byPrio`; +Infinity when nothing waits. */
   #lowest = Number.POSITIVE_INFINITY;
+  /** Classes by the owner of their asks (SPEC Q3): whose quota verdict changes with that tenant's use. */
+  readonly #byOwner = new Map<string, Set<WaitClass>>();
 
   /** Number of waiters. */
   get size(): number {
@@ -107,6 +114,11 @@ export class WaitQueue {
   inOrder(): Waiter[] {
     const all = [...this.#all.values()];
     return this.#byPrio.size > 1 ? all.sort((x, y) => y.prio - x.prio || x.seq - y.seq) : all;
+  }
+
+  /** The wait classes of `owner`'s asks (a tenant, SPEC Q3). */
+  classesOf(owner: string): Iterable<WaitClass> {
+    return this.#byOwner.get(owner) ?? [];
   }
 
   /** Every wait class. */
@@ -215,6 +227,7 @@ export class WaitQueue {
       cls = { key, ask: w.ask, amount, clamped, size: 0, target: target() };
       this.#classes.set(key, cls);
       this.#file(cls);
+      this.#own(cls, true);
     }
     return this.#enter({ ...w, seq: ++this.#seq, prio: priorityOf(w.ask) }, cls);
   }
@@ -254,6 +267,7 @@ export class WaitQueue {
     if (cls.size === 0) {
       this.#unfile(cls);
       this.#classes.delete(cls.key);
+      this.#own(cls, false);
     }
     return true;
   }
@@ -269,11 +283,24 @@ export class WaitQueue {
     cls.pinned = true;
     this.#classes.set(cls.key, cls);
     this.#file(cls);
+    this.#own(cls, true);
     this.#enter(w, cls); // the same waiter, with its arrival number: it keeps its place in the queue
   }
 
-  /** Points `cls` at `target`: every member's amount moves there. */
+  /** Files or unfiles `cls` under its asks' owner. */
+  #own(cls: WaitClass, on: boolean): void {
+    const owner = cls.ask.owner;
+    if (owner === undefined) return;
+    let set = this.#byOwner.get(owner);
+    if (on) {
+      if (!set) this.#byOwner.set(owner, (set = new Set()));
+      set.add(cls);
+    } else if (set?.delete(cls) && set.size === 0) this.#byOwner.delete(owner);
+  }
+
+  /** Points `cls` at `target`: every member's amount moves there. A class held by quota (SPEC Q3) reserves nowhere. */
   setTarget(cls: WaitClass, target: MachineEntry | undefined): void {
+    if (cls.quotaHeld) target = undefined;
     if (cls.target === target) return;
     const n = cls.size;
     this.reserved.add(cls, -n);

@@ -147,6 +147,7 @@ export class BerthServer {
       pools: options.pools,
       defaultRamMbPerCpu: options.defaultRamMbPerCpu,
       priorityClasses: options.priorityClasses,
+      tenantQuotas: options.tenants,
       preemptionGraceMs: Math.round(options.preemptionGrace * 1000),
       preemptionMinRuntimeMs: Math.round(options.preemptionMinRuntime * 1000),
     });
@@ -619,9 +620,10 @@ export class BerthServer {
   }
 
   /**
-   * Re-reads the config file's `priority_classes:` (SIGHUP, SPEC Q1): asks from now on resolve against them; waiting
-   * and held claims keep their priority. All or nothing: a bad file changes nothing. Other keys are read at start
-   * only. @throws OptionsError naming the file, the line and the key (the old classes stay).
+   * Re-reads the config file's `priority_classes:` (SIGHUP, SPEC Q1) and `tenants:` (SPEC Q3): asks from now on
+   * resolve against the classes (waiting and held claims keep their priority); every tenant's use is recounted against
+   * the new quotas and waiting claims held or freed by them. All or nothing: a bad file changes nothing. Other keys are
+   * read at start only. @throws OptionsError naming the file, the line and the key (the old classes and quotas stay).
    */
   reloadPriorityClasses(): void {
     const path = this.options.config;
@@ -629,9 +631,13 @@ export class BerthServer {
       this.#log.info('SIGHUP: no --config to re-read');
       return;
     }
-    const { priorityClasses } = readConfigFile(path, Object.keys(SERVE_FLAGS));
+    const { priorityClasses, tenants } = readConfigFile(path, Object.keys(SERVE_FLAGS));
     this.context.placer.setPriorityClasses(priorityClasses);
-    this.#log.info({ config: path, priorityClasses: Object.keys(priorityClasses) }, 'priority classes re-read');
+    this.context.placer.setTenantQuotas(tenants);
+    this.#log.info(
+      { config: path, priorityClasses: Object.keys(priorityClasses), tenants: Object.keys(tenants) },
+      'priority classes and tenant quotas re-read',
+    );
   }
 
   /**

@@ -1,0 +1,158 @@
+/**
+ * Tenant quotas (SPEC Q3, issue 22 item 3): a tenant is a client identity (a `--client-tokens` name or a certificate
+ * name, SPEC R7). The config gives a tenant a `nominal` quota per resource and optionally a `cohort` it shares with:
+ * it may then borrow what the cohort's other tenants lend (`borrowing_limit`, default unlimited) and lends what it
+ * does not use (`lending_limit`, default all of its nominal). Checked in the same placer step as placement, so what
+ * quota admits is placed at once and nothing is admitted that cannot be placed. Resources a tenant's `nominal` does
+ * not name are not limited for it; callers without an entry are not limited. All quantities are in units of 1e-4
+ * (resources/quantity.ts): cores, GPUs (a share counts its fraction), MB of memory, named resources and pools.
+ */
+import { fromUnits, type Named } from '../resources/quantity.js';
+
+/** One tenant's entry of the config (`tenants: <name>:`), in units. */
+export interface TenantQuota {
+  /** The cohort it borrows from and lends to; absent = none (it never borrows). */
+  cohort?: string;
+  /** What it is guaranteed, per resource (`cpus`, `gpus`, `ram_mb`, a named resource or pool). */
+  nominal: Named;
+  /** At most this much beyond `nominal`, per resource; absent = unlimited within the cohort (0 without one). */
+  borrowingLimit?: Named;
+  /** At most this much of its unused `nominal` lent to its cohort, per resource; absent = all of it. */
+  lendingLimit?: Named;
+}
+
+/** Quotas by tenant name (config `tenants:`). */
+export type TenantQuotas = Record<string, TenantQuota>;
+
+/** One tenant's use against its quota, for the snapshot and metrics (plain numbers, not units). */
+export interface TenantView {
+  tenant: string;
+  cohort?: string;
+  /** Per resource its nominal names: in use, nominal, borrowing limit (-1 = unlimited). */
+  resources: { name: string; used: number; nominal: number; borrowingLimit: number }[];
+}
+
+/** What a claim takes from its tenant's quota, in units (see `usageOf`). */
+export type Usage = Named;
+
+const plain = (u: number) => String(fromUnits(u));
+
+/** Quotas, and what each tenant holds now. Replaced whole by `set`; usage follows the held claims (held.ts). */
+export class QuotaBook {
+  #quotas: TenantQuotas = {};
+  /** What each tenant with a quota holds, in units. */
+  readonly #used = new Map<string, Usage>();
+  /** Tenants by cohort. */
+  #cohorts = new Map<string, string[]>();
+
+  /** True when some tenant has a quota: only then is anything checked or counted. */
+  get active(): boolean {
+    return this.#cohorts.size > 0 || Object.keys(this.#quotas).length > 0;
+  }
+
+  /** Replaces every quota (a config reload: all or nothing); `held` is what is held now, by owner. */
+  set(quotas: TenantQuotas, held: Iterable<[string | undefined, Usage]>): void {
+    this.#quotas = { ...quotas };
+    this.#cohorts = new Map();
+    for (const [name, q] of Object.entries(quotas)) {
+      if (q.cohort === undefined) continue;
+      const members = this.#cohorts.get(q.cohort) ?? [];
+      this.#cohorts.set(q.cohort, [...members, name]);
+    }
+    this.#used.clear();
+    for (const [owner, u] of held) this.add(owner, u, 1);
+  }
+
+  /** The quota of `tenant`, if it has one. */
+  quotaOf(tenant: string | undefined): TenantQuota | undefined {
+    return tenant !== undefined && Object.hasOwn(this.#quotas, tenant) ? this.#quotas[tenant] : undefined;
+  }
+
+  /** The tenants whose room changes when `tenant`'s use does: it, and its cohort's other members. */
+  affected(tenant: string): readonly string[] {
+    const c = this.#quotas[tenant]?.cohort;
+    return c === undefined ? [tenant] : this.#cohorts.get(c)!;
+  }
+
+  /** `sign` × `u` more held by `owner` (a grant +1, a release -1); no-op for an owner without a quota. */
+  add(owner: string | undefined, u: Usage, sign: 1 | -1): void {
+    const q = this.quotaOf(owner);
+    if (!q) return;
+    let used = this.#used.get(owner!);
+    if (!used) this.#used.set(owner!, (used = {}));
+    for (const k in q.nominal) if (u[k]) used[k] = (used[k] ?? 0) + sign * u[k];
+  }
+
+  /**
+   * Why `owner` may not take `u` more now, or undefined when its quota (and its cohort's) has room:
+   * `tenant a: gpus 4 of 4 nominal, borrowing 0 of 0 (asks 1)`, or with `; cohort c: 8 of 8 lent in use` when the
+   * cohort has nothing left to lend. Cost: the resources its nominal names × the members of its cohort.
+   */
+  blocked(owner: string | undefined, u: Usage): string | undefined {
+    const q = this.quotaOf(owner);
+    if (!q) return undefined;
+    const used = this.#used.get(owner!) ?? {};
+    for (const k in q.nominal) {
+      const ask = u[k] ?? 0;
+      if (ask === 0) continue;
+      const now = used[k] ?? 0;
+      const nominal = q.nominal[k];
+      const limit = borrowingLimit(q, k);
+      const own = `tenant ${owner}: ${k} ${plain(now)} of ${plain(nominal)} nominal, borrowing ` +
+        `${plain(Math.max(0, now - nominal))} of ${limit === Infinity ? 'unlimited' : plain(limit)}`;
+      if (now + ask > nominal + limit) return `${own} (asks ${plain(ask)})`;
+      if (q.cohort === undefined) continue;
+      const { drawn, pool } = this.#cohortUse(q.cohort, k, owner!, ask);
+      if (drawn > pool) return `${own}; cohort ${q.cohort}: ${k} ${plain(drawn - ask)} of ${plain(pool)} in use`;
+    }
+    return undefined;
+  }
+
+  /**
+   * What the members of `cohort` draw from what they lend each other in resource `k` (with `ask` more for `owner`),
+   * and what they lend: a member draws what it holds beyond the part of its nominal it keeps (nominal − lending).
+   */
+  #cohortUse(cohort: string, k: string, owner: string, ask: number): { drawn: number; pool: number } {
+    let drawn = 0;
+    let pool = 0;
+    for (const name of this.#cohorts.get(cohort)!) {
+      const q = this.#quotas[name];
+      if (!(k in q.nominal)) continue;
+      const lend = Math.min(q.lendingLimit?.[k] ?? q.nominal[k], q.nominal[k]);
+      pool += lend;
+      const held = (this.#used.get(name)?.[k] ?? 0) + (name === owner ? ask : 0);
+      drawn += Math.max(0, held - (q.nominal[k] - lend));
+    }
+    return { drawn, pool };
+  }
+
+  /** Every tenant with a quota, its use against it (plain numbers), by name. */
+  views(): TenantView[] {
+    return Object.entries(this.#quotas)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([tenant, q]) => ({
+        tenant,
+        ...(q.cohort === undefined ? {} : { cohort: q.cohort }),
+        resources: Object.keys(q.nominal).map((name) => {
+          const limit = borrowingLimit(q, name);
+          return {
+            name,
+            used: fromUnits(this.#used.get(tenant)?.[name] ?? 0),
+            nominal: fromUnits(q.nominal[name]),
+            borrowingLimit: limit === Infinity ? -1 : fromUnits(limit),
+          };
+        }),
+      }));
+  }
+
+  /** What `tenant` holds of resource `k`, in units (tests and the invariant check). */
+  used(tenant: string, k: string): number {
+    return this.#used.get(tenant)?.[k] ?? 0;
+  }
+}
+
+/** How far past its nominal `q` may go in `k` (units): its limit, unlimited in a cohort, else 0. */
+function borrowingLimit(q: TenantQuota, k: string): number {
+  if (q.cohort === undefined) return 0;
+  return q.borrowingLimit?.[k] ?? Infinity;
+}

@@ -1,0 +1,146 @@
+/**
+ * Tenant quotas (SPEC Q3, issue 22 item 3) through the real server with per-client tokens: a tenant at its nominal
+ * waits, held by quota and told so, while other tenants' claims are not held back by it; a tenant in a cohort borrows
+ * what the others leave, up to its borrowing limit, and the cohort never holds more than it lends; a reload of the
+ * config frees what a larger quota allows; a bad `tenants:` entry is an error naming the line and the key.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { resolveServeOptions } from '../../src/config/serve-options.js';
+import { claim, type ClaimHandle } from '../support/claims.js';
+import { clientWithToken } from '../support/token-client.js';
+import { startServer, type TestServer } from '../support/server.js';
+
+const ALICE = 'alice-token-0123456789abcdef';
+const BOB = 'bob-token-0123456789abcdef01';
+
+let dir = '';
+const open: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = '';
+});
+
+/** A server with `gpus` GPUs, alice's and bob's tokens, and `config` as its config file. */
+async function serve(config: string, gpus = 8): Promise<TestServer> {
+  dir = mkdtempSync(join(tmpdir(), 'berth-quotas-'));
+  writeFileSync(join(dir, 'clients.yaml'), `alice: ${ALICE}\nbob: ${BOB}\n`);
+  writeFileSync(join(dir, 'berth.yaml'), config);
+  const t = await startServer({
+    cpus: 32,
+    gpuIds: [...Array(gpus).keys()],
+    flags: {
+      clientTokens: join(dir, 'clients.yaml'),
+      token: 'shared-token-0123456789',
+      config: join(dir, 'berth.yaml'),
+    },
+  });
+  open.push(() => t.close());
+  return t;
+}
+
+function clientWith(address: string, token: string): PlacementServiceClient {
+  const c = clientWithToken(address, token);
+  open.push(() => c.close());
+  return c;
+}
+
+/** `n` claims of one GPU each by `client`, each awaited granted. */
+async function grantMany(client: PlacementServiceClient, n: number): Promise<ClaimHandle[]> {
+  const out: ClaimHandle[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = claim(client, { gpus: 1 });
+    await c.granted;
+    out.push(c);
+  }
+  return out;
+}
+
+describe('a tenant at its nominal quota', () => {
+  it('waits held by quota, says so, holds nobody back, and is granted when its own claim ends', async () => {
+    const t = await serve('tenants:\n  alice: { nominal: { gpus: 2 } }\n');
+    const alice = clientWith(t.address, ALICE);
+    const bob = clientWith(t.address, BOB);
+    const [first] = await grantMany(alice, 2);
+    const third = claim(alice, { gpus: 1 });
+    const q = await third.queued;
+    expect(q.detail).toMatch(/held by quota: tenant alice: gpus 2 of 2 nominal, borrowing 0 of 0 \(asks 1\)/);
+    // six GPUs are free and nothing of alice's holds them back: bob (no quota) takes all six at once
+    await grantMany(bob, 6);
+    const snap = t.server.context.placer.snapshot();
+    expect(snap.waiting.map((w) => w.reason.detail)).toEqual([expect.stringContaining('held by quota: tenant alice')]);
+    expect(t.server.context.placer.tenantViews()).toEqual([
+      { tenant: 'alice', resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }] },
+    ]);
+    await first.release();
+    const g = await third.granted; // its own release makes room in its quota; the GPU it freed is there
+    expect(g.allocation?.gpuIds).toHaveLength(1);
+    expect(t.invariantErrors).toEqual([]);
+  });
+
+  it('is freed by a config reload that raises its quota, and held again by one that lowers it', async () => {
+    const t = await serve('tenants:\n  alice: { nominal: { gpus: 1 } }\n');
+    const alice = clientWith(t.address, ALICE);
+    await grantMany(alice, 1);
+    const second = claim(alice, { gpus: 1 });
+    await second.queued;
+    writeFileSync(join(dir, 'berth.yaml'), 'tenants:\n  alice: { nominal: { gpus: 3 } }\n');
+    t.server.reloadPriorityClasses();
+    await second.granted;
+    writeFileSync(join(dir, 'berth.yaml'), 'tenants:\n  alice: { nominal: { gpus: 1 } }\n');
+    t.server.reloadPriorityClasses(); // lowering never revokes: alice keeps both
+    expect(t.server.context.placer.tenantViews()[0].resources[0]).toMatchObject({ used: 2, nominal: 1 });
+    const third = claim(alice, { gpus: 1 });
+    expect((await third.queued).detail).toMatch(/tenant alice: gpus 2 of 1 nominal/);
+  });
+});
+
+describe('tenants sharing a cohort', () => {
+  const COHORT = `tenants:
+  alice: { cohort: lab, nominal: { gpus: 4 }, borrowing_limit: { gpus: 2 } }
+  bob: { cohort: lab, nominal: { gpus: 4 } }
+`;
+
+  it('borrow what the other leaves up to the borrowing limit, and never hold more than the cohort lends', async () => {
+    const t = await serve(COHORT, 16); // capacity is not the limit: 16 GPUs, the cohort lends 8
+    const alice = clientWith(t.address, ALICE);
+    const bob = clientWith(t.address, BOB);
+    await grantMany(alice, 6); // 4 of its own, 2 of bob's
+    const seventh = claim(alice, { gpus: 1 });
+    expect((await seventh.queued).detail).toMatch(/tenant alice: gpus 6 of 4 nominal, borrowing 2 of 2 \(asks 1\)/);
+    const bobs = await grantMany(bob, 2); // the cohort's 8: alice 6, bob 2
+    const third = claim(bob, { gpus: 1 });
+    expect((await third.queued).detail).toMatch(
+      /tenant bob: gpus 2 of 4 nominal, borrowing 0 of unlimited; cohort lab: gpus 8 of 8 in use/,
+    );
+    await bobs[0].release(); // room in the cohort: bob's waiting claim (alice is at her limit) takes it
+    await third.granted;
+    const views = t.server.context.placer.tenantViews();
+    expect(views.map((v) => [v.tenant, v.resources[0].used])).toEqual([
+      ['alice', 6],
+      ['bob', 2],
+    ]);
+    expect(t.invariantErrors).toEqual([]);
+  });
+});
+
+describe('a bad tenants entry', () => {
+  it('is an error naming the file line and the key, and nothing starts', () => {
+    const d = mkdtempSync(join(tmpdir(), 'berth-quotas-bad-'));
+    open.push(() => rmSync(d, { recursive: true, force: true }));
+    const file = join(d, 'berth.yaml');
+    const resolve = () => resolveServeOptions({ config: file, stateDir: d }, {});
+    writeFileSync(file, 'tenants:\n  alice:\n    nominal: { gpus: 2 }\n    borrowing_limit: { gpus: 1 }\n');
+    expect(resolve).toThrow(`${file} line 4: tenants.alice.borrowing_limit: only a tenant in a cohort borrows or lends`);
+    writeFileSync(file, 'tenants:\n  alice:\n    cohort: lab\n    nominal: { gpus: 2 }\n    lending_limit: { cpus: 1 }\n');
+    expect(resolve).toThrow(/line 5: tenants\.alice\.lending_limit\.cpus: not in its nominal \(gpus\)/);
+    writeFileSync(file, 'tenants:\n  alice: { nominal: { gpus: -1 } }\n');
+    expect(resolve).toThrow(/tenants\.alice\.nominal\.gpus: a number from 0 to .* \(got -1\)/);
+    writeFileSync(file, 'tenants:\n  alice: { nominal: {}, weight: 2 }\n');
+    expect(resolve).toThrow(/tenants\.alice\.weight: unknown key \(known: cohort, nominal, borrowing_limit/);
+  });
+});
