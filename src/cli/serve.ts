@@ -192,7 +192,10 @@ export function serveCommand(): Command {
         try {
           server.reloadPriorityClasses();
         } catch (err) {
-          log.error({ reason: (err as Error).message }, 'config not re-read; the old priority classes and tenant quotas stay');
+          log.error(
+            { reason: (err as Error).message },
+            'config not re-read; the old priority classes and tenant quotas stay',
+          );
         }
       });
       await server.start();

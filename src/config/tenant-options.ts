@@ -29,26 +29,28 @@ export const tenantObject = z.strictObject({
     .optional()
     .describe('the cohort it borrows from and lends to; absent: it never borrows'),
   nominal: amounts('what it is guaranteed, per resource; resources not named are not limited for it'),
-  borrowing_limit: amounts('at most this much beyond nominal, per resource (needs a cohort); absent: unlimited').optional(),
-  lending_limit: amounts('at most this much of its unused nominal lent to its cohort, per resource; absent: all').optional(),
+  borrowing_limit: amounts(
+    'at most this much beyond nominal, per resource (needs a cohort); absent: unlimited',
+  ).optional(),
+  lending_limit: amounts(
+    'at most this much of its unused nominal lent to its cohort, per resource; absent: all',
+  ).optional(),
 });
 
 /** The whole mapping, client identity → quota; limits only on resources its nominal names, only within a cohort. */
-export const tenantsSchema = z
-  .record(z.string().min(1, 'a client name'), tenantObject)
-  .superRefine((m, ctx) => {
-    for (const [name, t] of Object.entries(m)) {
-      for (const key of ['borrowing_limit', 'lending_limit'] as const) {
-        const limits = t[key];
-        if (!limits) continue;
-        if (t.cohort === undefined)
-          ctx.addIssue({ code: 'custom', path: [name, key], message: 'only a tenant in a cohort borrows or lends' });
-        for (const r of Object.keys(limits))
-          if (!(r in t.nominal))
-            ctx.addIssue({ code: 'custom', path: [name, key, r], message: `not in its nominal (${keys(t.nominal)})` });
-      }
+export const tenantsSchema = z.record(z.string().min(1, 'a client name'), tenantObject).superRefine((m, ctx) => {
+  for (const [name, t] of Object.entries(m)) {
+    for (const key of ['borrowing_limit', 'lending_limit'] as const) {
+      const limits = t[key];
+      if (!limits) continue;
+      if (t.cohort === undefined)
+        ctx.addIssue({ code: 'custom', path: [name, key], message: 'only a tenant in a cohort borrows or lends' });
+      for (const r of Object.keys(limits))
+        if (!(r in t.nominal))
+          ctx.addIssue({ code: 'custom', path: [name, key, r], message: `not in its nominal (${keys(t.nominal)})` });
     }
-  });
+  }
+});
 
 const keys = (r: Record<string, number>) => Object.keys(r).join(', ') || 'none';
 

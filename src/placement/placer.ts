@@ -524,7 +524,8 @@ export class Placer {
       (w) =>
         w.cls.quotaHeld
           ? `; held by quota: ${w.cls.quotaHeld}`
-          : lackingDetail(s, w.ask, w.cls.amount, w) + (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
+          : lackingDetail(s, w.ask, w.cls.amount, w) +
+            (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
       (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);

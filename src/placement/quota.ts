@@ -98,7 +98,8 @@ export class QuotaBook {
       const now = used[k] ?? 0;
       const nominal = q.nominal[k];
       const limit = borrowingLimit(q, k);
-      const own = `tenant ${owner}: ${k} ${plain(now)} of ${plain(nominal)} nominal, borrowing ` +
+      const own =
+        `tenant ${owner}: ${k} ${plain(now)} of ${plain(nominal)} nominal, borrowing ` +
         `${plain(Math.max(0, now - nominal))} of ${limit === Infinity ? 'unlimited' : plain(limit)}`;
       if (now + ask > nominal + limit) return `${own} (asks ${plain(ask)})`;
       if (q.cohort === undefined) continue;

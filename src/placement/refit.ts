@@ -97,6 +97,7 @@ export class Refitter {
       if (!same(f.amount, cls.amount)) {
         this.s.queue.setAmount(cls, f.amount, f.clamped);
         cls.pinned = false; // a preemptor's machine was chosen for the old amount (SPEC Q2): it re-chooses
+        if (cls.ask.owner !== undefined) this.s.quotaDirty.add(cls.ask.owner); // its quota verdict may change (Q3)
         if (f.best) for (let w = cls.head; w; w = w.next) this.clampedEvent(w.ask, f.amount, f.best);
       }
       this.settler.retarget(cls);

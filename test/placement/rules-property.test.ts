@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PriorityClasses } from '../../src/placement/priority.js';
+import type { TenantQuotas } from '../../src/placement/quota.js';
 import type { LabelPolicy, MachineSpec } from '../../src/placement/types.js';
 import { prng, Refereed } from '../support/placement-rules.js';
 
@@ -23,12 +24,14 @@ async function runSequence(
   ops: number,
   priorities: readonly (number | string | undefined)[] = [undefined],
   classes?: PriorityClasses,
+  quotas?: TenantQuotas,
 ) {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
   const engine: MachineSpec = { name: 'engine', labels: [], inventory: { cpus: 4, gpuIds: [0] }, remote: false };
   // a grace no sequence outlives: victims go when their holder gives them back (the `give back` operation)
-  const r = new Refereed(engine, 1_000_000, { classes, preemptionGraceMs: 1_000_000_000 });
+  const r = new Refereed(engine, 1_000_000, { classes, preemptionGraceMs: 1_000_000_000, quotas });
+  const owners = quotas ? [...Object.keys(quotas), undefined] : [undefined];
   const attached = new Set<string>();
   const waiting = new Map<string, AbortController>();
   const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -60,12 +63,13 @@ async function runSequence(
         runId: pick(['r1', 'r2', 'r3']),
         priority: typeof p === 'number' ? p : undefined,
         priorityClass: typeof p === 'string' ? p : undefined,
+        owner: pick(owners),
       };
       const node = r.claim(a, ac.signal);
       waiting.set(node, ac);
       what =
         `claim ${node} ${a.cpus}c/${a.gpus}g${a.ramMb ? `/${a.ramMb}MB` : ''} ${policy} '${label}' ${a.runId}` +
-        `${p === undefined ? '' : ` priority ${p}`}`;
+        `${p === undefined ? '' : ` priority ${p}`}${a.owner === undefined ? '' : ` by ${a.owner}`}`;
     } else if (x < 0.7 && r.told().length) {
       const id = pick(r.told());
       r.placer.release(id);
@@ -132,5 +136,27 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     }
     if (process.env.BERTH_PLACEMENT_TRACE) console.log(`preemptions told: ${told}`);
     expect(told).toBeGreaterThan(seeds.length); // the sequences do preempt
+  });
+
+  it('with three tenants under quotas (two in a cohort) and priorities, no tenant nor cohort ever holds more than its quota allows, and only quota holds a waiter that capacity would not (SPEC Q3)', async () => {
+    const only = process.env.BERTH_PLACEMENT_SEED;
+    const seeds = only
+      ? [Number(only)]
+      : Array.from({ length: Number(process.env.BERTH_PLACEMENT_TRIALS ?? 250) }, (_, i) => 3000 + i);
+    const u = 10_000; // units of 1e-4
+    const quotas: TenantQuotas = {
+      a: { cohort: 'lab', nominal: { gpus: 4 * u, cpus: 16 * u }, borrowingLimit: { gpus: 4 * u } },
+      b: { cohort: 'lab', nominal: { gpus: 2 * u }, lendingLimit: { gpus: 1 * u } },
+      c: { nominal: { cpus: 8 * u, ram_mb: 8192 * u } },
+    };
+    const classes: PriorityClasses = { urgent: { value: 5 }, sweep: { value: -1 } };
+    let holds = 0;
+    for (const seed of seeds) {
+      const r = await runSequence(seed, 200, [undefined, 0, 2, 'urgent', 'sweep'], classes, quotas);
+      expect(r.violations, `seed ${seed}`).toEqual([]);
+      holds += r.quotaHolds;
+    }
+    if (process.env.BERTH_PLACEMENT_TRACE) console.log(`waiters held by quota: ${holds}`);
+    expect(holds).toBeGreaterThan(seeds.length); // the sequences do meet their quotas
   });
 });

@@ -8,6 +8,8 @@ import { EventBus, type BerthEvent } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
 import type { MachineView, PlacerSnapshot } from '../../src/placement/snapshot.js';
 import type { PriorityClasses } from '../../src/placement/priority.js';
+import type { TenantQuotas } from '../../src/placement/quota.js';
+import { UNIT } from '../../src/resources/quantity.js';
 import type { Grant, MachineSpec, NormalizedAsk } from '../../src/placement/types.js';
 
 type Amount = { cpus: number; gpus: number; ramMb?: number };
@@ -85,7 +87,10 @@ export class Refereed {
   /** Claim ids in the order the placer granted them. */
   readonly grantOrder: string[] = [];
   readonly #asks = new Map<string, NormalizedAsk>();
-  readonly #held = new Map<string, { machine: string; gpuIds: number[]; cpus: number; ramMb?: number }>();
+  readonly #held = new Map<
+    string,
+    { machine: string; gpuIds: number[]; cpus: number; ramMb?: number; owner?: string }
+  >();
   readonly #ever = new Set<string>();
   readonly #grants = new Map<string, Grant>();
   readonly #rejected = new Map<string, unknown>();
@@ -101,7 +106,7 @@ export class Refereed {
   constructor(
     engine: MachineSpec,
     reconnectGraceMs = 1_000_000,
-    opts: { classes?: PriorityClasses; preemptionGraceMs?: number } = {},
+    opts: { classes?: PriorityClasses; preemptionGraceMs?: number; quotas?: TenantQuotas } = {},
   ) {
     let ids = 0; // ids in arrival order (c1, c2, …): the referee reads arrival order from them
     this.placer = new Placer({
@@ -111,12 +116,59 @@ export class Refereed {
       newClaimId: () => `c${++ids}`,
       priorityClasses: opts.classes,
       preemptionGraceMs: opts.preemptionGraceMs,
+      tenantQuotas: opts.quotas,
     });
     this.#classes = opts.classes ?? {};
+    this.#quotas = opts.quotas ?? {};
     this.events.subscribe((e) => this.#onEvent(e));
   }
 
   readonly #classes: PriorityClasses;
+  readonly #quotas: TenantQuotas;
+  /** Waiters seen held by quota after an operation (SPEC Q3): a sequence that never meets its quotas tests nothing. */
+  quotaHolds = 0;
+
+  /** What tenant `owner` holds by the referee's books, in units (cpus, gpus, ram_mb). */
+  #usedBy(owner: string): Record<string, number> {
+    const u: Record<string, number> = { cpus: 0, gpus: 0, ram_mb: 0 };
+    for (const h of this.#held.values()) {
+      if (h.owner !== owner) continue;
+      u.cpus += h.cpus * UNIT;
+      u.gpus += h.gpuIds.length * UNIT;
+      u.ram_mb += (h.ramMb ?? 0) * UNIT;
+    }
+    return u;
+  }
+
+  /**
+   * The rule of SPEC Q3, written apart from quota.ts: with `extra` more for `owner`, does some tenant hold more than
+   * nominal + borrowing limit, or some cohort draw more than its members lend? Returns what breaks, or undefined.
+   */
+  quotaBroken(owner?: string, extra: Record<string, number> = {}): string | undefined {
+    const used = new Map(Object.keys(this.#quotas).map((t) => [t, this.#usedBy(t)]));
+    if (owner !== undefined && used.has(owner)) for (const k in extra) used.get(owner)![k] += extra[k];
+    for (const [t, q] of Object.entries(this.#quotas)) {
+      for (const k in q.nominal) {
+        const limit = q.cohort === undefined ? 0 : (q.borrowingLimit?.[k] ?? Infinity);
+        if (used.get(t)![k] > q.nominal[k] + limit) return `tenant ${t} holds ${used.get(t)![k]} units of ${k}`;
+      }
+    }
+    const cohorts = new Set(Object.values(this.#quotas).flatMap((q) => (q.cohort ? [q.cohort] : [])));
+    for (const c of cohorts) {
+      for (const k of ['cpus', 'gpus', 'ram_mb']) {
+        let drawn = 0;
+        let lent = 0;
+        for (const [t, q] of Object.entries(this.#quotas)) {
+          if (q.cohort !== c || !(k in q.nominal)) continue;
+          const lend = Math.min(q.lendingLimit?.[k] ?? q.nominal[k], q.nominal[k]);
+          lent += lend;
+          drawn += Math.max(0, used.get(t)![k] - (q.nominal[k] - lend));
+        }
+        if (drawn > lent) return `cohort ${c} draws ${drawn} of ${lent} units of ${k}`;
+      }
+    }
+    return undefined;
+  }
 
   /** Victims told and still held: their holders may give them back. */
   told(): string[] {
@@ -238,7 +290,15 @@ export class Refereed {
         this.#fail(`${id} (${show(got)}) went to ${m.name} though the engine could take it (P2)`);
       }
     }
-    this.#held.set(id, { machine: m.name, gpuIds: g.allocation.gpuIds, cpus: got.cpus, ramMb: got.ramMb });
+    this.#held.set(id, {
+      machine: m.name,
+      gpuIds: g.allocation.gpuIds,
+      cpus: got.cpus,
+      ramMb: got.ramMb,
+      owner: ask.owner,
+    });
+    const over = this.quotaBroken();
+    if (over) this.#fail(`${id} granted to ${ask.owner}: ${over} (SPEC Q3)`);
     this.#prio.set(id, g.ask.priority ?? 0);
   }
 
@@ -283,6 +343,18 @@ export class Refereed {
           `${when}: ${w.claimId} asked ${show(ask)}, waits for ${show(w.reason.wanted)} clamped=${w.clamped}; ` +
             `rules say ${show(fit.amount)}`,
         );
+      }
+      const wanted = w.reason.wanted;
+      const extra = { cpus: wanted.cpus * UNIT, gpus: wanted.gpus * UNIT, ram_mb: (wanted.ramMb ?? 0) * UNIT };
+      const overQuota = this.quotaBroken(ask.owner, extra);
+      const heldByQuota = w.reason.detail.includes('held by quota');
+      if (heldByQuota !== Boolean(overQuota)) {
+        this.#fail(`${when}: ${w.claimId} of ${ask.owner}: held by quota ${heldByQuota}, the rule says ${overQuota}`);
+      }
+      if (heldByQuota) {
+        this.quotaHolds++;
+        if (w.reservedOn) this.#fail(`${when}: ${w.claimId} is held by quota but reserves on ${w.reservedOn}`);
+        continue; // quota, not capacity, holds it: it reserves nothing and may be left while machines could hold it
       }
       const able = s.machines.filter((m) => eligible(m, ask) && everHolds(m, w.reason.wanted));
       if (w.reservedOn && !able.some((m) => m.name === w.reservedOn))

@@ -135,8 +135,13 @@ describe('a bad tenants entry', () => {
     const file = join(d, 'berth.yaml');
     const resolve = () => resolveServeOptions({ config: file, stateDir: d }, {});
     writeFileSync(file, 'tenants:\n  alice:\n    nominal: { gpus: 2 }\n    borrowing_limit: { gpus: 1 }\n');
-    expect(resolve).toThrow(`${file} line 4: tenants.alice.borrowing_limit: only a tenant in a cohort borrows or lends`);
-    writeFileSync(file, 'tenants:\n  alice:\n    cohort: lab\n    nominal: { gpus: 2 }\n    lending_limit: { cpus: 1 }\n');
+    expect(resolve).toThrow(
+      `${file} line 4: tenants.alice.borrowing_limit: only a tenant in a cohort borrows or lends`,
+    );
+    writeFileSync(
+      file,
+      'tenants:\n  alice:\n    cohort: lab\n    nominal: { gpus: 2 }\n    lending_limit: { cpus: 1 }\n',
+    );
     expect(resolve).toThrow(/line 5: tenants\.alice\.lending_limit\.cpus: not in its nominal \(gpus\)/);
     writeFileSync(file, 'tenants:\n  alice: { nominal: { gpus: -1 } }\n');
     expect(resolve).toThrow(/tenants\.alice\.nominal\.gpus: a number from 0 to .* \(got -1\)/);
