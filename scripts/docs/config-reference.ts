@@ -12,6 +12,7 @@ import type * as z from 'zod';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { readConfigFile } from '../../src/config/config-file.js';
 import { priorityClassObject } from '../../src/config/priority-options.js';
+import { tenantObject } from '../../src/config/tenant-options.js';
 import { provisionerObject, shapeSchema } from '../../src/config/provisioner-options.js';
 import { SERVE_FLAGS, serveSchema } from '../../src/config/serve-options.js';
 import { defaultOf, meaningOf } from './cli-reference.js';
@@ -22,6 +23,7 @@ import { descriptionOf, isRequired, schemaDefault, valueWords } from './values.j
 const SECTIONS: Record<string, [string, string]> = {
   provisioners: ['list of provisioners', '`[]`'],
   priority_classes: ['mapping of class name → class', '`{}`'],
+  tenants: ['mapping of client identity → quota', '`{}`'],
 };
 
 /** The keys the config file reader accepts, as it lists them in its own error for an unknown key. */
@@ -121,6 +123,16 @@ export async function configReference(): Promise<string> {
     'SIGHUP, all or nothing. Guide: [priorities](../priorities.md), rule [Q1](../rules.md#q1).',
     '',
     schemaTable('priority_classes.<name>', priorityClassObject, errors),
+    '',
+    '<a id="tenants"></a>',
+    '',
+    '## `tenants:`',
+    '',
+    'A mapping of client identity (a `--client-tokens` name or a certificate name) to its quota. Each amount is a',
+    'mapping of resource (`cpus`, `gpus`, `ram_mb`, a named resource or a pool) to a number. Re-read on SIGHUP with',
+    '`priority_classes:`, all or nothing. Guide: [priorities](../priorities.md#quotas), rule [Q3](../rules.md#q3).',
+    '',
+    schemaTable('tenants.<name>', tenantObject, errors),
   ];
   if (errors.length) throw new Error(`the config reference cannot be written:\n  ${errors.join('\n  ')}`);
   return `${parts.join('\n')}\n`;

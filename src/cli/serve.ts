@@ -107,7 +107,7 @@ export function serveCommand(): Command {
     )
     .option(
       '--config <file>',
-      'YAML file with serve options (snake_case), provisioners and priority_classes (re-read on SIGHUP); ' +
+      'YAML file with serve options (snake_case), provisioners, priority_classes and tenants (re-read on SIGHUP); ' +
         'flags and env override it [env BERTH_CONFIG]',
     )
     .option(

@@ -4,6 +4,7 @@
  * so they can never drift from the books. Units: seconds, bytes (RAM: MB × 1 048 576), cores, GPUs; named
  * resources and pools as plain quantities (issue 23), one series per name a machine or the config has.
  */
+import type { TenantView } from '../placement/quota.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BerthEvent, EventBus } from '../events.js';
 import { PROVISIONED_STATES } from '../placement/provisioner.js';
@@ -290,6 +291,20 @@ export class BerthMetrics {
       (p) => p.total,
     );
     pool('berth_pool_free', 'What is free of a cluster-wide pool now (issue 23).', (p) => p.free);
+    const tenant = (name: string, help: string, pick: (x: TenantView['resources'][number]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['tenant', 'resource'],
+        registers: [r],
+        collect() {
+          this.reset();
+          for (const t of current().tenants ?? [])
+            for (const x of t.resources) this.set({ tenant: t.tenant, resource: x.name }, pick(x));
+        },
+      });
+    tenant('berth_tenant_used', 'What a tenant holds now of a resource its quota names (SPEC Q3).', (x) => x.used);
+    tenant('berth_tenant_nominal', "A tenant's nominal quota of a resource (SPEC Q3).", (x) => x.nominal);
     new Gauge({
       name: 'berth_claims_waiting',
       help: 'Claims waiting now (SPEC P6).',

@@ -529,6 +529,7 @@ export class Placer {
       (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);
+    if (s.quotas.active) snap.tenants = s.quotas.views();
     return snap;
   }
 

@@ -1,6 +1,7 @@
 /**
  * A plain view of the placer's state for GetSnapshot and `berth status`.
  */
+import type { TenantView } from './quota.js';
 import type { Amount } from '../resources/books.js';
 import type { HostInventory } from '../resources/inventory.js';
 import type { MachineEntry, MachineSet } from './machines.js';
@@ -70,6 +71,8 @@ export interface PlacerSnapshot {
   pools: { name: string; total: number; free: number }[];
   /** Groups, one entry each with their members (rule G1): held ones, then waiting ones in queue order. */
   groups?: GroupView[];
+  /** Each tenant with a quota, its use against it (SPEC Q3); absent when no tenant has one. */
+  tenants?: TenantView[];
 }
 
 /**

@@ -162,6 +162,7 @@ export function toSnapshot(
       preemptLeftMs: clampU32(h.preemptLeftMs ?? 0),
     })),
     pools: s.pools.map((p) => ({ name: p.name, total: fromUnits(p.total), free: fromUnits(p.free) })),
+    tenants: (s.tenants ?? []).map((t) => ({ tenant: t.tenant, cohort: t.cohort ?? '', resources: t.resources })),
     groups: (s.groups ?? []).map(toGroupView),
   };
 }

@@ -11,11 +11,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
+import { snapshot } from '../support/snapshot.js';
 import { clientWithToken } from '../support/token-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
 const ALICE = 'alice-token-0123456789abcdef';
 const BOB = 'bob-token-0123456789abcdef01';
+const SHARED = 'shared-token-0123456789';
 
 let dir = '';
 const open: Array<() => Promise<void> | void> = [];
@@ -35,8 +37,9 @@ async function serve(config: string, gpus = 8): Promise<TestServer> {
     gpuIds: [...Array(gpus).keys()],
     flags: {
       clientTokens: join(dir, 'clients.yaml'),
-      token: 'shared-token-0123456789',
+      token: SHARED,
       config: join(dir, 'berth.yaml'),
+      metricsListen: '127.0.0.1:0',
     },
   });
   open.push(() => t.close());
@@ -71,11 +74,15 @@ describe('a tenant at its nominal quota', () => {
     expect(q.detail).toMatch(/held by quota: tenant alice: gpus 2 of 2 nominal, borrowing 0 of 0 \(asks 1\)/);
     // six GPUs are free and nothing of alice's holds them back: bob (no quota) takes all six at once
     await grantMany(bob, 6);
-    const snap = t.server.context.placer.snapshot();
-    expect(snap.waiting.map((w) => w.reason.detail)).toEqual([expect.stringContaining('held by quota: tenant alice')]);
-    expect(t.server.context.placer.tenantViews()).toEqual([
-      { tenant: 'alice', resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }] },
+    const snap = await snapshot(bob); // over real gRPC, as grpcurl and `berth status` read it
+    expect(snap.waiting.map((w) => w.reason?.detail)).toEqual([expect.stringContaining('held by quota: tenant alice')]);
+    expect(snap.tenants).toEqual([
+      { tenant: 'alice', cohort: '', resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }] },
     ]);
+    const scrape = await fetch(`${t.server.observe!.url}/metrics`, { headers: { authorization: `Bearer ${SHARED}` } });
+    const metrics = await scrape.text(); // a real scrape
+    expect(metrics).toMatch(/^berth_tenant_used\{tenant="alice",resource="gpus"\} 2$/m);
+    expect(metrics).toMatch(/^berth_tenant_nominal\{tenant="alice",resource="gpus"\} 2$/m);
     await first.release();
     const g = await third.granted; // its own release makes room in its quota; the GPU it freed is there
     expect(g.allocation?.gpuIds).toHaveLength(1);

@@ -781,6 +781,30 @@ export interface GetSnapshotResponse {
    * members are not listed under held.
    */
   groups: GroupView[];
+  /** Tenants with a quota in the config (`tenants:`, SPEC Q3), by name: what each holds against it. */
+  tenants: TenantUsage[];
+}
+
+/** TenantUsage is one tenant's use against its quota (SPEC Q3). */
+export interface TenantUsage {
+  /** The client identity (a --client-tokens name or a certificate name). */
+  tenant: string;
+  /** Its cohort; empty for none. */
+  cohort: string;
+  /** Each resource its nominal quota names. */
+  resources: TenantResource[];
+}
+
+/** TenantResource is one resource of a tenant's quota; quantities in cores, GPUs, MB or units of a named resource. */
+export interface TenantResource {
+  /** `cpus`, `gpus`, `ram_mb`, or a named resource or pool. */
+  name: string;
+  /** What the tenant holds now. */
+  used: number;
+  /** Its nominal quota. */
+  nominal: number;
+  /** How far past nominal it may borrow; -1 for unlimited. */
+  borrowingLimit: number;
 }
 
 /** Pool is one cluster-wide pool: its size and what is free now (multiples of 0.0001). */
@@ -5218,6 +5242,7 @@ function createBaseGetSnapshotResponse(): GetSnapshotResponse {
     cluster: undefined,
     pools: [],
     groups: [],
+    tenants: [],
   };
 }
 
@@ -5246,6 +5271,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     }
     for (const v of message.groups) {
       GroupView.encode(v!, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.tenants) {
+      TenantUsage.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -5327,6 +5355,14 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
             message.groups.push(GroupView.decode(reader, reader.uint32()));
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.tenants.push(TenantUsage.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5353,6 +5389,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
       cluster: isSet(object.cluster) ? ClusterStatus.fromJSON(object.cluster) : undefined,
       pools: globalThis.Array.isArray(object?.pools) ? object.pools.map((e: any) => Pool.fromJSON(e)) : [],
       groups: globalThis.Array.isArray(object?.groups) ? object.groups.map((e: any) => GroupView.fromJSON(e)) : [],
+      tenants: globalThis.Array.isArray(object?.tenants) ? object.tenants.map((e: any) => TenantUsage.fromJSON(e)) : [],
     };
   },
 
@@ -5382,6 +5419,9 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
     if (message.groups?.length) {
       obj.groups = message.groups.map((e) => GroupView.toJSON(e));
     }
+    if (message.tenants?.length) {
+      obj.tenants = message.tenants.map((e) => TenantUsage.toJSON(e));
+    }
     return obj;
   },
 
@@ -5400,6 +5440,231 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
       : undefined;
     message.pools = object.pools?.map((e) => Pool.fromPartial(e)) || [];
     message.groups = object.groups?.map((e) => GroupView.fromPartial(e)) || [];
+    message.tenants = object.tenants?.map((e) => TenantUsage.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTenantUsage(): TenantUsage {
+  return { tenant: "", cohort: "", resources: [] };
+}
+
+export const TenantUsage: MessageFns<TenantUsage> = {
+  encode(message: TenantUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.cohort !== "") {
+      writer.uint32(18).string(message.cohort);
+    }
+    for (const v of message.resources) {
+      TenantResource.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TenantUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTenantUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cohort = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resources.push(TenantResource.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TenantUsage {
+    return {
+      tenant: isSet(object.tenant) ? globalThis.String(object.tenant) : "",
+      cohort: isSet(object.cohort) ? globalThis.String(object.cohort) : "",
+      resources: globalThis.Array.isArray(object?.resources)
+        ? object.resources.map((e: any) => TenantResource.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: TenantUsage): unknown {
+    const obj: any = {};
+    if (message.tenant !== "") {
+      obj.tenant = message.tenant;
+    }
+    if (message.cohort !== "") {
+      obj.cohort = message.cohort;
+    }
+    if (message.resources?.length) {
+      obj.resources = message.resources.map((e) => TenantResource.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TenantUsage>, I>>(base?: I): TenantUsage {
+    return TenantUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TenantUsage>, I>>(object: I): TenantUsage {
+    const message = createBaseTenantUsage();
+    message.tenant = object.tenant ?? "";
+    message.cohort = object.cohort ?? "";
+    message.resources = object.resources?.map((e) => TenantResource.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTenantResource(): TenantResource {
+  return { name: "", used: 0, nominal: 0, borrowingLimit: 0 };
+}
+
+export const TenantResource: MessageFns<TenantResource> = {
+  encode(message: TenantResource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.used !== 0) {
+      writer.uint32(17).double(message.used);
+    }
+    if (message.nominal !== 0) {
+      writer.uint32(25).double(message.nominal);
+    }
+    if (message.borrowingLimit !== 0) {
+      writer.uint32(33).double(message.borrowingLimit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TenantResource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTenantResource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.used = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.nominal = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.borrowingLimit = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TenantResource {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      used: isSet(object.used) ? globalThis.Number(object.used) : 0,
+      nominal: isSet(object.nominal) ? globalThis.Number(object.nominal) : 0,
+      borrowingLimit: isSet(object.borrowingLimit)
+        ? globalThis.Number(object.borrowingLimit)
+        : isSet(object.borrowing_limit)
+        ? globalThis.Number(object.borrowing_limit)
+        : 0,
+    };
+  },
+
+  toJSON(message: TenantResource): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.used !== 0) {
+      obj.used = floatToJson(message.used);
+    }
+    if (message.nominal !== 0) {
+      obj.nominal = floatToJson(message.nominal);
+    }
+    if (message.borrowingLimit !== 0) {
+      obj.borrowingLimit = floatToJson(message.borrowingLimit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TenantResource>, I>>(base?: I): TenantResource {
+    return TenantResource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TenantResource>, I>>(object: I): TenantResource {
+    const message = createBaseTenantResource();
+    message.name = object.name ?? "";
+    message.used = object.used ?? 0;
+    message.nominal = object.nominal ?? 0;
+    message.borrowingLimit = object.borrowingLimit ?? 0;
     return message;
   },
 };

@@ -460,7 +460,7 @@ class ProvisionedMachine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., engine_id: _Optional[str] = ..., state: _Optional[_Union[ProvisionedState, str]] = ..., detail: _Optional[str] = ..., since_ms: _Optional[int] = ...) -> None: ...
 
 class GetSnapshotResponse(_message.Message):
-    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools", "groups")
+    __slots__ = ("machines", "waiting", "calls", "provisioners", "held", "cluster", "pools", "groups", "tenants")
     MACHINES_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
     CALLS_FIELD_NUMBER: _ClassVar[int]
@@ -469,6 +469,7 @@ class GetSnapshotResponse(_message.Message):
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
     machines: _containers.RepeatedCompositeFieldContainer[Machine]
     waiting: _containers.RepeatedCompositeFieldContainer[WaitingClaim]
     calls: _containers.RepeatedCompositeFieldContainer[CallInFlight]
@@ -477,7 +478,30 @@ class GetSnapshotResponse(_message.Message):
     cluster: ClusterStatus
     pools: _containers.RepeatedCompositeFieldContainer[Pool]
     groups: _containers.RepeatedCompositeFieldContainer[_groups_pb2.GroupView]
-    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[_groups_pb2.GroupView, _Mapping]]] = ...) -> None: ...
+    tenants: _containers.RepeatedCompositeFieldContainer[TenantUsage]
+    def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[_groups_pb2.GroupView, _Mapping]]] = ..., tenants: _Optional[_Iterable[_Union[TenantUsage, _Mapping]]] = ...) -> None: ...
+
+class TenantUsage(_message.Message):
+    __slots__ = ("tenant", "cohort", "resources")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    COHORT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    cohort: str
+    resources: _containers.RepeatedCompositeFieldContainer[TenantResource]
+    def __init__(self, tenant: _Optional[str] = ..., cohort: _Optional[str] = ..., resources: _Optional[_Iterable[_Union[TenantResource, _Mapping]]] = ...) -> None: ...
+
+class TenantResource(_message.Message):
+    __slots__ = ("name", "used", "nominal", "borrowing_limit")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USED_FIELD_NUMBER: _ClassVar[int]
+    NOMINAL_FIELD_NUMBER: _ClassVar[int]
+    BORROWING_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    used: float
+    nominal: float
+    borrowing_limit: float
+    def __init__(self, name: _Optional[str] = ..., used: _Optional[float] = ..., nominal: _Optional[float] = ..., borrowing_limit: _Optional[float] = ...) -> None: ...
 
 class Pool(_message.Message):
     __slots__ = ("name", "total", "free")
