@@ -8,6 +8,7 @@ import { table } from '../format/table.js';
 import { formatRange } from '../resources/ranges.js';
 import { printableDeep } from './printable.js';
 import { renderGroups } from './render-groups.js';
+import { renderTenants } from './render-tenants.js';
 import { renderProvisioners } from './render-provisioners.js';
 import { machineResources, renderPools } from './render-resources.js';
 
@@ -81,6 +82,7 @@ export function renderStatus(raw: GetSnapshotResponse): string {
     ),
   );
   out.push(...renderPools(s.pools));
+  out.push(...renderTenants(s.tenants ?? []));
   out.push('');
   if (s.waiting.length === 0) out.push('waiting: none');
   else {

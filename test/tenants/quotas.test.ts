@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { renderStatus } from '../../src/cli/render-status.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
 import { snapshot } from '../support/snapshot.js';
@@ -79,6 +80,7 @@ describe('a tenant at its nominal quota', () => {
     expect(snap.tenants).toEqual([
       { tenant: 'alice', cohort: '', resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }] },
     ]);
+    expect(renderStatus(snap)).toContain('\ntenant alice: gpus 2/2 nominal\n'); // what `berth status` prints
     const scrape = await fetch(`${t.server.observe!.url}/metrics`, { headers: { authorization: `Bearer ${SHARED}` } });
     const metrics = await scrape.text(); // a real scrape
     expect(metrics).toMatch(/^berth_tenant_used\{tenant="alice",resource="gpus"\} 2$/m);

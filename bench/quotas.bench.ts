@@ -1,0 +1,63 @@
+/**
+ * Tenant quotas in process (issue 22 target; docs/rules.md Q3): a tenant with 10,000 waiting 1-core claims and free
+ * quota drains onto 1,000 machines as they attach, against the same drain with no quotas configured; fresh placers,
+ * runs interleaved, median of 3. Target: ≥ 10,000 grants/s with quotas. Writes bench/results/quotas.json.
+ * Run alone: `node bin/bench.js quotas`.
+ */
+import { EventBus } from '../src/events.js';
+import { Placer } from '../src/placement/placer.js';
+import type { TenantQuotas } from '../src/placement/quota.js';
+import { benchAsk, median, report, type BenchRow } from './support.js';
+
+const MACHINES = 1_000;
+const WAITING = 10_000;
+const signal = new AbortController().signal;
+
+/** Queues WAITING claims of tenant alice, then attaches MACHINES of 10 cores; grants/s of the drain. */
+function drain(quotas: TenantQuotas | undefined): number {
+  const events = new EventBus();
+  const p = new Placer({
+    engine: { name: 'engine', labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: false },
+    events,
+    tenantQuotas: quotas,
+  });
+  let granted = 0;
+  events.subscribe((e) => {
+    if (e.kind === 'node_placed') granted++;
+  });
+  for (let i = 0; i < WAITING; i++) void p.claim(benchAsk({ cpus: 1, owner: 'alice' }), { signal });
+  const t0 = performance.now();
+  for (let i = 0; i < MACHINES; i++)
+    p.attach({ name: `m${i}`, labels: [], inventory: { cpus: 10, gpuIds: [] }, remote: true });
+  const ms = performance.now() - t0;
+  if (granted !== WAITING) throw new Error(`${granted} of ${WAITING} granted`);
+  p.checkInvariants();
+  return (granted / ms) * 1000;
+}
+
+const QUOTA: TenantQuotas = { alice: { nominal: { cpus: 20_000 * 10_000 } }, bob: { nominal: { cpus: 10_000 } } };
+const plain: number[] = [];
+const quota: number[] = [];
+drain(undefined); // warm-up
+drain(QUOTA);
+for (let i = 0; i < 3; i++) {
+  plain.push(drain(undefined));
+  quota.push(drain(QUOTA));
+}
+const ratio = median(quota) / median(plain);
+const rows: BenchRow[] = [
+  { name: `drain of ${WAITING} waiting 1-core claims, no quotas`, value: median(plain), unit: 'grants/s' },
+  {
+    name: `the same drain, its tenant under a quota with room`,
+    value: median(quota),
+    unit: 'grants/s',
+    ratio,
+    target: '>= 10,000 grants/s',
+    met: median(quota) >= 10_000,
+  },
+];
+report(
+  'quotas',
+  `tenant quotas: ${WAITING} waiters drain onto ${MACHINES} machines (ratio: with quotas ÷ without)`,
+  rows,
+);
