@@ -11,7 +11,9 @@
  * every fourth waiter and every fourth measured ask carries memory, a named resource or a GPU share in turn: waiters
  * {16 cpu, 16 GB}, {16 cpu, trainer 1}, {16 cpu, 0.5 gpu}; measured {4 cpu, 8 GB}, {2 cpu, trainer 1}, {1 cpu, 0.5 gpu}.
  * It also carries priorities (SPEC Q1, issue 22): waiter i has priority i % 5 and every other measured ask priority 2,
- * so a measured ask fits behind only the waiters ahead of it (the reservation walk), not the whole ledger.
+ * so a measured ask fits behind only the waiters ahead of it (the reservation walk), not the whole ledger, and two
+ * tenants under quotas with room (SPEC Q3): waiters and measured asks alternate between them, so every grant is
+ * checked against a quota and counted, and nothing is held by one.
  */
 import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
@@ -35,6 +37,11 @@ const ask = (
 });
 /** 1 in units of 1e-4 (resources/quantity.ts). */
 const U = 10_000;
+/** Two tenants whose quotas never bind here: the check and the counting are what is measured. */
+const TENANTS = {
+  'tenant-a': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U } },
+  'tenant-b': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U } },
+};
 const ram = (ramMb: number) => ({ ramMb });
 const trainer = { resources: { trainer: U } };
 const half = { gpuShare: U / 2 };
@@ -77,6 +84,7 @@ export async function buildWorkload(
   const placer = new Placer({
     engine: { name: 'engine', labels: [], inventory: { cpus: 0, gpuIds: [] }, remote: false },
     events: new EventBus(),
+    tenantQuotas: mix ? TENANTS : undefined,
   });
   const signal = new AbortController().signal;
   // Attach machines one by one; everything else is fully held while machine i is set up, so each
@@ -126,7 +134,7 @@ export async function buildWorkload(
   const t0 = now();
   for (let i = 0; i < waiters; i++) {
     const w = waiterAsks[i % waiterAsks.length];
-    const asked = mix ? { ...w, priority: i % 5 } : w;
+    const asked = mix ? { ...w, priority: i % 5, owner: i % 2 ? 'tenant-a' : 'tenant-b' } : w;
     void placer.claim(asked, { signal: signals[i], onQueued }).then(() => {
       throw new Error('bench workload broken: a waiter was granted');
     });
@@ -145,7 +153,7 @@ const measuredMixed = mixIn(measured, [
   ask(4, 0, '', 'prefer', ram(8192)),
   ask(2, 0, '', 'prefer', trainer),
   ask(1, 0, '', 'prefer', half),
-]).map((a, i) => (i % 2 ? { ...a, priority: 2 } : a));
+]).map((a, i) => ({ ...a, ...(i % 2 ? { priority: 2 } : {}), owner: i % 3 ? 'tenant-a' : 'tenant-b' }));
 const anySignal = new AbortController().signal;
 const measuredWaited = mustWait('a measured ask');
 
