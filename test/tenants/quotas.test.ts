@@ -13,6 +13,7 @@ import { renderStatus } from '../../src/cli/render-status.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
 import { snapshot } from '../support/snapshot.js';
+import { claimGroup } from '../support/groups.js';
 import { clientWithToken } from '../support/token-client.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -105,6 +106,22 @@ describe('a tenant at its nominal quota', () => {
     expect(t.server.context.placer.tenantViews()[0].resources[0]).toMatchObject({ used: 2, nominal: 1 });
     const third = claim(alice, { gpus: 1 });
     expect((await third.queued).detail).toMatch(/tenant alice: gpus 2 of 1 nominal/);
+  });
+});
+
+describe('a group of a tenant with a quota', () => {
+  it('counts every member at once: over the quota it waits whole, saying so, and is granted when room comes', async () => {
+    const t = await serve('tenants:\n  alice: { nominal: { gpus: 3 } }\n');
+    const alice = clientWith(t.address, ALICE);
+    const [one] = await grantMany(alice, 1);
+    const group = claimGroup(alice, [{ gpus: 1 }, { gpus: 1 }, { gpus: 1 }]);
+    expect((await group.queued).detail).toMatch(/tenant alice: gpus 1 of 3 nominal, borrowing 0 of 0 \(asks 3\)/);
+    expect(t.server.context.placer.tenantViews()[0].resources[0].used).toBe(1); // no member is held alone
+    await one.release();
+    const g = await group.granted;
+    expect(g.members).toHaveLength(3);
+    expect(t.server.context.placer.tenantViews()[0].resources[0].used).toBe(3);
+    expect(t.invariantErrors).toEqual([]);
   });
 });
 
