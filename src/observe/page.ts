@@ -48,6 +48,9 @@ export const PAGE_HTML = `<!doctype html>
   <tbody></tbody></table>
 <h2>Pools</h2>
 <table id="pools"><thead><tr><th>pool</th><th>free / total</th></tr></thead><tbody></tbody></table>
+<h2>Tenants</h2>
+<table id="tenants"><thead><tr><th>tenant</th><th>cohort</th><th>used / nominal (borrowing limit)</th></tr></thead>
+  <tbody></tbody></table>
 <h2>Held claims</h2>
 <table id="held"><thead><tr><th>claim</th><th>node</th><th>run</th><th>machine</th><th>cpus</th>
   <th>GPU ids</th><th>held for</th></tr></thead><tbody></tbody></table>
@@ -159,6 +162,11 @@ function render() {
     return { key: m.name, cells };
   }), 9);
   fill('pools', (snap.pools || []).map((p) => ({ key: p.name, cells: [p.name, num(p.free + ' / ' + p.total)] })), 2);
+  fill('tenants', (snap.tenants || []).map((t) => ({
+    key: t.tenant,
+    cells: [t.tenant, t.cohort || '-', (t.resources || []).map((r) => r.name + ' ' + r.used + ' / ' + r.nominal +
+      (r.borrowingLimit < 0 ? ' (unlimited)' : r.borrowingLimit > 0 ? ' (' + r.borrowingLimit + ')' : '')).join(', ')],
+  })), 3);
   fill('held', snap.held.map((h) => ({
     key: h.claimId,
     cells: [h.claimId, h.node || '-', h.runId || '-', h.machine, num(h.allocation.cpus),
