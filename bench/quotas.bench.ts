@@ -1,7 +1,8 @@
 /**
  * Tenant quotas in process (issue 22 target; docs/rules.md Q3): a tenant with 10,000 waiting 1-core claims and free
  * quota drains onto 1,000 full machines as their claims are released, against the same drain with no quotas
- * configured; fresh placers, runs interleaved, median of 3. Target: ≥ 10,000 grants/s with quotas. Writes bench/results/quotas.json.
+ * configured; fresh placers, runs interleaved, median of 3. Target: ≥ 10,000 grants/s with quotas.
+ * Writes bench/results/quotas.json.
  * Run alone: `node bin/bench.js quotas`.
  */
 import { setMaxListeners } from 'node:events';

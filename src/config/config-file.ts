@@ -1,7 +1,7 @@
 /**
- * The `berth serve --config FILE` file (YAML, issue 12; SPEC V1): every serve option under its
- * flag's name in snake_case, plus `provisioners:`, `priority_classes:` (SPEC Q1) and `tenants:` (SPEC Q3). Values go through
- * the same zod schemas as flags; each error names the file, the line, the key and the value. Unknown keys are errors.
+ * The `berth serve --config FILE` file (YAML, issue 12; SPEC V1): every serve option under its flag's name in
+ * snake_case, plus `provisioners:`, `priority_classes:` (SPEC Q1) and `tenants:` (SPEC Q3). Values go through the
+ * same zod schemas as flags; each error names the file, the line, the key and the value. Unknown keys are errors.
  */
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';

@@ -9,7 +9,9 @@ import type { QuotaBook, Usage } from './quota.js';
 import type { Held } from './state.js';
 import type { AllocationGrant } from './types.js';
 
-/** What a held allocation takes from its tenant's quota, in units: cores, GPUs (a share its fraction), memory, names. */
+/**
+ * What a held allocation takes from its tenant's quota, in units: cores, GPUs (a share: its fraction), memory, names.
+ */
 export function heldUsage(a: AllocationGrant): Usage {
   const gpus = a.gpuShare ? a.gpuShare : a.gpuIds.length * UNIT;
   return { cpus: a.cpus * UNIT, gpus, ram_mb: (a.ramMb ?? 0) * UNIT, ...a.resources };

@@ -1,6 +1,6 @@
 /**
  * The quota gate of the settle loop (SPEC Q3): a wait class whose tenant's quota cannot take one more of its amount
- * is held — it reserves nothing and is not granted, so a tenant at its quota holds back no one else's claims — and is
+ * is held (it reserves nothing and is not granted, so a tenant at its quota holds back no one else's claims) and is
  * freed, its reservation re-made and its head woken, as soon as its tenant's use (or its cohort's) leaves room.
  * Re-checked eagerly, per tenant whose use changed: the classes of its cohort, not the queue.
  */

@@ -37,7 +37,7 @@ describe.skipIf(!CHROMIUM)("a tenant's quota is visible", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('on the page: a row per tenant with its cohort and use against nominal, updated as claims are granted', async () => {
+  it('on the page: a row per tenant, its cohort and use against nominal, updated as claims are granted', async () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-tenants-page-'));
     writeFileSync(join(dir, 'clients.yaml'), `alice: ${ALICE}\n`);
     writeFileSync(

@@ -110,7 +110,7 @@ describe('a tenant at its nominal quota', () => {
 });
 
 describe('a group of a tenant with a quota', () => {
-  it('counts every member at once: over the quota it waits whole, saying so, and is granted when room comes', async () => {
+  it('counts every member at once: over quota it waits whole, says so, is granted when room comes', async () => {
     const t = await serve('tenants:\n  alice: { nominal: { gpus: 3 } }\n');
     const alice = clientWith(t.address, ALICE);
     const [one] = await grantMany(alice, 1);
