@@ -1,7 +1,7 @@
 /**
- * The `tenants:` mapping of the config file (SPEC Q3, issue 22 item 3): client identity → its quota. Each quota is a
- * mapping of resource → amount, where a resource is `cpus`, `gpus`, `ram_mb`, a named resource or a pool; amounts are
- * plain numbers (0.5 GPU is half a GPU). Validated with zod; keys are snake_case as in the file; unknown keys are
+ * The `tenants:` mapping of the config file (SPEC Q1, Q3, issue 22 item 3): client identity → its quota and its
+ * weight in fair sharing. Each quota is a mapping of resource → amount, where a resource is `cpus`, `gpus`, `ram_mb`,
+ * a named resource or a pool; amounts are plain numbers (0.5 GPU is half a GPU). Validated with zod; keys are snake_case as in the file; unknown keys are
  * errors. Re-read on SIGHUP with `priority_classes:`, all or nothing.
  */
 import * as z from 'zod';
@@ -28,13 +28,19 @@ export const tenantObject = z.strictObject({
     .regex(CLASS_NAME, 'a cohort name: a letter, then letters, digits, _ and - (at most 63)')
     .optional()
     .describe('the cohort it borrows from and lends to; absent: it never borrows'),
-  nominal: amounts('what it is guaranteed, per resource; resources not named are not limited for it'),
+  nominal: amounts('what it is guaranteed, per resource; resources not named are not limited for it').default({}),
   borrowing_limit: amounts(
     'at most this much beyond nominal, per resource (needs a cohort); absent: unlimited',
   ).optional(),
   lending_limit: amounts(
     'at most this much of its unused nominal lent to its cohort, per resource; absent: all',
   ).optional(),
+  weight: z
+    .number({ error: 'a number' })
+    .positive('a number above 0')
+    .max(1e6, 'at most 1000000')
+    .optional()
+    .describe('its weight in fair sharing (any tenant with one turns fair sharing on); absent: 1'),
 });
 
 /** The whole mapping, client identity → quota; limits only on resources its nominal names, only within a cohort. */
@@ -63,6 +69,7 @@ export function toTenantQuotas(m: z.output<typeof tenantsSchema>): TenantQuotas 
       ...(t.cohort === undefined ? {} : { cohort: t.cohort }),
       ...(t.borrowing_limit ? { borrowingLimit: units(t.borrowing_limit) } : {}),
       ...(t.lending_limit ? { lendingLimit: units(t.lending_limit) } : {}),
+      ...(t.weight === undefined ? {} : { weight: t.weight }),
     };
   }
   return out;

@@ -64,7 +64,7 @@ export class Demand {
   requeue(claimIds: string[]): void {
     const ids = new Set(claimIds);
     let position = 0;
-    for (const w of this.s.queue.inOrder()) {
+    for (const w of this.s.queue.inOrder(this.s.fair.active)) {
       position++;
       if (ids.has(w.claimId)) w.notify?.(this.queuedInfo(w, position));
     }

@@ -98,7 +98,8 @@ export class GroupBook {
   claim(asks: NormalizedAsk[], strategy: GroupStrategy, opts: GroupClaimOptions): GroupGrant | Promise<GroupGrant> {
     const judge = this.checkMembers(asks);
     const id = newGroupId();
-    const at: Place = { prio: opts.priority ?? 0, seq: this.s.queue.nextSeq() };
+    // a group stands for its first member's tenant between tenants (SPEC Q1)
+    const at: Place = { prio: opts.priority ?? 0, seq: this.s.queue.nextSeq(), fair: this.s.fair.of(asks[0]?.owner) };
     const again = opts.onMemberLost === 'requeue' ? { at, opts } : undefined;
     const older = this.waiting.length > 0 && ahead(this.waiting[0], at);
     const fit = older ? undefined : this.fitNow(asks, strategy, at);
@@ -133,6 +134,7 @@ export class GroupBook {
         id,
         seq: place.seq,
         prio: place.prio,
+        fair: place.fair,
         since,
         asks,
         strategy,

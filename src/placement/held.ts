@@ -5,6 +5,7 @@
  */
 import type { Amount } from '../resources/books.js';
 import { UNIT } from '../resources/quantity.js';
+import type { FairShare } from './fair-share.js';
 import type { QuotaBook, Usage } from './quota.js';
 import type { Held } from './state.js';
 import type { AllocationGrant } from './types.js';
@@ -23,11 +24,15 @@ export function askUsage(amount: Amount, pools: Record<string, number> | undefin
   return { cpus: amount.cpus * UNIT, gpus, ram_mb: (amount.ramMb ?? 0) * UNIT, ...amount.res, ...pools };
 }
 
-/** Held claims by id; `changed(owner)` hears each change of a quota-bound owner's use. */
+/**
+ * Held claims by id; `changed(owner)` hears each change of a quota-bound owner's use; `fair` counts every owner's use
+ * while fair sharing is on (SPEC Q1).
+ */
 export class HeldClaims extends Map<string, Held> {
   constructor(
     readonly quotas: QuotaBook,
     readonly changed: (owner: string) => void,
+    readonly fair?: FairShare,
   ) {
     super();
   }
@@ -54,8 +59,13 @@ export class HeldClaims extends Map<string, Held> {
 
   #count(h: Held, sign: 1 | -1): void {
     const owner = h.grant.ask.owner;
-    if (this.quotas === undefined || !this.quotas.quotaOf(owner)) return;
-    this.quotas.add(owner, heldUsage(h.grant.allocation), sign);
+    const fair = this.fair?.active === true;
+    const quota = this.quotas !== undefined && this.quotas.quotaOf(owner) !== undefined;
+    if (!fair && !quota) return;
+    const u = heldUsage(h.grant.allocation);
+    if (fair) this.fair!.add(owner, u, sign);
+    if (!quota) return;
+    this.quotas.add(owner, u, sign);
     this.changed(owner!);
   }
 }

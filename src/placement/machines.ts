@@ -4,6 +4,7 @@
  * indexed by label, so a decision walks classes and buckets, never every machine (SPEC P12).
  */
 import { ResourceAccountant, type Amount, type Holding } from '../resources/books.js';
+import { type Named, UNIT } from '../resources/quantity.js';
 import { MachineClass } from './capacity.js';
 import type { MachineSpec } from './types.js';
 
@@ -55,6 +56,10 @@ export class MachineSet {
   /** GPU type → how many machines have GPUs of it (issue 23 item 4: an unknown type fails at once). */
   readonly #types = new Map<string, number>();
   #engine?: MachineEntry;
+  /** What the machines in the books have in all, in units (cpus, gpus, ram_mb, named), for fair sharing. */
+  readonly #totals: Named = {};
+  /** Bumped whenever `totals` changes. */
+  #totalsVersion = 0;
 
   /** Adds `spec` (the engine when `spec.remote` is false). @throws Error if the name is taken. */
   add(spec: MachineSpec): MachineEntry {
@@ -80,6 +85,12 @@ export class MachineSet {
   }
 
   #count(spec: MachineSpec, by: number): void {
+    const inv = spec.inventory;
+    this.#sum('cpus', inv.cpus * UNIT * by);
+    this.#sum('gpus', new Set(inv.gpuIds).size * UNIT * by);
+    if (inv.ramMb !== undefined) this.#sum('ram_mb', inv.ramMb * UNIT * by);
+    for (const k in inv.resources ?? {}) this.#sum(k, inv.resources![k] * by);
+    this.#totalsVersion++;
     const t = spec.inventory.gpuType;
     if (t) {
       const n = (this.#types.get(t) ?? 0) + by;
@@ -91,6 +102,23 @@ export class MachineSet {
       if (n > 0) this.#named.set(k, n);
       else this.#named.delete(k);
     }
+  }
+
+  #sum(k: string, by: number): void {
+    if (by === 0) return;
+    const v = (this.#totals[k] ?? 0) + by;
+    if (v > 0) this.#totals[k] = v;
+    else delete this.#totals[k];
+  }
+
+  /** What the machines in the books have in all, per resource, in units (fair sharing's denominators). */
+  get totals(): Readonly<Named> {
+    return this.#totals;
+  }
+
+  /** Changes whenever `totals` does. */
+  get totalsVersion(): number {
+    return this.#totalsVersion;
   }
 
   /** The GPU types some machine in the books has, sorted. */

@@ -33,12 +33,13 @@ import { withDefaultRam } from './default-ram.js';
 import { lackingDetail } from './lacking.js';
 import { placerSnapshot, type PlacerSnapshot } from './snapshot.js';
 import { checkGroups, groupViews } from './group-views.js';
-import { fitsNew, placeable, PlacerState } from './state.js';
+import { fitsNew, placeable, PlacerState, syncShares } from './state.js';
 import { Preemptions, type PreemptionNotice } from './preempt.js';
 import { PreemptRetries } from './preempt-retry.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
 import { askUsage } from './held.js';
 import type { TenantQuotas, TenantView } from './quota.js';
+import { weightsOf } from './fair-share.js';
 import { holdForQuota } from './quota-gate.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
 import type { Waiter } from './waiting.js';
@@ -124,6 +125,7 @@ export class Placer {
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     s.priorities.set(opts.priorityClasses ?? {});
     s.quotas.set(opts.tenantQuotas ?? {}, []);
+    s.fair.set(weightsOf(opts.tenantQuotas ?? {}), []);
     this.machines.add({ ...opts.engine, remote: false });
     s.prov?.bind({
       retire: (name, why) => this.#demand.retire(name, why),
@@ -244,12 +246,13 @@ export class Placer {
     const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
     const prio = priorityOf(ask);
+    syncShares(s); // the order between tenants reads their shares (SPEC Q1)
     // quota is checked in the same step as placement (SPEC Q3): a claim over it waits, holding nothing back
     const overQuota = s.quotas.active ? s.quotas.blocked(ask.owner, askUsage(amount, ask.pools)) : undefined;
     const now =
       !overQuota &&
       poolsFitNew(s, ask) &&
-      chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio) && placeable(m));
+      chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio, ask.owner) && placeable(m));
     if (now) {
       const g = grant(s, claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settler.settle();
@@ -264,6 +267,7 @@ export class Placer {
           claimId,
           ask,
           prio,
+          fair: s.fair.of(ask.owner),
           since: Date.now(),
           resolve,
           reject,
@@ -403,13 +407,19 @@ export class Placer {
   setTenantQuotas(quotas: TenantQuotas): void {
     const s = this.#s;
     s.quotas.set(quotas, s.held.usages());
+    s.fair.set(weightsOf(quotas), s.held.usages()); // fair sharing turns on or off with the weights (SPEC Q1)
+    s.sharesAt = -1;
     for (const cls of s.queue.classes()) if (cls.ask.owner !== undefined) s.quotaDirty.add(cls.ask.owner);
     this.#settler.settle();
   }
 
-  /** Each tenant's use against its quota (SPEC Q3), by name. */
+  /** Each tenant's use against its quota (SPEC Q3) and, with fair sharing on, its weight and share (Q1), by name. */
   tenantViews(): TenantView[] {
-    return this.#s.quotas.views();
+    const { quotas, fair } = this.#s;
+    syncShares(this.#s);
+    const views = quotas.views();
+    if (!fair.active) return views;
+    return views.map((v) => ({ ...v, fair: { weight: fair.weightOf(v.tenant), share: fair.shareOf(v.tenant) } }));
   }
 
   /** The priority classes asks resolve against now. */
@@ -494,7 +504,7 @@ export class Placer {
       this.machines,
       (a) => s.prov?.covers(a) ?? false,
       ask,
-      (m, amount) => pools && placeable(m) && fitsNew(s, m, amount, prio),
+      (m, amount) => pools && placeable(m) && fitsNew(s, m, amount, prio, ask.owner),
     );
   }
 
@@ -515,7 +525,7 @@ export class Placer {
     const s = this.#s;
     const snap = placerSnapshot(
       this.machines,
-      s.queue.inOrder(),
+      s.queue.inOrder(s.fair.active),
       [...s.held.values()].filter((h) => !h.group),
       (id) => s.prov?.reason(id),
       s.prov?.statuses() ?? [],
@@ -529,7 +539,7 @@ export class Placer {
       (id) => this.#preempt.notice(id),
     );
     snap.groups = groupViews(this.#groups);
-    if (s.quotas.active) snap.tenants = s.quotas.views();
+    if (s.quotas.active) snap.tenants = this.tenantViews();
     return snap;
   }
 

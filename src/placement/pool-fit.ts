@@ -4,9 +4,9 @@
  * older waiter waits for), and which wait classes a pool's release may serve (SPEC P12).
  */
 import type { Named } from '../resources/quantity.js';
-import { ahead, arriving, type Place } from './order.js';
+import { ahead, type Place } from './order.js';
 import { priorityOf } from './priority.js';
-import type { PlacerState } from './state.js';
+import { arrivingAt, type PlacerState } from './state.js';
 import type { NormalizedAsk } from './types.js';
 import type { WaitClass } from './waiting.js';
 
@@ -51,7 +51,8 @@ function shares(x: Named, y: Named): boolean {
 export function poolsFitNew(s: PlacerState, ask: NormalizedAsk): boolean {
   if (!ask.pools) return true;
   const prio = priorityOf(ask);
-  return s.pools.fits(ask.pools, heldBack(s, ask.pools, s.queue.lowerWaits(prio) ? arriving(prio) : undefined));
+  const all = !s.queue.lowerWaits(prio) && !s.fair.active;
+  return s.pools.fits(ask.pools, heldBack(s, ask.pools, all ? undefined : arrivingAt(s, prio, ask.owner)));
 }
 
 /** True when waiter `w`'s pools fit behind the waiters ahead of it. */

@@ -21,6 +21,7 @@ export function resizePool(s: PlacerState, settler: Settler, name: string, units
     throw new BerthError('invalid_argument', `pools.${name}: a total of ${units} units is not a whole number ≥ 0`);
   const old = s.pools.total[name];
   s.pools.resize(name, units);
+  s.sharesAt = -1; // the pool's total is a denominator of the tenants' shares (SPEC Q1)
   if (units < old) {
     const never = [...s.queue.waiters()].filter((w) => (w.ask.pools?.[name] ?? 0) > units);
     for (const w of never)

@@ -19,6 +19,8 @@ export interface TenantQuota {
   borrowingLimit?: Named;
   /** At most this much of its unused `nominal` lent to its cohort, per resource; absent = all of it. */
   lendingLimit?: Named;
+  /** Its weight in fair sharing (SPEC Q1, fair-share.ts); absent = 1. Any tenant with one turns fair sharing on. */
+  weight?: number;
 }
 
 /** Quotas by tenant name (config `tenants:`). */
@@ -30,6 +32,8 @@ export interface TenantView {
   cohort?: string;
   /** Per resource its nominal names: in use, nominal, borrowing limit (-1 = unlimited). */
   resources: { name: string; used: number; nominal: number; borrowingLimit: number }[];
+  /** With fair sharing on (SPEC Q1): its weight and its weighted dominant share. */
+  fair?: { weight: number; share: number };
 }
 
 /** What a claim takes from its tenant's quota, in units (see `usageOf`). */

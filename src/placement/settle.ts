@@ -10,7 +10,7 @@ import { grant } from './grant.js';
 import { ahead, type Place } from './order.js';
 import { poolsFitBehind } from './pool-fit.js';
 import { holdForQuota, quotaBlocked, recheckQuotas } from './quota-gate.js';
-import { placeable, type PlacerState } from './state.js';
+import { placeable, type PlacerState, syncShares } from './state.js';
 import type { WaitClass, Waiter } from './waiting.js';
 
 /** Brings the queue to rest after each change. */
@@ -38,6 +38,8 @@ export class Settler {
     try {
       for (;;) {
         if (this.s.quotaDirty.size) recheckQuotas(this.s); // a tenant's use changed (SPEC Q3)
+        syncShares(this.s);
+        if (this.s.fair.changed.size) this.#reorder();
         for (const m of changed) for (const cls of queue.reserved.classesOn(m)) if (!cls.group) this.retarget(cls);
         changed.clear();
         for (const m of touched) {
@@ -84,6 +86,22 @@ export class Settler {
       this.#settling = false;
       this.demand.plan();
     }
+  }
+
+  /**
+   * Tenants' shares changed, so the order between their waiters did (SPEC Q1): each such tenant's classes are woken
+   * (they may stand ahead now) and the machines they reserve on are looked at again (others may stand ahead of them).
+   */
+  #reorder(): void {
+    const { fair, queue, woken, touched } = this.s;
+    for (const t of fair.changed) {
+      for (const cls of queue.classesOf(t.name)) {
+        if (cls.group || cls.quotaHeld) continue;
+        woken.add(cls);
+        if (cls.target) touched.add(cls.target);
+      }
+    }
+    fair.changed.clear();
   }
 
   /**

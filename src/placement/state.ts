@@ -9,7 +9,8 @@ import type { Amount } from '../resources/books.js';
 import { PoolBooks } from '../resources/pools.js';
 import type { Lease } from './lease.js';
 import { MachineSet, type MachineEntry } from './machines.js';
-import { arriving } from './order.js';
+import { FairShare } from './fair-share.js';
+import { arriving, type Place } from './order.js';
 import { HeldClaims } from './held.js';
 import { PriorityBook } from './priority.js';
 import { QuotaBook } from './quota.js';
@@ -37,6 +38,10 @@ export class PlacerState {
   readonly held: HeldClaims;
   /** Tenant quotas and what each tenant holds (SPEC Q3). */
   readonly quotas = new QuotaBook();
+  /** Tenants' shares for fair sharing (SPEC Q1): read by the queue order while some tenant has a weight. */
+  readonly fair = new FairShare();
+  /** The `machines.totalsVersion` the shares were last computed against (-1: recompute; `syncShares`). */
+  sharesAt = -1;
   /** Tenants whose use changed since the settle loop last re-checked their classes' quota (quota-gate.ts). */
   readonly quotaDirty = new Set<string>();
   /** Machines whose free capacity changed or that left: classes reserving there re-choose. */
@@ -61,7 +66,7 @@ export class PlacerState {
     pools?: Record<string, number>,
   ) {
     this.pools = new PoolBooks(pools);
-    this.held = new HeldClaims(this.quotas, (owner) => this.quotaDirty.add(owner));
+    this.held = new HeldClaims(this.quotas, (owner) => this.quotaDirty.add(owner), this.fair);
   }
 }
 
@@ -70,13 +75,28 @@ export function placeable(m: MachineEntry): boolean {
   return m.hold === undefined;
 }
 
+/** Brings the tenants' shares up to the machines and pools in the books (fair sharing, SPEC Q1). */
+export function syncShares(s: PlacerState): void {
+  if (!s.fair.active || s.sharesAt === s.machines.totalsVersion) return;
+  s.sharesAt = s.machines.totalsVersion;
+  s.fair.setTotals({ ...s.machines.totals, ...s.pools.total });
+}
+
 /**
- * True when a new claim of priority `prio` can take `amount` on `m` now (SPEC P7, Q1): it leaves what waiters ahead
- * of it hold back there — all of it, unless something of a lower priority waits.
+ * Where a new claim of priority `prio` and owner `owner` stands (SPEC Q1): behind every waiter of its priority, or
+ * with fair sharing on, behind those of its own tenant and of tenants whose share is not higher.
  */
-export function fitsNew(s: PlacerState, m: MachineEntry, amount: Amount, prio: number): boolean {
+export function arrivingAt(s: PlacerState, prio: number, owner: string | undefined): Place {
+  return s.fair.active ? arriving(prio, s.fair.of(owner)) : arriving(prio);
+}
+
+/**
+ * True when a new claim of priority `prio` (of `owner`) can take `amount` on `m` now (SPEC P7, Q1): it leaves what
+ * waiters ahead of it hold back there — all of it, unless something of a lower priority waits or fair sharing is on.
+ */
+export function fitsNew(s: PlacerState, m: MachineEntry, amount: Amount, prio: number, owner?: string): boolean {
   const q = s.queue;
-  return q.lowerWaits(prio)
-    ? q.reserved.fitsAhead(m, amount, arriving(prio))
+  return q.lowerWaits(prio) || s.fair.active
+    ? q.reserved.fitsAhead(m, amount, arrivingAt(s, prio, owner))
     : m.books.fitsNow(amount, q.reserved.on(m));
 }

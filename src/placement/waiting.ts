@@ -8,7 +8,7 @@
  */
 import type { Amount } from '../resources/books.js';
 import type { MachineEntry } from './machines.js';
-import type { Place } from './order.js';
+import { ahead, type Place } from './order.js';
 import { priorityOf } from './priority.js';
 import { Reservations } from './reservations.js';
 import type { Grant, NormalizedAsk, QueuedInfo } from './types.js';
@@ -110,13 +110,14 @@ export class WaitQueue {
     return this.#all.values();
   }
 
-  /** Every waiter in queue order (SPEC Q1): priority, then arrival. */
-  inOrder(): Waiter[] {
+  /** Every waiter in queue order (SPEC Q1): priority, then (`fair`: fair sharing is on) tenants' shares, arrival. */
+  inOrder(fair = false): Waiter[] {
     const all = [...this.#all.values()];
+    if (fair) return all.sort((x, y) => (ahead(x, y) ? -1 : ahead(y, x) ? 1 : 0));
     return this.#byPrio.size > 1 ? all.sort((x, y) => y.prio - x.prio || x.seq - y.seq) : all;
   }
 
-  /** The wait classes of `owner`'s asks (a tenant, SPEC Q3). */
+  /** The wait classes of `owner`'s asks (a tenant, SPEC Q1, Q3; '' for callers without an identity). */
   classesOf(owner: string): Iterable<WaitClass> {
     return this.#byOwner.get(owner) ?? [];
   }
@@ -175,7 +176,7 @@ export class WaitQueue {
       size: 0,
       group,
     };
-    cls.head = cls.tail = { seq: at.seq, prio: at.prio } as Waiter;
+    cls.head = cls.tail = { seq: at.seq, prio: at.prio, fair: at.fair } as Waiter;
     this.reserved.add(cls, 1);
     cls.size = 1;
     this.#pinned.add(cls);
@@ -287,10 +288,9 @@ export class WaitQueue {
     this.#enter(w, cls); // the same waiter, with its arrival number: it keeps its place in the queue
   }
 
-  /** Files or unfiles `cls` under its asks' owner. */
+  /** Files or unfiles `cls` under its asks' owner ('' for callers without an identity). */
   #own(cls: WaitClass, on: boolean): void {
-    const owner = cls.ask.owner;
-    if (owner === undefined) return;
+    const owner = cls.ask.owner ?? '';
     let set = this.#byOwner.get(owner);
     if (on) {
       if (!set) this.#byOwner.set(owner, (set = new Set()));

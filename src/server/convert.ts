@@ -162,7 +162,13 @@ export function toSnapshot(
       preemptLeftMs: clampU32(h.preemptLeftMs ?? 0),
     })),
     pools: s.pools.map((p) => ({ name: p.name, total: fromUnits(p.total), free: fromUnits(p.free) })),
-    tenants: (s.tenants ?? []).map((t) => ({ tenant: t.tenant, cohort: t.cohort ?? '', resources: t.resources })),
+    tenants: (s.tenants ?? []).map((t) => ({
+      tenant: t.tenant,
+      cohort: t.cohort ?? '',
+      resources: t.resources,
+      weight: t.fair?.weight ?? 0,
+      dominantShare: t.fair?.share ?? 0,
+    })),
     groups: (s.groups ?? []).map(toGroupView),
   };
 }

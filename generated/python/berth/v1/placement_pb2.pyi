@@ -481,14 +481,18 @@ class GetSnapshotResponse(_message.Message):
     def __init__(self, machines: _Optional[_Iterable[_Union[Machine, _Mapping]]] = ..., waiting: _Optional[_Iterable[_Union[WaitingClaim, _Mapping]]] = ..., calls: _Optional[_Iterable[_Union[CallInFlight, _Mapping]]] = ..., provisioners: _Optional[_Iterable[_Union[ProvisionerStatus, _Mapping]]] = ..., held: _Optional[_Iterable[_Union[HeldClaim, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterStatus, _Mapping]] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[_groups_pb2.GroupView, _Mapping]]] = ..., tenants: _Optional[_Iterable[_Union[TenantUsage, _Mapping]]] = ...) -> None: ...
 
 class TenantUsage(_message.Message):
-    __slots__ = ("tenant", "cohort", "resources")
+    __slots__ = ("tenant", "cohort", "resources", "weight", "dominant_share")
     TENANT_FIELD_NUMBER: _ClassVar[int]
     COHORT_FIELD_NUMBER: _ClassVar[int]
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    DOMINANT_SHARE_FIELD_NUMBER: _ClassVar[int]
     tenant: str
     cohort: str
     resources: _containers.RepeatedCompositeFieldContainer[TenantResource]
-    def __init__(self, tenant: _Optional[str] = ..., cohort: _Optional[str] = ..., resources: _Optional[_Iterable[_Union[TenantResource, _Mapping]]] = ...) -> None: ...
+    weight: float
+    dominant_share: float
+    def __init__(self, tenant: _Optional[str] = ..., cohort: _Optional[str] = ..., resources: _Optional[_Iterable[_Union[TenantResource, _Mapping]]] = ..., weight: _Optional[float] = ..., dominant_share: _Optional[float] = ...) -> None: ...
 
 class TenantResource(_message.Message):
     __slots__ = ("name", "used", "nominal", "borrowing_limit")

@@ -781,11 +781,11 @@ export interface GetSnapshotResponse {
    * members are not listed under held.
    */
   groups: GroupView[];
-  /** Tenants with a quota in the config (`tenants:`, SPEC Q3), by name: what each holds against it. */
+  /** Tenants in the config (`tenants:`, SPEC Q1, Q3), by name: what each holds against its quota, and its share. */
   tenants: TenantUsage[];
 }
 
-/** TenantUsage is one tenant's use against its quota (SPEC Q3). */
+/** TenantUsage is one tenant's use against its quota (SPEC Q3) and its standing in fair sharing (SPEC Q1). */
 export interface TenantUsage {
   /** The client identity (a --client-tokens name or a certificate name). */
   tenant: string;
@@ -793,6 +793,13 @@ export interface TenantUsage {
   cohort: string;
   /** Each resource its nominal quota names. */
   resources: TenantResource[];
+  /** Its weight in fair sharing; 0 while fair sharing is off (no tenant has a weight). */
+  weight: number;
+  /**
+   * Its weighted dominant share: the largest fraction it holds of any resource of the cluster, divided by its weight
+   * (0.25 = a quarter of the GPUs at weight 1). Among waiters of one priority, the lowest share is served first.
+   */
+  dominantShare: number;
 }
 
 /** TenantResource is one resource of a tenant's quota; quantities in cores, GPUs, MB or units of a named resource. */
@@ -5446,7 +5453,7 @@ export const GetSnapshotResponse: MessageFns<GetSnapshotResponse> = {
 };
 
 function createBaseTenantUsage(): TenantUsage {
-  return { tenant: "", cohort: "", resources: [] };
+  return { tenant: "", cohort: "", resources: [], weight: 0, dominantShare: 0 };
 }
 
 export const TenantUsage: MessageFns<TenantUsage> = {
@@ -5459,6 +5466,12 @@ export const TenantUsage: MessageFns<TenantUsage> = {
     }
     for (const v of message.resources) {
       TenantResource.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.weight !== 0) {
+      writer.uint32(33).double(message.weight);
+    }
+    if (message.dominantShare !== 0) {
+      writer.uint32(41).double(message.dominantShare);
     }
     return writer;
   },
@@ -5500,6 +5513,22 @@ export const TenantUsage: MessageFns<TenantUsage> = {
             message.resources.push(TenantResource.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.weight = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.dominantShare = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5519,6 +5548,12 @@ export const TenantUsage: MessageFns<TenantUsage> = {
       resources: globalThis.Array.isArray(object?.resources)
         ? object.resources.map((e: any) => TenantResource.fromJSON(e))
         : [],
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      dominantShare: isSet(object.dominantShare)
+        ? globalThis.Number(object.dominantShare)
+        : isSet(object.dominant_share)
+        ? globalThis.Number(object.dominant_share)
+        : 0,
     };
   },
 
@@ -5533,6 +5568,12 @@ export const TenantUsage: MessageFns<TenantUsage> = {
     if (message.resources?.length) {
       obj.resources = message.resources.map((e) => TenantResource.toJSON(e));
     }
+    if (message.weight !== 0) {
+      obj.weight = floatToJson(message.weight);
+    }
+    if (message.dominantShare !== 0) {
+      obj.dominantShare = floatToJson(message.dominantShare);
+    }
     return obj;
   },
 
@@ -5544,6 +5585,8 @@ export const TenantUsage: MessageFns<TenantUsage> = {
     message.tenant = object.tenant ?? "";
     message.cohort = object.cohort ?? "";
     message.resources = object.resources?.map((e) => TenantResource.fromPartial(e)) || [];
+    message.weight = object.weight ?? 0;
+    message.dominantShare = object.dominantShare ?? 0;
     return message;
   },
 };

@@ -1,0 +1,119 @@
+/**
+ * Fair sharing between tenants (SPEC Q1, issue 22 item 3) through the real server with per-client tokens: with a
+ * weight in the config, each freed GPU goes to the waiting tenant with the lowest weighted dominant share, so a
+ * tenant that floods the queue gets no more than its share; equal weights converge to equal shares and 2:1 weights
+ * to 2:1 over 1,000 completions. Without weights the order stays arrival (the same run then favours the flood).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { claim, type ClaimHandle } from '../support/claims.js';
+import { startServer } from '../support/server.js';
+import { snapshot } from '../support/snapshot.js';
+import { clientWithToken } from '../support/token-client.js';
+
+const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef01' };
+const SHARED = 'shared-token-0123456789';
+type Tenant = keyof typeof TOKENS;
+
+let dir = '';
+const open: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of open.splice(0).reverse()) await close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = '';
+});
+
+/** A server with `gpus` GPUs, alice's and bob's tokens and `config`; a client per tenant. */
+async function serve(config: string, gpus: number): Promise<Record<Tenant, PlacementServiceClient>> {
+  dir = mkdtempSync(join(tmpdir(), 'berth-fair-'));
+  writeFileSync(join(dir, 'clients.yaml'), `alice: ${TOKENS.alice}\nbob: ${TOKENS.bob}\n`);
+  writeFileSync(join(dir, 'berth.yaml'), config);
+  const t = await startServer({
+    cpus: 64,
+    gpuIds: [...Array(gpus).keys()],
+    flags: { clientTokens: join(dir, 'clients.yaml'), token: SHARED, config: join(dir, 'berth.yaml') },
+  });
+  open.push(() => t.close());
+  const clients = { alice: clientWithToken(t.address, TOKENS.alice), bob: clientWithToken(t.address, TOKENS.bob) };
+  open.push(
+    () => clients.alice.close(),
+    () => clients.bob.close(),
+  );
+  return clients;
+}
+
+/**
+ * Keeps `outstanding[t]` one-GPU claims open per tenant (alice's first, so hers are the older waiters) and, `n` times,
+ * releases the claim held longest and opens another for its tenant, then waits for the GPU freed to be granted.
+ * Returns what each tenant held on average after each completion, and the last snapshot's tenants.
+ */
+async function churn(clients: Record<Tenant, PlacementServiceClient>, outstanding: Record<Tenant, number>, n: number) {
+  const held: { tenant: Tenant; c: ClaimHandle }[] = [];
+  const count: Record<Tenant, number> = { alice: 0, bob: 0 };
+  let onGrant: (() => void) | undefined;
+  const all: ClaimHandle[] = [];
+  const openOne = (tenant: Tenant) => {
+    const c = claim(clients[tenant], { gpus: 1, cpus: 1 });
+    all.push(c);
+    c.granted.then(
+      () => {
+        held.push({ tenant, c });
+        count[tenant]++;
+        onGrant?.();
+      },
+      () => {},
+    );
+  };
+  const total = (gpus: number) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (held.length === gpus) (onGrant = undefined), resolve();
+      };
+      onGrant = check;
+      check();
+    });
+  for (const tenant of ['alice', 'bob'] as const) for (let i = 0; i < outstanding[tenant]; i++) openOne(tenant);
+  const gpus = await new Promise<number>((resolve) => {
+    // every claim has been answered (granted or queued) once each stream said something
+    Promise.all(all.map((c) => Promise.race([c.granted, c.queued]))).then(() => resolve(held.length));
+  });
+  const sum: Record<Tenant, number> = { alice: 0, bob: 0 };
+  for (let i = 0; i < n; i++) {
+    const { tenant, c } = held.shift()!;
+    count[tenant]--;
+    const refilled = total(gpus);
+    await c.release();
+    openOne(tenant);
+    await refilled;
+    sum.alice += count.alice;
+    sum.bob += count.bob;
+  }
+  const snap = await snapshot(clients.alice);
+  for (const c of all) c.call.cancel();
+  return { alice: sum.alice / n, bob: sum.bob / n, tenants: snap.tenants };
+}
+
+describe('fair sharing between tenants', () => {
+  it('gives two tenants of equal weight equal shares of the GPUs over 1,000 completions, however many each queues', async () => {
+    const clients = await serve('tenants:\n  alice: { weight: 1 }\n  bob: { weight: 1 }\n', 8);
+    const r = await churn(clients, { alice: 40, bob: 8 }, 1000);
+    expect(Math.abs(r.alice - r.bob), `alice ${r.alice}, bob ${r.bob} GPUs on average`).toBeLessThanOrEqual(0.5);
+    const bob = r.tenants.find((t) => t.tenant === 'bob');
+    expect(bob).toMatchObject({ weight: 1, dominantShare: 0.5 }); // 4 of 8 GPUs, the dominant resource
+  });
+
+  it('gives a tenant of weight 2 twice the GPUs of a tenant of weight 1', async () => {
+    const clients = await serve('tenants:\n  alice: { weight: 2 }\n  bob: { weight: 1 }\n', 12);
+    const r = await churn(clients, { alice: 40, bob: 12 }, 1000);
+    expect(Math.abs(r.alice - 2 * r.bob), `alice ${r.alice}, bob ${r.bob} GPUs on average`).toBeLessThanOrEqual(0.5);
+  });
+
+  it('serves in arrival order without weights: the tenant that queued more holds more', async () => {
+    const clients = await serve('tenants:\n  alice: { nominal: { gpus: 8 } }\n', 8);
+    const r = await churn(clients, { alice: 40, bob: 8 }, 200);
+    expect(r.alice - r.bob, `alice ${r.alice}, bob ${r.bob} GPUs on average`).toBeGreaterThan(3);
+  });
+});
