@@ -25,13 +25,15 @@ async function runSequence(
   priorities: readonly (number | string | undefined)[] = [undefined],
   classes?: PriorityClasses,
   quotas?: TenantQuotas,
+  weights?: Record<string, number>,
 ) {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
   const engine: MachineSpec = { name: 'engine', labels: [], inventory: { cpus: 4, gpuIds: [0] }, remote: false };
   // a grace no sequence outlives: victims go when their holder gives them back (the `give back` operation)
-  const r = new Refereed(engine, 1_000_000, { classes, preemptionGraceMs: 1_000_000_000, quotas });
-  const owners = quotas ? [...Object.keys(quotas), undefined] : [undefined];
+  const r = new Refereed(engine, 1_000_000, { classes, preemptionGraceMs: 1_000_000_000, quotas, weights });
+  const tenants = quotas ?? weights;
+  const owners = tenants ? [...Object.keys(tenants), undefined] : [undefined];
   const attached = new Set<string>();
   const waiting = new Map<string, AbortController>();
   const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -158,5 +160,20 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     }
     if (process.env.BERTH_PLACEMENT_TRACE) console.log(`waiters held by quota: ${holds}`);
     expect(holds).toBeGreaterThan(seeds.length); // the sequences do meet their quotas
+  });
+
+  it('with three weighted tenants and priorities, every grant leaves room for the waiters ahead of it by priority, then share, then arrival, and none is left waiting (SPEC Q1)', async () => {
+    const only = process.env.BERTH_PLACEMENT_SEED;
+    const seeds = only
+      ? [Number(only)]
+      : Array.from({ length: Number(process.env.BERTH_PLACEMENT_TRIALS ?? 60) }, (_, i) => 4000 + i);
+    const weights = { a: 1, b: 2, c: 0.5 };
+    let decided = 0;
+    for (const seed of seeds) {
+      const r = await runSequence(seed, 200, [undefined, 0, 2], undefined, undefined, weights);
+      expect(r.violations, `seed ${seed}`).toEqual([]);
+      decided += r.shareDecided;
+    }
+    expect(decided).toBeGreaterThan(seeds.length); // shares, not arrival, did decide the order
   });
 });

@@ -63,15 +63,24 @@ export function referenceFit(machines: MachineView[], ask: NormalizedAsk): { amo
   return { amount: best!, clamped: true };
 }
 
-/** True when waiter `w` is served before claim `claimId` of priority `prio` (SPEC Q1: priority, then arrival). */
-const aheadOf = (w: Waiting, claimId: string, prio: number) =>
+/** Whether waiter `w` is served before claim `claimId` of priority `prio` and owner `owner`. */
+type AheadOf = (w: Waiting, claimId: string, prio: number, owner?: string) => boolean;
+
+/** SPEC Q1 without fair sharing: priority, then arrival. */
+const byArrival: AheadOf = (w, claimId, prio) =>
   w.priority > prio || (w.priority === prio && num(w.claimId) < num(claimId));
 
 /** What waiters ahead of `claimId` (priority `prio`) hold back on each machine (by the snapshot's reservedOn). */
-function heldBackBefore(waiting: Waiting[], claimId: string, prio = 0): Map<string, Required<Amount>> {
+function heldBackBefore(
+  ahead: AheadOf,
+  waiting: Waiting[],
+  claimId: string,
+  prio = 0,
+  owner?: string,
+): Map<string, Required<Amount>> {
   const out = new Map<string, Required<Amount>>();
   for (const w of waiting) {
-    if (!aheadOf(w, claimId, prio) || !w.reservedOn) continue;
+    if (!ahead(w, claimId, prio, owner) || !w.reservedOn) continue;
     const cur = out.get(w.reservedOn) ?? { cpus: 0, gpus: 0, ramMb: 0 };
     const a = w.reason.wanted;
     out.set(w.reservedOn, { cpus: cur.cpus + a.cpus, gpus: cur.gpus + a.gpus, ramMb: cur.ramMb + (a.ramMb ?? 0) });
@@ -106,7 +115,13 @@ export class Refereed {
   constructor(
     engine: MachineSpec,
     reconnectGraceMs = 1_000_000,
-    opts: { classes?: PriorityClasses; preemptionGraceMs?: number; quotas?: TenantQuotas } = {},
+    opts: {
+      classes?: PriorityClasses;
+      preemptionGraceMs?: number;
+      quotas?: TenantQuotas;
+      /** Tenants' weights: fair sharing on (SPEC Q1); the referee orders tenants by its own count of their shares. */
+      weights?: Record<string, number>;
+    } = {},
   ) {
     let ids = 0; // ids in arrival order (c1, c2, …): the referee reads arrival order from them
     this.placer = new Placer({
@@ -116,8 +131,11 @@ export class Refereed {
       newClaimId: () => `c${++ids}`,
       priorityClasses: opts.classes,
       preemptionGraceMs: opts.preemptionGraceMs,
-      tenantQuotas: opts.quotas,
+      tenantQuotas: opts.weights
+        ? Object.fromEntries(Object.entries(opts.weights).map(([t, weight]) => [t, { nominal: {}, weight }]))
+        : opts.quotas,
     });
+    this.#weights = opts.weights;
     this.#classes = opts.classes ?? {};
     this.#quotas = opts.quotas ?? {};
     this.events.subscribe((e) => this.#onEvent(e));
@@ -125,6 +143,52 @@ export class Refereed {
 
   readonly #classes: PriorityClasses;
   readonly #quotas: TenantQuotas;
+  readonly #weights?: Record<string, number>;
+  /** Comparisons where tenants' shares, not arrival, decided the order: a sequence with none tests no fair sharing. */
+  shareDecided = 0;
+
+  /**
+   * The queue order (SPEC Q1), written apart from order.ts and fair-share.ts: priority; then, with weights, the lower
+   * weighted dominant share (max over cores, GPUs and memory of held / the attached machines' total, by the referee's
+   * books, ÷ weight); then arrival.
+   */
+  #order(machines: PlacerSnapshot['machines']): AheadOf {
+    const weights = this.#weights;
+    if (!weights) return byArrival;
+    const total = { cpus: 0, gpus: 0, ram: 0 };
+    for (const m of machines) {
+      total.cpus += m.total.cpus;
+      total.gpus += new Set(m.total.gpuIds).size;
+      total.ram += m.total.ramMb ?? 0;
+    }
+    const shares = new Map<string, number>();
+    const share = (owner: string) => {
+      let v = shares.get(owner);
+      if (v !== undefined) return v;
+      const u = { cpus: 0, gpus: 0, ram: 0 };
+      for (const h of this.#held.values()) {
+        if ((h.owner ?? '') !== owner) continue;
+        u.cpus += h.cpus;
+        u.gpus += h.gpuIds.length;
+        u.ram += h.ramMb ?? 0;
+      }
+      let dominant = 0;
+      for (const k of ['cpus', 'gpus', 'ram'] as const)
+        if (total[k] > 0 && u[k] > 0) dominant = Math.max(dominant, u[k] / total[k]);
+      v = dominant / (weights[owner] ?? 1);
+      shares.set(owner, v);
+      return v;
+    };
+    return (w, claimId, prio, owner) => {
+      if (w.priority !== prio) return w.priority > prio;
+      const a = this.#asks.get(w.node)?.owner ?? '';
+      const b = owner ?? '';
+      const byArrival = num(w.claimId) < num(claimId);
+      if (a === b || share(a) === share(b)) return byArrival;
+      if (share(a) < share(b) !== byArrival) this.shareDecided++;
+      return share(a) < share(b);
+    };
+  }
   /** Waiters seen held by quota after an operation (SPEC Q3): a sequence that never meets its quotas tests nothing. */
   quotaHolds = 0;
 
@@ -266,7 +330,8 @@ export class Refereed {
     if (g.allocation.gpuIds.some((d) => !m.total.gpuIds.includes(d)))
       this.#fail(`${id} holds a device ${m.name} does not have`);
     const prio = g.ask.priority ?? 0; // as the placer resolved it (a class's value)
-    const back = heldBackBefore(s.waiting, id, prio).get(m.name);
+    const order = this.#order(s.machines); // this grant is not in the referee's books yet: shares as it was chosen
+    const back = heldBackBefore(order, s.waiting, id, prio, ask.owner).get(m.name);
     if (
       back &&
       !fitsBehind(
@@ -286,7 +351,8 @@ export class Refereed {
     }
     const engine = s.machines.find((x) => !x.remote);
     if (ask.label === '' && engine && engine.name !== m.name) {
-      if (fitsBehind(engine.free, heldBackBefore(s.waiting, id, prio).get(engine.name) ?? { cpus: 0, gpus: 0 }, got)) {
+      const before = heldBackBefore(order, s.waiting, id, prio, ask.owner).get(engine.name);
+      if (fitsBehind(engine.free, before ?? { cpus: 0, gpus: 0 }, got)) {
         this.#fail(`${id} (${show(got)}) went to ${m.name} though the engine could take it (P2)`);
       }
     }
@@ -332,8 +398,10 @@ export class Refereed {
     if (heldIds.join() !== [...this.#held.keys()].sort().join())
       this.#fail(`${when}: placer holds ${heldIds.join()}, referee ${[...this.#held.keys()].sort().join()}`);
     const w0 = s.waiting;
-    if (w0.some((w, i) => i > 0 && !aheadOf(w0[i - 1], w.claimId, w.priority)))
-      this.#fail(`${when}: waiting list not in queue order (priority, then arrival)`);
+    const order = this.#order(s.machines);
+    const ownerOf = (w: Waiting) => this.#asks.get(w.node)?.owner;
+    if (w0.some((w, i) => i > 0 && !order(w0[i - 1], w.claimId, w.priority, ownerOf(w))))
+      this.#fail(`${when}: waiting list not in queue order (priority, then share, then arrival)`);
     const back = new Map<string, Required<Amount>>();
     for (const w of s.waiting) {
       const ask = this.#asks.get(w.node)!;

@@ -79,7 +79,13 @@ describe('a tenant at its nominal quota', () => {
     const snap = await snapshot(bob); // over real gRPC, as grpcurl and `berth status` read it
     expect(snap.waiting.map((w) => w.reason?.detail)).toEqual([expect.stringContaining('held by quota: tenant alice')]);
     expect(snap.tenants).toEqual([
-      { tenant: 'alice', cohort: '', resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }] },
+      {
+        tenant: 'alice',
+        cohort: '',
+        resources: [{ name: 'gpus', used: 2, nominal: 2, borrowingLimit: 0 }],
+        weight: 0, // no tenant has a weight: fair sharing is off
+        dominantShare: 0,
+      },
     ]);
     expect(renderStatus(snap)).toContain('\ntenant alice: gpus 2/2 nominal\n'); // what `berth status` prints
     const scrape = await fetch(`${t.server.observe!.url}/metrics`, { headers: { authorization: `Bearer ${SHARED}` } });
@@ -171,7 +177,9 @@ describe('a bad tenants entry', () => {
     expect(resolve).toThrow(/line 5: tenants\.alice\.lending_limit\.cpus: not in its nominal \(gpus\)/);
     writeFileSync(file, 'tenants:\n  alice: { nominal: { gpus: -1 } }\n');
     expect(resolve).toThrow(/tenants\.alice\.nominal\.gpus: a number from 0 to .* \(got -1\)/);
-    writeFileSync(file, 'tenants:\n  alice: { nominal: {}, weight: 2 }\n');
-    expect(resolve).toThrow(/tenants\.alice\.weight: unknown key \(known: cohort, nominal, borrowing_limit/);
+    writeFileSync(file, 'tenants:\n  alice: { nominal: {}, share: 2 }\n');
+    expect(resolve).toThrow(/tenants\.alice\.share: unknown key \(known: cohort, nominal, borrowing_limit/);
+    writeFileSync(file, 'tenants:\n  alice: { weight: 0 }\n');
+    expect(resolve).toThrow(/line 2: tenants\.alice\.weight: a number above 0 \(got 0\)/);
   });
 });
