@@ -1,6 +1,7 @@
 /**
- * `berth status`: the tenants' quota lines (SPEC Q3), one per tenant with a quota, e.g.
- * `tenant alice (cohort lab): gpus 6/4 nominal (borrowing up to 2), cpus 12/64 nominal`.
+ * `berth status`: the tenants' lines (SPEC Q1, Q3), one per tenant in the config, e.g.
+ * `tenant alice (cohort lab): gpus 6/4 nominal (borrowing up to 2), cpus 12/64 nominal; share 0.75 (weight 1)`;
+ * the share only with fair sharing on.
  */
 import type { TenantUsage } from '../../generated/ts/berth/v1/placement.js';
 
@@ -17,7 +18,8 @@ export function renderTenants(tenants: TenantUsage[]): string[] {
             : '';
       return `${r.name} ${r.used}/${r.nominal} nominal${borrow}`;
     });
-    return `tenant ${t.tenant}${t.cohort ? ` (cohort ${t.cohort})` : ''}: ${parts.join(', ') || 'no resources'}`;
+    const share = t.weight > 0 ? `; share ${t.dominantShare.toFixed(2)} (weight ${t.weight})` : '';
+    return `tenant ${t.tenant}${t.cohort ? ` (cohort ${t.cohort})` : ''}: ${parts.join(', ') || 'no quota'}${share}`;
   });
   return ['', ...lines];
 }

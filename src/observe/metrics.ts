@@ -306,6 +306,16 @@ export class BerthMetrics {
     tenant('berth_tenant_used', 'What a tenant holds now of a resource its quota names (SPEC Q3).', (x) => x.used);
     tenant('berth_tenant_nominal', "A tenant's nominal quota of a resource (SPEC Q3).", (x) => x.nominal);
     new Gauge({
+      name: 'berth_tenant_share',
+      help: "A tenant's weighted dominant share, with fair sharing on (SPEC Q1): lowest is served first.",
+      labelNames: ['tenant'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const t of current().tenants ?? []) if (t.fair) this.set({ tenant: t.tenant }, t.fair.share);
+      },
+    });
+    new Gauge({
       name: 'berth_claims_waiting',
       help: 'Claims waiting now (SPEC P6).',
       registers: [r],

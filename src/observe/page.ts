@@ -49,7 +49,7 @@ export const PAGE_HTML = `<!doctype html>
 <h2>Pools</h2>
 <table id="pools"><thead><tr><th>pool</th><th>free / total</th></tr></thead><tbody></tbody></table>
 <h2>Tenants</h2>
-<table id="tenants"><thead><tr><th>tenant</th><th>cohort</th><th>used / nominal (borrowing limit)</th></tr></thead>
+<table id="tenants"><thead><tr><th>tenant</th><th>cohort</th><th>used / nominal (borrowing limit)</th><th>share (weight)</th></tr></thead>
   <tbody></tbody></table>
 <h2>Held claims</h2>
 <table id="held"><thead><tr><th>claim</th><th>node</th><th>run</th><th>machine</th><th>cpus</th>
@@ -165,8 +165,9 @@ function render() {
   fill('tenants', (snap.tenants || []).map((t) => ({
     key: t.tenant,
     cells: [t.tenant, t.cohort || '-', (t.resources || []).map((r) => r.name + ' ' + r.used + ' / ' + r.nominal +
-      (r.borrowingLimit < 0 ? ' (unlimited)' : r.borrowingLimit > 0 ? ' (' + r.borrowingLimit + ')' : '')).join(', ')],
-  })), 3);
+      (r.borrowingLimit < 0 ? ' (unlimited)' : r.borrowingLimit > 0 ? ' (' + r.borrowingLimit + ')' : '')).join(', ') ||
+      'no quota', t.weight > 0 ? (t.dominantShare || 0).toFixed(2) + ' (' + t.weight + ')' : '-'],
+  })), 4);
   fill('held', snap.held.map((h) => ({
     key: h.claimId,
     cells: [h.claimId, h.node || '-', h.runId || '-', h.machine, num(h.allocation.cpus),

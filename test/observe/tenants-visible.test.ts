@@ -37,12 +37,12 @@ describe.skipIf(!CHROMIUM)("a tenant's quota is visible", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('on the page: a row per tenant, its cohort and use against nominal, updated as claims are granted', async () => {
+  it('on the page: a row per tenant, its cohort, use against nominal and fair share, updated as claims are granted', async () => {
     dir = mkdtempSync(join(tmpdir(), 'berth-tenants-page-'));
     writeFileSync(join(dir, 'clients.yaml'), `alice: ${ALICE}\n`);
     writeFileSync(
       join(dir, 'berth.yaml'),
-      'tenants:\n  alice: { cohort: lab, nominal: { cpus: 2 }, borrowing_limit: { cpus: 1 } }\n' +
+      'tenants:\n  alice: { cohort: lab, nominal: { cpus: 2 }, borrowing_limit: { cpus: 1 }, weight: 2 }\n' +
         '  bob: { cohort: lab, nominal: { cpus: 2 } }\n',
     );
     t = await startServer({
@@ -61,13 +61,15 @@ describe.skipIf(!CHROMIUM)("a tenant's quota is visible", () => {
       await page.goto(t.server.observe!.url);
       await page.locator('#conn.live').waitFor({ timeout: 5000 });
       const row = page.locator('#tenants tbody tr[data-key="alice"] td');
-      await expect(row.allTextContents()).resolves.toEqual(['alice', 'lab', 'cpus 0 / 2 (1)']);
+      await expect(row.allTextContents()).resolves.toEqual(['alice', 'lab', 'cpus 0 / 2 (1)', '0.00 (2)']);
       const c = claim(alice, { cpus: 3 });
       open.push(c);
       await c.granted; // 2 of its own and 1 borrowed from bob
       await page.locator('#tenants tbody td', { hasText: 'cpus 3 / 2' }).waitFor({ timeout: 5000 });
+      // its share: 3 of the 4 cores, at weight 2
+      await expect(row.allTextContents()).resolves.toEqual(['alice', 'lab', 'cpus 3 / 2 (1)', '0.38 (2)']);
       const bob = page.locator('#tenants tbody tr[data-key="bob"] td');
-      await expect(bob.allTextContents()).resolves.toEqual(['bob', 'lab', 'cpus 0 / 2 (unlimited)']);
+      await expect(bob.allTextContents()).resolves.toEqual(['bob', 'lab', 'cpus 0 / 2 (unlimited)', '0.00 (1)']);
     } finally {
       await page.close();
     }

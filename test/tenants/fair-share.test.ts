@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { renderStatus } from '../../src/cli/render-status.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
 import { startServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
@@ -26,15 +27,20 @@ afterEach(async () => {
   dir = '';
 });
 
-/** A server with `gpus` GPUs, alice's and bob's tokens and `config`; a client per tenant. */
-async function serve(config: string, gpus: number): Promise<Record<Tenant, PlacementServiceClient>> {
+/** A server with `gpus` GPUs, alice's and bob's tokens and `config`: a client per tenant, and its /metrics URL. */
+async function serve(config: string, gpus: number) {
   dir = mkdtempSync(join(tmpdir(), 'berth-fair-'));
   writeFileSync(join(dir, 'clients.yaml'), `alice: ${TOKENS.alice}\nbob: ${TOKENS.bob}\n`);
   writeFileSync(join(dir, 'berth.yaml'), config);
   const t = await startServer({
     cpus: 64,
     gpuIds: [...Array(gpus).keys()],
-    flags: { clientTokens: join(dir, 'clients.yaml'), token: SHARED, config: join(dir, 'berth.yaml') },
+    flags: {
+      clientTokens: join(dir, 'clients.yaml'),
+      token: SHARED,
+      config: join(dir, 'berth.yaml'),
+      metricsListen: '127.0.0.1:0',
+    },
   });
   open.push(() => t.close());
   const clients = { alice: clientWithToken(t.address, TOKENS.alice), bob: clientWithToken(t.address, TOKENS.bob) };
@@ -42,15 +48,19 @@ async function serve(config: string, gpus: number): Promise<Record<Tenant, Place
     () => clients.alice.close(),
     () => clients.bob.close(),
   );
-  return clients;
+  return { ...clients, metricsUrl: `${t.server.observe!.url}/metrics` };
 }
 
 /**
  * Keeps `outstanding[t]` one-GPU claims open per tenant (alice's first, so hers are the older waiters) and, `n` times,
  * releases the claim held longest and opens another for its tenant, then waits for the GPU freed to be granted.
- * Returns what each tenant held on average after each completion, and the last snapshot's tenants.
+ * Returns what each tenant held on average after each completion, then GetSnapshot and a /metrics scrape.
  */
-async function churn(clients: Record<Tenant, PlacementServiceClient>, outstanding: Record<Tenant, number>, n: number) {
+async function churn(
+  clients: Record<Tenant, PlacementServiceClient> & { metricsUrl: string },
+  outstanding: Record<Tenant, number>,
+  n: number,
+) {
   const held: { tenant: Tenant; c: ClaimHandle }[] = [];
   const count: Record<Tenant, number> = { alice: 0, bob: 0 };
   let onGrant: (() => void) | undefined;
@@ -92,8 +102,9 @@ async function churn(clients: Record<Tenant, PlacementServiceClient>, outstandin
     sum.bob += count.bob;
   }
   const snap = await snapshot(clients.alice);
+  const metrics = await (await fetch(clients.metricsUrl, { headers: { authorization: `Bearer ${SHARED}` } })).text();
   for (const c of all) c.call.cancel();
-  return { alice: sum.alice / n, bob: sum.bob / n, tenants: snap.tenants };
+  return { alice: sum.alice / n, bob: sum.bob / n, snap, metrics };
 }
 
 describe('fair sharing between tenants', () => {
@@ -101,8 +112,10 @@ describe('fair sharing between tenants', () => {
     const clients = await serve('tenants:\n  alice: { weight: 1 }\n  bob: { weight: 1 }\n', 8);
     const r = await churn(clients, { alice: 40, bob: 8 }, 1000);
     expect(Math.abs(r.alice - r.bob), `alice ${r.alice}, bob ${r.bob} GPUs on average`).toBeLessThanOrEqual(0.5);
-    const bob = r.tenants.find((t) => t.tenant === 'bob');
-    expect(bob).toMatchObject({ weight: 1, dominantShare: 0.5 }); // 4 of 8 GPUs, the dominant resource
+    // each holds 4 of the 8 GPUs, its dominant resource: GetSnapshot, `berth status` and /metrics say so
+    expect(r.snap.tenants.find((t) => t.tenant === 'bob')).toMatchObject({ weight: 1, dominantShare: 0.5 });
+    expect(renderStatus(r.snap)).toContain('\ntenant bob: no quota; share 0.50 (weight 1)\n');
+    expect(r.metrics).toMatch(/^berth_tenant_share\{tenant="alice"\} 0\.5$/m);
   });
 
   it('gives a tenant of weight 2 twice the GPUs of a tenant of weight 1', async () => {
