@@ -128,9 +128,10 @@ export async function configReference(): Promise<string> {
     '',
     '## `tenants:`',
     '',
-    'A mapping of client identity (a `--client-tokens` name or a certificate name) to its quota. Each amount is a',
-    'mapping of resource (`cpus`, `gpus`, `ram_mb`, a named resource or a pool) to a number. Re-read on SIGHUP with',
-    '`priority_classes:`, all or nothing. Guide: [priorities](../priorities.md#quotas), rule [Q3](../rules.md#q3).',
+    'A mapping of client identity (a `--client-tokens` name or a certificate name) to its quota and its weight in',
+    'fair sharing. Each amount is a mapping of resource (`cpus`, `gpus`, `ram_mb`, a named resource or a pool) to a',
+    'number. Re-read on SIGHUP with `priority_classes:`, all or nothing. Guide: [quotas](../priorities.md#quotas),',
+    '[fair sharing](../priorities.md#fair-sharing), rules [Q1](../rules.md#q1), [Q3](../rules.md#q3).',
     '',
     schemaTable('tenants.<name>', tenantObject, errors),
   ];
