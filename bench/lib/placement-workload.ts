@@ -12,8 +12,8 @@
  * {16 cpu, 16 GB}, {16 cpu, trainer 1}, {16 cpu, 0.5 gpu}; measured {4 cpu, 8 GB}, {2 cpu, trainer 1}, {1 cpu, 0.5 gpu}.
  * It also carries priorities (SPEC Q1, issue 22): waiter i has priority i % 5 and every other measured ask priority 2,
  * so a measured ask fits behind only the waiters ahead of it (the reservation walk), not the whole ledger, and two
- * tenants under quotas with room (SPEC Q3): waiters and measured asks alternate between them, so every grant is
- * checked against a quota and counted, and nothing is held by one.
+ * tenants under quotas with room (SPEC Q3) and weights (fair sharing on, SPEC Q1): waiters and measured asks alternate
+ * between them, so every grant is checked against a quota, counted, and ordered by share, and nothing is held by one.
  */
 import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
@@ -37,10 +37,13 @@ const ask = (
 });
 /** 1 in units of 1e-4 (resources/quantity.ts). */
 const U = 10_000;
-/** Two tenants whose quotas never bind here: the check and the counting are what is measured. */
+/**
+ * Two tenants whose quotas never bind here, weighted so fair sharing is on (SPEC Q1): the quota check, the counting
+ * and the order between tenants by share are what is measured.
+ */
 const TENANTS = {
-  'tenant-a': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U } },
-  'tenant-b': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U } },
+  'tenant-a': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U }, weight: 2 },
+  'tenant-b': { nominal: { cpus: 1e8 * U, gpus: 1e8 * U }, weight: 1 },
 };
 const ram = (ramMb: number) => ({ ramMb });
 const trainer = { resources: { trainer: U } };

@@ -18,6 +18,8 @@ export interface TenantShare {
   readonly used: Usage;
   /** Its weighted dominant share; 0 while fair sharing is off (then the order is by arrival alone). */
   share: number;
+  /** Its share when the settle loop last looked (while it is in `FairShare.changed`). */
+  before: number;
 }
 
 /** The tenants' shares of the cluster, kept current as claims are granted and released and machines come and go. */
@@ -28,9 +30,11 @@ export class FairShare {
   /** Tenants whose share changed since the settle loop last looked (it wakes their classes). */
   readonly changed = new Set<TenantShare>();
 
+  #active = false;
+
   /** True when some tenant has a weight: only then are shares kept and compared. */
   get active(): boolean {
-    return Object.keys(this.#weights).length > 0;
+    return this.#active;
   }
 
   /** The standing of `owner` (undefined: a caller without identity), made on first sight. */
@@ -38,7 +42,7 @@ export class FairShare {
     const name = owner ?? '';
     let t = this.#tenants.get(name);
     if (!t) {
-      t = { name, weight: this.#weights[name] ?? 1, used: {}, share: 0 };
+      t = { name, weight: this.#weights[name] ?? 1, used: {}, share: 0, before: 0 };
       this.#tenants.set(name, t);
     }
     return t;
@@ -47,6 +51,7 @@ export class FairShare {
   /** Replaces the weights (a config reload, all or nothing) and recounts every tenant's use from `held`. */
   set(weights: Record<string, number>, held: Iterable<[string | undefined, Usage]>): void {
     this.#weights = { ...weights };
+    this.#active = Object.keys(weights).length > 0;
     for (const t of this.#tenants.values()) {
       t.weight = this.#weights[t.name] ?? 1;
       for (const k in t.used) delete t.used[k];
@@ -88,8 +93,20 @@ export class FairShare {
     }
     const share = dominant / t.weight;
     if (share === t.share) return;
+    if (!this.changed.has(t)) t.before = t.share;
     t.share = share;
     this.changed.add(t);
+  }
+
+  /**
+   * True when `t`'s move from `t.before` to `t.share` changed its order against another tenant: some other tenant's
+   * share lies between the two (ties included, where arrival decides). Cost: the tenants seen.
+   */
+  reordered(t: TenantShare): boolean {
+    const lo = Math.min(t.before, t.share);
+    const hi = Math.max(t.before, t.share);
+    for (const u of this.#tenants.values()) if (u !== t && u.share >= lo && u.share <= hi) return true;
+    return false;
   }
 
   /** The weighted dominant share of `tenant` (0 for one never seen), for the snapshot and metrics. */

@@ -249,10 +249,17 @@ export class Placer {
     syncShares(s); // the order between tenants reads their shares (SPEC Q1)
     // quota is checked in the same step as placement (SPEC Q3): a claim over it waits, holding nothing back
     const overQuota = s.quotas.active ? s.quotas.blocked(ask.owner, askUsage(amount, ask.pools)) : undefined;
+    let heldBack = false; // with fair sharing on: only what waiters ahead hold back keeps it off a machine (SPEC Q1)
+    const poolsFit = !overQuota && poolsFitNew(s, ask);
+    if (!overQuota && !poolsFit && s.fair.active) heldBack = s.pools.fits(ask.pools!);
     const now =
-      !overQuota &&
-      poolsFitNew(s, ask) &&
-      chooseNow(this.machines, ask, amount, (m) => fitsNew(s, m, amount, prio, ask.owner) && placeable(m));
+      poolsFit &&
+      chooseNow(this.machines, ask, amount, (m) => {
+        if (!placeable(m)) return false;
+        if (fitsNew(s, m, amount, prio, ask.owner)) return true;
+        if (s.fair.active) heldBack ||= m.books.fitsNow(amount);
+        return false;
+      });
     if (now) {
       const g = grant(s, claimId, ask, amount, clamped, now.machine, now.fellBack);
       this.#settler.settle();
@@ -280,6 +287,7 @@ export class Placer {
       );
       signal.addEventListener('abort', onAbort, { once: true });
       if (overQuota) holdForQuota(s, w.cls, overQuota);
+      else if (s.fair.active) w.cls.heldBack ||= heldBack;
       const preempting = !overQuota && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
       if (overQuota) info.detail = `held by quota: ${overQuota}`;

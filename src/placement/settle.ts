@@ -71,9 +71,7 @@ export class Settler {
           holdForQuota(this.s, w.cls, overQuota);
           continue;
         }
-        const c =
-          poolsFitBehind(this.s, w) &&
-          chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
+        const c = this.#choose(w);
         if (!c) {
           woken.delete(w.cls);
           continue;
@@ -89,19 +87,49 @@ export class Settler {
   }
 
   /**
-   * Tenants' shares changed, so the order between their waiters did (SPEC Q1): each such tenant's classes are woken
-   * (they may stand ahead now) and the machines they reserve on are looked at again (others may stand ahead of them).
+   * Tenants' shares changed, so the order between their waiters may have (SPEC Q1). Only a tenant whose share passed
+   * another's matters: when it fell, its classes that only reservations held back are woken (they may stand ahead
+   * now); when it rose, the machines its classes reserve on are looked at again (others may stand ahead of it there).
    */
   #reorder(): void {
     const { fair, queue, woken, touched } = this.s;
     for (const t of fair.changed) {
+      if (!fair.reordered(t)) continue;
+      const fell = t.share < t.before;
       for (const cls of queue.classesOf(t.name)) {
         if (cls.group || cls.quotaHeld) continue;
-        woken.add(cls);
-        if (cls.target) touched.add(cls.target);
+        if (fell && cls.heldBack) woken.add(cls);
+        else if (!fell && cls.target) touched.add(cls.target);
       }
     }
     fair.changed.clear();
+  }
+
+  /**
+   * Where head `w` can be granted now, behind what waiters ahead of it hold back (machines and pools), or undefined.
+   * With fair sharing on it also marks on its class whether only those reservations stood in the way
+   * (`heldBack`, SPEC Q1): then a fall of its tenant's share may let it through.
+   */
+  #choose(w: Waiter): ReturnType<typeof chooseNow> {
+    const { machines, queue, fair, pools } = this.s;
+    if (!fair.active) {
+      if (!poolsFitBehind(this.s, w)) return undefined;
+      return chooseNow(machines, w.ask, w.cls.amount, (m) => queue.reserved.fitsBehind(m, w) && placeable(m));
+    }
+    const cls = w.cls;
+    if (!poolsFitBehind(this.s, w)) {
+      cls.heldBack = pools.fits(w.ask.pools!);
+      return undefined;
+    }
+    let heldBack = false;
+    const c = chooseNow(machines, w.ask, cls.amount, (m) => {
+      if (!placeable(m)) return false;
+      if (queue.reserved.fitsBehind(m, w)) return true;
+      heldBack ||= m.books.fitsNow(cls.amount);
+      return false;
+    });
+    cls.heldBack = heldBack;
+    return c;
   }
 
   /**

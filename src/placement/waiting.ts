@@ -57,6 +57,11 @@ export interface WaitClass {
    * not granted; quota-gate.ts sets and clears it as its tenant's use changes.
    */
   quotaHeld?: string;
+  /**
+   * With fair sharing on (SPEC Q1): its head was last found unplaceable only because of what other waiters hold
+   * back (machines or pools), so a fall of its tenant's share may let it through (settle.ts wakes it then).
+   */
+  heldBack?: boolean;
 }
 
 const namedKey = (r: Record<string, number> | undefined) =>
