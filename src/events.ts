@@ -95,6 +95,8 @@ export interface EventFacts {
   callerGraceMs?: number;
   /** claim_preempted: the id of the claim it makes room for (SPEC Q2). */
   preemptor?: string;
+  /** claim_preempted: true when the preemptor's tenant takes back what its cohort lent (SPEC Q3), not by priority. */
+  reclaim?: boolean;
 }
 
 /** One event. `seq` increases by one per event; `timeMs` is ms since the Unix epoch. */

@@ -289,9 +289,12 @@ export class Placer {
       if (overQuota) holdForQuota(s, w.cls, overQuota);
       else if (s.fair.active) w.cls.heldBack ||= heldBack;
       const preempting = !overQuota && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
+      // a tenant within its nominal takes back what its cohort lent (SPEC Q3)
+      const reclaiming = overQuota && s.quotas.cohortOf(ask.owner) !== undefined ? this.#considerReclaim(w) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
       if (overQuota) info.detail = `held by quota: ${overQuota}`;
       if (preempting) info.detail += `; ${preempting}`;
+      if (reclaiming) info.detail += `; ${reclaiming}`;
       info.detail += comingBackDetail(this.machines, ask, amount);
       const until = this.#grace.comingBackUntil(ask);
       if (until)
@@ -326,17 +329,31 @@ export class Placer {
     return did.detail;
   }
 
+  /**
+   * Takes back for waiter `w` what its cohort lent (preempt.ts `reclaim`); it is looked at again while it waits if
+   * nothing was taken. Returns what it did.
+   */
+  #considerReclaim(w: Waiter): string {
+    const did = this.#preempt.reclaim(w);
+    if (did.again) this.#preemptAgain.add(w);
+    else this.#settler.settle(); // what it reserved holds the borrowers' waiters now
+    return did.detail;
+  }
+
   /** A look again at preempting waiter `w`: true when done with it; tells it a fresh Queued when it preempted. */
   #preemptAgainFor(w: Waiter): boolean {
     const s = this.#s;
     if (s.frozen) return false;
-    if (!s.queue.isWaiting(w) || w.cls.pinned) return true;
-    if (w.cls.quotaHeld) return false; // quota, not capacity, holds it (SPEC Q3): nothing to preempt for yet
+    if (!s.queue.isWaiting(w) || w.cls.pinned || w.reclaiming) return true;
+    const held = w.cls.quotaHeld;
+    if (held !== undefined && s.quotas.cohortOf(w.ask.owner) === undefined) return false; // nothing to take back
+    if (held === undefined && !s.priorities.preempts(w.ask)) return true; // looked at for reclaim, no longer held
     const target = w.cls.target;
-    const did = this.#preempt.consider(w);
+    const did = held === undefined ? this.#preempt.consider(w) : this.#preempt.reclaim(w);
     if (did.again) return false;
     if (target && target !== w.cls.target) s.touched.add(target);
     const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+    if (held !== undefined) info.detail = `held by quota: ${held}`;
     info.detail += `; ${did.detail}`;
     w.notify?.(info);
     this.#settler.settle();
@@ -351,9 +368,12 @@ export class Placer {
     this.#preempt.notify = fn;
   }
 
-  /** True when some priority class may preempt (SPEC Q2): a held claim may then be told to make room. */
+  /**
+   * True when some priority class may preempt (SPEC Q2) or some tenant is in a cohort (a lent share is taken back,
+   * Q3): a held claim may then be told to make room.
+   */
   get preemption(): boolean {
-    return this.#s.priorities.anyPreempts;
+    return this.#s.priorities.anyPreempts || this.#s.quotas.cohorts; // a cohort's lent share is taken back (Q3)
   }
 
   /**

@@ -14,7 +14,10 @@ import type { MachineEntry } from './machines.js';
 import type { Held, PlacerState } from './state.js';
 import { placeable } from './state.js';
 import type { Waiter } from './waiting.js';
+import { askUsage, heldUsage } from './held.js';
 import { type Candidate, chooseVictims, fitsWithout, type Option, prioOf } from './preempt-choice.js';
+import type { Usage } from './quota.js';
+import { reclaimVictims, sum } from './reclaim.js';
 
 /** What a victim's holder is told (ClaimResponse.preempting). `graceMs`: until berth releases the victim. */
 export interface PreemptionNotice {
@@ -30,8 +33,11 @@ const idOf = (h: Held) => h.grant.claimId;
 
 /** Finds and starts preemptions; the placer calls `consider` for a preempting ask that had to wait. */
 export class Preemptions {
-  /** Victims told, whose grace runs: the timer, the preemptor, and when the grace ends (ms since the epoch). */
-  readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number }>();
+  /**
+   * Victims told, whose grace runs: the timer, the preemptor, when the grace ends (ms since the epoch) and, for a
+   * reclaim (SPEC Q3), the tenant taking back what it lent.
+   */
+  readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number; for?: string }>();
   /** Set by the server: tells a victim's holder on its Claim stream. */
   notify?: (n: PreemptionNotice) => void;
 
@@ -104,14 +110,55 @@ export class Preemptions {
     return { detail, again: false };
   }
 
+  /**
+   * Takes back what waiter `w`'s cohort lent (SPEC Q3, reclaim.ts) when quota holds it though its tenant is within its
+   * nominal: tells the victims as `consider` does. Returns the detail for its Queued and `again` (nothing taken yet).
+   */
+  reclaim(w: Waiter): { detail: string; again: boolean } {
+    const owner = w.ask.owner!;
+    if (w.cls.amount.share || w.ask.pools) return { detail: 'no reclaim for a GPU share or a pool', again: false };
+    const u = askUsage(w.cls.amount, w.ask.pools);
+    let pending: Usage = {}; // its tenant's waiters already reclaiming, and their victims: as if done
+    for (const cls of this.s.queue.classesOf(owner))
+      for (let o = cls.head; o; o = o.next) if (o.reclaiming && o !== w) pending = sum(pending, o.reclaiming);
+    const mine = new Map<string, Usage>();
+    const all = new Map<string, Usage>();
+    for (const [id, t] of this.#told) {
+      const h = t.for === undefined ? undefined : this.s.held.get(id);
+      const b = h?.grant.ask.owner;
+      if (b === undefined) continue;
+      all.set(b, sum(all.get(b) ?? {}, heldUsage(h!.grant.allocation)));
+      if (t.for === owner) mine.set(b, sum(mine.get(b) ?? {}, heldUsage(h!.grant.allocation)));
+    }
+    if (!this.s.quotas.withinNominal(owner, sum(u, pending)))
+      return { detail: `reclaiming nothing: tenant ${owner} would be past its own nominal`, again: true };
+    const spared = { told: (id: string) => this.#told.has(id), youngSince: Date.now() - this.minRuntimeMs };
+    const best = reclaimVictims(this.s, w, u, pending, { mine, all }, spared);
+    if (!best) return { detail: 'reclaiming nothing yet: no borrowed claims whose going makes room', again: true };
+    w.reclaiming = u;
+    this.s.quotas.reserve(owner, u, 1); // the borrowers may not take it again (settle.ts unreserves it)
+    this.s.quotaDirty.add(owner);
+    const name = best.m.spec.name;
+    const why = `reclaimed by claim ${w.claimId} of tenant ${owner} (lent by cohort ${this.s.quotas.cohortOf(owner)})`;
+    for (const v of best.victims) this.#tell(v, w, name, why, owner);
+    const n = best.victims.length;
+    const detail = `reclaiming ${n} borrowed claim${n === 1 ? '' : 's'} on ${name} (grace ${seconds(this.graceMs)})`;
+    return { detail, again: false };
+  }
+
   /** Ends the grace timers (the server stops); victims told keep their claims. */
   close(): void {
     for (const t of this.#told.values()) clearTimeout(t.timer);
     this.#told.clear();
   }
 
-  #tell(v: Candidate, w: Waiter, machine: string): void {
-    const why = `preempted by claim ${w.claimId} of priority ${w.prio}`;
+  #tell(
+    v: Candidate,
+    w: Waiter,
+    machine: string,
+    why = `preempted by claim ${w.claimId} of priority ${w.prio}`,
+    reclaim?: string,
+  ): void {
     const id = idOf(v);
     const detail = `claim ${id} (priority ${prioOf(v)}) on ${machine} ${why}; grace ${seconds(this.graceMs)}`;
     const timer = setTimeout(() => {
@@ -119,7 +166,7 @@ export class Preemptions {
       this.release(id, why);
     }, this.graceMs);
     timer.unref();
-    this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs });
+    this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs, for: reclaim });
     const a = v.grant.allocation;
     this.s.events.emit({
       kind: 'claim_preempted',
@@ -130,6 +177,7 @@ export class Preemptions {
       detail,
       granted: { cpus: a.cpus, gpus: a.gpuIds.length, ramMb: a.ramMb },
       preemptor: w.claimId,
+      ...(reclaim === undefined ? {} : { reclaim: true }),
     });
     this.notify?.({ victim: id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail });
   }

@@ -48,6 +48,11 @@ export class QuotaBook {
   readonly #used = new Map<string, Usage>();
   /** Tenants by cohort. */
   #cohorts = new Map<string, string[]>();
+  /**
+   * What each tenant's waiters taking back their cohort's lent share will hold (reclaim.ts): counted against the
+   * other members' asks, so a borrower does not take again what it was told to give back.
+   */
+  readonly #reserved = new Map<string, Usage>();
 
   /** True when some tenant has a quota: only then is anything checked or counted. */
   get active(): boolean {
@@ -114,8 +119,9 @@ export class QuotaBook {
   }
 
   /**
-   * What the members of `cohort` draw from what they lend each other in resource `k` (with `ask` more for `owner`),
-   * and what they lend: a member draws what it holds beyond the part of its nominal it keeps (nominal − lending).
+   * What the members of `cohort` draw from what they lend each other in resource `k` (with `ask` more for `owner`,
+   * and the others' reclaim reservations), and what they lend: a member draws what it holds beyond the part of its
+   * nominal it keeps (nominal − lending).
    */
   #cohortUse(cohort: string, k: string, owner: string, ask: number): { drawn: number; pool: number } {
     let drawn = 0;
@@ -125,7 +131,9 @@ export class QuotaBook {
       if (!(k in q.nominal)) continue;
       const lend = Math.min(q.lendingLimit?.[k] ?? q.nominal[k], q.nominal[k]);
       pool += lend;
-      const held = (this.#used.get(name)?.[k] ?? 0) + (name === owner ? ask : 0);
+      // another member's waiter taking back what it lent counts as held (reclaim.ts)
+      const extra = name === owner ? ask : (this.#reserved.get(name)?.[k] ?? 0);
+      const held = (this.#used.get(name)?.[k] ?? 0) + extra;
       drawn += Math.max(0, held - (q.nominal[k] - lend));
     }
     return { drawn, pool };
@@ -148,6 +156,58 @@ export class QuotaBook {
           };
         }),
       }));
+  }
+
+  /** `sign` × `u` more reserved for `owner`'s waiter taking back what its cohort lent (SPEC Q3 reclaim). */
+  reserve(owner: string, u: Usage, sign: 1 | -1): void {
+    let r = this.#reserved.get(owner);
+    if (!r) this.#reserved.set(owner, (r = {}));
+    for (const k in u) if (u[k]) r[k] = (r[k] ?? 0) + sign * u[k];
+    if (Object.values(r).every((v) => v === 0)) this.#reserved.delete(owner);
+  }
+
+  /** The cohort of `tenant`, if it has a quota in one. */
+  cohortOf(tenant: string | undefined): string | undefined {
+    return this.quotaOf(tenant)?.cohort;
+  }
+
+  /** True when some tenant is in a cohort: then one may take back what it lent (SPEC Q3 reclaim). */
+  get cohorts(): boolean {
+    return this.#cohorts.size > 0;
+  }
+
+  /**
+   * True when `owner`, in a cohort, stays within its nominal with `u` more in every resource `u` takes that its
+   * nominal names (and `u` takes one of them): only then may it take back what it lent.
+   */
+  withinNominal(owner: string | undefined, u: Usage): boolean {
+    const q = this.quotaOf(owner);
+    if (q?.cohort === undefined) return false;
+    const used = this.#used.get(owner!) ?? {};
+    let named = false;
+    for (const k in u) {
+      if (!u[k] || !(k in q.nominal)) continue;
+      named = true;
+      if ((used[k] ?? 0) + u[k] > q.nominal[k]) return false;
+    }
+    return named;
+  }
+
+  /** What `tenant` holds beyond its nominal of `k` (units): what it borrows; 0 when it does not or has no quota. */
+  borrowed(tenant: string | undefined, k: string): number {
+    const q = this.quotaOf(tenant);
+    if (!q || !(k in q.nominal)) return 0;
+    return Math.max(0, (this.#used.get(tenant!)?.[k] ?? 0) - q.nominal[k]);
+  }
+
+  /** As `blocked`, as if the tenants of `gone` had given back what it lists (owner → usage, units). */
+  blockedWithout(owner: string | undefined, u: Usage, gone: ReadonlyMap<string, Usage>): string | undefined {
+    for (const [t, g] of gone) this.add(t, g, -1);
+    try {
+      return this.blocked(owner, u);
+    } finally {
+      for (const [t, g] of gone) this.add(t, g, 1);
+    }
   }
 
   /** What `tenant` holds of resource `k`, in units (tests and the invariant check). */

@@ -151,6 +151,10 @@ export class Settler {
     const target = w.cls.target;
     if (!this.s.queue.remove(w)) return false;
     w.detach();
+    if (w.reclaiming) {
+      this.s.quotas.reserve(w.ask.owner!, w.reclaiming, -1); // granted or gone: what it reserved is free (Q3)
+      this.s.quotaDirty.add(w.ask.owner!);
+    }
     if (target) this.s.touched.add(target);
     return true;
   }

@@ -7,6 +7,7 @@
  * machines.
  */
 import type { Amount } from '../resources/books.js';
+import type { Usage } from './quota.js';
 import type { MachineEntry } from './machines.js';
 import { ahead, type Place } from './order.js';
 import { priorityOf } from './priority.js';
@@ -30,6 +31,11 @@ export interface Waiter extends Place {
   reject(err: unknown): void;
   /** Removes the abort listener. */
   detach(): void;
+  /**
+   * Set once it told victims to give back what its cohort lent (SPEC Q3, reclaim.ts): what its tenant's quota holds
+   * reserved for it until it leaves the queue. It is not looked at again.
+   */
+  reclaiming?: Usage;
   /** Hears a fresh Queued when why it waits changes (a provisioner's reason, SPEC V4). */
   notify?: (q: QueuedInfo) => void;
 }

@@ -140,7 +140,7 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     expect(told).toBeGreaterThan(seeds.length); // the sequences do preempt
   });
 
-  it('with three tenants under quotas (two in a cohort) and priorities, no tenant nor cohort ever holds more than its quota allows, and only quota holds a waiter that capacity would not (SPEC Q3)', async () => {
+  it('with three tenants under quotas (two in a cohort) and priorities, no tenant nor cohort ever holds more than its quota allows, only quota holds a waiter that capacity would not, and reclaims take only what was lent (SPEC Q3)', async () => {
     const only = process.env.BERTH_PLACEMENT_SEED;
     const seeds = only
       ? [Number(only)]
@@ -153,13 +153,16 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     };
     const classes: PriorityClasses = { urgent: { value: 5 }, sweep: { value: -1 } };
     let holds = 0;
+    let reclaims = 0;
     for (const seed of seeds) {
       const r = await runSequence(seed, 200, [undefined, 0, 2, 'urgent', 'sweep'], classes, quotas);
       expect(r.violations, `seed ${seed}`).toEqual([]);
       holds += r.quotaHolds;
+      reclaims += r.reclaims;
     }
-    if (process.env.BERTH_PLACEMENT_TRACE) console.log(`waiters held by quota: ${holds}`);
+    if (process.env.BERTH_PLACEMENT_TRACE) console.log(`waiters held by quota: ${holds}, reclaimed: ${reclaims}`);
     expect(holds).toBeGreaterThan(seeds.length); // the sequences do meet their quotas
+    expect(reclaims).toBeGreaterThan(0); // and take back what the cohort lent
   });
 
   it('with three weighted tenants and priorities, every grant leaves room for the waiters ahead of it by priority, then share, then arrival, and none is left waiting (SPEC Q1)', async () => {

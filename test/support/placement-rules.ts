@@ -208,9 +208,21 @@ export class Refereed {
    * The rule of SPEC Q3, written apart from quota.ts: with `extra` more for `owner`, does some tenant hold more than
    * nominal + borrowing limit, or some cohort draw more than its members lend? Returns what breaks, or undefined.
    */
-  quotaBroken(owner?: string, extra: Record<string, number> = {}): string | undefined {
+  quotaBroken(
+    owner?: string,
+    extra: Record<string, number> = {},
+    reserved = new Map<string, Record<string, number>>(),
+  ): string | undefined {
     const used = new Map(Object.keys(this.#quotas).map((t) => [t, this.#usedBy(t)]));
     if (owner !== undefined && used.has(owner)) for (const k in extra) used.get(owner)![k] += extra[k];
+    // as the placer: others' reclaims count against an ask of a member of their cohort, in what the ask takes and
+    // the asker's nominal names
+    const cohortOfOwner = owner === undefined ? undefined : this.#quotas[owner]?.cohort;
+    const drawing = new Map([...used].map(([t, u]) => [t, { ...u }]));
+    for (const [t, r] of reserved) {
+      if (t === owner || this.#quotas[t]?.cohort !== cohortOfOwner || cohortOfOwner === undefined) continue;
+      for (const k in r) if (extra[k] > 0 && k in this.#quotas[owner!].nominal) drawing.get(t)![k] += r[k];
+    }
     for (const [t, q] of Object.entries(this.#quotas)) {
       for (const k in q.nominal) {
         const limit = q.cohort === undefined ? 0 : (q.borrowingLimit?.[k] ?? Infinity);
@@ -226,12 +238,35 @@ export class Refereed {
           if (q.cohort !== c || !(k in q.nominal)) continue;
           const lend = Math.min(q.lendingLimit?.[k] ?? q.nominal[k], q.nominal[k]);
           lent += lend;
-          drawn += Math.max(0, used.get(t)![k] - (q.nominal[k] - lend));
+          drawn += Math.max(0, drawing.get(t)![k] - (q.nominal[k] - lend)); // with others' reclaims reserved
         }
         if (drawn > lent) return `cohort ${c} draws ${drawn} of ${lent} units of ${k}`;
       }
     }
     return undefined;
+  }
+
+  /**
+   * When a reclaim is told, no borrower is taken below its nominal: what it holds less all its victims told for
+   * reclaims stays at or above it in every resource they hold.
+   */
+  #belowNominal(when: string): void {
+    for (const [t, q] of Object.entries(this.#quotas)) {
+      const left = this.#usedBy(t);
+      for (const [id, h] of this.#held) {
+        if (h.owner !== t || !this.#reclaimVictims.has(id)) continue;
+        left.cpus -= h.cpus * UNIT;
+        left.gpus -= h.gpuIds.length * UNIT;
+        left.ram_mb -= (h.ramMb ?? 0) * UNIT;
+      }
+      for (const k in q.nominal) {
+        const had = this.#usedBy(t)[k];
+        if (left[k] < had && left[k] < q.nominal[k])
+          this.#fail(
+            `${when}: reclaims would take ${t} to ${left[k]} units of ${k}, below its nominal ${q.nominal[k]}`,
+          );
+      }
+    }
   }
 
   /** Victims told and still held: their holders may give them back. */
@@ -273,10 +308,43 @@ export class Refereed {
     }
     const id = e.claimId ?? '';
     if (e.kind === 'node_placed') this.#placed(id, this.#asks.get(e.node!)!);
-    if (e.kind === 'claim_preempted') this.#told(id, e.preemptor ?? '', e.machine ?? '');
+    if (e.kind === 'claim_preempted') {
+      if (e.reclaim) this.#reclaimed(id, e.preemptor ?? '');
+      else this.#told(id, e.preemptor ?? '', e.machine ?? '');
+    }
     if (e.kind === 'claim_released' || e.kind === 'claim_lost') {
       if (!this.#held.delete(id)) this.#fail(`${e.kind} for ${id}, which the referee never saw granted`);
     }
+  }
+
+  /** Reclaimers (SPEC Q3) → their tenant; victims told for a reclaim. */
+  readonly #reclaimers = new Map<string, string>();
+  readonly #reclaimVictims = new Set<string>();
+  /** Victims told for reclaims: a sequence with none tests no reclaim. */
+  reclaims = 0;
+
+  /**
+   * A reclaim (SPEC Q3) must be by a waiter held by quota, of a victim held by another member of its cohort that
+   * borrows, of no higher priority, told once.
+   */
+  #reclaimed(victim: string, by: string): void {
+    this.reclaims++;
+    if (this.preempted.has(victim)) return this.#fail(`${victim} told twice (by ${this.preempted.get(victim)}, ${by})`);
+    this.preempted.set(victim, by);
+    this.#reclaimVictims.add(victim);
+    const w = this.placer.snapshot().waiting.find((x) => x.claimId === by);
+    if (!w) return this.#fail(`${victim} reclaimed by ${by}, which is not waiting`);
+    if (!w.reason.detail.includes('held by quota')) this.#fail(`${by} reclaims though quota does not hold it`);
+    const a = this.#asks.get(w.node)?.owner;
+    const h = this.#held.get(victim);
+    if (!h || a === undefined) return this.#fail(`${victim} reclaimed by ${by} (of ${a}) but not held`);
+    const qa = this.#quotas[a];
+    const qb = h.owner === undefined ? undefined : this.#quotas[h.owner];
+    if (!qa?.cohort || h.owner === a || qb?.cohort !== qa.cohort)
+      this.#fail(`${victim} of ${h.owner} reclaimed by ${by} of ${a}: not another member of its cohort`);
+    if ((this.#prio.get(victim) ?? 0) > w.priority) this.#fail(`${victim} reclaimed by lower ${by}`);
+    this.#reclaimers.set(by, a);
+    this.#belowNominal(`reclaim of ${victim} by ${by}`);
   }
 
   /**
@@ -402,6 +470,17 @@ export class Refereed {
     const ownerOf = (w: Waiting) => this.#asks.get(w.node)?.owner;
     if (w0.some((w, i) => i > 0 && !order(w0[i - 1], w.claimId, w.priority, ownerOf(w))))
       this.#fail(`${when}: waiting list not in queue order (priority, then share, then arrival)`);
+    // what waiters reclaiming hold reserved of their tenant's quota (SPEC Q3), by tenant, in units
+    const reserved = new Map<string, Record<string, number>>();
+    for (const w of s.waiting) {
+      const t = this.#reclaimers.get(w.claimId);
+      if (t === undefined) continue;
+      const r = reserved.get(t) ?? { cpus: 0, gpus: 0, ram_mb: 0 };
+      r.cpus += w.reason.wanted.cpus * UNIT;
+      r.gpus += w.reason.wanted.gpus * UNIT;
+      r.ram_mb += (w.reason.wanted.ramMb ?? 0) * UNIT;
+      reserved.set(t, r);
+    }
     const back = new Map<string, Required<Amount>>();
     for (const w of s.waiting) {
       const ask = this.#asks.get(w.node)!;
@@ -414,7 +493,7 @@ export class Refereed {
       }
       const wanted = w.reason.wanted;
       const extra = { cpus: wanted.cpus * UNIT, gpus: wanted.gpus * UNIT, ram_mb: (wanted.ramMb ?? 0) * UNIT };
-      const overQuota = this.quotaBroken(ask.owner, extra);
+      const overQuota = this.quotaBroken(ask.owner, extra, reserved);
       const heldByQuota = w.reason.detail.includes('held by quota');
       if (heldByQuota !== Boolean(overQuota)) {
         this.#fail(`${when}: ${w.claimId} of ${ask.owner}: held by quota ${heldByQuota}, the rule says ${overQuota}`);
