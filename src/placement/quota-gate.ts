@@ -15,20 +15,28 @@ export function quotaBlocked(s: PlacerState, cls: WaitClass): string | undefined
   return s.quotas.blocked(cls.ask.owner, askUsage(cls.amount, cls.ask.pools));
 }
 
-/** Holds `cls` for `why`: its reservation goes (its old target may serve others now), and it sleeps. */
-export function holdForQuota(s: PlacerState, cls: WaitClass, why: string): void {
+/**
+ * Holds `cls` for `why`: its reservation goes (its old target may serve others now), and it sleeps. Returns true
+ * when it was not held before (its members are then told why they wait now).
+ */
+export function holdForQuota(s: PlacerState, cls: WaitClass, why: string): boolean {
   const held = cls.quotaHeld !== undefined;
   cls.quotaHeld = why;
-  if (held) return;
+  if (held) return false;
   cls.pinned = false; // a preemptor over quota holds no room on its victims' machine (SPEC Q2)
   const old = cls.target;
   s.queue.setTarget(cls, undefined);
   if (old) s.touched.add(old);
   s.woken.delete(cls);
+  return true;
 }
 
-/** Re-checks the classes of every tenant whose use changed (and of its cohort): holds or frees each. */
-export function recheckQuotas(s: PlacerState): void {
+/**
+ * Re-checks the classes of every tenant whose use changed (and of its cohort): holds or frees each. Returns the
+ * classes it newly held.
+ */
+export function recheckQuotas(s: PlacerState): WaitClass[] {
+  const newlyHeld: WaitClass[] = [];
   const tenants = new Set<string>();
   for (const t of s.quotaDirty) for (const name of s.quotas.affected(t)) tenants.add(name);
   s.quotaDirty.clear();
@@ -36,12 +44,14 @@ export function recheckQuotas(s: PlacerState): void {
     for (const cls of s.queue.classesOf(name)) {
       if (cls.group) continue;
       const why = quotaBlocked(s, cls);
-      if (why) holdForQuota(s, cls, why);
-      else if (cls.quotaHeld !== undefined) {
+      if (why) {
+        if (holdForQuota(s, cls, why)) newlyHeld.push(cls);
+      } else if (cls.quotaHeld !== undefined) {
         cls.quotaHeld = undefined;
         s.queue.setTarget(cls, reservationTarget(s.machines, cls.ask, cls.amount));
         s.woken.add(cls);
       }
     }
   }
+  return newlyHeld;
 }

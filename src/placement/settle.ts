@@ -37,7 +37,7 @@ export class Settler {
     const { machines, queue, changed, touched, woken } = this.s;
     try {
       for (;;) {
-        if (this.s.quotaDirty.size) recheckQuotas(this.s); // a tenant's use changed (SPEC Q3)
+        if (this.s.quotaDirty.size) this.#told(recheckQuotas(this.s)); // a tenant's use changed (SPEC Q3)
         syncShares(this.s);
         if (this.s.fair.changed.size) this.#reorder();
         for (const m of changed) for (const cls of queue.reserved.classesOn(m)) if (!cls.group) this.retarget(cls);
@@ -68,7 +68,7 @@ export class Settler {
         const w = next;
         const overQuota = quotaBlocked(this.s, w.cls); // in the same step as placement (SPEC Q3)
         if (overQuota) {
-          holdForQuota(this.s, w.cls, overQuota);
+          if (holdForQuota(this.s, w.cls, overQuota)) this.#told([w.cls]);
           continue;
         }
         const c = this.#choose(w);
@@ -83,6 +83,18 @@ export class Settler {
     } finally {
       this.#settling = false;
       this.demand.plan();
+    }
+  }
+
+  /** Tells each member of `classes`, newly held by quota, a fresh Queued saying so (SPEC Q3, V4). */
+  #told(classes: readonly WaitClass[]): void {
+    for (const cls of classes) {
+      for (let w = cls.head; w; w = w.next) {
+        if (!w.notify) continue;
+        const info = this.demand.queuedInfo(w, this.s.queue.positionAt(w.prio));
+        info.detail = `held by quota: ${cls.quotaHeld}`;
+        w.notify(info);
+      }
     }
   }
 

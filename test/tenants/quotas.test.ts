@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import type { ClaimResponse, PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { renderStatus } from '../../src/cli/render-status.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
@@ -112,6 +112,26 @@ describe('a tenant at its nominal quota', () => {
     expect(t.server.context.placer.tenantViews()[0].resources[0]).toMatchObject({ used: 2, nominal: 1 });
     const third = claim(alice, { gpus: 1 });
     expect((await third.queued).detail).toMatch(/tenant alice: gpus 2 of 1 nominal/);
+  });
+});
+
+describe('a claim waiting for room', () => {
+  it('is told, with a fresh Queued, when a reload lowers its quota so that quota holds it', async () => {
+    const t = await serve('tenants:\n  alice: { nominal: { gpus: 4 } }\n');
+    const alice = clientWith(t.address, ALICE);
+    const bob = clientWith(t.address, BOB);
+    await grantMany(bob, 7);
+    const c = claim(alice, { gpus: 2 }); // 1 GPU free: room, not quota, holds it
+    expect((await c.queued).detail).not.toContain('held by quota');
+    const told = new Promise<string>((resolve) =>
+      c.call.on('data', (r: ClaimResponse) => {
+        if (r.kind?.$case === 'queued' && r.kind.value.detail.includes('held by quota')) resolve(r.kind.value.detail);
+      }),
+    );
+    writeFileSync(join(dir, 'berth.yaml'), 'tenants:\n  alice: { nominal: { gpus: 1 } }\n');
+    t.server.reloadPriorityClasses();
+    expect(await told).toMatch(/^held by quota: tenant alice: gpus 0 of 1 nominal, borrowing 0 of 0 \(asks 2\)/);
+    expect(t.invariantErrors).toEqual([]);
   });
 });
 
