@@ -57,6 +57,15 @@ export function serveCommand(): Command {
         'each second [env BERTH_PREEMPTION_MIN_RUNTIME] (default 0)',
     )
     .option(
+      '--preemption-limit <n>',
+      "the same work (a client's node of one run) is preempted at most n times per --preemption-window; past " +
+        'that its claims are not victims [env BERTH_PREEMPTION_LIMIT] (default 3)',
+    )
+    .option(
+      '--preemption-window <s>',
+      'the window of --preemption-limit, in seconds [env BERTH_PREEMPTION_WINDOW] (default 600)',
+    )
+    .option(
       '--journal <on|off>',
       'keep what survives a restart under --state-dir; off: nothing survives (and every start gives required ' +
         'labels the reconnect grace) [env BERTH_JOURNAL] (default on)',

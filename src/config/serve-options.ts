@@ -53,6 +53,10 @@ const schema = z.object({
   preemptionGrace: seconds.default(30),
   /** Claims held less than this are not preempted yet (SPEC Q2; Slurm's PreemptExemptTime). */
   preemptionMinRuntime: seconds.default(0),
+  /** The same work (owner, run, node) is preempted at most this many times per `preemptionWindow` (SPEC Q2). */
+  preemptionLimit: wholeNumber(1, 1_000_000).default(3),
+  /** The window of `preemptionLimit`, in seconds. */
+  preemptionWindow: seconds.default(600),
   /** `off`: no journal, nothing survives a restart (the behaviour before issue 19; for comparison). */
   journal: z.enum(['on', 'off'], { error: "expected 'on' or 'off'" }).default('on'),
   /**
@@ -97,7 +101,7 @@ const schema = z.object({
 
 /**
  * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold`,
- * `preemptionGrace`, `preemptionMinRuntime` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu`
+ * `preemptionGrace`, `preemptionMinRuntime`, `preemptionWindow` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu`
  * (memory per core asked, for asks without `ram_mb`) in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
@@ -133,6 +137,8 @@ const FLAGS: FlagTable = {
   claimHold: ['--claim-hold', 'BERTH_CLAIM_HOLD'],
   preemptionGrace: ['--preemption-grace', 'BERTH_PREEMPTION_GRACE'],
   preemptionMinRuntime: ['--preemption-min-runtime', 'BERTH_PREEMPTION_MIN_RUNTIME'],
+  preemptionLimit: ['--preemption-limit', 'BERTH_PREEMPTION_LIMIT'],
+  preemptionWindow: ['--preemption-window', 'BERTH_PREEMPTION_WINDOW'],
   journal: ['--journal', 'BERTH_JOURNAL'],
   engineKeeper: ['--engine-keeper', 'BERTH_ENGINE_KEEPER'],
   historyRetention: ['--history-retention', 'BERTH_HISTORY_RETENTION'],

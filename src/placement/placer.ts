@@ -39,6 +39,7 @@ import { PreemptRetries } from './preempt-retry.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
 import { askUsage } from './held.js';
 import type { TenantQuotas, TenantView } from './quota.js';
+import { Damping } from './damping.js';
 import { weightsOf } from './fair-share.js';
 import { holdForQuota } from './quota-gate.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
@@ -76,6 +77,10 @@ export interface PlacerOptions {
   preemptionGraceMs?: number;
   /** Claims held less than this are not preempted yet, in ms (SPEC Q2; 0). */
   preemptionMinRuntimeMs?: number;
+  /** The same work (owner, run id, node) is preempted at most this many times per window (SPEC Q2; 3). */
+  preemptionLimit?: number;
+  /** That window, in ms (600 000). */
+  preemptionWindowMs?: number;
   /** The config's tenant quotas (`tenants:`, SPEC Q3), checked by its schema; absent = none. */
   tenantQuotas?: TenantQuotas;
 }
@@ -119,7 +124,9 @@ export class Placer {
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
     this.#settler.groups = this.#groups;
     const preempted = (id: string, why: string) => this.#claims.release(id, why, false, this.releaseGate, true);
-    this.#preempt = new Preemptions(s, opts.preemptionGraceMs ?? 30_000, preempted, opts.preemptionMinRuntimeMs);
+    const damping = new Damping(opts.preemptionLimit ?? 3, opts.preemptionWindowMs ?? 600_000);
+    const grace = opts.preemptionGraceMs ?? 30_000;
+    this.#preempt = new Preemptions(s, grace, preempted, opts.preemptionMinRuntimeMs, damping);
     this.#preemptAgain = new PreemptRetries(1000, 16, (w) => this.#preemptAgainFor(w));
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;

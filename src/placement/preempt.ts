@@ -10,6 +10,7 @@
  * Cost: the held claims, once per preempting ask that has to wait.
  */
 import { eligible } from './choose.js';
+import { Damping } from './damping.js';
 import type { MachineEntry } from './machines.js';
 import type { Held, PlacerState } from './state.js';
 import { placeable } from './state.js';
@@ -44,12 +45,14 @@ export class Preemptions {
   /**
    * @param graceMs how long a victim's holder has to give it back
    * @param release releases a victim with ABORTED `reason` (its runs stop); false when it holds nothing any more
+   * @param damping how often one work may be preempted per window (damping.ts)
    */
   constructor(
     readonly s: PlacerState,
     readonly graceMs: number,
     readonly release: (claimId: string, why: string) => boolean,
     readonly minRuntimeMs = 0,
+    readonly damping = new Damping(3, 600_000),
   ) {}
 
   /** Number of victims whose grace runs. */
@@ -75,11 +78,16 @@ export class Preemptions {
     const byMachine = new Map<MachineEntry, Candidate[]>();
     const youngSince = Date.now() - this.minRuntimeMs;
     let young = 0;
+    let damped = 0;
     for (const h of this.s.held.values()) {
       if (h.prio >= w.prio || h.group || h.releasing) continue;
       if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
       if (h.since > youngSince) {
         young++; // protected by the minimum runtime for now (Slurm's PreemptExemptTime)
+        continue;
+      }
+      if (this.damping.exhausted(h)) {
+        damped++; // preempted as often as the window allows (damping.ts)
         continue;
       }
       let list = byMachine.get(h.entry);
@@ -95,10 +103,14 @@ export class Preemptions {
     }
     const best = chooseVictims(options);
     if (!best) {
+      const d = this.damping;
       const detail = young
         ? `preempting nothing yet: ${young} lower-priority claim(s) held less than the minimum runtime ` +
           `(${seconds(this.minRuntimeMs)})`
-        : 'preempting nothing: on no machine would giving back lower-priority claims make room';
+        : damped
+          ? `preempting nothing yet: ${damped} lower-priority claim(s) already preempted ${d.limit} times in ` +
+            `${seconds(d.windowMs)}`
+          : 'preempting nothing: on no machine would giving back lower-priority claims make room';
       return { detail, again: true };
     }
     this.s.queue.isolate(w, best.m);
@@ -132,7 +144,10 @@ export class Preemptions {
     }
     if (!this.s.quotas.withinNominal(owner, sum(u, pending)))
       return { detail: `reclaiming nothing: tenant ${owner} would be past its own nominal`, again: true };
-    const spared = { told: (id: string) => this.#told.has(id), youngSince: Date.now() - this.minRuntimeMs };
+    const spared = {
+      told: (h: Held) => this.#told.has(idOf(h)) || this.damping.exhausted(h),
+      youngSince: Date.now() - this.minRuntimeMs,
+    };
     const best = reclaimVictims(this.s, w, u, pending, { mine, all }, spared);
     if (!best) return { detail: 'reclaiming nothing yet: no borrowed claims whose going makes room', again: true };
     w.reclaiming = u;
@@ -167,6 +182,7 @@ export class Preemptions {
     }, this.graceMs);
     timer.unref();
     this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs, for: reclaim });
+    this.damping.record(v);
     const a = v.grant.allocation;
     this.s.events.emit({
       kind: 'claim_preempted',

@@ -13,12 +13,12 @@ import { heldUsage } from './held.js';
 import type { MachineEntry } from './machines.js';
 import { type Candidate, type Choice, chooseVictims, fitsWithout, type Option } from './preempt-choice.js';
 import type { Usage } from './quota.js';
-import { placeable, type PlacerState } from './state.js';
+import { type Held, placeable, type PlacerState } from './state.js';
 import type { Waiter } from './waiting.js';
 
-/** What may not be a victim: claims already told, or held less than the minimum runtime. */
+/** What may not be a victim: claims already told or damped, or held less than the minimum runtime. */
 export interface Spared {
-  told(claimId: string): boolean;
+  told(h: Held): boolean;
   /** Claims granted after this (ms since the epoch) are too young. */
   youngSince: number;
 }
@@ -46,7 +46,7 @@ export function reclaimVictims(
   for (const h of s.held.values()) {
     const b = h.grant.ask.owner;
     if (b === owner || h.prio > w.prio || h.group || h.releasing || h.grant.allocation.gpuShare) continue;
-    if (quotas.cohortOf(b) !== cohort || h.since > spared.youngSince || spared.told(h.grant.claimId)) continue;
+    if (quotas.cohortOf(b) !== cohort || h.since > spared.youngSince || spared.told(h)) continue;
     const hu = heldUsage(h.grant.allocation);
     if (!givesBack(s, b, sum(already(b) ?? {}, hu), u)) continue;
     let list = byMachine.get(h.entry);

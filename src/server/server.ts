@@ -150,6 +150,8 @@ export class BerthServer {
       tenantQuotas: options.tenants,
       preemptionGraceMs: Math.round(options.preemptionGrace * 1000),
       preemptionMinRuntimeMs: Math.round(options.preemptionMinRuntime * 1000),
+      preemptionLimit: options.preemptionLimit,
+      preemptionWindowMs: Math.round(options.preemptionWindow * 1000),
     });
     const hub = new WorkerHub({
       placer,
