@@ -4,51 +4,25 @@
  * tenant that floods the queue gets no more than its share; equal weights converge to equal shares and 2:1 weights
  * to 2:1 over 1,000 completions. Without weights the order stays arrival (the same run then favours the flood).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { renderStatus } from '../../src/cli/render-status.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
-import { startServer } from '../support/server.js';
 import { snapshot } from '../support/snapshot.js';
-import { clientWithToken } from '../support/token-client.js';
+import { SHARED, type TenantServer, tenantServer } from '../support/tenant-server.js';
 
-const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef01' };
-const SHARED = 'shared-token-0123456789';
-type Tenant = keyof typeof TOKENS;
+type Tenant = 'alice' | 'bob';
 
-let dir = '';
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = '';
 });
 
-/** A server with `gpus` GPUs, alice's and bob's tokens and `config`: a client per tenant, and its /metrics URL. */
-async function serve(config: string, gpus: number) {
-  dir = mkdtempSync(join(tmpdir(), 'berth-fair-'));
-  writeFileSync(join(dir, 'clients.yaml'), `alice: ${TOKENS.alice}\nbob: ${TOKENS.bob}\n`);
-  writeFileSync(join(dir, 'berth.yaml'), config);
-  const t = await startServer({
-    cpus: 64,
-    gpuIds: [...Array(gpus).keys()],
-    flags: {
-      clientTokens: join(dir, 'clients.yaml'),
-      token: SHARED,
-      config: join(dir, 'berth.yaml'),
-      metricsListen: '127.0.0.1:0',
-    },
-  });
-  open.push(() => t.close());
-  const clients = { alice: clientWithToken(t.address, TOKENS.alice), bob: clientWithToken(t.address, TOKENS.bob) };
-  open.push(
-    () => clients.alice.close(),
-    () => clients.bob.close(),
-  );
-  return { ...clients, metricsUrl: `${t.server.observe!.url}/metrics` };
+/** A server with `gpus` GPUs and `config`: a client per tenant, and its /metrics URL. */
+async function serve(config: string, gpus: number): Promise<TenantServer> {
+  const s = await tenantServer(config, { gpus, cpus: 64 });
+  open.push(() => s.close());
+  return s;
 }
 
 /**

@@ -15,37 +15,25 @@ import { claim, type ClaimHandle } from '../support/claims.js';
 import { snapshot } from '../support/snapshot.js';
 import { claimGroup } from '../support/groups.js';
 import { clientWithToken } from '../support/token-client.js';
-import { startServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { SHARED, TOKENS, tenantServer } from '../support/tenant-server.js';
 
-const ALICE = 'alice-token-0123456789abcdef';
-const BOB = 'bob-token-0123456789abcdef01';
-const SHARED = 'shared-token-0123456789';
+const ALICE = TOKENS.alice;
+const BOB = TOKENS.bob;
 
 let dir = '';
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
   dir = '';
 });
 
-/** A server with `gpus` GPUs, alice's and bob's tokens, and `config` as its config file. */
+/** A server with `gpus` GPUs, alice's and bob's tokens, and `config` as its config file (in `dir`). */
 async function serve(config: string, gpus = 8): Promise<TestServer> {
-  dir = mkdtempSync(join(tmpdir(), 'berth-quotas-'));
-  writeFileSync(join(dir, 'clients.yaml'), `alice: ${ALICE}\nbob: ${BOB}\n`);
-  writeFileSync(join(dir, 'berth.yaml'), config);
-  const t = await startServer({
-    cpus: 32,
-    gpuIds: [...Array(gpus).keys()],
-    flags: {
-      clientTokens: join(dir, 'clients.yaml'),
-      token: SHARED,
-      config: join(dir, 'berth.yaml'),
-      metricsListen: '127.0.0.1:0',
-    },
-  });
-  open.push(() => t.close());
-  return t;
+  const s = await tenantServer(config, { gpus });
+  open.push(() => s.close());
+  dir = s.dir;
+  return s.t;
 }
 
 function clientWith(address: string, token: string): PlacementServiceClient {

@@ -4,50 +4,23 @@
  * give it back (Preempting on their Claim streams), and is granted as they go — the borrower cannot take the room
  * again meanwhile; a tenant already at its nominal takes nothing back; a borrower is never taken below its nominal.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
-import { startServer, type TestServer } from '../support/server.js';
-import { clientWithToken } from '../support/token-client.js';
+import { type TenantServer, tenantServer } from '../support/tenant-server.js';
 
-const ALICE = 'alice-token-0123456789abcdef';
-const BOB = 'bob-token-0123456789abcdef01';
 const LAB = 'tenants:\n  alice: { cohort: lab, nominal: { gpus: 4 } }\n  bob: { cohort: lab, nominal: { gpus: 4 } }\n';
 
-let dir = '';
 const open: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const close of open.splice(0).reverse()) await close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  dir = '';
 });
 
 /** A server with 8 GPUs, the lab cohort, a 60 s preemption grace; a client for alice and one for bob. */
-async function serve(): Promise<{ t: TestServer; alice: PlacementServiceClient; bob: PlacementServiceClient }> {
-  dir = mkdtempSync(join(tmpdir(), 'berth-reclaim-'));
-  writeFileSync(join(dir, 'clients.yaml'), `alice: ${ALICE}\nbob: ${BOB}\n`);
-  writeFileSync(join(dir, 'berth.yaml'), LAB);
-  const t = await startServer({
-    cpus: 32,
-    gpuIds: [...Array(8).keys()],
-    flags: {
-      clientTokens: join(dir, 'clients.yaml'),
-      token: 'shared-token-0123456789',
-      config: join(dir, 'berth.yaml'),
-      preemptionGrace: 60,
-    },
-  });
-  open.push(() => t.close());
-  const alice = clientWithToken(t.address, ALICE);
-  const bob = clientWithToken(t.address, BOB);
-  open.push(
-    () => alice.close(),
-    () => bob.close(),
-  );
-  return { t, alice, bob };
+async function serve(): Promise<TenantServer> {
+  const s = await tenantServer(LAB, { gpus: 8, flags: { preemptionGrace: 60 } });
+  open.push(() => s.close());
+  return s;
 }
 
 /** `n` claims of `gpus` GPUs by `client`, each awaited granted (so in arrival order). */
