@@ -9,17 +9,10 @@ import { EventBus } from '../../src/events.js';
 import { Placer } from '../../src/placement/placer.js';
 import type { TenantQuotas } from '../../src/placement/quota.js';
 import type { Grant, NormalizedAsk } from '../../src/placement/types.js';
+import { placerAsk } from '../support/asks.js';
 
-const ask = (owner: string, cpus: number, gpus = 0): NormalizedAsk => ({
-  cpus,
-  gpus,
-  label: '',
-  policy: 'prefer',
-  node: `${owner}-n`,
-  runId: 'r',
-  env: {},
-  owner,
-});
+const ask = (owner: string, cpus: number, gpus = 0): NormalizedAsk =>
+  placerAsk({ cpus, gpus, node: `${owner}-n`, owner });
 
 /** A placer whose engine has 16 cores and 4 GPUs, and `quotas`; `broken` lists invariants that failed. */
 function placer(quotas?: TenantQuotas) {

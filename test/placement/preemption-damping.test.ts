@@ -8,18 +8,10 @@ import { EventBus } from '../../src/events.js';
 import { Damping } from '../../src/placement/damping.js';
 import { Placer } from '../../src/placement/placer.js';
 import type { Held } from '../../src/placement/state.js';
-import type { NormalizedAsk, QueuedInfo } from '../../src/placement/types.js';
+import type { QueuedInfo } from '../../src/placement/types.js';
+import { placerAsk } from '../support/asks.js';
 
-const ask = (more: Partial<NormalizedAsk>): NormalizedAsk => ({
-  cpus: 1,
-  gpus: 0,
-  label: '',
-  policy: 'prefer',
-  node: 'n',
-  runId: 'r',
-  env: {},
-  ...more,
-});
+const ask = placerAsk;
 
 describe('preemption damping', () => {
   it('preempts the same work at most the limit per window; the next preemptor waits and says why', async () => {
