@@ -140,6 +140,11 @@ function gpuCells(m, holder) {
   const gpus = el('span');
   if (!m.total.gpuIds.length) gpus.append(el('span', 'none', 'empty'));
   for (const id of m.total.gpuIds) {
+    const share = (m.gpuShares || {})[id]; // a GPU held in shares (SPEC P14): the share held of it
+    if (share) {
+      gpus.append(el('span', id + ': ' + share + ' shared', 'gpu held'));
+      continue;
+    }
     const h = holder.get(m.name + '/' + id);
     gpus.append(el('span', id + ': ' + (h ? h.node || h.claimId : 'free'), 'gpu ' + (h ? 'held' : 'free')));
   }
