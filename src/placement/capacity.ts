@@ -308,6 +308,17 @@ export class MachineClass {
     return best;
   }
 
+  /**
+   * The largest share of one GPU free on a machine of the class now, in units (UNIT when some GPU is wholly free,
+   * 0 when none has room), for the Queued detail of a share's waiter (lacking.ts).
+   */
+  shareRoom(): number {
+    const roomiest = this.mostFree(undefined);
+    if (roomiest && roomiest.books.freeGpus > 0) return UNIT;
+    for (const m of this.#shares.upFrom(0)) return m.books.shareRoom; // the GPU held in shares the least
+    return 0;
+  }
+
   /** The machine with the most free GPUs, then cores, whose memory could ever hold `ramMb`. */
   mostFree(ramMb: number | undefined): MachineEntry | undefined {
     for (let i = this.#keys.length - 1; i >= 0; i--) {

@@ -1,6 +1,7 @@
 /**
  * What a waiting claim waits for, in the Queued detail (SPEC P6, issue 23 item 1): the dimension no machine it may
- * use has free now — `waiting for 40960 MB ram`, `waiting for trainer: 0 of 1 free` — or a pool short of what
+ * use has free now — `waiting for 40960 MB ram`, `waiting for trainer: 0 of 1 free`, `waiting for 0.5 of a GPU: at
+ * most 0.25 of one GPU free` — or a pool short of what
  * it asks behind older waiters: `waiting for license/matlab: 0 of 30 free`. Cost: per machine class able to hold
  * the ask, a binary search in its memory and named-resource indexes (capacity.ts), on the waiting path only.
  */
@@ -35,6 +36,13 @@ export function lackingDetail(s: PlacerState, ask: NormalizedAsk, amount: Amount
       if (b && b[0] < (amount.res?.[k] ?? 0))
         parts.push(`waiting for ${k}: ${fromUnits(b[0])} of ${fromUnits(b[1])} free`);
     }
+  }
+  if (amount.share) {
+    let room = 0; // the largest share of one GPU free on a machine it may use
+    for (const cls of s.machines.classes(requires(ask) ? ask.label : undefined))
+      if (cls.holdsEver(amount)) room = Math.max(room, cls.shareRoom());
+    if (room < amount.share)
+      parts.push(`waiting for ${fromUnits(amount.share)} of a GPU: at most ${fromUnits(room)} of one GPU free`);
   }
   const back = ask.pools && w ? heldBack(s, ask.pools, w) : undefined;
   for (const k in ask.pools ?? {}) {

@@ -98,8 +98,21 @@ describe('fractional GPUs (SPEC P14)', () => {
     const fifth = claim(share(0.25));
     expect(await settled(fifth)).toBeUndefined();
     expect(queued.at(-1)?.detail).toContain('0.25 gpu(s)');
+    expect(queued.at(-1)?.detail).toContain('waiting for 0.25 of a GPU: at most 0 of one GPU free');
     p.release(gs[2].claimId); // a release of a share wakes the waiter it can serve
     expect((await fifth).allocation.gpuIds).toEqual([0]);
+    expect(broken).toEqual([]);
+  });
+
+  it('a share that fits no GPU says how much of one GPU is free at most', async () => {
+    const { p, claim, queued, broken } = placer();
+    p.attach(box('a', 1));
+    const held = await claim(share(0.75));
+    const half = claim(share(0.5));
+    expect(await settled(half)).toBeUndefined();
+    expect(queued.at(-1)?.detail).toContain('waiting for 0.5 of a GPU: at most 0.25 of one GPU free');
+    p.release(held.claimId);
+    expect((await half).allocation.gpuShare).toBe(5000);
     expect(broken).toEqual([]);
   });
 
