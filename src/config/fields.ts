@@ -299,3 +299,8 @@ export function resolveOptions<S extends z.ZodType>(
   }
   return parseOptions(schema, raw, names);
 }
+
+/** The type of a machine's GPUs, e.g. a100 or a MIG profile 1g.10gb (issue 23 item 4). */
+export const gpuTypeSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,63}$/, 'a GPU type holds 1–63 letters, digits and _ . - (e.g. a100, 1g.10gb)');

@@ -4,20 +4,28 @@
  */
 import * as z from 'zod';
 import { namedSchema } from '../resources/quantity.js';
-import { plainName as name, positiveSeconds, seconds, wholeNumber } from './fields.js';
+import { gpuTypeSchema, plainName as name, positiveSeconds, seconds, wholeNumber } from './fields.js';
 
 /** One machine shape: cores, GPU count, MB of RAM (absent = not limited) and the labels its worker carries. */
-export const shapeSchema = z.strictObject({
-  cpus: wholeNumber(1, 65536).describe('cores of the machine'),
-  gpus: wholeNumber(0, 1024).default(0).describe('how many GPUs (a count, not ids)'),
-  ram_mb: wholeNumber(1, 1 << 30)
-    .optional()
-    .describe('memory in MB; absent = not limited'),
-  labels: z.array(name).default([]).describe('labels the started worker carries, for asks to require or prefer'),
-  resources: namedSchema
-    .optional()
-    .describe('named resources the started worker offers (issue 23), e.g. {trainer: 1}; multiples of 0.0001'),
-});
+export const shapeSchema = z
+  .strictObject({
+    cpus: wholeNumber(1, 65536).describe('cores of the machine'),
+    gpus: wholeNumber(0, 1024).default(0).describe('how many GPUs (a count, not ids)'),
+    ram_mb: wholeNumber(1, 1 << 30)
+      .optional()
+      .describe('memory in MB; absent = not limited'),
+    labels: z.array(name).default([]).describe('labels the started worker carries, for asks to require or prefer'),
+    resources: namedSchema
+      .optional()
+      .describe('named resources the started worker offers (issue 23), e.g. {trainer: 1}; multiples of 0.0001'),
+    gpu_type: gpuTypeSchema
+      .optional()
+      .describe('the type of its GPUs (issue 23), e.g. a100 or 1g.10gb, for asks naming gpu_type; needs gpus'),
+  })
+  .refine((s) => s.gpu_type === undefined || s.gpus > 0, {
+    path: ['gpu_type'],
+    message: 'a shape with gpu_type needs gpus',
+  });
 
 /** One entry of `provisioners:` (its `.shape` lists the keys an entry may have). */
 export const provisionerObject = z.strictObject({

@@ -6,6 +6,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod';
 import {
+  gpuTypeSchema,
   serverList,
   gpuIds,
   type FlagTable,
@@ -33,10 +34,7 @@ const schema = z.object({
   /** Named per-machine resources (issue 23), units of 1e-4. */
   resources: namedList.optional(),
   /** The type of this machine's GPUs, e.g. a100 or a MIG profile 1g.10gb (issue 23 item 4). */
-  gpuType: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]{1,63}$/, 'a GPU type holds 1–63 letters, digits and _ . - (e.g. a100, 1g.10gb)')
-    .optional(),
+  gpuType: gpuTypeSchema.optional(),
   /**
    * Device names CUDA_VISIBLE_DEVICES gets, in the order of the GPU ids (UUIDs, MIG instances; issue 23 item 4):
    * `GPU-5f3c…,MIG-…`. Without --gpus the machine offers ids 0…n-1 for them.

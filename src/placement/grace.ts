@@ -76,12 +76,13 @@ export class LabelGrace {
     }
     if (this.restartUntil > Date.now()) return undefined;
     const t = ask.gpuType;
-    if (t && !machines.hasGpuType(t)) {
+    if (t && !machines.hasGpuType(t) && !prov?.coversGpuType(t)) {
       const have = machines.gpuTypes();
       const here = have.length ? `types here: ${have.join(', ')}` : 'none is typed';
       return new BerthError(
         'failed_precondition',
-        `ask.gpu_type: no machine has GPUs of type '${t}' (${here}; a worker reports its type with --gpu-type)`,
+        `ask.gpu_type: no machine has GPUs of type '${t}' and no provisioner shape starts one (${here}; a worker ` +
+          'reports its type with --gpu-type, a shape with gpu_type)',
       );
     }
     if (!ask.resources) return undefined;

@@ -17,6 +17,8 @@ export interface Shape {
   ramMb?: number;
   labels: string[];
   resources?: Record<string, number>;
+  /** The type of its GPUs (issue 23 item 4); absent = untyped. */
+  gpuType?: string;
 }
 
 /** A waiting claim that no attached machine can ever hold (the demand of SPEC V2). */
@@ -81,6 +83,8 @@ export interface Provisioning {
   bind(placer: PlacerCallbacks): void;
   /** True when some provisioner's shape would hold `ask` (its label too, when required). */
   covers(ask: NormalizedAsk): boolean;
+  /** True when some shape has GPUs of type `t` (an ask naming it may wait for such a machine). */
+  coversGpuType(t: string): boolean;
   /** The shapes carrying `label`, in words ("hpc: 2 cpu(s) [hpc]"), '' when none does: why `covers` said no. */
   shapesWithLabel(label: string): string;
   /** The books changed: re-plan demand against supply. Synchronous; starts happen in the background. */

@@ -30,6 +30,7 @@ export function buildProvisioning(
       ramMb: s.ram_mb,
       labels: s.labels,
       ...(s.resources && Object.keys(s.resources).length ? { resources: s.resources } : {}),
+      ...(s.gpu_type === undefined ? {} : { gpuType: s.gpu_type }),
     }));
     const t = lazyTarget(target);
     const backend: Backend =

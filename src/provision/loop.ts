@@ -63,6 +63,10 @@ export class ProvisioningLoop implements Provisioning {
     return this.pools.some((p) => p.covers(u));
   }
 
+  coversGpuType(t: string): boolean {
+    return this.pools.some((p) => p.shapes.some((s) => s.gpuType === t));
+  }
+
   shapesWithLabel(label: string): string {
     const words = this.pools.flatMap((p) =>
       p.shapes.filter((s) => s.labels.includes(label)).map((s) => `${p.cfg.name}: ${describeAmount(s)} [${label}]`),

@@ -7,7 +7,10 @@
 import { namedFit, type Amount } from '../resources/books.js';
 import type { Shape, Unmet } from '../placement/provisioner.js';
 
-/** True when a machine of `shape` could ever hold `u`: size, and the label when the ask requires one. */
+/**
+ * True when a machine of `shape` could ever hold `u`: size (a GPU share needs a GPU), the GPU type when the ask
+ * names one, and the label when the ask requires one.
+ */
 export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): boolean {
   if (u.ask.policy === 'require' && u.ask.label !== '' && !shape.labels.includes(u.ask.label)) return false;
   const a = u.amount;
@@ -15,6 +18,8 @@ export function shapeHolds(shape: Shape, u: Pick<Unmet, 'ask' | 'amount'>): bool
     a.cpus <= shape.cpus &&
     a.gpus <= shape.gpus &&
     (a.ramMb ?? 0) <= (shape.ramMb ?? Infinity) &&
+    (!a.share || shape.gpus > 0) &&
+    (!a.gpuType || a.gpuType === shape.gpuType) &&
     (!a.res || namedFit(a.res, shape.resources))
   );
 }

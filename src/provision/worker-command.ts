@@ -25,6 +25,7 @@ export function workerArgv(t: WorkerTarget, name: string, shape: Shape, withInve
     argv.push('--cpus', String(shape.cpus), '--gpus', shape.gpus ? `0-${shape.gpus - 1}` : '');
     if (shape.ramMb !== undefined) argv.push('--ram-mb', String(shape.ramMb));
   }
+  if (shape.gpuType) argv.push('--gpu-type', shape.gpuType); // a type cannot be detected: always given
   // named resources cannot be detected: always given (issue 23)
   const named = Object.entries(shape.resources ?? {}).map(([k, u]) => `${k}=${fromUnits(u)}`);
   if (named.length) argv.push('--resources', named.join(','));
