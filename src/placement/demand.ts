@@ -3,16 +3,19 @@
  * change of the books, why a waiter waits (with the provisioner's reason), and the two callbacks the loop may
  * call back: retire an idle machine, re-send Queued to waiters whose reason changed.
  */
-import { anyCanEverHold } from './choose.js';
+import { amountOf, anyCanEverHold } from './choose.js';
 import { lackingDetail } from './lacking.js';
 import { withReason, type DemandView, type Unmet } from './provisioner.js';
 import { queuedInfo } from './queued.js';
 import { placeable, type PlacerState } from './state.js';
-import type { QueuedInfo } from './types.js';
+import type { NormalizedAsk, QueuedInfo } from './types.js';
 import type { Waiter } from './waiting.js';
 
 /** Demand for provisioning, and the callbacks it binds. */
 export class Demand {
+  /** The waiting groups (groups.ts), set by the placer: their members count as demand too (rule G5). */
+  groups?: () => Iterable<{ id: string; asks: readonly NormalizedAsk[] }>;
+
   /** @param detach the placer's detach: a retired machine leaves the books through it. */
   constructor(
     readonly s: PlacerState,
@@ -20,8 +23,9 @@ export class Demand {
   ) {}
 
   /**
-   * Tells provisioning the demand (SPEC V2): the waiters no attached machine can ever hold; one ask
-   * per other wait class; attached workers' claim counts. Cost: per wait class plus unmet waiters.
+   * Tells provisioning the demand (SPEC V2): the waiters (and waiting groups' members) no attached machine can ever
+   * hold; one ask per other wait class; attached workers' claim counts. Cost: per wait class plus unmet waiters plus
+   * waiting groups' members.
    */
   plan(): void {
     const prov = this.s.prov;
@@ -32,6 +36,13 @@ export class Demand {
       if (cls.quotaHeld) continue; // quota, not capacity, holds it (SPEC Q3): a new machine would not help
       if (anyCanEverHold(this.s.machines, cls.ask, cls.amount)) waiting.push({ ask: cls.ask, amount: cls.amount });
       else for (let w = cls.head; w; w = w.next) unmet.push({ claimId: w.claimId, ask: w.ask, amount: cls.amount });
+    }
+    // a waiting group's members no attached machine could ever hold: a started machine may (groups are not clamped)
+    for (const g of this.groups?.() ?? []) {
+      g.asks.forEach((ask, i) => {
+        const amount = amountOf(ask);
+        if (!anyCanEverHold(this.s.machines, ask, amount)) unmet.push({ claimId: `${g.id}/${i}`, ask, amount });
+      });
     }
     const machines: DemandView['machines'] = [];
     for (const m of this.s.machines.all())

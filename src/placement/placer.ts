@@ -122,6 +122,7 @@ export class Placer {
     this.#refit = new Refitter(s, this.#settler, this.#grace);
     this.#claims = new ClaimBook(s, this.#settler);
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
+    this.#demand.groups = () => this.#groups.waiting;
     this.#settler.groups = this.#groups;
     const preempted = (id: string, why: string) => this.#claims.release(id, why, false, this.releaseGate, true);
     const damping = new Damping(opts.preemptionLimit ?? 3, opts.preemptionWindowMs ?? 600_000);
