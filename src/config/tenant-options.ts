@@ -37,7 +37,7 @@ export const tenantObject = z.strictObject({
   ).optional(),
   weight: z
     .number({ error: 'a number' })
-    .positive('a number above 0')
+    .min(0.0001, 'at least 0.0001')
     .max(1e6, 'at most 1000000')
     .optional()
     .describe('its weight in fair sharing (any tenant with one turns fair sharing on); absent: 1'),
@@ -51,9 +51,12 @@ export const tenantsSchema = z.record(z.string().min(1, 'a client name'), tenant
       if (!limits) continue;
       if (t.cohort === undefined)
         ctx.addIssue({ code: 'custom', path: [name, key], message: 'only a tenant in a cohort borrows or lends' });
-      for (const r of Object.keys(limits))
+      for (const r of Object.keys(limits)) {
         if (!(r in t.nominal))
           ctx.addIssue({ code: 'custom', path: [name, key, r], message: `not in its nominal (${keys(t.nominal)})` });
+        else if (key === 'lending_limit' && limits[r] > t.nominal[r])
+          ctx.addIssue({ code: 'custom', path: [name, key, r], message: `more than its nominal (${t.nominal[r]})` });
+      }
     }
   }
 });

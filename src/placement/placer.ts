@@ -251,8 +251,11 @@ export class Placer {
     } catch (err) {
       return Promise.reject(err);
     }
-    const claimId = this.#newClaimId();
     const { amount, clamped } = fit;
+    // a claim its tenant's quota can never admit, as configured, fails at once (SPEC Q3) rather than wait for ever
+    const never = s.quotas.active ? s.quotas.never(ask.owner, askUsage(amount, ask.pools)) : undefined;
+    if (never) return Promise.reject(new BerthError('failed_precondition', never));
+    const claimId = this.#newClaimId();
     const prio = priorityOf(ask);
     syncShares(s); // the order between tenants reads their shares (SPEC Q1)
     // quota is checked in the same step as placement (SPEC Q3): a claim over it waits, holding nothing back

@@ -107,25 +107,59 @@ export class QuotaBook {
       const now = used[k] ?? 0;
       const nominal = q.nominal[k];
       const limit = borrowingLimit(q, k);
+      // without a cohort nothing is borrowed: above its nominal only after a reload lowered it
+      const borrowing = q.cohort === undefined ? 0 : Math.max(0, now - nominal);
       const own =
         `tenant ${owner}: ${k} ${plain(now)} of ${plain(nominal)} nominal, borrowing ` +
-        `${plain(Math.max(0, now - nominal))} of ${limit === Infinity ? 'unlimited' : plain(limit)}`;
+        `${plain(borrowing)} of ${limit === Infinity ? 'unlimited' : plain(limit)}`;
       if (now + ask > nominal + limit) return `${own} (asks ${plain(ask)})`;
       if (q.cohort === undefined) continue;
-      const { drawn, pool } = this.#cohortUse(q.cohort, k, owner!, ask);
-      if (drawn > pool) return `${own}; cohort ${q.cohort}: ${k} ${plain(drawn - ask)} of ${plain(pool)} in use`;
+      const { drawn, pool, reserved } = this.#cohortUse(q.cohort, k, owner!, ask);
+      if (drawn <= pool) continue;
+      const held = reserved ? `, ${plain(reserved)} reserved for a reclaim` : '';
+      return `${own}; cohort ${q.cohort}: ${k} ${plain(drawn - ask - reserved)} of ${plain(pool)} in use${held}`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Why `owner` can never be granted `u` under its quota as configured, whatever others give back, or undefined:
+   * `ask.gpus: tenant carol may hold at most 2 (nominal 2, borrowing limit 0; asks 4)`. In a cohort it may hold at most
+   * nominal + borrowing limit, and at most the part of its nominal it keeps plus all its cohort lends.
+   */
+  never(owner: string | undefined, u: Usage): string | undefined {
+    const q = this.quotaOf(owner);
+    if (!q) return undefined;
+    for (const k in q.nominal) {
+      const ask = u[k] ?? 0;
+      if (ask === 0) continue;
+      const nominal = q.nominal[k];
+      const limit = borrowingLimit(q, k);
+      let most = nominal + limit;
+      let why = `nominal ${plain(nominal)}, borrowing limit ${limit === Infinity ? 'unlimited' : plain(limit)}`;
+      if (q.cohort !== undefined) {
+        const { pool } = this.#cohortUse(q.cohort, k, owner!, 0);
+        const kept = nominal - Math.min(q.lendingLimit?.[k] ?? nominal, nominal);
+        if (kept + pool < most) {
+          most = kept + pool;
+          why = `cohort ${q.cohort} lends ${plain(pool)} in all`;
+        }
+      }
+      const field = ['cpus', 'gpus', 'ram_mb'].includes(k) ? `ask.${k}` : `ask.resources.${k}`;
+      if (ask > most) return `${field}: tenant ${owner} may hold at most ${plain(most)} (${why}; asks ${plain(ask)})`;
     }
     return undefined;
   }
 
   /**
    * What the members of `cohort` draw from what they lend each other in resource `k` (with `ask` more for `owner`,
-   * and the others' reclaim reservations), and what they lend: a member draws what it holds beyond the part of its
-   * nominal it keeps (nominal − lending).
+   * and the others' reclaim reservations, of which `reserved` is theirs), and what they lend: a member draws what it
+   * holds beyond the part of its nominal it keeps (nominal − lending).
    */
-  #cohortUse(cohort: string, k: string, owner: string, ask: number): { drawn: number; pool: number } {
+  #cohortUse(cohort: string, k: string, owner: string, ask: number): { drawn: number; pool: number; reserved: number } {
     let drawn = 0;
     let pool = 0;
+    let reserved = 0;
     for (const name of this.#cohorts.get(cohort)!) {
       const q = this.#quotas[name];
       if (!(k in q.nominal)) continue;
@@ -133,10 +167,13 @@ export class QuotaBook {
       pool += lend;
       // another member's waiter taking back what it lent counts as held (reclaim.ts)
       const extra = name === owner ? ask : (this.#reserved.get(name)?.[k] ?? 0);
-      const held = (this.#used.get(name)?.[k] ?? 0) + extra;
-      drawn += Math.max(0, held - (q.nominal[k] - lend));
+      const used = this.#used.get(name)?.[k] ?? 0;
+      const kept = q.nominal[k] - lend;
+      const d = Math.max(0, used + extra - kept);
+      drawn += d;
+      if (name !== owner) reserved += d - Math.max(0, used - kept);
     }
-    return { drawn, pool };
+    return { drawn, pool, reserved };
   }
 
   /** Every tenant with a quota, its use against it (plain numbers), by name. */

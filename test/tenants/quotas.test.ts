@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClaimResponse, PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
+import { status } from '@grpc/grpc-js';
 import { renderStatus } from '../../src/cli/render-status.js';
+import { QuotaBook } from '../../src/placement/quota.js';
+import { UNIT } from '../../src/resources/quantity.js';
 import { resolveServeOptions } from '../../src/config/serve-options.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
 import { snapshot } from '../support/snapshot.js';
@@ -103,6 +106,31 @@ describe('a tenant at its nominal quota', () => {
   });
 });
 
+describe('a claim its quota can never admit', () => {
+  it('fails FAILED_PRECONDITION at once naming the field and the most it may hold, alone or in a cohort', async () => {
+    const t = await serve(
+      'tenants:\n  carol: { nominal: { gpus: 2 } }\n' +
+        '  alice: { cohort: lab, nominal: { gpus: 2 }, borrowing_limit: { gpus: 5 } }\n' +
+        '  bob: { cohort: lab, nominal: { gpus: 4 }, lending_limit: { gpus: 1 } }\n',
+    );
+    const alice = clientWith(t.address, ALICE);
+    const four = claim(alice, { gpus: 4 }); // 2 of its own + 1 bob lends: at most 3, though the limit says 7
+    const err = await four.ended;
+    expect(err?.code).toBe(status.FAILED_PRECONDITION);
+    expect(err?.details).toBe('ask.gpus: tenant alice may hold at most 3 (cohort lab lends 3 in all; asks 4)');
+    const bob = clientWith(t.address, BOB);
+    const many = claim(bob, { gpus: 5 }); // bob keeps 3 and borrows alice's 2: 5 fits
+    await many.granted;
+    expect(t.invariantErrors).toEqual([]);
+    const alone = new QuotaBook(); // without a cohort: the nominal is the most
+    alone.set({ carol: { nominal: { gpus: 2 * UNIT } } }, []);
+    expect(alone.never('carol', { gpus: 4 * UNIT })).toBe(
+      'ask.gpus: tenant carol may hold at most 2 (nominal 2, borrowing limit 0; asks 4)',
+    );
+    expect(alone.never('carol', { gpus: 2 * UNIT })).toBeUndefined();
+  });
+});
+
 describe('a claim waiting for room', () => {
   it('is told, with a fresh Queued, when a reload lowers its quota so that quota holds it', async () => {
     const t = await serve('tenants:\n  alice: { nominal: { gpus: 4 } }\n');
@@ -188,6 +216,8 @@ describe('a bad tenants entry', () => {
     writeFileSync(file, 'tenants:\n  alice: { nominal: {}, share: 2 }\n');
     expect(resolve).toThrow(/tenants\.alice\.share: unknown key \(known: cohort, nominal, borrowing_limit/);
     writeFileSync(file, 'tenants:\n  alice: { weight: 0 }\n');
-    expect(resolve).toThrow(/line 2: tenants\.alice\.weight: a number above 0 \(got 0\)/);
+    expect(resolve).toThrow(/line 2: tenants\.alice\.weight: at least 0\.0001 \(got 0\)/);
+    writeFileSync(file, 'tenants:\n  alice: { cohort: lab, nominal: { gpus: 4 }, lending_limit: { gpus: 6 } }\n');
+    expect(resolve).toThrow(/tenants\.alice\.lending_limit\.gpus: more than its nominal \(4\)/);
   });
 });

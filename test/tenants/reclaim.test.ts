@@ -52,11 +52,14 @@ describe('a tenant within its nominal whose share a cohort member borrowed', () 
     // bob may not take the room again while alice waits for it
     const again = claim(bob, { gpus: 1 });
     open.push(() => again.call.cancel());
-    await held[7].release();
-    expect((await again.queued).detail).toMatch(/held by quota: tenant bob/);
+    expect((await again.queued).detail).toMatch(
+      /held by quota: tenant bob: .*gpus 8 of 8 in use, 2 reserved for a reclaim/,
+    );
+    await held[7].release(); // the GPU freed stays alice's
     await held[6].release();
     const g = await a.granted;
     expect(g.allocation?.gpuIds).toHaveLength(2);
+    expect(again.responses.some((r) => r.kind?.$case === 'granted')).toBe(false);
     expect(t.server.context.placer.tenantViews().map((v) => [v.tenant, v.resources[0].used])).toEqual([
       ['alice', 2],
       ['bob', 6],
