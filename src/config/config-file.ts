@@ -138,6 +138,8 @@ function parseSection<S extends z.ZodType>(
     throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${why} (got ${JSON.stringify(String(key))})`);
   }
   const got = valueAt(value, issue.path);
-  const shown = got === undefined ? '' : ` (got ${JSON.stringify(got)})`;
+  // JSON has no infinity nor NaN (YAML's .inf, .nan): shown as themselves, not null
+  const text = typeof got === 'number' && !Number.isFinite(got) ? String(got) : JSON.stringify(got);
+  const shown = got === undefined ? '' : ` (got ${text})`;
   throw new OptionsError(`${at(node?.range?.[0])}: ${label(path)}: ${issueText(issue, got)}${shown}`);
 }

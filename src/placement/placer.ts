@@ -572,7 +572,7 @@ export class Placer {
       // a preemptor's room is held for it on its victims' machine (SPEC Q2)
       (w) =>
         w.cls.quotaHeld
-          ? `; held by quota: ${w.cls.quotaHeld}`
+          ? `; held by quota: ${w.cls.quotaHeld}${w.reclaiming ? '; reclaiming what its cohort lent' : ''}`
           : lackingDetail(s, w.ask, w.cls.amount, w) +
             (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
       (id) => this.#preempt.notice(id),

@@ -215,6 +215,8 @@ describe('a bad tenants entry', () => {
     expect(resolve).toThrow(/tenants\.alice\.nominal\.gpus: a number from 0 to .* \(got -1\)/);
     writeFileSync(file, 'tenants:\n  alice: { nominal: {}, share: 2 }\n');
     expect(resolve).toThrow(/tenants\.alice\.share: unknown key \(known: cohort, nominal, borrowing_limit/);
+    writeFileSync(file, 'tenants:\n  alice: { weight: .inf }\n');
+    expect(resolve).toThrow(/line 2: tenants\.alice\.weight: .* \(got Infinity\)/);
     writeFileSync(file, 'tenants:\n  alice: { weight: 0 }\n');
     expect(resolve).toThrow(/line 2: tenants\.alice\.weight: at least 0\.0001 \(got 0\)/);
     writeFileSync(file, 'tenants:\n  alice: { cohort: lab, nominal: { gpus: 4 }, lending_limit: { gpus: 6 } }\n');

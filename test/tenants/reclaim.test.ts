@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PlacementServiceClient } from '../../generated/ts/berth/v1/placement.js';
 import { claim, type ClaimHandle } from '../support/claims.js';
+import { snapshot } from '../support/snapshot.js';
 import { type TenantServer, tenantServer } from '../support/tenant-server.js';
 
 const LAB = 'tenants:\n  alice: { cohort: lab, nominal: { gpus: 4 } }\n  bob: { cohort: lab, nominal: { gpus: 4 } }\n';
@@ -49,6 +50,9 @@ describe('a tenant within its nominal whose share a cohort member borrowed', () 
     const [v1, v2] = await Promise.all([held[7].preempting, held[6].preempting]); // the youngest two
     expect(v1.byClaimId).toBe(v2.byClaimId);
     expect(told(held)).toEqual([held[6], held[7]]);
+    const waiting = (await snapshot(alice)).waiting.map((w) => w.reason?.detail);
+    expect(waiting).toEqual([expect.stringContaining('held by quota: tenant alice')]);
+    expect(waiting[0]).toContain('; reclaiming what its cohort lent');
     // bob may not take the room again while alice waits for it
     const again = claim(bob, { gpus: 1 });
     open.push(() => again.call.cancel());
