@@ -149,13 +149,14 @@ describe('calls outlive a lost link (SPEC S1)', () => {
     );
     link.cut();
     await until(() => !processAlive(short), 10_000); // 300 ms after the cut, then SIGTERM
-    await until(() => agent.calls.stats('r1:f.short')?.running === false); // and its ending kept
+    // and its ending kept: `running` goes false when the process exits, `ended` once its ending is recorded
+    await until(() => agent.calls.held().some((h) => h.callId === 'r1:f.short' && h.ended));
     expect(processAlive(patient)).toBe(true); // its own disconnect_grace_ms is longer: kept
     link.restore();
     const second = await hub.connection(1);
     const hello = await second.waitFor('hello');
     expect(hello.disconnectGraceMs).toBe(300);
-    expect(hello.heldCalls).toEqual(
+    expect(hello.heldCalls, JSON.stringify(hello.heldCalls)).toEqual(
       expect.arrayContaining([
         { callId: 'r1:f.short', lastSeq: 1, ended: true },
         { callId: 'r1:f.patient', lastSeq: 1, ended: false },

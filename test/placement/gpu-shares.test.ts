@@ -218,7 +218,9 @@ describe('typed GPUs (issue 23 item 4)', () => {
     p.attach(box('t4', 4, { gpuType: 't4' }));
     const err = await claim(ask({ cpus: 1, gpus: 1, gpuType: 'h100' })).catch((e: BerthError) => e);
     expect((err as BerthError).kind).toBe('failed_precondition');
-    expect((err as Error).message).toMatch(/^ask\.gpu_type: no machine has GPUs of type 'h100' \(types here: t4/);
+    expect((err as Error).message).toMatch(
+      /^ask\.gpu_type: no machine has GPUs of type 'h100' and no provisioner shape starts one \(types here: t4/,
+    );
     expect(p.verdict(ask({ cpus: 1, gpus: 1, gpuType: 'h100' }))).toMatchObject({
       verdict: 'impossible',
       limiting: 'gpu_type',
