@@ -5,7 +5,7 @@
  * is refused (negative, fractional or over-uint32 numbers, an unknown policy), with the server's shape
  * of message: `ask.cpus: must be a whole number >= 0 (got -1)` — as the Python client does.
  */
-import { Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
+import { Ask, OnOversize, OnPreempt, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { InvalidAsk } from './errors.js';
 
 /** What a node asks for (SPEC vocabulary "ask"). Every field is optional. */
@@ -37,6 +37,11 @@ export interface AskInput {
   priority?: number;
   /** A priority class of the server's config (docs/priorities.md); a class with `preemption: lower` may preempt. */
   priorityClass?: string;
+  /**
+   * Claims only, what preempting it does (SPEC Q2): 'requeue' (default) waits again at its place on the same stream
+   * (the lease hears `onRequeued`, then `onRegranted` with its new grant); 'cancel' ends the lease (Preempted).
+   */
+  onPreempt?: 'requeue' | 'cancel';
 }
 
 const POLICIES = { prefer: Policy.POLICY_PREFER, require: Policy.POLICY_REQUIRE } as const;
@@ -94,6 +99,12 @@ export function toAsk(a: AskInput = {}): Ask {
       `ask.on_oversize: must be 'clamp' or 'fail' (got ${JSON.stringify(oversize)})`,
       'ask.on_oversize',
     );
+  const preempt = a.onPreempt ?? 'requeue';
+  if (preempt !== 'requeue' && preempt !== 'cancel')
+    throw new InvalidAsk(
+      `ask.on_preempt: must be 'requeue' or 'cancel' (got ${JSON.stringify(preempt)})`,
+      'ask.on_preempt',
+    );
   return Ask.fromPartial({
     cpus: a.cpus === undefined ? undefined : count('cpus', a.cpus),
     gpus: count('gpus', a.gpus ?? 0),
@@ -107,6 +118,7 @@ export function toAsk(a: AskInput = {}): Ask {
     holdMs: count('hold_ms', a.holdMs ?? 0),
     priority: a.priority === undefined ? undefined : priority(a.priority),
     priorityClass: a.priorityClass === undefined ? undefined : text('priority_class', a.priorityClass),
+    onPreempt: preempt === 'cancel' ? OnPreempt.ON_PREEMPT_CANCEL : undefined,
   });
 }
 

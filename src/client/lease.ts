@@ -8,6 +8,11 @@
  * gone) takes the claim back by itself on a new stream (claim-resume.ts) for up to its hold: the same
  * Lease, claim id and allocation, told through `onResuming` / `onResumed`. When it cannot, `signal`
  * aborts with ClaimLost and `release()` throws it.
+ *
+ * A preempted lease (SPEC Q2) hears `onPreempting`; by default (`onPreempt: 'requeue'`) the claim then waits again at
+ * its place once given back — at the grace's end, or at once with `makeRoom()` — and the same Lease is granted again
+ * on the same stream: `onRequeued` (the Queued), then `onRegranted` (the new Granted: a new claim id and allocation),
+ * `granted()` resolving once it holds again. With `onPreempt: 'cancel'` the grace's end aborts `signal` with Preempted.
  */
 import type {
   ClaimRequest,
@@ -40,6 +45,10 @@ export interface ClaimOptions {
    * `notice.graceMs`, after which berth releases it (`signal` aborts with Preempted). Also kept as `lease.preempted`.
    */
   onPreempting?: (notice: Preempting) => void;
+  /** Called when the preempted claim waits again at its place (SPEC Q2 requeue): the Queued, `requeued` set. */
+  onRequeued?: (queued: Queued) => void;
+  /** Called when the requeued claim is granted again: the new Granted (`lease.grant` is it from now on). */
+  onRegranted?: (grant: Granted) => void;
 }
 
 /** What a lease needs to take its claim back: where, for how long (ms, 0 = never), the error context, the hooks. */
@@ -51,6 +60,7 @@ interface ResumeWith {
 }
 
 const RELEASE: ClaimRequest = { kind: { $case: 'release', value: {} } };
+const MAKE_ROOM: ClaimRequest = { kind: { $case: 'release', value: { requeue: true } } };
 
 /** Calls a user's hook; what it throws must not end the lease, and is shown as a process warning instead. */
 function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
@@ -58,7 +68,7 @@ function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
     hook?.(x);
   } catch (e) {
     process.emitWarning(
-      `a lease's onResuming/onResumed/onPreempting hook threw: ${e instanceof Error ? e.message : String(e)}`,
+      `a lease's onResuming/onResumed/onPreempting/onRequeued/onRegranted hook threw: ${e instanceof Error ? e.message : String(e)}`,
     );
   }
 }
@@ -76,18 +86,51 @@ export class Lease implements AsyncDisposable {
   #released?: Promise<void>;
   readonly #ended: Promise<void>;
   readonly #resume: ResumeWith;
+  #grant: Granted;
+  /** While the preempted claim waits again (SPEC Q2 requeue): resolves with its next Granted. */
+  #waiting?: { granted: Promise<Granted>; resolve(g: Granted): void };
 
   /** Made by `openLease` once granted; `resume.holdMs` > 0 resumes a broken stream on `resume.conn`. */
-  constructor(
-    readonly grant: Granted,
-    open: OpenClaim,
-    resume: ResumeWith,
-  ) {
+  constructor(grant: Granted, open: OpenClaim, resume: ResumeWith) {
+    this.#grant = grant;
     this.#resume = resume;
     this.#call = open.call;
     this.#messages = open.messages;
     this.signal = this.#lostCtl.signal;
     this.#ended = this.#watch();
+  }
+
+  /** The claim's Granted: after a requeue (SPEC Q2), the latest one. */
+  get grant(): Granted {
+    return this.#grant;
+  }
+  /** The Queued of a preempted claim waiting again at its place (SPEC Q2 requeue); undefined while it holds. */
+  get requeued(): Queued | undefined {
+    return this.#requeued;
+  }
+  #requeued?: Queued;
+
+  /**
+   * Resolves with the Granted the lease holds: at once while it holds, else once the requeued claim is granted again
+   * (SPEC Q2). Rejects with `signal.reason` if the lease is lost meanwhile.
+   */
+  granted(): Promise<Granted> {
+    if (this.signal.aborted) return Promise.reject(this.signal.reason);
+    if (!this.#waiting) return Promise.resolve(this.#grant);
+    const lost = new Promise<never>((_, reject) =>
+      this.signal.addEventListener('abort', () => reject(this.signal.reason), { once: true }),
+    );
+    lost.catch(() => {});
+    return Promise.race([this.#waiting.granted, lost]);
+  }
+
+  /**
+   * After the preemption notice (SPEC Q2): gives the room back now rather than at the grace's end, and waits again at
+   * the claim's place (Release with requeue). The server refuses it (the lease is lost, InvalidAsk naming
+   * release.requeue) when the claim heard no notice or asked `onPreempt: 'cancel'`.
+   */
+  makeRoom(): void {
+    if (!this.signal.aborted && !this.#broken) this.#call.write(MAKE_ROOM);
   }
 
   /** Id of the claim: pass the lease (or this) as a run's `claim`. */
@@ -123,12 +166,17 @@ export class Lease implements AsyncDisposable {
     for (;;) {
       try {
         const r = await this.#messages.next();
-        if (r.done) return this.#lost(new BerthError(`claim ${this.claimId}: the server ended its stream`));
+        if (r.done) {
+          if (this.#releasing && this.#waiting) return; // released while waiting again: nothing was held
+          return this.#lost(new BerthError(`claim ${this.claimId}: the server ended its stream`));
+        }
         if (r.value.kind?.$case === 'released') return;
         if (r.value.kind?.$case === 'preempting') {
           this.preempted = r.value.kind.value;
           tell(this.#resume.o.onPreempting, this.preempted);
         }
+        if (r.value.kind?.$case === 'queued' && r.value.kind.value.requeued) this.#waitAgain(r.value.kind.value);
+        if (r.value.kind?.$case === 'granted') this.#regranted(r.value.kind.value);
       } catch (e) {
         const mapped = fromServiceError(e, this.#resume.ctx);
         if (!(this.#resume.holdMs > 0 && claimWorthResuming(mapped))) return this.#lost(mapped);
@@ -146,6 +194,28 @@ export class Lease implements AsyncDisposable {
         }
       }
     }
+  }
+
+  /** The preempted claim waits again at its place (SPEC Q2): the first requeued Queued starts the wait. */
+  #waitAgain(q: Queued): void {
+    this.#requeued = q;
+    if (!this.#waiting) {
+      let resolve!: (g: Granted) => void;
+      const granted = new Promise<Granted>((r) => (resolve = r));
+      this.#waiting = { granted, resolve };
+    }
+    tell(this.#resume.o.onRequeued, q);
+  }
+
+  /** The requeued claim is granted again: the lease holds the new grant from now on. */
+  #regranted(g: Granted): void {
+    this.#grant = g;
+    this.#requeued = undefined;
+    this.preempted = undefined;
+    const w = this.#waiting;
+    this.#waiting = undefined;
+    w?.resolve(g);
+    tell(this.#resume.o.onRegranted, g);
   }
 
   #lost(e: unknown): void {

@@ -12,7 +12,7 @@
  * against the config's classes (priority.ts). Both are kept only when given.
  */
 import * as z from 'zod';
-import { type Ask, OnOversize, Policy } from '../../generated/ts/berth/v1/resources.js';
+import { type Ask, OnOversize, OnPreempt, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { BerthError } from '../errors.js';
 import { namedSchema, toUnits, UNIT } from '../resources/quantity.js';
 import { reservedEnvKey } from './env.js';
@@ -172,6 +172,11 @@ const OVERSIZE: readonly number[] = [
   OnOversize.ON_OVERSIZE_CLAMP,
   OnOversize.ON_OVERSIZE_FAIL,
 ];
+const PREEMPT: readonly number[] = [
+  OnPreempt.ON_PREEMPT_UNSPECIFIED,
+  OnPreempt.ON_PREEMPT_REQUEUE,
+  OnPreempt.ON_PREEMPT_CANCEL,
+];
 
 /**
  * True when `ask` certainly passes `schema` and the env key rule: the same rules, checked without
@@ -186,6 +191,7 @@ export function isWellFormedAsk(ask: Ask): boolean {
   if (!text(ask.runId, MAX_RUN_ID, NAME) || !POLICIES.includes(ask.policy)) return false;
   if (ask.onOversize !== undefined && !OVERSIZE.includes(ask.onOversize)) return false;
   if (ask.holdMs !== undefined && !count(ask.holdMs, MAX_HOLD_MS)) return false;
+  if (ask.onPreempt !== undefined && !PREEMPT.includes(ask.onPreempt)) return false;
   for (const _ in ask.resources) return false; // named resources take the schema path (issue 23)
   if (ask.gpuShare !== undefined || ask.gpuType !== undefined) return false; // GPU shares, types too (issue 23)
   if (ask.priority !== undefined || ask.priorityClass) return false; // priorities too (SPEC Q1)
@@ -251,10 +257,18 @@ export function parseAsk(ask: Ask, field = 'ask'): NormalizedAsk {
       `${field}.on_oversize: unknown value ${over}: use ON_OVERSIZE_CLAMP (1) or ON_OVERSIZE_FAIL (2)`,
     );
   }
-  return normalized({ ...r.data, onOversize: over });
+  const preempt = ask.onPreempt ?? OnPreempt.ON_PREEMPT_UNSPECIFIED;
+  if (!PREEMPT.includes(preempt)) {
+    throw new BerthError(
+      'invalid_argument',
+      `${field}.on_preempt: unknown value ${preempt}: use ON_PREEMPT_REQUEUE (1) or ON_PREEMPT_CANCEL (2)`,
+    );
+  }
+  return normalized({ ...r.data, onOversize: over, onPreempt: preempt });
 }
 
 type AskFields = Pick<Ask, 'cpus' | 'gpus' | 'ramMb' | 'label' | 'policy' | 'node' | 'runId' | 'env' | 'onOversize'> & {
+  onPreempt?: OnPreempt;
   holdMs?: number;
   gpuShare?: number;
   gpuType?: string;
@@ -276,6 +290,7 @@ function normalized(a: AskFields): NormalizedAsk {
     runId: a.runId,
     env: { ...a.env },
     ...(a.onOversize === OnOversize.ON_OVERSIZE_FAIL ? { onOversize: 'fail' as const } : {}),
+    ...(a.onPreempt === OnPreempt.ON_PREEMPT_CANCEL ? { onPreempt: 'cancel' as const } : {}),
     ...(a.holdMs ? { holdMs: a.holdMs } : {}),
     ...(a.resources && Object.keys(a.resources).length ? { resources: a.resources } : {}),
     ...(a.gpuShare ? { gpuShare: toUnits(a.gpuShare) } : {}),

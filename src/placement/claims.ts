@@ -29,9 +29,17 @@ export class ClaimBook {
 
   /**
    * See Placer.release. `gate`: the hub's release gate, if set. `preempted` (SPEC Q2): the lease ends ABORTED
-   * "claim <id> released (<why>)" instead of CANCELLED, and the release's outcome is `preempted`.
+   * "claim <id> released (<why>)" instead of CANCELLED, and the release's outcome is `preempted`. `given` is called
+   * once its books are back, before the queue settles (a preempted claim requeues there, SPEC Q2).
    */
-  release(claimId: string, why: string, keepRuns: boolean, gate: ReleaseGate | undefined, preempted = false): boolean {
+  release(
+    claimId: string,
+    why: string,
+    keepRuns: boolean,
+    gate: ReleaseGate | undefined,
+    preempted = false,
+    given?: (h: Held) => void,
+  ): boolean {
     if (this.s.frozen) return false;
     const h = this.s.held.get(claimId);
     if (!h || h.releasing) return false;
@@ -45,15 +53,19 @@ export class ClaimBook {
     const gone = gate?.(claimId, keepRuns ? undefined : reason);
     if (!keepRuns) h.grant.loseLazily(reason);
     const outcome = preempted ? 'preempted' : why.toLowerCase().replace(/[^a-z0-9]+/g, '_');
-    if (!gone) return this.#give(claimId, h, why, outcome);
+    if (!gone) return this.#give(claimId, h, why, outcome, given);
     h.releasing = true;
-    void gone.then(() => this.#give(claimId, h, why, outcome));
+    void gone.then(() => this.#give(claimId, h, why, outcome, given));
     return true;
   }
 
-  #give(claimId: string, h: Held, why: string, outcome: string): boolean {
+  #give(claimId: string, h: Held, why: string, outcome: string, given?: (h: Held) => void): boolean {
     const s = this.s;
-    if (s.held.get(claimId) !== h) return false; // its machine left meanwhile, books and all
+    if (s.held.get(claimId) !== h) {
+      given?.(h); // its machine left meanwhile, books and all: a preempted claim still waits again (SPEC Q2)
+      if (given) this.settler.settle();
+      return false;
+    }
     s.held.delete(claimId);
     s.machines.give(h.entry, claimId);
     wakePools(s, s.pools.give(claimId));
@@ -69,6 +81,7 @@ export class ClaimBook {
       ...heldFacts(h),
       outcome,
     });
+    given?.(h);
     this.settler.settle();
     return true;
   }

@@ -52,6 +52,6 @@ export class Damping {
 /** The work a held claim does: its owner, run id and node; undefined when it names neither run nor node. */
 function workOf(h: Held): string | undefined {
   const a = h.grant.ask;
-  if (!a.runId && !a.node) return undefined;
+  if (!a.runId && !a.node) return a.requeuedFrom; // a requeued claim is the work of the claim it first was
   return `${a.owner ?? ''}\u0000${a.runId}\u0000${a.node}`;
 }

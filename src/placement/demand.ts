@@ -57,6 +57,7 @@ export class Demand {
   queuedInfo(w: Waiter, position: number): QueuedInfo {
     const q = queuedInfo(this.s.machines, w.claimId, w.ask, w.cls.amount, position);
     q.detail += lackingDetail(this.s, w.ask, w.cls.amount, w);
+    if (w.ask.requeuedFrom !== undefined) q.requeued = true; // a preempted claim waiting again (SPEC Q2)
     return withReason(q, this.s.prov?.reason(w.claimId));
   }
 

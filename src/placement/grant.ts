@@ -14,7 +14,8 @@ import type { AllocationGrant, Grant, NormalizedAsk } from './types.js';
 
 /**
  * Grants `amount` of `ask` to `claimId` on `entry` and returns its Grant. `since`: when it began waiting (ms since
- * the epoch), for the event's duration; absent for a grant made at once. @throws BooksError when it does not fit.
+ * the epoch), for the event's duration; absent for a grant made at once. `seq`: its arrival number as a waiter; absent
+ * = a new one. @throws BooksError when it does not fit.
  */
 export function grant(
   s: PlacerState,
@@ -25,6 +26,7 @@ export function grant(
   entry: MachineEntry,
   fellBack: boolean,
   since?: number,
+  seq = s.queue.nextSeq(),
 ): Grant {
   if (ask.pools) s.pools.take(claimId, ask.pools); // with the machine's resources, in one step (issue 23)
   let holding: Holding;
@@ -45,7 +47,7 @@ export function grant(
   if (holding.res || ask.pools) allocation.resources = { ...holding.res, ...ask.pools };
   if (holding.share) allocation.gpuShare = holding.share;
   const lease = new Lease(claimId, entry.spec.name, entry.spec.remote, allocation, clamped, fellBack, ask);
-  s.held.set(claimId, { grant: lease, entry, since: Date.now(), prio: ask.priority ?? 0 });
+  s.held.set(claimId, { grant: lease, entry, since: Date.now(), prio: ask.priority ?? 0, seq });
   s.events.emit({
     kind: 'node_placed',
     claimId,

@@ -36,6 +36,7 @@ import { checkGroups, groupViews } from './group-views.js';
 import { fitsNew, placeable, PlacerState, syncShares } from './state.js';
 import { Preemptions, type PreemptionNotice } from './preempt.js';
 import { PreemptRetries } from './preempt-retry.js';
+import { type Requeued, Requeues, type RequeueWatch } from './requeue.js';
 import { priorityOf, type PriorityClasses } from './priority.js';
 import { askUsage } from './held.js';
 import type { TenantQuotas, TenantView } from './quota.js';
@@ -43,6 +44,7 @@ import { Damping } from './damping.js';
 import { weightsOf } from './fair-share.js';
 import { holdForQuota } from './quota-gate.js';
 import type { Grant, MachineSpec, NormalizedAsk, QueuedInfo } from './types.js';
+import type { Held } from './state.js';
 import type { Waiter } from './waiting.js';
 
 export type { ReleaseGate } from './claims.js';
@@ -104,6 +106,9 @@ export class Placer {
   readonly #groups: GroupBook;
   readonly #preempt: Preemptions;
   readonly #preemptAgain: PreemptRetries;
+  readonly #requeues: Requeues;
+  /** Releases preempted claim `id` (ABORTED, `why`); one its stream watches waits again (requeue.ts). */
+  readonly #preempted: (id: string, why: string) => boolean;
 
   constructor(opts: PlacerOptions) {
     const s = (this.#s = new PlacerState(opts.events, opts.provisioning, opts.pools));
@@ -124,7 +129,11 @@ export class Placer {
     this.#groups = new GroupBook(s, this.#grace, () => this.#settler.settle());
     this.#demand.groups = () => this.#groups.waiting;
     this.#settler.groups = this.#groups;
-    const preempted = (id: string, why: string) => this.#claims.release(id, why, false, this.releaseGate, true);
+    this.#requeues = new Requeues((h, watch, why) => this.#fileAgain(h, watch, why));
+    const given = (h: Held, why: string) => this.#requeues.given(h, why);
+    const preempted = (id: string, why: string) =>
+      this.#claims.release(id, why, false, this.releaseGate, true, this.#requeues.size ? (h) => given(h, why) : undefined);
+    this.#preempted = preempted;
     const damping = new Damping(opts.preemptionLimit ?? 3, opts.preemptionWindowMs ?? 600_000);
     const grace = opts.preemptionGraceMs ?? 30_000;
     this.#preempt = new Preemptions(s, grace, preempted, opts.preemptionMinRuntimeMs, damping);
@@ -237,7 +246,12 @@ export class Placer {
    */
   claimOrWait(
     asked: NormalizedAsk,
-    opts: { signal: AbortSignal | (() => AbortSignal); onQueued?: (q: QueuedInfo) => void },
+    opts: {
+      signal: AbortSignal | (() => AbortSignal);
+      onQueued?: (q: QueuedInfo) => void;
+      /** A preempted claim waiting again (requeue.ts): at arrival number `seq`, its Queued saying `why`. */
+      requeue?: { seq?: number; why: string };
+    },
   ): Grant | Promise<Grant> {
     const given = opts.signal;
     if (typeof given !== 'function' && given.aborted) return Promise.reject(given.reason);
@@ -263,7 +277,9 @@ export class Placer {
     let heldBack = false; // with fair sharing on: only what waiters ahead hold back keeps it off a machine (SPEC Q1)
     const poolsFit = !overQuota && poolsFitNew(s, ask);
     if (!overQuota && !poolsFit && s.fair.active) heldBack = s.pools.fits(ask.pools!);
+    const again = opts.requeue;
     const now =
+      !again && // a requeued claim waits at its place; the settle that follows grants it there if it fits
       poolsFit &&
       chooseNow(this.machines, ask, amount, (m) => {
         if (!placeable(m)) return false;
@@ -295,8 +311,10 @@ export class Placer {
         amount,
         clamped,
         () => (overQuota ? undefined : reservationTarget(this.machines, ask, amount)),
+        again?.seq,
       );
       signal.addEventListener('abort', onAbort, { once: true });
+      if (again && !overQuota) s.woken.add(w.cls); // looked at in the settle that follows, in queue order
       if (overQuota) holdForQuota(s, w.cls, overQuota);
       else if (s.fair.active) w.cls.heldBack ||= heldBack;
       const preempting = !overQuota && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
@@ -304,6 +322,7 @@ export class Placer {
       const reclaiming = overQuota && s.quotas.cohortOf(ask.owner) !== undefined ? this.#considerReclaim(w) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
       if (overQuota) info.detail = `held by quota: ${overQuota}`;
+      if (again) info.detail = `${again.why}; waiting again at its place: ${info.detail}`;
       if (preempting) info.detail += `; ${preempting}`;
       if (reclaiming) info.detail += `; ${reclaiming}`;
       info.detail += comingBackDetail(this.machines, ask, amount);
@@ -377,6 +396,38 @@ export class Placer {
    */
   set onPreempting(fn: ((notice: PreemptionNotice) => void) | undefined) {
     this.#preempt.notify = fn;
+  }
+
+  /**
+   * A Claim stream's claim `claimId` waits again at its place once preempted and given back (SPEC Q2, requeue.ts),
+   * unless its ask says `on_preempt: cancel` or the stream calls `stop()` first. `granted` resolves with the new
+   * Grant (a new claim id) or rejects as `claim` does.
+   */
+  requeueOnPreempt(claimId: string, watch: RequeueWatch): Requeued {
+    return this.#requeues.watch(claimId, watch);
+  }
+
+  /**
+   * The holder of preempted claim `claimId` gives it back before the grace ends (Release with requeue, SPEC Q2): it
+   * is released as the grace's end would, and waits again if its stream watches it (`requeueOnPreempt`).
+   * @throws BerthError INVALID_ARGUMENT naming release.requeue when the claim has heard no Preempting (or its grace
+   *   already ran out).
+   */
+  makeRoom(claimId: string): void {
+    const why = this.#preempt.yielded(claimId);
+    if (why === undefined)
+      throw new BerthError(
+        'invalid_argument',
+        `release.requeue: claim ${claimId} is not being preempted; only a claim that heard Preempting waits again`,
+      );
+    this.#preempted(claimId, why);
+  }
+
+  /** Files preempted claim `h` again at its place (requeue.ts): a new claim id, the same work for damping. */
+  #fileAgain(h: Held, watch: RequeueWatch, why: string): Grant | Promise<Grant> {
+    const first = h.grant.ask;
+    const ask: NormalizedAsk = { ...first, requeuedFrom: first.requeuedFrom ?? h.grant.claimId };
+    return this.claimOrWait(ask, { signal: watch.signal, onQueued: watch.onQueued, requeue: { seq: h.seq, why } });
   }
 
   /**

@@ -38,7 +38,7 @@ export class Preemptions {
    * Victims told, whose grace runs: the timer, the preemptor, when the grace ends (ms since the epoch) and, for a
    * reclaim (SPEC Q3), the tenant taking back what it lent.
    */
-  readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number; for?: string }>();
+  readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number; why: string; for?: string }>();
   /** Set by the server: tells a victim's holder on its Claim stream. */
   notify?: (n: PreemptionNotice) => void;
 
@@ -161,6 +161,18 @@ export class Preemptions {
     return { detail, again: false };
   }
 
+  /**
+   * Victim `claimId`'s holder gives it back before the grace ends (Release with requeue): stops its timer and returns
+   * why it is preempted, for the release; undefined when it was not told (or its grace already ran out).
+   */
+  yielded(claimId: string): string | undefined {
+    const t = this.#told.get(claimId);
+    if (!t) return undefined;
+    clearTimeout(t.timer);
+    this.#told.delete(claimId);
+    return t.why;
+  }
+
   /** Ends the grace timers (the server stops); victims told keep their claims. */
   close(): void {
     for (const t of this.#told.values()) clearTimeout(t.timer);
@@ -181,7 +193,7 @@ export class Preemptions {
       this.release(id, why);
     }, this.graceMs);
     timer.unref();
-    this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs, for: reclaim });
+    this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs, why, for: reclaim });
     this.damping.record(v);
     const a = v.grant.allocation;
     this.s.events.emit({

@@ -78,7 +78,7 @@ export class Settler {
         }
         const { amount, clamped } = w.cls;
         this.unwait(w);
-        w.resolve(grant(this.s, w.claimId, w.ask, amount, clamped, c.machine, c.fellBack, w.since));
+        w.resolve(grant(this.s, w.claimId, w.ask, amount, clamped, c.machine, c.fellBack, w.since, w.seq));
       }
     } finally {
       this.#settling = false;

@@ -24,6 +24,8 @@ export interface Held {
   since: number;
   /** Its priority (SPEC Q1), kept here so preemption's scan of the held claims reads no further (preempt.ts). */
   prio: number;
+  /** Its arrival number (waiting.ts): a preempted claim that requeues waits again there (SPEC Q2); absent = none. */
+  seq?: number;
   /** Set for a member of a group (groups.ts): released and lost only with its whole group (rule G1). */
   group?: string;
   /** Released, its books kept until the runs inside it are gone (SPEC R5). */

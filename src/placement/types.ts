@@ -54,6 +54,13 @@ export interface NormalizedAsk {
   priority?: number;
   /** The priority class asked, or the config's default class the placer gave it; absent = none. */
   priorityClass?: string;
+  /**
+   * What preempting it does (SPEC Q2): 'cancel' ends the claim; absent = requeue: a Claim stream's claim waits again
+   * at its original place (a Run's own claim is cancelled either way).
+   */
+  onPreempt?: 'cancel';
+  /** For a claim waiting again after it was preempted: the id of the claim it first was (damping counts it). */
+  requeuedFrom?: string;
 }
 
 /** What a claim holds on one machine (SPEC P9). */
@@ -103,4 +110,6 @@ export interface QueuedInfo {
   asked?: { cpus: number; gpus: number; ramMb?: number; share?: number };
   /** The claim's priority (SPEC Q1); absent = 0. */
   priority?: number;
+  /** Set when a preempted claim waits again at its place (SPEC Q2, requeue.ts). */
+  requeued?: boolean;
 }

@@ -84,6 +84,12 @@ const keyOf = (a: NormalizedAsk) =>
   `${a.gpuShare ? `/share=${a.gpuShare}` : ''}${a.gpuType ? `/type=${a.gpuType}` : ''}` +
   `${a.priority ? `/prio=${a.priority}` : ''}${a.owner === undefined ? '' : `/owner=${a.owner}`}`;
 
+/** True when `all` is in arrival order: filed in turn, no requeued claim among them (SPEC Q2). */
+function arrivalOrdered(all: readonly Waiter[]): boolean {
+  for (let i = 1; i < all.length; i++) if (all[i - 1].seq > all[i].seq) return false;
+  return true;
+}
+
 /** The ask a pinned group reservation carries (its group's members are asked through the group). */
 const PINNED_ASK: NormalizedAsk = { cpus: 0, gpus: 0, label: '', policy: 'prefer', node: '', runId: '', env: {} };
 
@@ -125,7 +131,8 @@ export class WaitQueue {
   inOrder(fair = false): Waiter[] {
     const all = [...this.#all.values()];
     if (fair) return all.sort((x, y) => (ahead(x, y) ? -1 : ahead(y, x) ? 1 : 0));
-    return this.#byPrio.size > 1 ? all.sort((x, y) => y.prio - x.prio || x.seq - y.seq) : all;
+    if (this.#byPrio.size > 1 || !arrivalOrdered(all)) all.sort((x, y) => y.prio - x.prio || x.seq - y.seq);
+    return all;
   }
 
   /** The wait classes of `owner`'s asks (a tenant, SPEC Q1, Q3; '' for callers without an identity). */
@@ -224,14 +231,15 @@ export class WaitQueue {
   }
 
   /**
-   * Appends a waiter. A new class starts with `amount`, `clamped` and `target`; an existing class
-   * keeps its own. Returns the waiter.
+   * Files a waiter: the youngest, or at arrival number `seq` (a preempted claim waiting again at its place, SPEC Q2).
+   * A new class starts with `amount`, `clamped` and `target`; an existing class keeps its own. Returns the waiter.
    */
   add(
     w: Omit<Waiter, 'seq' | 'cls'>,
     amount: Amount,
     clamped: boolean,
     target: () => MachineEntry | undefined,
+    seq = ++this.#seq,
   ): Waiter {
     const key = keyOf(w.ask);
     let cls = this.#classes.get(key);
@@ -241,16 +249,20 @@ export class WaitQueue {
       this.#file(cls);
       this.#own(cls, true);
     }
-    return this.#enter({ ...w, seq: ++this.#seq, prio: priorityOf(w.ask) }, cls);
+    return this.#enter({ ...w, seq, prio: priorityOf(w.ask) }, cls);
   }
 
-  /** Links `w` as the youngest of `cls` and counts it. */
+  /** Links `w` into `cls` by arrival number (as the youngest, unless it is a requeued older one) and counts it. */
   #enter(w: Omit<Waiter, 'cls'>, cls: WaitClass): Waiter {
-    const full: Waiter = Object.assign(w, { cls, prev: cls.tail, next: undefined }) as Waiter;
+    let after = cls.tail;
+    while (after && after.seq > w.seq) after = after.prev; // only a requeued claim walks (SPEC Q2)
+    const before = after ? after.next : cls.head;
+    const full: Waiter = Object.assign(w, { cls, prev: after, next: before }) as Waiter;
     this.#count(full.prio, 1);
-    if (cls.tail) cls.tail.next = full;
+    if (after) after.next = full;
     else cls.head = full;
-    cls.tail = full;
+    if (before) before.prev = full;
+    else cls.tail = full;
     this.reserved.add(cls, 1);
     cls.size++;
     this.#all.set(full.claimId, full);

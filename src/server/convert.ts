@@ -47,6 +47,7 @@ export function toQueued(q: QueuedInfo | QueuedFacts): Queued {
     claimId: q.claimId,
     asked: q.asked && toResources(q.asked),
     priority: 'priority' in q ? (q.priority ?? 0) : 0,
+    requeued: 'requeued' in q ? (q.requeued ?? false) : false,
   };
 }
 

@@ -45,9 +45,9 @@ describe('a preempted lease (TypeScript client)', () => {
     await u.release();
   });
 
-  it('not given back in the grace: berth releases it, its signal aborts with Preempted, release() throws it', async () => {
+  it("onPreempt 'cancel', not given back in the grace: berth releases it, its signal aborts with Preempted, release() throws it", async () => {
     const client = await serve(0.2);
-    const low = await client.claim({ cpus: 1, node: 'low' });
+    const low = await client.claim({ cpus: 1, node: 'low', onPreempt: 'cancel' });
     const urgent = await client.claim({ cpus: 1, node: 'urgent', priority: 100, priorityClass: 'urgent' });
     await new Promise((r) => (low.signal.aborted ? r(undefined) : low.signal.addEventListener('abort', r)));
     expect(low.signal.reason).toBeInstanceOf(Preempted);
@@ -55,6 +55,56 @@ describe('a preempted lease (TypeScript client)', () => {
       `claim ${low.claimId} released (preempted by claim ${urgent.claimId} of priority 100)`,
     );
     await urgent.release();
+  });
+
+  it('requeue (the default): not given back in the grace, the same lease waits again and is granted again when the room returns', async () => {
+    const client = await serve(0.2);
+    const heard: string[] = [];
+    let requeued!: () => void;
+    const waitsAgain = new Promise<void>((r) => (requeued = r));
+    const low = await client.claim(
+      { cpus: 1, node: 'low' },
+      {
+        onPreempting: () => heard.push('preempting'),
+        onRequeued: (q) => {
+          heard.push(`requeued ${q.claimId}`);
+          requeued();
+        },
+        onRegranted: (g) => heard.push(`regranted ${g.claimId}`),
+      },
+    );
+    const first = low.claimId;
+    const urgent = await client.claim({ cpus: 1, node: 'urgent', priorityClass: 'urgent' });
+    await waitsAgain;
+    const waiting = low.granted(); // pending while it waits again
+    expect(low.requeued?.detail).toContain(`preempted by claim ${urgent.claimId} of priority 100`);
+    expect(low.signal.aborted).toBe(false); // the lease goes on: it waits again on its stream
+    await urgent.release();
+    const again = await waiting;
+    expect(again.claimId).not.toBe(first);
+    expect(low.claimId).toBe(again.claimId);
+    expect(heard).toEqual(['preempting', `requeued ${again.claimId}`, `regranted ${again.claimId}`]);
+    await low.release(); // an ordinary lease again
+  });
+
+  it('makeRoom() after the notice hands the core over at once; release() while it waits again ends the lease quietly', async () => {
+    const client = await serve(60);
+    let heard!: () => void;
+    const notice = new Promise<void>((r) => (heard = r));
+    let requeued!: () => void;
+    const waitsAgain = new Promise<void>((r) => (requeued = r));
+    const low = await client.claim(
+      { cpus: 1, node: 'low' },
+      { onPreempting: () => heard(), onRequeued: () => requeued() },
+    );
+    const urgent = client.claim({ cpus: 1, node: 'urgent', priorityClass: 'urgent' });
+    await notice;
+    low.makeRoom(); // not after 60 s
+    const u = await urgent;
+    await waitsAgain;
+    await low.release(); // while waiting again: nothing held, no error
+    expect(low.signal.aborted).toBe(false);
+    await u.release();
   });
 
   it('a priority out of range is InvalidAsk naming ask.priority, before anything is sent', async () => {

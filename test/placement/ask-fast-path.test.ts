@@ -35,6 +35,7 @@ const VALUES: Record<keyof Omit<Ask, 'onOversize'>, unknown[]> = {
   gpuType: [...Array(12).fill(undefined), '', 'a100', '1g.10gb', 'a b', 'x'.repeat(64), 7],
   priority: [...Array(40).fill(undefined), 0, 5, -5, 1e9, -1e9, 1e9 + 1, 1.5, NaN, '3'],
   priorityClass: [...Array(40).fill(undefined), '', 'urgent', 'a-b_c', '1x', 'a b', 'x'.repeat(64), 7],
+  onPreempt: [...Array(8).fill(undefined), 0, 1, 2, 3, -1, 1.5, '1'],
   holdMs: [0, 1, 30_000, 3_600_000, 3_600_001, -1, 1.5, NaN, Infinity, '10', undefined, null],
   env: [
     {},

@@ -1,7 +1,8 @@
 /**
  * Bounded preemption through the real server over gRPC (SPEC Q2, issue 22 item 2): a claim of a class that may
  * preempt, which cannot be placed, takes the fewest strictly lower claims on one machine where that makes it fit; the
- * victim's holder hears Preempting with the grace and berth releases it (ABORTED) when the grace runs out; the room is
+ * victim's holder hears Preempting with the grace and berth releases it when the grace runs out: by default it waits
+ * again at its place on the same stream (requeue), with `on_preempt: cancel` its stream ends ABORTED; the room is
  * reserved for the preemptor meanwhile and freed at once when it leaves; nothing is evicted where it would not help,
  * and `preemption: never` classes and bare priorities never evict.
  */
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderStatus } from '../../src/cli/render-status.js';
-import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { OnPreempt, Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, fakeWorker, watch, type ClaimHandle, type FakeWorker } from '../support/claims.js';
 import { startServer, type TestServer } from '../support/server.js';
 import { run, runRequest } from '../support/run-client.js';
@@ -90,12 +91,12 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(s.held.map((h) => h.node).sort()).toEqual(['a', 'b', 'u']);
   });
 
-  it('a victim not given back in the grace is released by berth: its stream ends ABORTED naming the preemptor', async () => {
+  it('on_preempt cancel: a victim not given back in the grace is released by berth, its stream ends ABORTED naming the preemptor', async () => {
     t = await serve({ cpus: 2 }, 0.2);
     const events = watch(t.placement);
     watches.push(events);
     await events.ready;
-    const low = held({ cpus: 2, node: 'low' });
+    const low = held({ cpus: 2, node: 'low', onPreempt: OnPreempt.ON_PREEMPT_CANCEL });
     const gl = await low.granted;
     const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
     const gu = await urgent.granted; // once the grace ran out
@@ -106,6 +107,88 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(preempted).toMatchObject({ claimId: gl.claimId, machine: 'engine' });
     const released = events.seen.find((e) => e.kind === 'claim_released' && e.claimId === gl.claimId);
     expect(released?.outcome).toBe('preempted'); // given back before the urgent grant was made
+  });
+
+  it('requeue (the default): a victim not given back in the grace waits again on its stream and is granted again when the room returns', async () => {
+    t = await serve({ cpus: 2 }, 0.2);
+    const events = watch(t.placement);
+    watches.push(events);
+    await events.ready;
+    const low = held({ cpus: 2, node: 'low' });
+    const gl = await low.granted;
+    const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
+    const gu = await urgent.granted; // once the grace ran out
+    const q = await low.requeued;
+    expect(q.detail).toMatch(
+      new RegExp(`^preempted by claim ${gu.claimId} of priority 100; waiting again at its place: `),
+    );
+    expect(q.claimId).not.toBe(gl.claimId); // the claim waits again under a new id
+    const released = events.seen.find((e) => e.kind === 'claim_released' && e.claimId === gl.claimId);
+    expect(released?.outcome).toBe('preempted');
+    expect((await snapshot(t.placement)).waiting.map((w) => w.node)).toEqual(['low']);
+
+    await urgent.release(); // the room returns: the requeued claim gets it on the same stream
+    const again = await low.regranted;
+    expect(again.claimId).toBe(q.claimId);
+    expect(again.machine).toBe('engine');
+    expect(again.resumeToken).not.toBe(gl.resumeToken);
+    expect((await snapshot(t.placement)).held.map((h) => h.claimId)).toEqual([again.claimId]);
+    await low.release(); // it is an ordinary lease again: Release is answered by Released
+    expect(low.responses.at(-1)?.kind?.$case).toBe('released');
+  });
+
+  it('requeue keeps the original place: the victim is granted before a claim of its priority that came after it', async () => {
+    t = await serve({ cpus: 2 }, 0.2);
+    const low = held({ cpus: 2, node: 'first' });
+    await low.granted;
+    const later = held({ cpus: 2, node: 'later' });
+    await later.queued;
+    const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
+    await urgent.granted;
+    await low.requeued;
+    const order = (await snapshot(t.placement)).waiting.map((w) => w.node);
+    expect(order).toEqual(['first', 'later']); // back ahead of the one that came after it, behind its preemptor
+    await urgent.release();
+    await low.regranted;
+    const s = await snapshot(t.placement);
+    expect(s.held.map((h) => h.node)).toEqual(['first']);
+    expect(s.waiting.map((w) => w.node)).toEqual(['later']);
+  });
+
+  it('Release with requeue after the notice gives the room back at once and waits again; without a notice it is refused naming the field', async () => {
+    t = await serve({ cpus: 4 }, 60);
+    const low = held({ cpus: 4, node: 'low' });
+    await low.granted;
+    const early = held({ cpus: 0, node: 'early' }); // 0 cores: granted at once, never preempted
+    await early.granted;
+    early.makeRoom();
+    const refused = await early.ended;
+    expect(refused?.code).toBe(status.INVALID_ARGUMENT);
+    expect(refused?.details).toMatch(/^release\.requeue: claim \S+ is not being preempted/);
+
+    const urgent = held({ cpus: 4, node: 'u', priorityClass: 'urgent' });
+    await low.preempting;
+    low.makeRoom(); // checkpointed: the room goes to the preemptor now, not after 60 s
+    const gu = await urgent.granted;
+    const q = await low.requeued;
+    expect(q.detail).toContain(`preempted by claim ${gu.claimId}`);
+    expect(low.responses.some((r) => r.kind?.$case === 'released')).toBe(false);
+    urgent.call.end(); // the preemptor half-closes: the requeued claim is granted again
+    expect((await low.regranted).machine).toBe('engine');
+  });
+
+  it('a requeued victim whose stream ends while it waits again leaves the queue', async () => {
+    t = await serve({ cpus: 2 }, 0.2);
+    const low = held({ cpus: 2, node: 'low' });
+    await low.granted;
+    const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
+    await urgent.granted;
+    await low.requeued;
+    low.call.end(); // half-close while waiting again: nothing to give back, the stream ends OK
+    expect(await low.ended).toBeNull();
+    await until(async () => (await snapshot(t!.placement)).waiting.length === 0);
+    await urgent.release();
+    expect((await snapshot(t.placement)).held).toEqual([]);
   });
 
   it('during the grace the room is reserved: 100 lower asks take none of it; once the preemptor leaves they do', async () => {

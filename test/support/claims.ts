@@ -44,6 +44,12 @@ export interface ClaimHandle {
   queued: Promise<Queued>;
   /** Resolves with the Preempting notice, if one comes (SPEC Q2). */
   preempting: Promise<Preempting>;
+  /** Resolves with the first Queued saying the preempted claim waits again (SPEC Q2 requeue). */
+  requeued: Promise<Queued>;
+  /** Resolves with the Granted that follows a requeue (the second grant on the stream). */
+  regranted: Promise<Granted>;
+  /** Sends Release with requeue (after a Preempting notice: give the room back, wait again); the stream stays. */
+  makeRoom(): void;
   /** Every response so far. */
   responses: ClaimResponse[];
   /** Resolves when the stream ends: the error (null on OK). */
@@ -73,23 +79,36 @@ function openClaim(client: PlacementServiceClient, first: ClaimRequest): ClaimHa
   const queued = new Promise<Queued>((res) => (onQueued = res));
   let onPreempting!: (p: Preempting) => void;
   const preempting = new Promise<Preempting>((res) => (onPreempting = res));
+  let onRequeued!: (q: Queued) => void;
+  const requeued = new Promise<Queued>((res) => (onRequeued = res));
+  let onRegranted!: (g: Granted) => void;
+  let failRegranted!: (e: unknown) => void;
+  const regranted = new Promise<Granted>((res, rej) => ((onRegranted = res), (failRegranted = rej)));
+  regranted.catch(() => {});
+  let grants = 0;
   granted.catch(() => {});
   const ended = new Promise<ServiceError | null>((resolve) => {
     call.on('error', (e: ServiceError) => {
       failGranted(e);
+      failRegranted(e);
       resolve(e);
     });
     call.on('status', (s) => {
       if (s.code === 0) {
         failGranted(new Error('stream ended without a grant'));
+        failRegranted(new Error('stream ended without a second grant'));
         resolve(null);
       }
     });
   });
   call.on('data', (r: ClaimResponse) => {
     responses.push(r);
-    if (r.kind?.$case === 'granted') onGranted(r.kind.value);
+    if (r.kind?.$case === 'granted') {
+      if (++grants === 1) onGranted(r.kind.value);
+      else onRegranted(r.kind.value);
+    }
     if (r.kind?.$case === 'queued') onQueued(r.kind.value);
+    if (r.kind?.$case === 'queued' && r.kind.value.requeued) onRequeued(r.kind.value);
     if (r.kind?.$case === 'preempting') onPreempting(r.kind.value);
   });
   call.write(first);
@@ -98,6 +117,11 @@ function openClaim(client: PlacementServiceClient, first: ClaimRequest): ClaimHa
     granted,
     queued,
     preempting,
+    requeued,
+    regranted,
+    makeRoom() {
+      call.write({ kind: { $case: 'release', value: { requeue: true } } });
+    },
     responses,
     ended,
     async release() {

@@ -4,8 +4,11 @@
  * half-close, cancel, disconnect, deadline, error, the machine leaving (UNAVAILABLE), or the drain:
  * a waiting claim ends UNAVAILABLE "server is draining" at once, a held one when the grace ends (R3).
  * With preemption configured (SPEC Q2), a held claim may hear one Preempting (who needs its room, the grace); if it
- * is not released within the grace, berth releases it and the stream ends ABORTED "claim <id> released (preempted
- * by …)". Every Granted carries a resume token. A claim whose ask has hold_ms > 0 is not given back when its
+ * is not released within the grace, berth releases it. Then, by default (`on_preempt` requeue), the claim waits
+ * again at its original place: the stream hears Queued with requeued set and later a new Granted (a new claim id),
+ * and is a lease again; a Release with requeue after the notice gives the room back at once the same way. With
+ * `on_preempt: cancel` the stream ends ABORTED "claim <id> released (preempted by …)". Every Granted carries a
+ * resume token. A claim whose ask has hold_ms > 0 is not given back when its
  * stream ends without Release or half-close (cancel, disconnect, error): it awaits its holder for
  * hold_ms (claim-holds.ts, SPEC S3), and a first message `resume` (claim id + token) takes it back,
  * answered by the same Granted with resumed=true; the stream is then a lease as after an ask.
@@ -20,6 +23,7 @@ import { BerthError } from '../../errors.js';
 import { unjournaled } from '../../journal/journal.js';
 import { normalizeAsk } from '../../placement/ask.js';
 import type { PreemptionNotice } from '../../placement/preempt.js';
+import type { Requeued } from '../../placement/requeue.js';
 import type { Grant, QueuedInfo } from '../../placement/types.js';
 import type { ServerContext } from '../context.js';
 import { toGranted, toPreempting, toQueued } from '../convert.js';
@@ -54,28 +58,57 @@ export function claimHandler(ctx: ServerContext) {
     // half-close abandons the wait (by ending the call's scope: no second controller, no
     // AbortSignal.any). A grant made at once skips the race and the write chain (issue 9).
     if (scope.aborted) throw scope.reason; // an ended call (drain, cancel) gets no grant
-    const pending = it.next();
-    let writes: Promise<void> | undefined;
-    const onQueued = (q: QueuedInfo) => {
-      const m: ClaimResponse = { kind: { $case: 'queued', value: toQueued(q) } };
-      writes = (writes ?? Promise.resolve()).then(() => sink.write(m));
-      writes.catch(() => {});
-    };
+    let pending = it.next();
+    const queued = new QueuedWriter(sink);
     const decideStart = performance.now();
     // The call's AbortSignal is made only if the claim has to wait (issue 9).
-    const claimed = ctx.placer.claimOrWait(ask, { signal: () => scope.signal, onQueued });
+    const claimed = ctx.placer.claimOrWait(ask, { signal: () => scope.signal, onQueued: queued.write });
     ctx.metrics?.decided(performance.now() - decideStart);
-    const grant = claimed instanceof Promise ? await waitForGrant(claimed, pending, scope, ctx) : claimed;
-    if (!grant) return; // half-closed or released before the grant
-    // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
-    scope.keepThroughDrain();
-
-    const token = ctx.holds.issue(grant);
-    // Every journaled claim can be taken back within --claim-hold after a restart (SPEC S3, S4): its token's hash.
-    ctx.journal?.claimHolder(grant.claimId, hashToken(token).toString('base64'), grant.ask.holdMs ?? 0);
-    const granted = { ...toGranted(grant), resumeToken: token };
-    await lease(ctx, grant, granted, writes, pending, sink, scope);
+    let grant = claimed instanceof Promise ? await waitForGrant(claimed, pending, scope, ctx) : claimed;
+    // A preempted claim that requeues (SPEC Q2) comes back here with its next grant, on the same stream.
+    while (grant) {
+      // A held lease is in-flight work: the drain gives it the grace (SPEC R3), then ends it UNAVAILABLE.
+      scope.keepThroughDrain();
+      const token = ctx.holds.issue(grant);
+      // Every journaled claim can be taken back within --claim-hold after a restart (SPEC S3, S4): its token's hash.
+      ctx.journal?.claimHolder(grant.claimId, hashToken(token).toString('base64'), grant.ask.holdMs ?? 0);
+      const granted = { ...toGranted(grant), resumeToken: token };
+      const again = await lease(ctx, grant, granted, queued, { it, pending }, sink, scope);
+      if (!again) return;
+      pending = again.pending;
+      grant = await waitForGrant(again.granted, pending, scope, ctx); // undefined: half-closed or released meanwhile
+    }
   });
+}
+
+/** Writes each Queued of a claim in order; `flushed` resolves once those written so far are sent. */
+class QueuedWriter {
+  #writes: Promise<void> | undefined;
+  constructor(readonly sink: Sink<ClaimResponse>) {}
+
+  readonly write = (q: QueuedInfo): void => {
+    const m: ClaimResponse = { kind: { $case: 'queued', value: toQueued(q) } };
+    const w = (this.#writes ?? Promise.resolve()).then(() => this.sink.write(m));
+    w.catch(() => {});
+    this.#writes = w;
+  };
+
+  /** The Queued written so far are sent (undefined when none was written: no await on the hot path). */
+  get flushed(): Promise<void> | undefined {
+    return this.#writes;
+  }
+}
+
+/** The client's messages: the iterator and the read now pending on it. */
+interface Reading {
+  it: AsyncIterator<ClaimRequest>;
+  pending: Promise<Next>;
+}
+
+/** A preempted claim waits again (SPEC Q2): its next grant, and the read pending on the stream. */
+interface Again {
+  granted: Promise<Grant>;
+  pending: Promise<Next>;
 }
 
 /**
@@ -94,31 +127,45 @@ async function resume(
   const grant = ctx.holds.resume(r.claimId, r.resumeToken, caller.scoped ? caller.name : undefined);
   scope.keepThroughDrain();
   const granted = { ...toGranted(grant), resumeToken: r.resumeToken, resumed: true };
-  await lease(ctx, grant, granted, undefined, it.next(), sink, scope);
+  const queued = new QueuedWriter(sink);
+  let pending = it.next();
+  let again = await lease(ctx, grant, granted, queued, { it, pending }, sink, scope);
+  while (again) {
+    pending = again.pending;
+    const next = await waitForGrant(again.granted, pending, scope, ctx);
+    if (!next) return;
+    const token = ctx.holds.issue(next);
+    ctx.journal?.claimHolder(next.claimId, hashToken(token).toString('base64'), next.ask.holdMs ?? 0);
+    again = await lease(ctx, next, { ...toGranted(next), resumeToken: token }, queued, { it, pending }, sink, scope);
+  }
 }
 
 /**
  * Serves a granted lease on its stream: writes `granted`, then waits for Release (answered by
  * Released), half-close, the machine leaving, or the stream's end. Release and half-close give the
  * claim back at once; any other ending lets a claim with a hold await its holder (ClaimHolds.letGo),
- * else gives it back as before (SPEC P8, R3, R5).
+ * else gives it back as before (SPEC P8, R3, R5). Resolves with `Again` when the claim was preempted and waits
+ * again (SPEC Q2: the grace ran out, or the holder's Release with requeue), else undefined.
  */
 async function lease(
   ctx: ServerContext,
   grant: Grant,
   granted: Granted,
-  writes: Promise<void> | undefined,
-  pending: Promise<Next>,
+  queued: QueuedWriter,
+  reading: Reading,
   sink: Sink<ClaimResponse>,
   scope: CallScope,
-): Promise<void> {
-  let given = false; // Release or half-close: the holder gave it back
+): Promise<Again | undefined> {
+  const { pending } = reading;
+  let given = false; // Release or half-close: the holder gave it back (or it waits again)
   let unlisten: (() => void) | undefined;
   let notice: ((n: PreemptionNotice) => void) | undefined;
+  let requeue: Requeued | undefined;
   // When the lease fails before it reads `pending` (the journal write failed), the call's error status rejects
   // the read still pending: handled here, not an unhandled rejection that ends the process.
   pending.catch(() => {});
   try {
+    const writes = queued.flushed;
     if (writes) await writes;
     if (ctx.journal) await durable(ctx, grant.claimId); // Granted only once the grant is journaled (SPEC S4)
     await sink.write({ kind: { $case: 'granted', value: granted } });
@@ -127,12 +174,23 @@ async function lease(
     if (preemptible) {
       notice = (n) => void sink.write({ kind: { $case: 'preempting', value: toPreempting(n) } }).catch(() => {});
       ctx.preemptNotices.set(grant.claimId, notice);
+      // by default a preempted claim waits again at its place (SPEC Q2, requeue.ts)
+      if (grant.ask.onPreempt !== 'cancel')
+        requeue = ctx.placer.requeueOnPreempt(grant.claimId, { signal: () => scope.signal, onQueued: queued.write });
     }
     // Only a worker can leave, or a preempted claim end; else `lost` is not read (it would make a controller).
     // The listener goes when the stream does: a claim resumed many times must not pile them up.
     const watchLost = grant.remote || preemptible;
     const next = watchLost ? await Promise.race([pending, lostOf(grant, (f) => (unlisten = f))]) : await pending;
-    if ('lost' in next) throw next.lost;
+    if ('lost' in next) {
+      if (requeue && next.lost instanceof BerthError && next.lost.kind === 'aborted') {
+        given = true; // preempted: it waits again once its books are back, and the stream with it
+        const again = requeue;
+        requeue = undefined; // still watched: the placer files it again when its runs are gone
+        return { granted: again.granted, pending };
+      }
+      throw next.lost;
+    }
     if (next.done) {
       // A grpc-js client's cancel sends END_STREAM, then RST_STREAM: the handler sees an end of messages
       // just before the cancel. For a claim with a hold, a half-close (which gives it back) is one that
@@ -142,6 +200,19 @@ async function lease(
       given = true;
       ctx.placer.release(grant.claimId, 'half-closed'); // the outcome events and metrics name (issue 13)
       return; // half-close ends the lease
+    }
+    if (next.value.kind?.$case === 'release' && next.value.kind.value.requeue) {
+      if (!requeue)
+        throw new BerthError(
+          'invalid_argument',
+          `release.requeue: claim ${grant.claimId} does not requeue (its ask says on_preempt cancel, or nothing ` +
+            'preempts here)',
+        );
+      ctx.placer.makeRoom(grant.claimId); // INVALID_ARGUMENT unless it heard Preempting
+      given = true;
+      const again = requeue;
+      requeue = undefined; // still watched: the placer files it again when its runs are gone
+      return { granted: again.granted, pending: reading.it.next() };
     }
     if (next.value.kind?.$case === 'release') {
       given = true;
@@ -153,6 +224,7 @@ async function lease(
     throw unexpected(next);
   } finally {
     unlisten?.();
+    requeue?.stop();
     if (notice && ctx.preemptNotices.get(grant.claimId) === notice) ctx.preemptNotices.delete(grant.claimId);
     // Ended by the drain: the runs inside keep the drain's grace (SPEC R3); any other ending stops them (R5).
     const draining = scope.aborted && ctx.live.draining;

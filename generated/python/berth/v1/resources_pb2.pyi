@@ -18,12 +18,21 @@ class OnOversize(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ON_OVERSIZE_UNSPECIFIED: _ClassVar[OnOversize]
     ON_OVERSIZE_CLAMP: _ClassVar[OnOversize]
     ON_OVERSIZE_FAIL: _ClassVar[OnOversize]
+
+class OnPreempt(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ON_PREEMPT_UNSPECIFIED: _ClassVar[OnPreempt]
+    ON_PREEMPT_REQUEUE: _ClassVar[OnPreempt]
+    ON_PREEMPT_CANCEL: _ClassVar[OnPreempt]
 POLICY_UNSPECIFIED: Policy
 POLICY_PREFER: Policy
 POLICY_REQUIRE: Policy
 ON_OVERSIZE_UNSPECIFIED: OnOversize
 ON_OVERSIZE_CLAMP: OnOversize
 ON_OVERSIZE_FAIL: OnOversize
+ON_PREEMPT_UNSPECIFIED: OnPreempt
+ON_PREEMPT_REQUEUE: OnPreempt
+ON_PREEMPT_CANCEL: OnPreempt
 
 class Inventory(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb", "resources", "gpu_type", "gpu_names")
@@ -70,7 +79,7 @@ class Resources(_message.Message):
     def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources", "gpu_share", "gpu_type", "priority", "priority_class")
+    __slots__ = ("cpus", "gpus", "ram_mb", "label", "policy", "node", "run_id", "env", "on_oversize", "hold_ms", "resources", "gpu_share", "gpu_type", "priority", "priority_class", "on_preempt")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +109,7 @@ class Ask(_message.Message):
     GPU_TYPE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
+    ON_PREEMPT_FIELD_NUMBER: _ClassVar[int]
     cpus: int
     gpus: int
     ram_mb: int
@@ -115,7 +125,8 @@ class Ask(_message.Message):
     gpu_type: str
     priority: int
     priority_class: str
-    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ..., gpu_type: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ...) -> None: ...
+    on_preempt: OnPreempt
+    def __init__(self, cpus: _Optional[int] = ..., gpus: _Optional[int] = ..., ram_mb: _Optional[int] = ..., label: _Optional[str] = ..., policy: _Optional[_Union[Policy, str]] = ..., node: _Optional[str] = ..., run_id: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., on_oversize: _Optional[_Union[OnOversize, str]] = ..., hold_ms: _Optional[int] = ..., resources: _Optional[_Mapping[str, float]] = ..., gpu_share: _Optional[float] = ..., gpu_type: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ..., on_preempt: _Optional[_Union[OnPreempt, str]] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("cpus", "gpu_ids", "ram_mb", "env", "resources", "gpu_share")

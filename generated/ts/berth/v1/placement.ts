@@ -238,8 +238,14 @@ export function provisionedStateToJSON(object: ProvisionedState): string {
   }
 }
 
-/** Release ends a granted claim. */
+/** Release ends a granted claim, answered by Released. */
 export interface Release {
+  /**
+   * Only after a Preempting notice on a claim whose on_preempt is requeue (SPEC Q2): give the room back now and
+   * wait again at the claim's original place, answered by Queued with requeued set, then a new Granted, instead
+   * of Released. Else INVALID_ARGUMENT naming release.requeue.
+   */
+  requeue?: boolean | undefined;
 }
 
 /** ClaimRequest is one client message on a Claim stream. */
@@ -295,6 +301,11 @@ export interface Queued {
     | undefined;
   /** The claim's priority (SPEC Q1): position counts only the waiters it is not ahead of. */
   priority: number;
+  /**
+   * True when a preempted claim waits again at its original place (on_preempt requeue, SPEC Q2): a Granted with a
+   * new claim id follows on the same stream; claim_id here is that new id.
+   */
+  requeued: boolean;
 }
 
 /** Granted says where the claim was placed and what it holds. */
@@ -348,7 +359,8 @@ export interface ClaimResponse {
     | //
     /**
      * The held claim is being preempted by a higher-priority claim (SPEC Q2): give it back within grace_ms,
-     * after which berth releases it (its runs stop, the stream ends ABORTED). Sent at most once per claim.
+     * after which berth releases it (its runs stop). Then a requeue claim (Ask.on_preempt) hears Queued with
+     * requeued set and later a new Granted; a cancel claim's stream ends ABORTED. Sent at most once per grant.
      */
     { $case: "preempting"; value: Preempting }
     | undefined;
@@ -915,11 +927,14 @@ export interface WatchEventsResponse {
 }
 
 function createBaseRelease(): Release {
-  return {};
+  return { requeue: undefined };
 }
 
 export const Release: MessageFns<Release> = {
-  encode(_: Release, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: Release, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requeue !== undefined) {
+      writer.uint32(8).bool(message.requeue);
+    }
     return writer;
   },
 
@@ -936,6 +951,14 @@ export const Release: MessageFns<Release> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requeue = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -948,20 +971,24 @@ export const Release: MessageFns<Release> = {
     }
   },
 
-  fromJSON(_: any): Release {
-    return {};
+  fromJSON(object: any): Release {
+    return { requeue: isSet(object.requeue) ? globalThis.Boolean(object.requeue) : undefined };
   },
 
-  toJSON(_: Release): unknown {
+  toJSON(message: Release): unknown {
     const obj: any = {};
+    if (message.requeue !== undefined) {
+      obj.requeue = message.requeue;
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<Release>, I>>(base?: I): Release {
     return Release.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<Release>, I>>(_: I): Release {
+  fromPartial<I extends Exact<DeepPartial<Release>, I>>(object: I): Release {
     const message = createBaseRelease();
+    message.requeue = object.requeue ?? undefined;
     return message;
   },
 };
@@ -1192,6 +1219,7 @@ function createBaseQueued(): Queued {
     claimId: "",
     asked: undefined,
     priority: 0,
+    requeued: false,
   };
 }
 
@@ -1223,6 +1251,9 @@ export const Queued: MessageFns<Queued> = {
     }
     if (message.priority !== 0) {
       writer.uint32(72).int32(message.priority);
+    }
+    if (message.requeued !== false) {
+      writer.uint32(80).bool(message.requeued);
     }
     return writer;
   },
@@ -1312,6 +1343,14 @@ export const Queued: MessageFns<Queued> = {
             message.priority = reader.int32();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.requeued = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1351,6 +1390,7 @@ export const Queued: MessageFns<Queued> = {
         : "",
       asked: isSet(object.asked) ? Resources.fromJSON(object.asked) : undefined,
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      requeued: isSet(object.requeued) ? globalThis.Boolean(object.requeued) : false,
     };
   },
 
@@ -1383,6 +1423,9 @@ export const Queued: MessageFns<Queued> = {
     if (message.priority !== 0) {
       obj.priority = Math.round(message.priority);
     }
+    if (message.requeued !== false) {
+      obj.requeued = message.requeued;
+    }
     return obj;
   },
 
@@ -1406,6 +1449,7 @@ export const Queued: MessageFns<Queued> = {
       ? Resources.fromPartial(object.asked)
       : undefined;
     message.priority = object.priority ?? 0;
+    message.requeued = object.requeued ?? false;
     return message;
   },
 };

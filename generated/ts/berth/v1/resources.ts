@@ -97,6 +97,52 @@ export function onOversizeToJSON(object: OnOversize): string {
   }
 }
 
+/** OnPreempt says what becomes of a claim a higher-priority claim preempts (SPEC Q2). */
+export enum OnPreempt {
+  /** ON_PREEMPT_UNSPECIFIED - Not given: treated as ON_PREEMPT_REQUEUE on a Claim stream. */
+  ON_PREEMPT_UNSPECIFIED = 0,
+  /**
+   * ON_PREEMPT_REQUEUE - Once given back (by the holder's Release with requeue, or at the grace's end), the claim waits again at its
+   * original place: the stream hears Queued with requeued set, then a new Granted (a new claim id).
+   */
+  ON_PREEMPT_REQUEUE = 1,
+  /** ON_PREEMPT_CANCEL - Once given back, the claim ends: at the grace's end the stream ends ABORTED naming the preemptor. */
+  ON_PREEMPT_CANCEL = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function onPreemptFromJSON(object: any): OnPreempt {
+  switch (object) {
+    case 0:
+    case "ON_PREEMPT_UNSPECIFIED":
+      return OnPreempt.ON_PREEMPT_UNSPECIFIED;
+    case 1:
+    case "ON_PREEMPT_REQUEUE":
+      return OnPreempt.ON_PREEMPT_REQUEUE;
+    case 2:
+    case "ON_PREEMPT_CANCEL":
+      return OnPreempt.ON_PREEMPT_CANCEL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return OnPreempt.UNRECOGNIZED;
+  }
+}
+
+export function onPreemptToJSON(object: OnPreempt): string {
+  switch (object) {
+    case OnPreempt.ON_PREEMPT_UNSPECIFIED:
+      return "ON_PREEMPT_UNSPECIFIED";
+    case OnPreempt.ON_PREEMPT_REQUEUE:
+      return "ON_PREEMPT_REQUEUE";
+    case OnPreempt.ON_PREEMPT_CANCEL:
+      return "ON_PREEMPT_CANCEL";
+    case OnPreempt.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Inventory is what a machine has. */
 export interface Inventory {
   /** Cores. */
@@ -220,7 +266,14 @@ export interface Ask {
    * unknown name is INVALID_ARGUMENT naming ask.priority_class and the classes known; with priority also set, the
    * two must agree. Empty: none.
    */
-  priorityClass?: string | undefined;
+  priorityClass?:
+    | string
+    | undefined;
+  /**
+   * What preempting this claim does (SPEC Q2, docs/priorities.md): a Claim stream's claim waits again at its
+   * original place by default; a Run's own claim is always cancelled (the Run ends ABORTED).
+   */
+  onPreempt?: OnPreempt | undefined;
 }
 
 export interface Ask_EnvEntry {
@@ -828,6 +881,7 @@ function createBaseAsk(): Ask {
     gpuType: undefined,
     priority: undefined,
     priorityClass: undefined,
+    onPreempt: undefined,
   };
 }
 
@@ -877,6 +931,9 @@ export const Ask: MessageFns<Ask> = {
     }
     if (message.priorityClass !== undefined) {
       writer.uint32(122).string(message.priorityClass);
+    }
+    if (message.onPreempt !== undefined) {
+      writer.uint32(128).int32(message.onPreempt);
     }
     return writer;
   },
@@ -1020,6 +1077,14 @@ export const Ask: MessageFns<Ask> = {
             message.priorityClass = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.onPreempt = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1103,6 +1168,11 @@ export const Ask: MessageFns<Ask> = {
         : isSet(object.priority_class)
         ? globalThis.String(object.priority_class)
         : undefined,
+      onPreempt: isSet(object.onPreempt)
+        ? onPreemptFromJSON(object.onPreempt)
+        : isSet(object.on_preempt)
+        ? onPreemptFromJSON(object.on_preempt)
+        : undefined,
     };
   },
 
@@ -1165,6 +1235,9 @@ export const Ask: MessageFns<Ask> = {
     if (message.priorityClass !== undefined) {
       obj.priorityClass = message.priorityClass;
     }
+    if (message.onPreempt !== undefined) {
+      obj.onPreempt = onPreemptToJSON(message.onPreempt);
+    }
     return obj;
   },
 
@@ -1204,6 +1277,7 @@ export const Ask: MessageFns<Ask> = {
     message.gpuType = object.gpuType ?? undefined;
     message.priority = object.priority ?? undefined;
     message.priorityClass = object.priorityClass ?? undefined;
+    message.onPreempt = object.onPreempt ?? undefined;
     return message;
   },
 };

@@ -59,8 +59,10 @@ PROVISIONED_STATE_IDLE: ProvisionedState
 PROVISIONED_STATE_STOPPING: ProvisionedState
 
 class Release(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("requeue",)
+    REQUEUE_FIELD_NUMBER: _ClassVar[int]
+    requeue: bool
+    def __init__(self, requeue: _Optional[bool] = ...) -> None: ...
 
 class ClaimRequest(_message.Message):
     __slots__ = ("ask", "release", "resume")
@@ -81,7 +83,7 @@ class Resume(_message.Message):
     def __init__(self, claim_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
 
 class Queued(_message.Message):
-    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked", "priority")
+    __slots__ = ("detail", "wanted", "best_machine", "best_free", "machines_able", "position", "claim_id", "asked", "priority", "requeued")
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     WANTED_FIELD_NUMBER: _ClassVar[int]
     BEST_MACHINE_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +93,7 @@ class Queued(_message.Message):
     CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
     ASKED_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    REQUEUED_FIELD_NUMBER: _ClassVar[int]
     detail: str
     wanted: _resources_pb2.Resources
     best_machine: str
@@ -100,7 +103,8 @@ class Queued(_message.Message):
     claim_id: str
     asked: _resources_pb2.Resources
     priority: int
-    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., priority: _Optional[int] = ...) -> None: ...
+    requeued: bool
+    def __init__(self, detail: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., best_machine: _Optional[str] = ..., best_free: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machines_able: _Optional[int] = ..., position: _Optional[int] = ..., claim_id: _Optional[str] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., priority: _Optional[int] = ..., requeued: _Optional[bool] = ...) -> None: ...
 
 class Granted(_message.Message):
     __slots__ = ("claim_id", "machine", "remote", "allocation", "clamped", "fell_back", "asked", "resume_token", "resumed")
