@@ -132,7 +132,14 @@ export class Placer {
     this.#requeues = new Requeues((h, watch, why) => this.#fileAgain(h, watch, why));
     const given = (h: Held, why: string) => this.#requeues.given(h, why);
     const preempted = (id: string, why: string) =>
-      this.#claims.release(id, why, false, this.releaseGate, true, this.#requeues.size ? (h) => given(h, why) : undefined);
+      this.#claims.release(
+        id,
+        why,
+        false,
+        this.releaseGate,
+        true,
+        this.#requeues.size ? (h) => given(h, why) : undefined,
+      );
     this.#preempted = preempted;
     const damping = new Damping(opts.preemptionLimit ?? 3, opts.preemptionWindowMs ?? 600_000);
     const grace = opts.preemptionGraceMs ?? 30_000;

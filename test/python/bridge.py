@@ -103,6 +103,18 @@ class BridgedLease:
 
         return self._lt.call(wait())
 
+    def make_room(self) -> None:
+        self._lt.call(self._lease.make_room())
+
+    def wait_granted(self, timeout: float | None = None) -> Any:
+        async def wait() -> Any:
+            try:
+                return await asyncio.wait_for(self._lease.wait_granted(), timeout)
+            except asyncio.TimeoutError:
+                return None
+
+        return self._lt.call(wait())
+
     def __getattr__(self, name: str) -> Any:  # grant, claim_id, machine, allocation, …
         return getattr(self._lease, name)
 

@@ -1,7 +1,8 @@
-"""Preemption seen from Python (SPEC Q2, issue 22 item 2), sync and asyncio (`connect` runs both): a lease whose
-room a higher class takes hears the notice (`preempted`, `wait_preempted`) and may give the claim back in its grace;
-one not given back within the server's --preemption-grace is released by berth, its release() then raises Preempted
-naming the preemptor, and the urgent claim is granted."""
+"""Preemption seen from Python (SPEC Q2, issue 22 items 2 and 5), sync and asyncio (`connect` runs both): a lease
+whose room a higher class takes hears the notice (`preempted`, `wait_preempted`) and may give the claim back in its
+grace; by default (on_preempt "requeue") one given back — by `make_room()` or at the end of the server's
+--preemption-grace — waits again at its place (`requeued`) and `wait_granted()` returns its new grant; with
+on_preempt "cancel" berth releases it, its release() then raises Preempted naming the preemptor."""
 
 from __future__ import annotations
 
@@ -50,8 +51,46 @@ def preempt(preempt_server: str, connect: Connect) -> Iterator[Client]:
         yield c
 
 
-def test_a_lease_not_given_back_in_the_grace_ends_preempted(preempt: Client) -> None:
-    low = preempt.acquire(cpus=1)
+def test_a_lease_not_given_back_in_the_grace_waits_again_and_is_granted_again(preempt: Client) -> None:
+    low = preempt.acquire(cpus=1, node="low")
+    first = low.claim_id
+    urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # granted once berth released `low`
+    try:
+        assert low.wait_granted(timeout=0.2) is None  # it waits again: the core is the urgent claim's
+        assert low.requeued is not None
+        assert f"preempted by claim {urgent.claim_id} of priority 100" in low.requeued.detail
+    finally:
+        urgent.release()
+    again = low.wait_granted(timeout=10)
+    assert again is not None and again.claim_id != first
+    assert low.claim_id == again.claim_id and low.requeued is None
+    low.release()  # an ordinary lease again
+
+
+def test_make_room_hands_the_core_over_at_once_and_release_while_waiting_again_is_quiet(
+    patient_server: str, connect: Connect
+) -> None:
+    with connect(patient_server) as c:
+        low = c.acquire(cpus=1)
+        got: dict[str, object] = {}
+        waiter = threading.Thread(target=lambda: got.update(urgent=c.acquire(cpus=1, priority_class="urgent")))
+        waiter.start()
+        assert low.wait_preempted(timeout=10) is not None
+        low.make_room()  # not after the 60 s grace
+        waiter.join(timeout=10)
+        urgent = got["urgent"]
+        assert low.wait_granted(timeout=0.2) is None
+        low.release()  # while waiting again: no error, nothing was held
+        urgent.release()  # type: ignore[attr-defined]
+
+
+def test_on_preempt_must_be_requeue_or_cancel(preempt: Client) -> None:
+    with pytest.raises(InvalidAsk, match=r"ask\.on_preempt: must be 'requeue' or 'cancel' \(got 'later'\)"):
+        preempt.acquire(cpus=1, on_preempt="later")
+
+
+def test_on_preempt_cancel_a_lease_not_given_back_in_the_grace_ends_preempted(preempt: Client) -> None:
+    low = preempt.acquire(cpus=1, on_preempt="cancel")
     urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # granted once berth released `low`
     try:
         assert urgent.machine == "engine"

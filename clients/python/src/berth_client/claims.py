@@ -57,6 +57,10 @@ class ClaimLease(GrantFields):
         self.preempted: Preempting | None = None
         """The notice, once a higher-priority claim preempts this one (SPEC Q2); None until then."""
         self._told = threading.Event()
+        self.requeued: Queued | None = None
+        """While a preempted claim waits again at its place (SPEC Q2, on_preempt "requeue"): its Queued; else None."""
+        self._holding = threading.Event()  # set while the lease holds a grant
+        self._settled = threading.Event()  # set while it holds a grant, and once its stream ended
         self._outcome: object = _PENDING  # what the watcher saw end the held lease
         self._watched = threading.Event()
 
@@ -70,13 +74,39 @@ class ClaimLease(GrantFields):
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
             self._told.set()
+        elif kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again (SPEC Q2)
+            self._holding.clear()
+            self._settled.clear()
+            self.requeued = Queued.from_proto(msg.queued)
+            if self._spec.on_queued is not None:
+                self._spec.on_queued(self.requeued)
+        elif kind == "granted":  # the requeued claim is granted again: a new claim id and allocation
+            self.grant = Grant.from_proto(msg.granted)
+            self.requeued = None
+            self.preempted = None
+            self._told.clear()
+            self._holding.set()
+            self._settled.set()
         return kind
 
     def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
         """Blocks until the preemption notice (SPEC Q2) or `timeout` s; returns it, or None without one.
-        Checkpoint, then release within its `grace_ms`."""
+        Checkpoint, then `make_room()` (the claim waits again at its place, on_preempt "requeue") or `release()`
+        within its `grace_ms`."""
         self._told.wait(timeout)
         return self.preempted
+
+    def make_room(self) -> None:
+        """After the preemption notice (SPEC Q2): gives the room back now, not at the grace's end, and waits again at
+        the claim's place (`requeued`, then `wait_granted()`). The server refuses it (InvalidAsk naming
+        release.requeue; the lease is lost) when no notice came or the claim asked on_preempt "cancel"."""
+        self._requests.put(placement_pb2.ClaimRequest(release=placement_pb2.Release(requeue=True)))
+
+    def wait_granted(self, timeout: float | None = None) -> Grant | None:
+        """Blocks while a preempted claim waits again (SPEC Q2) and returns its new grant, or None after `timeout` s
+        or when the lease ended meanwhile; returns the grant at once while the lease holds one."""
+        self._settled.wait(timeout)
+        return self.grant if self._holding.is_set() else None
 
     def _watch_lease(self) -> None:
         """Reads the held lease's stream in its own thread: keeps a Preempting notice; ends at Released
@@ -91,6 +121,8 @@ class ClaimLease(GrantFields):
         except grpc.RpcError as err:
             outcome = err
         self._outcome = outcome
+        self._holding.clear()
+        self._settled.set()
         self._watched.set()
 
     def _request_stream(self) -> Iterator[placement_pb2.ClaimRequest]:
@@ -119,6 +151,8 @@ class ClaimLease(GrantFields):
             with self._lock:
                 if not self._expired.is_set():
                     self.grant = grant
+                    self._holding.set()
+                    self._settled.set()
                     if grant.clamped:
                         warn_clamped(f"claim {ask.node or grant.claim_id}", grant)
                     self._after_grant()
@@ -203,6 +237,8 @@ class ClaimLease(GrantFields):
                 return
             if isinstance(self._outcome, grpc.RpcError):
                 raise from_rpc_error(self._outcome, label=self._spec.ask.label) from None
+            if self.requeued is not None:
+                return  # released while waiting again (SPEC Q2): nothing was held, the server just ends the stream
             raise BerthError("claim stream ended without acknowledging the release")
         finally:
             self._requests.put(_END)

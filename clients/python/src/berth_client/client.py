@@ -86,6 +86,7 @@ class Client:
         gpu_type: str | None = None,
         priority: int | None = None,
         priority_class: str | None = None,
+        on_preempt: str = "requeue",
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -114,6 +115,11 @@ class Client:
 
         `priority` (an int, higher first) or `priority_class` (a class of the server's config) order the
         queue (SPEC Q1, docs/priorities.md); an unknown class raises InvalidAsk naming `ask.priority_class`.
+
+        `on_preempt` (SPEC Q2): "requeue" (default) — once a higher-priority claim preempts this one and it is
+        given back (`lease.make_room()` after `lease.wait_preempted()`, or at the grace's end), it waits again at
+        its place on the same lease: `lease.requeued` is its Queued until `lease.wait_granted()` returns the new
+        grant (a new claim id and allocation); "cancel" — it ends, and leaving the block raises Preempted.
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -132,6 +138,7 @@ class Client:
             gpu_type=gpu_type,
             priority=priority,
             priority_class=priority_class,
+            on_preempt=on_preempt,
         )
         if spec.ask.hold_ms:
             return ResumableClaimLease(self._stub, spec, self._metadata)
@@ -155,6 +162,7 @@ class Client:
         gpu_type: str | None = None,
         priority: int | None = None,
         priority_class: str | None = None,
+        on_preempt: str = "requeue",
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
@@ -176,6 +184,7 @@ class Client:
             gpu_type,
             priority,
             priority_class,
+            on_preempt,
         )
         lease.acquire()
         return lease

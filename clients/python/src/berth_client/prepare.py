@@ -60,9 +60,11 @@ def claim_spec(
     gpu_type: str | None = None,
     priority: int | None = None,
     priority_class: str | None = None,
+    on_preempt: str = "requeue",
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
-    Ask's hold_ms; `resources` the Ask's named resources; `gpu_type` its required GPU type."""
+    Ask's hold_ms; `resources` the Ask's named resources; `gpu_type` its required GPU type; `on_preempt`
+    "requeue" or "cancel" its on_preempt (SPEC Q2), else InvalidAsk naming ask.on_preempt."""
     timeout = checks.timeout(timeout)
     hold_ms = checks.hold(hold)
     checks.callback("on_queued", on_queued)
@@ -82,6 +84,11 @@ def claim_spec(
         priority_class=priority_class,
     )
     ask.hold_ms = hold_ms
+    checks.text("on_preempt", on_preempt)
+    if on_preempt not in ("requeue", "cancel"):
+        raise InvalidAsk(f"ask.on_preempt: must be 'requeue' or 'cancel' (got {on_preempt!r})", field="ask.on_preempt")
+    if on_preempt == "cancel":
+        ask.on_preempt = resources_pb2.ON_PREEMPT_CANCEL
     return ClaimSpec(ask, on_queued, timeout)
 
 

@@ -123,6 +123,8 @@ class ResumableClaimLease(ClaimLease):
 
     def _finish(self, outcome: BerthError | None) -> None:
         self._outcome = outcome
+        self._holding.clear()
+        self._settled.set()
         self._ended.set()
 
     def release(self) -> None:

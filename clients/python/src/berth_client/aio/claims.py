@@ -40,6 +40,10 @@ class AsyncClaimLease(GrantFields):
         self.preempted: Preempting | None = None
         """The notice, once a higher-priority claim preempts this one (SPEC Q2); None until then."""
         self._told = asyncio.Event()
+        self.requeued: Queued | None = None
+        """While a preempted claim waits again at its place (SPEC Q2, on_preempt "requeue"): its Queued; else None."""
+        self._holding = False
+        self._settled = asyncio.Event()  # set while it holds a grant, and once its stream ended
         self._lease_watch: asyncio.Future[object] | None = None
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
@@ -48,13 +52,39 @@ class AsyncClaimLease(GrantFields):
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
             self._told.set()
+        elif kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again (SPEC Q2)
+            self._holding = False
+            self._settled.clear()
+            self.requeued = Queued.from_proto(msg.queued)
+            if self._spec.on_queued is not None:
+                self._spec.on_queued(self.requeued)
+        elif kind == "granted":  # the requeued claim is granted again: a new claim id and allocation
+            self.grant = Grant.from_proto(msg.granted)
+            self.requeued = None
+            self.preempted = None
+            self._told.clear()
+            self._holding = True
+            self._settled.set()
         return kind
 
     async def wait_preempted(self) -> Preempting:
-        """Waits for the preemption notice (SPEC Q2): checkpoint, then release within its `grace_ms`."""
+        """Waits for the preemption notice (SPEC Q2): checkpoint, then `make_room()` (the claim waits again at its
+        place, on_preempt "requeue") or `release()` within its `grace_ms`."""
         await self._told.wait()
         assert self.preempted is not None
         return self.preempted
+
+    async def make_room(self) -> None:
+        """After the preemption notice (SPEC Q2): gives the room back now, not at the grace's end, and waits again at
+        the claim's place (`requeued`, then `wait_granted()`). The server refuses it (InvalidAsk naming
+        release.requeue; the lease is lost) when no notice came or the claim asked on_preempt "cancel"."""
+        await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release(requeue=True)))
+
+    async def wait_granted(self) -> Grant | None:
+        """Waits while a preempted claim waits again (SPEC Q2) and returns its new grant, or None when the lease ended
+        meanwhile; returns the grant at once while the lease holds one."""
+        await self._settled.wait()
+        return self.grant if self._holding else None
 
     async def _watch_lease(self) -> object:
         """Reads the held lease's stream: keeps a Preempting notice; returns _RELEASED at Released, None at an OK
@@ -67,6 +97,9 @@ class AsyncClaimLease(GrantFields):
             return None
         except grpc.RpcError as err:
             return err
+        finally:
+            self._holding = False
+            self._settled.set()
 
     async def acquire(self) -> Grant:
         """Waits until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""
@@ -129,6 +162,8 @@ class AsyncClaimLease(GrantFields):
                     self._spec.on_queued(Queued.from_proto(msg.queued))
             elif kind == "granted":
                 self.grant = Grant.from_proto(msg.granted)
+                self._holding = True
+                self._settled.set()
                 if self.grant.clamped:
                     warn_clamped(f"claim {self._spec.ask.node or self.grant.claim_id}", self.grant)
                 return self.grant
@@ -164,6 +199,8 @@ class AsyncClaimLease(GrantFields):
                 return
             if isinstance(outcome, grpc.RpcError):
                 raise from_rpc_error(outcome, label=self._spec.ask.label) from None
+            if self.requeued is not None:
+                return  # released while waiting again (SPEC Q2): nothing was held, the server just ends the stream
             raise BerthError("claim stream ended before the release")
         finally:
             self._call.cancel()  # no-op once the server closed the stream; else gives the claim back

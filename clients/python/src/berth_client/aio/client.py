@@ -89,6 +89,7 @@ class AsyncClient:
         gpu_type: str | None = None,
         priority: int | None = None,
         priority_class: str | None = None,
+        on_preempt: str = "requeue",
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
@@ -110,6 +111,7 @@ class AsyncClient:
             gpu_type=gpu_type,
             priority=priority,
             priority_class=priority_class,
+            on_preempt=on_preempt,
         )
         if spec.ask.hold_ms:
             return AsyncResumableClaimLease(self._stub, spec, self._metadata)
@@ -133,6 +135,7 @@ class AsyncClient:
         gpu_type: str | None = None,
         priority: int | None = None,
         priority_class: str | None = None,
+        on_preempt: str = "requeue",
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
         lease = self.claim(
@@ -152,6 +155,7 @@ class AsyncClient:
             gpu_type,
             priority,
             priority_class,
+            on_preempt,
         )
         await lease.acquire()
         return lease

@@ -39,8 +39,16 @@ class AsyncResumableClaimLease(AsyncClaimLease):
     async def acquire(self) -> Grant:
         """Waits until granted (as AsyncClaimLease.acquire), then watches the stream to resume it."""
         grant = await super().acquire()
-        self._watcher = asyncio.create_task(self._watch())
+        self._watcher = asyncio.create_task(self._watch_to_end())
         return grant
+
+    async def _watch_to_end(self) -> BerthError | None:
+        """`_watch`, then the lease holds nothing (`wait_granted` returns None from then on)."""
+        try:
+            return await self._watch()
+        finally:
+            self._holding = False
+            self._settled.set()
 
     def _after_grant(self) -> None:
         """This lease reads its stream with its own watcher (which also resumes it), not the plain lease's."""
