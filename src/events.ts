@@ -53,6 +53,8 @@ export interface QueuedFacts {
   machinesAble: number;
   position: number;
   asked?: Amount;
+  /** Set when a preempted claim waits again at its place (SPEC Q2 requeue). */
+  requeued?: boolean;
 }
 
 /** The typed facts an event may carry (issue 13); absent when they do not apply to its kind. */

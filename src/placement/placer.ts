@@ -321,10 +321,11 @@ export class Placer {
         again?.seq,
       );
       signal.addEventListener('abort', onAbort, { once: true });
-      if (again && !overQuota) s.woken.add(w.cls); // looked at in the settle that follows, in queue order
       if (overQuota) holdForQuota(s, w.cls, overQuota);
       else if (s.fair.active) w.cls.heldBack ||= heldBack;
-      const preempting = !overQuota && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
+      // a requeued claim looks to preempt only once it is found still waiting at its place (#settleRequeued)
+      const preempting =
+        !overQuota && !again && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
       // a tenant within its nominal takes back what its cohort lent (SPEC Q3)
       const reclaiming = overQuota && s.quotas.cohortOf(ask.owner) !== undefined ? this.#considerReclaim(w) : undefined;
       const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
@@ -349,8 +350,26 @@ export class Placer {
         queued: info,
       });
       opts.onQueued?.(info);
+      if (again && !overQuota) this.#settleRequeued(w, info.detail);
       this.#demand.plan();
     });
+  }
+
+  /**
+   * Requeued waiter `w` (requeue.ts) is looked at in queue order first: granted at its place if some machine holds it
+   * behind the waiters ahead of it. Only if it still waits does it look to preempt (SPEC Q2: only an ask that cannot
+   * be placed), telling a fresh Queued (`detail` and what it did) when it did.
+   */
+  #settleRequeued(w: Waiter, detail: string): void {
+    const s = this.#s;
+    s.woken.add(w.cls);
+    this.#settler.settle();
+    if (!s.queue.isWaiting(w) || !s.priorities.preempts(w.ask)) return;
+    const did = this.#considerPreempting(w, true);
+    if (!s.queue.isWaiting(w) || !w.notify) return;
+    const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+    info.detail = `${detail}; ${did}`;
+    w.notify(info);
   }
 
   /**

@@ -74,8 +74,15 @@ async function runSequence(
         `${p === undefined ? '' : ` priority ${p}`}${a.owner === undefined ? '' : ` by ${a.owner}`}`;
     } else if (x < 0.7 && r.told().length) {
       const id = pick(r.told());
-      r.placer.release(id);
-      what = `give back preempted ${id}`;
+      if (rnd() < 0.5) {
+        r.placer.release(id);
+        what = `give back preempted ${id}`;
+      } else {
+        const ac = new AbortController(); // a later disconnect abandons its new wait
+        r.makeRoom(id, ac.signal);
+        waiting.set(`requeued ${id}`, ac);
+        what = `make room: ${id} waits again at its place`;
+      }
     } else if (x < 0.8) {
       const held = r.held();
       const id = held.length ? pick(held) : 'c0';
@@ -118,7 +125,7 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
     }
   });
 
-  it('with classes that preempt, every preemption is by a preempting class of a strictly lower claim, once, on one machine (SPEC Q2)', async () => {
+  it('with classes that preempt, every preemption is by a preempting class of a strictly lower claim, once per grant, on one machine, and a victim that makes room waits again at its place (SPEC Q2)', async () => {
     const only = process.env.BERTH_PLACEMENT_SEED;
     const seeds = only
       ? [Number(only)]
@@ -130,14 +137,17 @@ describe('placement rules hold under random sequences (SPEC P2–P8, P11; issue 
       sweep: { value: -1 },
     };
     let told = 0;
+    let requeues = 0;
     for (const seed of seeds) {
       const prios = [undefined, 0, 1, 'urgent', 'high', 'steady', 'sweep', 'sweep'];
       const r = await runSequence(seed, 200, prios, classes);
       expect(r.violations, `seed ${seed}`).toEqual([]);
       told += r.preempted.size;
+      requeues += r.requeues;
     }
-    if (process.env.BERTH_PLACEMENT_TRACE) console.log(`preemptions told: ${told}`);
+    if (process.env.BERTH_PLACEMENT_TRACE) console.log(`preemptions told: ${told}, requeued: ${requeues}`);
     expect(told).toBeGreaterThan(seeds.length); // the sequences do preempt
+    if (!process.env.BERTH_PLACEMENT_SEED) expect(requeues).toBeGreaterThan(seeds.length / 4); // and requeue victims
   });
 
   it('with three tenants under quotas (two in a cohort) and priorities, no tenant nor cohort ever holds more than its quota allows, only quota holds a waiter that capacity would not, and reclaims take only what was lent (SPEC Q3)', async () => {

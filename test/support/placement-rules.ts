@@ -66,10 +66,6 @@ export function referenceFit(machines: MachineView[], ask: NormalizedAsk): { amo
 /** Whether waiter `w` is served before claim `claimId` of priority `prio` and owner `owner`. */
 type AheadOf = (w: Waiting, claimId: string, prio: number, owner?: string) => boolean;
 
-/** SPEC Q1 without fair sharing: priority, then arrival. */
-const byArrival: AheadOf = (w, claimId, prio) =>
-  w.priority > prio || (w.priority === prio && num(w.claimId) < num(claimId));
-
 /** What waiters ahead of `claimId` (priority `prio`) hold back on each machine (by the snapshot's reservedOn). */
 function heldBackBefore(
   ahead: AheadOf,
@@ -109,6 +105,17 @@ export class Refereed {
   readonly #preemptedOn = new Map<string, string>();
   /** Priority of each held claim, by id. */
   readonly #prio = new Map<string, number>();
+  /** The claim id each node was last granted under (a requeued claim keeps its node, SPEC Q2). */
+  readonly #idOf = new Map<string, string>();
+  /** For a claim waiting again after preemption: the arrival number of the claim it first was (SPEC Q2 requeue). */
+  readonly #first = new Map<string, number>();
+  /** Preempted claims that waited again at their place: a sequence with none tests no requeue. */
+  requeues = 0;
+
+  /** Arrival number of claim `id`: its own (c1, c2, …), or for a requeued claim that of the claim it first was. */
+  #num(id: string): number {
+    return this.#first.get(id) ?? num(id);
+  }
   #nodes = 0;
 
   /** `classes` / `preemptionGraceMs`: the placer's priority classes and preemption grace (SPEC Q1, Q2). */
@@ -154,7 +161,8 @@ export class Refereed {
    */
   #order(machines: PlacerSnapshot['machines']): AheadOf {
     const weights = this.#weights;
-    if (!weights) return byArrival;
+    const first = (a: string, b: string) => this.#num(a) < this.#num(b);
+    if (!weights) return (w, claimId, prio) => w.priority > prio || (w.priority === prio && first(w.claimId, claimId));
     const total = { cpus: 0, gpus: 0, ram: 0 };
     for (const m of machines) {
       total.cpus += m.total.cpus;
@@ -183,7 +191,7 @@ export class Refereed {
       if (w.priority !== prio) return w.priority > prio;
       const a = this.#asks.get(w.node)?.owner ?? '';
       const b = owner ?? '';
-      const byArrival = num(w.claimId) < num(claimId);
+      const byArrival = first(w.claimId, claimId);
       if (a === b || share(a) === share(b)) return byArrival;
       if (share(a) < share(b) !== byArrival) this.shareDecided++;
       return share(a) < share(b);
@@ -286,6 +294,21 @@ export class Refereed {
     return node;
   }
 
+  /**
+   * The holder of told claim `id` gives it back to wait again at its place (SPEC Q2: Release with requeue); the new
+   * grant is that node's outcome. `signal` abandons the new wait.
+   */
+  makeRoom(id: string, signal: AbortSignal): void {
+    const node = [...this.#idOf].find(([, c]) => c === id)?.[0];
+    if (node === undefined) return this.#fail(`make room for ${id}, which the referee never saw granted`);
+    const again = this.placer.requeueOnPreempt(id, { signal: () => signal });
+    this.placer.makeRoom(id);
+    again.granted.then(
+      (g) => this.#grants.set(node, g),
+      (err) => this.#rejected.set(node, err),
+    );
+  }
+
   /** The grant or rejection a claim has had so far. */
   outcome(node: string): { grant?: Grant; error?: unknown } {
     return { grant: this.#grants.get(node), error: this.#rejected.get(node) };
@@ -307,6 +330,12 @@ export class Refereed {
       this.#fail(`after ${e.kind}: ${(err as Error).message}`);
     }
     const id = e.claimId ?? '';
+    if (e.kind === 'node_queued' && e.queued?.requeued) {
+      const before = this.#idOf.get(e.node ?? '');
+      if (before === undefined || this.#held.has(before)) this.#fail(`${id} requeued, but ${before} is still held`);
+      else this.#first.set(id, this.#num(before)); // it waits at the place of the claim it was
+      this.requeues++;
+    }
     if (e.kind === 'node_placed') this.#placed(id, this.#asks.get(e.node!)!);
     if (e.kind === 'claim_preempted') {
       if (e.reclaim) this.#reclaimed(id, e.preemptor ?? '');
@@ -424,6 +453,7 @@ export class Refereed {
         this.#fail(`${id} (${show(got)}) went to ${m.name} though the engine could take it (P2)`);
       }
     }
+    this.#idOf.set(ask.node, id);
     this.#held.set(id, {
       machine: m.name,
       gpuIds: g.allocation.gpuIds,
