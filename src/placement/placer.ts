@@ -358,7 +358,7 @@ export class Placer {
   /**
    * Requeued waiter `w` (requeue.ts) is looked at in queue order first: granted at its place if some machine holds it
    * behind the waiters ahead of it. Only if it still waits does it look to preempt (SPEC Q2: only an ask that cannot
-   * be placed), telling a fresh Queued (`detail` and what it did) when it did.
+   * be placed), telling a fresh Queued (`detail` and what it did) when it took victims.
    */
   #settleRequeued(w: Waiter, detail: string): void {
     const s = this.#s;
@@ -366,7 +366,7 @@ export class Placer {
     this.#settler.settle();
     if (!s.queue.isWaiting(w) || !s.priorities.preempts(w.ask)) return;
     const did = this.#considerPreempting(w, true);
-    if (!s.queue.isWaiting(w) || !w.notify) return;
+    if (!s.queue.isWaiting(w) || !w.cls.pinned || !w.notify) return; // pinned: it told victims (preempt.ts)
     const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
     info.detail = `${detail}; ${did}`;
     w.notify(info);
