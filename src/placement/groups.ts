@@ -56,6 +56,13 @@ export interface WaitingGroup extends Place {
   notify?: (q: GroupQueuedInfo) => void;
   /** Set when the group waits again after losing a member's machine (rule G9): where it stands and its stream. */
   again?: Requeue;
+  /**
+   * Set while the victims its preemption told have their grace (SPEC Q2, group-preempt.ts): each member's room held
+   * on the machine chosen for it, against every waiter behind the group, until it is granted or leaves.
+   */
+  preemptPins?: WaitClass[];
+  /** When it last looked for claims to preempt (ms since the epoch): it looks again at most once a second. */
+  lookedAt?: number;
 }
 
 /** How a group is claimed: its stream's signal, who hears GroupQueued, and what losing a member's machine does. */
@@ -83,6 +90,12 @@ export class GroupBook {
   #pins: WaitClass[] = [];
   /** Set when room may have grown since the last pass. */
   dirty = false;
+  /**
+   * Set by the placer when some class may preempt (SPEC Q2): looks for claims to preempt for waiting group `w`, whose
+   * asks say a preempting class, and holds its members' room with `pinFor` if it told victims. Returns what it did
+   * (for the GroupQueued), or undefined when the group may not preempt.
+   */
+  preempt?: (w: WaitingGroup, pinFor: (machines: MachineEntry[]) => void) => string | undefined;
 
   constructor(
     readonly s: PlacerState,
@@ -148,6 +161,8 @@ export class GroupBook {
       this.waiting.splice(at, 0, w);
       if (at === 0) this.unpinAll(); // a new oldest group reserves instead (rule G4)
       opts.signal.addEventListener('abort', onAbort, { once: true });
+      const did = this.#lookToPreempt(w);
+      if (did) w.why = { ...w.why, detail: `${w.why.detail}; ${did}` };
       if (!quiet) this.#announce(w);
       this.dirty = true;
       if (!quiet) this.settle();
@@ -178,12 +193,20 @@ export class GroupBook {
       if (fit.machines) {
         this.waiting.splice(this.waiting.indexOf(w), 1);
         w.detach();
+        this.#unpinPreemption(w);
         w.resolve(this.#commit(w.id, w.strategy, w.asks, fit.machines, w.since, w.again));
         continue;
       }
+      if (!w.preemptPins && Date.now() - (w.lookedAt ?? 0) >= 1000) {
+        const did = this.#lookToPreempt(w); // room may have appeared where evicting would help (SPEC Q2)
+        if (did && w.preemptPins) {
+          w.why = { ...w.why, detail: `${w.why.detail}; ${did}` };
+          this.#announce(w);
+        }
+      }
       if (!blocked) {
         blocked = w;
-        this.#reserve(w);
+        if (!w.preemptPins) this.#reserve(w); // a preempting group's room is held by its preemption already
       }
     }
     // Room held back before and not now may serve a single claim; unchanged reservations touch nothing.
@@ -192,8 +215,31 @@ export class GroupBook {
     this.dirty = false;
   }
 
-  /** Takes back the oldest blocked group's reservations (it left, or a machine did); the next pass re-makes them. */
+  /** Looks for claims to preempt for `w` (the placer's `preempt`), noting when. Returns what it did, if it may. */
+  #lookToPreempt(w: WaitingGroup): string | undefined {
+    if (!this.preempt || this.#quotaBlocked(w.asks)) return undefined; // quota, not room, holds it: no eviction helps
+    w.lookedAt = Date.now();
+    return this.preempt(w, (machines) => {
+      w.preemptPins = w.asks.map((a, i) => this.s.queue.pin(w.id, i, w, amountOf(a), machines[i]));
+    });
+  }
+
+  /** Takes back what `w`'s preemption holds (it is granted, leaves, or a machine it holds room on left). */
+  #unpinPreemption(w: WaitingGroup): void {
+    for (const p of w.preemptPins ?? []) {
+      this.s.queue.unpin(p);
+      if (p.target && this.s.machines.has(p.target)) this.s.touched.add(p.target);
+    }
+    w.preemptPins = undefined;
+  }
+
+  /**
+   * Takes back the oldest blocked group's reservations (it left, or a machine did); the next pass re-makes them. A
+   * preempting group whose held room was on a machine that left lets go of all of it (it may look again).
+   */
   unpinAll(): void {
+    for (const w of this.waiting)
+      if (w.preemptPins?.some((p) => !p.target || !this.s.machines.has(p.target))) this.#unpinPreemption(w);
     for (const p of this.#pins) {
       this.s.queue.unpin(p);
       if (p.target && this.s.machines.has(p.target)) this.s.touched.add(p.target);
@@ -208,6 +254,7 @@ export class GroupBook {
     if (i < 0) return;
     this.waiting.splice(i, 1);
     w.detach();
+    this.#unpinPreemption(w); // a preemptor that leaves frees the room it held at once (SPEC Q2)
     if (i === 0) this.unpinAll();
     const detail = reason instanceof Error ? reason.message : 'abandoned';
     this.s.events.emit({ kind: 'group_abandoned', claimId: w.id, detail, durationMs: Date.now() - w.since });

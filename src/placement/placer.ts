@@ -145,6 +145,11 @@ export class Placer {
     const grace = opts.preemptionGraceMs ?? 30_000;
     this.#preempt = new Preemptions(s, grace, preempted, opts.preemptionMinRuntimeMs, damping);
     this.#preemptAgain = new PreemptRetries(1000, 16, (w) => this.#preemptAgainFor(w));
+    // a waiting group of a preempting class evicts strictly lower claims across the machines it needs (SPEC Q2)
+    this.#groups.preempt = (w, pinFor) => {
+      if (s.frozen || !w.asks[0] || !s.priorities.preempts(w.asks[0])) return undefined;
+      return this.#preempt.considerGroup(w, pinFor).detail;
+    };
     this.#newClaimId = opts.newClaimId ?? (() => `c-${randomUUID()}`);
     this.#ramPerCpu = opts.defaultRamMbPerCpu ?? 0;
     s.priorities.set(opts.priorityClasses ?? {});

@@ -19,6 +19,7 @@ import { askUsage, heldUsage } from './held.js';
 import { type Candidate, chooseVictims, fitsWithout, type Option, prioOf } from './preempt-choice.js';
 import type { Usage } from './quota.js';
 import { reclaimVictims, sum } from './reclaim.js';
+import { type GroupAsk, groupVictims } from './group-preempt.js';
 
 /** What a victim's holder is told (ClaimResponse.preempting). `graceMs`: until berth releases the victim. */
 export interface PreemptionNotice {
@@ -75,12 +76,73 @@ export class Preemptions {
   consider(w: Waiter): { detail: string; again: boolean } {
     const amount = w.cls.amount;
     if (amount.share || w.ask.pools) return { detail: 'no preemption for a GPU share or a pool', again: false };
+    const { byMachine, young, damped } = this.#candidates(w.prio);
+    // machines where giving back every candidate would make room (else none there helps: kueue#5243)
+    const options: Option[] = [];
+    for (const [m, list] of byMachine) {
+      if (!placeable(m) || !eligible(m, w.ask)) continue;
+      const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount };
+      if (fitsWithout(o, list)) options.push(o);
+    }
+    const best = chooseVictims(options);
+    if (!best) return { detail: this.#nothing(young, damped), again: true };
+    this.s.queue.isolate(w, best.m);
+    const name = best.m.spec.name;
+    for (const v of best.victims) this.#tell(v, w, name);
+    const n = best.victims.length;
+    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
+    const detail = `preempting ${claims} on ${name} (grace ${seconds(this.graceMs)})`;
+    return { detail, again: false };
+  }
+
+  /**
+   * Preempts for waiting group `g` (group-preempt.ts) if some set of machines would hold every member once strictly
+   * lower claims there went: tells the victims, then `pin(machines)` holds each member's room on its machine during
+   * the grace. Returns the detail for its GroupQueued and `again` (nothing taken: a later look might).
+   */
+  considerGroup(
+    g: GroupAsk & { id: string },
+    pin: (machines: MachineEntry[]) => void,
+  ): { detail: string; again: boolean } {
+    const { byMachine, young, damped } = this.#candidates(g.prio);
+    const plan = byMachine.size ? groupVictims(this.s, g, byMachine) : undefined;
+    if (!plan) return { detail: this.#nothing(young, damped), again: true };
+    pin(plan.machines);
+    const by = { claimId: g.id, prio: g.prio };
+    let n = 0;
+    for (const [m, victims] of plan.victims) {
+      for (const v of victims) this.#tell(v, by, m.spec.name);
+      n += victims.length;
+    }
+    const on = [...plan.victims.keys()].map((m) => m.spec.name).join(', ');
+    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
+    return { detail: `preempting ${claims} on ${on} (grace ${seconds(this.graceMs)})`, again: false };
+  }
+
+  /** Why nothing was preempted: young claims, damped ones, or no machine where it would help. */
+  #nothing(young: number, damped: number): string {
+    const d = this.damping;
+    if (young)
+      return (
+        `preempting nothing yet: ${young} lower-priority claim(s) held less than the minimum runtime ` +
+        `(${seconds(this.minRuntimeMs)})`
+      );
+    if (damped)
+      return `preempting nothing yet: ${damped} lower-priority claim(s) already preempted ${d.limit} times in ${seconds(d.windowMs)}`;
+    return 'preempting nothing: on no machine would giving back lower-priority claims make room';
+  }
+
+  /**
+   * The held claims strictly below priority `prio` that may be victims now, by machine; and how many were spared as
+   * younger than the minimum runtime or as preempted as often as damping allows. Cost: the held claims.
+   */
+  #candidates(prio: number): { byMachine: Map<MachineEntry, Candidate[]>; young: number; damped: number } {
     const byMachine = new Map<MachineEntry, Candidate[]>();
     const youngSince = Date.now() - this.minRuntimeMs;
     let young = 0;
     let damped = 0;
     for (const h of this.s.held.values()) {
-      if (h.prio >= w.prio || h.group || h.releasing) continue;
+      if (h.prio >= prio || h.group || h.releasing) continue;
       if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
       if (h.since > youngSince) {
         young++; // protected by the minimum runtime for now (Slurm's PreemptExemptTime)
@@ -94,32 +156,7 @@ export class Preemptions {
       if (!list) byMachine.set(h.entry, (list = []));
       list.push(h);
     }
-    // machines where giving back every candidate would make room (else none there helps: kueue#5243)
-    const options: Option[] = [];
-    for (const [m, list] of byMachine) {
-      if (!placeable(m) || !eligible(m, w.ask)) continue;
-      const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount };
-      if (fitsWithout(o, list)) options.push(o);
-    }
-    const best = chooseVictims(options);
-    if (!best) {
-      const d = this.damping;
-      const detail = young
-        ? `preempting nothing yet: ${young} lower-priority claim(s) held less than the minimum runtime ` +
-          `(${seconds(this.minRuntimeMs)})`
-        : damped
-          ? `preempting nothing yet: ${damped} lower-priority claim(s) already preempted ${d.limit} times in ` +
-            `${seconds(d.windowMs)}`
-          : 'preempting nothing: on no machine would giving back lower-priority claims make room';
-      return { detail, again: true };
-    }
-    this.s.queue.isolate(w, best.m);
-    const name = best.m.spec.name;
-    for (const v of best.victims) this.#tell(v, w, name);
-    const n = best.victims.length;
-    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
-    const detail = `preempting ${claims} on ${name} (grace ${seconds(this.graceMs)})`;
-    return { detail, again: false };
+    return { byMachine, young, damped };
   }
 
   /**
@@ -181,7 +218,7 @@ export class Preemptions {
 
   #tell(
     v: Candidate,
-    w: Waiter,
+    w: { claimId: string; prio: number },
     machine: string,
     why = `preempted by claim ${w.claimId} of priority ${w.prio}`,
     reclaim?: string,
