@@ -6,7 +6,8 @@
  * claim already told. Each victim's holder is told (`Preempting`, with the grace); berth releases the victim when the
  * grace runs out, if its holder has not (its runs stop with it, SPEC R5). Meanwhile the preemptor's reservation is
  * pinned on that machine (waiting.ts `isolate`), so no lower claim takes the room freed; if the preemptor stops
- * waiting, its reservation goes at once. A notice is final: a victim is preempted once, as its claim then ends.
+ * waiting, its reservation goes at once. A notice is final for that grant (a victim that requeues is a new claim,
+ * requeue.ts). A waiting group preempts across a set of machines (`considerGroup`, group-preempt.ts).
  * Cost: the held claims, once per preempting ask that has to wait.
  */
 import { eligible } from './choose.js';
