@@ -30,7 +30,10 @@ const grantNow = (a: NormalizedAsk) => {
   if (g instanceof Promise) throw new Error('an ordinary claim waited');
   return g;
 };
-for (let i = 0; i < MACHINES * 8; i++) grantNow(ask({ cpus: 1, gpus: 1 })); // every GPU held by a batch claim
+// every GPU held by a batch claim, each its own work (one node each: damping counts preemptions per work)
+let batchNodes = 0;
+const batch = () => ask({ cpus: 1, gpus: 1, node: `b${++batchNodes}` });
+for (let i = 0; i < MACHINES * 8; i++) grantNow(batch());
 
 let told: { victim: string; by: string } | undefined;
 p.onPreempting = (n) => (told = { victim: n.victim, by: n.by });
@@ -44,7 +47,7 @@ function preemptionCycle(): number {
   told = undefined;
   p.release(victim); // the holder gives it back in its grace: the urgent claim is granted
   if (!p.release(by)) throw new Error('the urgent claim was not granted');
-  grantNow(ask({ cpus: 1, gpus: 1 })); // a batch claim takes the GPU again
+  grantNow(batch()); // a batch claim takes the GPU again
   return performance.now() - t0;
 }
 

@@ -63,12 +63,20 @@ const scratch: Amount & { ramMb: number } = { cpus: 0, gpus: 0, ramMb: 0 };
 
 /** As `fitsWithout(o, [v])`, allocating nothing unless the ask has named resources. */
 function fitsWithoutOne(o: Option, v: Candidate): boolean {
-  if (o.amount.res) return fitsWithout(o, [v]);
+  return fitsWithoutOneOn(o.m, o.held, o.amount, v);
+}
+
+/**
+ * True when `amount` fits machine `m` once candidate `v` (held there) went, behind `held` (what waiters ahead hold
+ * back on `m`); allocates nothing unless the ask has named resources.
+ */
+export function fitsWithoutOneOn(m: MachineEntry, held: Amount | undefined, amount: Amount, v: Candidate): boolean {
+  if (amount.res) return fitsWithout({ m, list: [], held, amount }, [v]);
   const a = v.grant.allocation;
-  scratch.cpus = (o.held?.cpus ?? 0) - a.cpus;
-  scratch.gpus = (o.held?.gpus ?? 0) - a.gpuIds.length;
-  scratch.ramMb = (o.held?.ramMb ?? 0) - (a.ramMb ?? 0);
-  return o.m.books.fitsNow(o.amount, scratch);
+  scratch.cpus = (held?.cpus ?? 0) - a.cpus;
+  scratch.gpus = (held?.gpus ?? 0) - a.gpuIds.length;
+  scratch.ramMb = (held?.ramMb ?? 0) - (a.ramMb ?? 0);
+  return m.books.fitsNow(amount, scratch);
 }
 
 /** True when `o`'s amount fits its machine once `victims` went, behind what waiters ahead hold back. */

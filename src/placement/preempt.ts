@@ -17,7 +17,7 @@ import type { Held, PlacerState } from './state.js';
 import { placeable } from './state.js';
 import type { Waiter } from './waiting.js';
 import { askUsage, heldUsage } from './held.js';
-import { type Candidate, chooseVictims, fitsWithout, type Option, prioOf } from './preempt-choice.js';
+import { type Candidate, chooseVictims, fitsWithout, fitsWithoutOneOn, type Option, prioOf } from './preempt-choice.js';
 import type { Usage } from './quota.js';
 import { reclaimVictims, sum } from './reclaim.js';
 import { type GroupAsk, groupVictims } from './group-preempt.js';
@@ -77,16 +77,12 @@ export class Preemptions {
   consider(w: Waiter): { detail: string; again: boolean } {
     const amount = w.cls.amount;
     if (amount.share || w.ask.pools) return { detail: 'no preemption for a GPU share or a pool', again: false };
-    const { byMachine, young, damped } = this.#candidates(w.prio);
-    // machines where giving back every candidate would make room (else none there helps: kueue#5243)
-    const options: Option[] = [];
-    for (const [m, list] of byMachine) {
-      if (!placeable(m) || !eligible(m, w.ask)) continue;
-      const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount };
-      if (fitsWithout(o, list)) options.push(o);
+    const single = this.#bestSingle(w); // one victim anywhere beats two: found without building any list
+    const best = single ? { m: single.entry, victims: [single] } : this.#bestSet(w);
+    if (!best) {
+      const { young, damped } = this.#candidates(w.prio);
+      return { detail: this.#nothing(young, damped), again: true };
     }
-    const best = chooseVictims(options);
-    if (!best) return { detail: this.#nothing(young, damped), again: true };
     this.s.queue.isolate(w, best.m);
     const name = best.m.spec.name;
     for (const v of best.victims) this.#tell(v, w, name);
@@ -118,6 +114,41 @@ export class Preemptions {
     const on = [...plan.victims.keys()].map((m) => m.spec.name).join(', ');
     const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
     return { detail: `preempting ${claims} on ${on} (grace ${seconds(this.graceMs)})`, again: false };
+  }
+
+  /**
+   * The best single victim for `w` (the lowest priority, then the youngest) whose going alone makes room on its
+   * machine behind the waiters ahead of `w`; undefined when none would. One pass over the held claims, allocating
+   * nothing; damping is read only for a claim that would be the best so far.
+   */
+  #bestSingle(w: Waiter): Candidate | undefined {
+    const youngSince = Date.now() - this.minRuntimeMs;
+    const amount = w.cls.amount;
+    let best: Candidate | undefined;
+    for (const h of this.s.held.values()) {
+      if (h.prio >= w.prio || h.group || h.releasing || h.since > youngSince) continue;
+      if (best && (h.prio > best.prio || (h.prio === best.prio && h.since <= best.since))) continue;
+      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
+      const m = h.entry;
+      if (!placeable(m) || !eligible(m, w.ask)) continue;
+      if (!fitsWithoutOneOn(m, this.s.queue.reserved.aheadOf(m, w), amount, h)) continue;
+      if (this.damping.exhausted(h)) continue;
+      best = h;
+    }
+    return best;
+  }
+
+  /** The fewest victims (two or more) on one machine that make room for `w` (preempt-choice.ts), or undefined. */
+  #bestSet(w: Waiter): { m: MachineEntry; victims: Candidate[] } | undefined {
+    const { byMachine } = this.#candidates(w.prio);
+    // machines where giving back every candidate would make room (else none there helps: kueue#5243)
+    const options: Option[] = [];
+    for (const [m, list] of byMachine) {
+      if (!placeable(m) || !eligible(m, w.ask)) continue;
+      const o = { m, list, held: this.s.queue.reserved.aheadOf(m, w), amount: w.cls.amount };
+      if (fitsWithout(o, list)) options.push(o);
+    }
+    return chooseVictims(options);
   }
 
   /** Why nothing was preempted: young claims, damped ones, or no machine where it would help. */
