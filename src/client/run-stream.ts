@@ -67,7 +67,7 @@ export async function* runItems(
           started = undefined;
           lastSeq = 0;
           yield k;
-        } else if (k?.$case === 'link') yield k;
+        } else if (k?.$case === 'link' || k?.$case === 'preempting') yield k;
         else if (k?.$case === 'result') return void (yield k);
         else if (k?.$case === 'failure') throw remoteError(k.value);
       }

@@ -7,7 +7,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { LogLine, Metric, Result } from '../../generated/ts/berth/v1/calls.js';
-import { type CallStarted, type Retrying, RunRequest, type WorkerLink } from '../../generated/ts/berth/v1/placement.js';
+import {
+  type CallStarted,
+  type Preempting,
+  type Retrying,
+  RunRequest,
+  type WorkerLink,
+} from '../../generated/ts/berth/v1/placement.js';
 import { type AskInput, oversizeFails, toAsk } from './asks.js';
 import { type ErrorContext, InvalidAsk } from './errors.js';
 
@@ -48,13 +54,17 @@ export interface RunInput extends Omit<AskInput, 'node' | 'runId' | 'holdMs'> {
   retryOnFailure?: boolean;
 }
 
-/** One item of `streamRun`, in order: `started`, then `metric` / `log` / `link`, then one `result` last. */
+/**
+ * One item of `streamRun`, in order: `started`, then `metric` / `log` / `link` (and `retrying`, or `preempting` when
+ * the Run's own claim is preempted, SPEC Q2), then one `result` last.
+ */
 export type RunItem =
   | { $case: 'started'; value: CallStarted }
   | { $case: 'metric'; value: Metric; callId: string; seq: number }
   | { $case: 'log'; value: LogLine; callId: string; seq: number }
   | { $case: 'link'; value: WorkerLink }
   | { $case: 'retrying'; value: Retrying }
+  | { $case: 'preempting'; value: Preempting }
   | { $case: 'result'; value: Result };
 
 /** A checked RunRequest and what error mapping needs of it. */

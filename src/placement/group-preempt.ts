@@ -57,7 +57,7 @@ export function groupVictims(
   if (!('at' in r)) return undefined;
   const machines = r.at.map((b) => entries[b]);
   const sums = new Map<MachineEntry, Amount>();
-  g.asks.forEach((a, i) => sums.set(machines[i], plus(sums.get(machines[i]), amountOf(a))));
+  for (let i = 0; i < g.asks.length; i++) sums.set(machines[i], plus(sums.get(machines[i]), amountOf(g.asks[i])));
   const victims = new Map<MachineEntry, Candidate[]>();
   for (const [m, amount] of sums) {
     const list = byMachine.get(m);

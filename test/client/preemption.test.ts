@@ -107,6 +107,25 @@ describe('a preempted lease (TypeScript client)', () => {
     await u.release();
   });
 
+  it('a Run whose own claim is preempted yields `preempting` from streamRun, then throws Preempted', async () => {
+    const client = await serve(0.2);
+    const items: string[] = [];
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const ran = (async () => {
+      for await (const item of client.streamRun({ command: ['sleep', '30'], cpus: 1, node: 'sweep' })) {
+        items.push(item.$case);
+        if (item.$case === 'started') started();
+      }
+    })();
+    ran.catch(() => {});
+    await running;
+    const urgent = await client.claim({ cpus: 1, node: 'urgent', priorityClass: 'urgent' });
+    await expect(ran).rejects.toBeInstanceOf(Preempted);
+    expect(items).toEqual(['started', 'preempting']);
+    await urgent.release();
+  });
+
   it('a priority out of range is InvalidAsk naming ask.priority, before anything is sent', async () => {
     const client = await serve(60);
     await expect(client.claim({ cpus: 1, priority: 2e9 })).rejects.toThrow(InvalidAsk);

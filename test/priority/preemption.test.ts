@@ -265,7 +265,7 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect((await bare.granted).machine).toBe('engine'); // priority 1000 goes first, once room is given back
   });
 
-  it("a Run's own claim is a victim too: at the grace's end its process is stopped and the Run ends ABORTED", async () => {
+  it("a Run's own claim is a victim too: its caller hears Preempting, at the grace's end its process is stopped and the Run ends ABORTED", async () => {
     t = await serve({ cpus: 1 }, 0.2);
     const r = run(t.placement, runRequest({ cpus: 1, argv: ['sleep', '30'], node: 'sweep' }));
     await until(() => r.responses.some((x) => x.kind?.$case === 'started'));
@@ -274,6 +274,8 @@ describe('bounded preemption (SPEC Q2)', () => {
     const out = await r.done;
     expect(out.error?.code).toBe(status.ABORTED);
     expect(out.error?.details).toMatch(new RegExp(`preempted by claim ${gu.claimId} of priority 100`));
+    const heard = out.responses.find((x) => x.kind?.$case === 'preempting')?.kind;
+    expect(heard?.$case === 'preempting' && heard.value).toMatchObject({ byClaimId: gu.claimId, graceMs: 200 });
     expect((await snapshot(t.placement)).held.map((h) => h.node)).toEqual(['u']);
   });
 

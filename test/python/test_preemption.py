@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from berth_client import BerthError, Client, InvalidAsk, Preempted, Preempting
+from berth_client import BerthError, Client, InvalidAsk, Preempted, Preempting, Started
 from conftest import Connect
 from processes import start_server
 
@@ -150,3 +150,33 @@ def test_priority_with_a_claim_is_refused_naming_it(patient_server: str, connect
                 c.run(command=["true"], claim=lease, priority_class="urgent")
         finally:
             lease.release()
+
+
+def test_a_run_whose_own_claim_is_preempted_hears_it_then_ends_preempted(preempt: Client) -> None:
+    events: list[object] = []
+    done: dict[str, object] = {}
+    started = threading.Event()
+
+    def runner() -> None:
+        try:
+            for e in preempt.stream_run(command=["sleep", "30"], cpus=1, node="sweep", timeout=30):
+                events.append(e)
+                if isinstance(e, Started):
+                    started.set()
+        except BerthError as err:
+            done["error"] = err
+
+    t = threading.Thread(target=runner)
+    t.start()
+    urgent = None
+    try:
+        assert started.wait(timeout=10)  # the Run holds the core
+        urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # granted once the Run's claim went
+        t.join(timeout=10)
+        notices = [e for e in events if isinstance(e, Preempting)]
+        assert len(notices) == 1 and notices[0].by_claim_id == urgent.claim_id
+        assert isinstance(done.get("error"), Preempted)
+    finally:
+        if urgent is not None:
+            urgent.release()
+        t.join(timeout=10)

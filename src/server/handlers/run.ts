@@ -15,13 +15,16 @@
  * running that long after its caller's stream breaks, for the caller to follow it again; without, the call stops.
  * `max_retries` (SPEC S8, src/server/retries.ts): an attempt whose machine is lost (or, with `retry_on_failure`,
  * whose node failed) is placed again under `<call id>#<k>`; the caller gets Retrying, then the next Started. A Run
- * with the same call id arriving meanwhile follows the current attempt.
+ * with the same call id arriving meanwhile follows the current attempt. A Run whose own claim a higher-priority claim
+ * preempts (SPEC Q2) tells its caller Preempting; its call is stopped when the grace runs out (ABORTED, or retried).
  */
 import * as z from 'zod';
 import type { RunRequest, RunResponse } from '../../../generated/ts/berth/v1/placement.js';
 import { BerthError } from '../../errors.js';
 import { normalizeAsk } from '../../placement/ask.js';
+import type { PreemptionNotice } from '../../placement/preempt.js';
 import type { Grant } from '../../placement/types.js';
+import { toPreempting } from '../convert.js';
 import type { CallRecord, Terminal } from '../../workers/call-record.js';
 import { callerHold, follow, grantOf } from '../call-follow.js';
 import { ENDED_KEPT_MS, type WorkerHub } from '../../workers/hub.js';
@@ -236,6 +239,13 @@ export function runCall(ctx: ServerContext): RunCall {
       const { rec: r, grant } = got.placed;
       where.machine = grant.machine;
       const onLost = () => r.fail(grant.lost.reason as BerthError);
+      // the Run's own claim may be preempted (SPEC Q2): its caller hears the notice while the call runs its grace
+      const notice =
+        ask && ctx.placer.preemption
+          ? (n: PreemptionNotice) =>
+              void sink.write({ kind: { $case: 'preempting', value: toPreempting(n) } }).catch(() => {})
+          : undefined;
+      if (notice) ctx.preemptNotices.set(grant.claimId, notice);
       try {
         grant.lost.addEventListener('abort', onLost, { once: true });
         if (grant.lost.aborted) onLost();
@@ -304,6 +314,7 @@ export function runCall(ctx: ServerContext): RunCall {
         }
       } finally {
         grant.lost.removeEventListener('abort', onLost);
+        if (notice && ctx.preemptNotices.get(grant.claimId) === notice) ctx.preemptNotices.delete(grant.claimId);
         // A claim this Run placed is given back once the machine is really done with the call (a
         // cancelled process may take its grace; Runs that joined may still follow it).
         if (ask) void r.settled.then(() => ctx.placer.release(grant.claimId, 'run ended'));

@@ -14,7 +14,7 @@ from google.protobuf import struct_pb2
 from ._proto.berth.v1 import calls_pb2, placement_pb2
 from .errors import BerthError, Clamped
 from .failures import exception_from_failure
-from .values import Amount, Result, Retrying, RunEvent, Started, WorkerLink, run_events
+from .values import Amount, Preempting, Result, Retrying, RunEvent, Started, WorkerLink, run_events
 
 
 def value_of(msg: struct_pb2.Value) -> Any:
@@ -94,7 +94,7 @@ class RunDecoder:
         return self._outcome is not None
 
     def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
-        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying), in order; none for a result, a
+        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying, Preempting), in order; none for a result, a
         failure or a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
@@ -110,7 +110,11 @@ class RunDecoder:
             self.last_seq = max(self.last_seq, msg.event.seq)
             return list(run_events(msg.event))  # a batch of lines: one LogLine each, in order
         if kind == "link":
-            return [WorkerLink.from_proto(msg.link)]  # the worker's link went down or came back (SPEC S2)
+            return [WorkerLink.from_proto(msg.link)]
+        if kind == "preempting":
+            return [
+                Preempting.from_proto(msg.preempting)
+            ]  # the Run's own claim is preempted (SPEC Q2)  # the worker's link went down or came back (SPEC S2)
         if kind == "retrying":
             # the attempt ended and the call is placed again (SPEC S8): its Started and events (numbered from 1)
             # follow, and a broken stream follows the new attempt's call id from then on

@@ -132,8 +132,10 @@ class Queued:
 @dataclass(frozen=True)
 class Preempting:
     """A higher-priority claim needs this claim's room (SPEC Q2): give the lease back within `grace_ms`, after which
-    berth releases it and stops its runs (its release() then raises Preempted). `by_claim_id` / `by_priority`: the
-    preempting claim; `machine`: where; `str()` is the one-line detail."""
+    berth releases it and stops its runs (a lease asked with on_preempt="cancel" then raises Preempted from
+    release(); by default it waits again). Also a `stream_run()` event when the Run's own claim is preempted: the
+    call is stopped when the grace runs out. `by_claim_id` / `by_priority`: the preempting claim; `machine`: where;
+    `str()` is the one-line detail."""
 
     detail: str
     by_claim_id: str
@@ -229,7 +231,7 @@ class Retrying:
         return cls(msg.attempt, msg.reason, msg.machine, msg.call_id, msg.previous_call_id)
 
 
-RunEvent = Union[Started, Metric, LogLine, WorkerLink, Retrying]
+RunEvent = Union[Started, Metric, LogLine, WorkerLink, Retrying, Preempting]
 """What `run(on_event=...)` receives, in order, before the call's value."""
 
 

@@ -520,6 +520,12 @@ export interface RunResponse {
      * again (SPEC S8): a new Started follows, whose events are numbered from 1.
      */
     { $case: "retrying"; value: Retrying }
+    | //
+    /**
+     * The Run's own claim is being preempted by a higher-priority claim (SPEC Q2): the call is stopped when
+     * grace_ms runs out (ABORTED, or Retrying with max_retries left) unless it ends before. Never the last message.
+     */
+    { $case: "preempting"; value: Preempting }
     | undefined;
 }
 
@@ -2891,6 +2897,9 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "retrying":
         Retrying.encode(message.kind.value, writer.uint32(50).fork()).join();
         break;
+      case "preempting":
+        Preempting.encode(message.kind.value, writer.uint32(58).fork()).join();
+        break;
     }
     return writer;
   },
@@ -2956,6 +2965,14 @@ export const RunResponse: MessageFns<RunResponse> = {
             message.kind = { $case: "retrying", value: Retrying.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.kind = { $case: "preempting", value: Preempting.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2982,6 +2999,8 @@ export const RunResponse: MessageFns<RunResponse> = {
         ? { $case: "link", value: WorkerLink.fromJSON(object.link) }
         : isSet(object.retrying)
         ? { $case: "retrying", value: Retrying.fromJSON(object.retrying) }
+        : isSet(object.preempting)
+        ? { $case: "preempting", value: Preempting.fromJSON(object.preempting) }
         : undefined,
     };
   },
@@ -3000,6 +3019,8 @@ export const RunResponse: MessageFns<RunResponse> = {
       obj.link = WorkerLink.toJSON(message.kind.value);
     } else if (message.kind?.$case === "retrying") {
       obj.retrying = Retrying.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "preempting") {
+      obj.preempting = Preempting.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -3043,6 +3064,12 @@ export const RunResponse: MessageFns<RunResponse> = {
       case "retrying": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "retrying", value: Retrying.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "preempting": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "preempting", value: Preempting.fromPartial(object.kind.value) };
         }
         break;
       }

@@ -239,20 +239,22 @@ class CallStarted(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ..., clamped: _Optional[bool] = ..., asked: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., fell_back: _Optional[bool] = ...) -> None: ...
 
 class RunResponse(_message.Message):
-    __slots__ = ("started", "event", "result", "failure", "link", "retrying")
+    __slots__ = ("started", "event", "result", "failure", "link", "retrying", "preempting")
     STARTED_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
     RETRYING_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTING_FIELD_NUMBER: _ClassVar[int]
     started: CallStarted
     event: _calls_pb2.Event
     result: _calls_pb2.Result
     failure: _calls_pb2.Failure
     link: WorkerLink
     retrying: Retrying
-    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ..., retrying: _Optional[_Union[Retrying, _Mapping]] = ...) -> None: ...
+    preempting: Preempting
+    def __init__(self, started: _Optional[_Union[CallStarted, _Mapping]] = ..., event: _Optional[_Union[_calls_pb2.Event, _Mapping]] = ..., result: _Optional[_Union[_calls_pb2.Result, _Mapping]] = ..., failure: _Optional[_Union[_calls_pb2.Failure, _Mapping]] = ..., link: _Optional[_Union[WorkerLink, _Mapping]] = ..., retrying: _Optional[_Union[Retrying, _Mapping]] = ..., preempting: _Optional[_Union[Preempting, _Mapping]] = ...) -> None: ...
 
 class RunWholeRequest(_message.Message):
     __slots__ = ("run",)
