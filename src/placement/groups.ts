@@ -263,14 +263,17 @@ export class GroupBook {
     this.settle();
   }
 
-  /** Gives every member of group `id` back in one step (rule G1). Idempotent: false when it holds nothing. */
-  release(id: string, why: string): boolean {
+  /**
+   * Gives every member of group `id` back in one step (rule G1). Idempotent: false when it holds nothing.
+   * `preempted` (SPEC Q2): its lease ends ABORTED "group <id> released (<why>)" and the outcome is `preempted`.
+   */
+  release(id: string, why: string, preempted = false): boolean {
     const g = this.held.get(id);
     if (!g || this.s.frozen) return false;
     this.held.delete(id);
     giveGroup(this.s, g);
-    g.abort.abort(new BerthError('cancelled', `group ${id} released (${why})`));
-    const outcome = why.toLowerCase().replace(/[^a-z0-9]+/g, '_');
+    g.abort.abort(new BerthError(preempted ? 'aborted' : 'cancelled', `group ${id} released (${why})`));
+    const outcome = preempted ? 'preempted' : why.toLowerCase().replace(/[^a-z0-9]+/g, '_');
     const durationMs = Date.now() - g.since;
     this.s.events.emit({ kind: 'group_released', claimId: id, detail: why, outcome, durationMs });
     this.dirty = true;

@@ -2,8 +2,9 @@
  * Bounded preemption (SPEC Q2, docs/priorities.md): a claim of a class that may preempt, which has to wait, looks for
  * the one machine where giving back strictly lower-priority claims makes it fit behind the waiters ahead of it (never
  * one where even all of them would not: no eviction that cannot help). It takes the fewest victims, then those of the
- * lowest priority, then the youngest; never a claim of its own priority or higher, a group member, a GPU share or a
- * claim already told. Each victim's holder is told (`Preempting`, with the grace); berth releases the victim when the
+ * lowest priority, then the youngest; never a claim of its own priority or higher, a GPU share or a claim already
+ * told. A group member is a victim only with its whole group (rule G1): the group's stream is told, and the group is
+ * given back whole at the grace's end (ABORTED). Each victim's holder is told (`Preempting`, with the grace); berth releases the victim when the
  * grace runs out, if its holder has not (its runs stop with it, SPEC R5). Meanwhile the preemptor's reservation is
  * pinned on that machine (waiting.ts `isolate`), so no lower claim takes the room freed; if the preemptor stops
  * waiting, its reservation goes at once. A notice is final for that grant (a victim that requeues is a new claim,
@@ -22,9 +23,13 @@ import type { Usage } from './quota.js';
 import { reclaimVictims, sum } from './reclaim.js';
 import { type GroupAsk, groupVictims } from './group-preempt.js';
 
-/** What a victim's holder is told (ClaimResponse.preempting). `graceMs`: until berth releases the victim. */
+/**
+ * What a victim's holder is told (ClaimResponse.preempting; ClaimGroupResponse.preempting for a group, when `group`).
+ * `graceMs`: until berth releases the victim. `victim`: the claim's id, or the group's.
+ */
 export interface PreemptionNotice {
   victim: string;
+  group?: boolean;
   by: string;
   byPriority: number;
   machine: string;
@@ -33,6 +38,8 @@ export interface PreemptionNotice {
 }
 
 const idOf = (h: Held) => h.grant.claimId;
+/** What a victim's notice and release are for: its claim, or for a group member its whole group (rule G1). */
+const unitOf = (h: Held) => h.group ?? h.grant.claimId;
 
 /** Finds and starts preemptions; the placer calls `consider` for a preempting ask that had to wait. */
 export class Preemptions {
@@ -41,8 +48,10 @@ export class Preemptions {
    * reclaim (SPEC Q3), the tenant taking back what it lent.
    */
   readonly #told = new Map<string, { timer: NodeJS.Timeout; by: string; untilMs: number; why: string; for?: string }>();
-  /** Set by the server: tells a victim's holder on its Claim stream. */
+  /** Set by the server: tells a victim's holder on its Claim (or, for a group, ClaimGroup) stream. */
   notify?: (n: PreemptionNotice) => void;
+  /** Set by the placer: gives a preempted group back whole, its lease ABORTED (rule G1). */
+  releaseGroup?: (groupId: string, why: string) => boolean;
 
   /**
    * @param graceMs how long a victim's holder has to give it back
@@ -126,9 +135,9 @@ export class Preemptions {
     const amount = w.cls.amount;
     let best: Candidate | undefined;
     for (const h of this.s.held.values()) {
-      if (h.prio >= w.prio || h.group || h.releasing || h.since > youngSince) continue;
+      if (h.prio >= w.prio || h.releasing || h.since > youngSince) continue;
       if (best && (h.prio > best.prio || (h.prio === best.prio && h.since <= best.since))) continue;
-      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
+      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(unitOf(h)))) continue;
       const m = h.entry;
       if (!placeable(m) || !eligible(m, w.ask)) continue;
       if (!fitsWithoutOneOn(m, this.s.queue.reserved.aheadOf(m, w), amount, h)) continue;
@@ -174,8 +183,8 @@ export class Preemptions {
     let young = 0;
     let damped = 0;
     for (const h of this.s.held.values()) {
-      if (h.prio >= prio || h.group || h.releasing) continue;
-      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(idOf(h)))) continue;
+      if (h.prio >= prio || h.releasing) continue;
+      if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(unitOf(h)))) continue;
       if (h.since > youngSince) {
         young++; // protected by the minimum runtime for now (Slurm's PreemptExemptTime)
         continue;
@@ -255,11 +264,14 @@ export class Preemptions {
     why = `preempted by claim ${w.claimId} of priority ${w.prio}`,
     reclaim?: string,
   ): void {
-    const id = idOf(v);
-    const detail = `claim ${id} (priority ${prioOf(v)}) on ${machine} ${why}; grace ${seconds(this.graceMs)}`;
+    const id = unitOf(v);
+    if (this.#told.has(id)) return; // a second member of a group told already: the group goes whole (rule G1)
+    const what = v.group === undefined ? 'claim' : 'group';
+    const detail = `${what} ${id} (priority ${prioOf(v)}) on ${machine} ${why}; grace ${seconds(this.graceMs)}`;
     const timer = setTimeout(() => {
       this.#told.delete(id);
-      this.release(id, why);
+      if (v.group === undefined) this.release(id, why);
+      else this.releaseGroup?.(id, why);
     }, this.graceMs);
     timer.unref();
     this.#told.set(id, { timer, by: w.claimId, untilMs: Date.now() + this.graceMs, why, for: reclaim });
@@ -276,7 +288,8 @@ export class Preemptions {
       preemptor: w.claimId,
       ...(reclaim === undefined ? {} : { reclaim: true }),
     });
-    this.notify?.({ victim: id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail });
+    const notice = { victim: id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail };
+    this.notify?.(v.group === undefined ? notice : { ...notice, group: true });
   }
 }
 

@@ -3,11 +3,12 @@
  * class that may preempt evicts the fewest strictly lower claims on the set of machines that would then hold every
  * member; its members' room there is held for it during the grace, so lower claims take none of it, and it is granted
  * whole once the victims gave their GPUs back. A group that fits nowhere even after every lower claim went evicts
- * nobody and says so.
+ * nobody and says so. A gang is a victim only whole: it hears the notice on its stream and is given back whole.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
 import { claim, fakeWorker, type ClaimHandle, type FakeWorker } from '../support/claims.js';
@@ -148,5 +149,39 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
     for (const b of batch) await b.release();
     expect((await small.granted).members.map((m) => m.machine).sort()).toEqual(['w1', 'w2']);
     expect(told(urgent)).toEqual([]);
+  });
+
+  it('a gang is a victim only whole: an urgent 4-GPU claim preempts a batch gang packed on one machine, which hears it and ends ABORTED at the grace', async () => {
+    t = await serve(0.2);
+    const g = claimGroup(
+      t.placement,
+      [
+        { cpus: 1, gpus: 2, node: 'g.0' },
+        { cpus: 1, gpus: 2, node: 'g.1' },
+      ],
+      GroupStrategy.GROUP_STRATEGY_STRICT_PACK,
+    );
+    open.push(g);
+    const where = (await g.granted).members[0].machine;
+    const other = where === 'w1' ? 'w2' : 'w1';
+    const fill = Array.from({ length: 4 }, (_, i) =>
+      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', label: other, policy: Policy.POLICY_REQUIRE }),
+    );
+    await Promise.all(fill.map((u) => u.granted));
+    const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
+    const q = await urgent.queued;
+    expect(q.detail).toMatch(new RegExp(`preempting 2 lower-priority claims on ${where}`));
+    const notice = await g.next((r) => r.kind?.$case === 'preempting');
+    expect(notice.kind?.$case === 'preempting' && notice.kind.value.detail).toMatch(
+      new RegExp(`^group g-\\S+ \\(priority 0\\) on ${where} preempted by claim ${q.claimId} of priority 100`),
+    );
+    const err = await g.ended; // the grace ran out: given back whole
+    expect(err?.code).toBe(status.ABORTED);
+    expect(err?.details).toMatch(/^group g-\S+ released \(preempted by claim /);
+    expect((await urgent.granted).machine).toBe(where);
+    const s = await snapshot(t.placement);
+    expect(s.held.filter((h) => h.node.startsWith('g.'))).toEqual([]);
+    expect(s.groups).toEqual([]);
+    expect(told(fill)).toEqual([]);
   });
 });

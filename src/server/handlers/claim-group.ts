@@ -17,6 +17,7 @@ import type { GroupGrant } from '../../placement/group-books.js';
 import type { GroupStrategy } from '../../placement/group-fit.js';
 import type { NormalizedAsk } from '../../placement/types.js';
 import type { GroupQueuedInfo } from '../../placement/groups.js';
+import type { PreemptionNotice } from '../../placement/preempt.js';
 import type { ServerContext } from '../context.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
 import { fromOnMemberLost, fromStrategy, toGroupGranted, toGroupQueued } from '../group-convert.js';
@@ -145,12 +146,25 @@ async function lease(
   const hash = hashToken(token).toString('base64');
   let why = 'stream ended';
   let off: (() => void) | undefined;
+  const notice = (n: PreemptionNotice) => {
+    const value = {
+      byClaimId: n.by,
+      byPriority: n.byPriority,
+      graceMs: n.graceMs,
+      machine: n.machine,
+      detail: n.detail,
+    };
+    void sink.write({ kind: { $case: 'preempting', value } }).catch(() => {});
+  };
   try {
     for (let again = false; ; again = true) {
       await writes();
       ctx.journal?.groupHolder(id, hash); // taken back within --claim-hold after a restart with this token (G7)
       await durable(ctx, id); // GroupGranted only once the group is journaled (SPEC S4)
       await sink.write({ kind: { $case: 'granted', value: toGroupGranted(grant, token, resumed && !again) } });
+      // With preemption configured, a higher claim may need a member's room: the group hears it, and goes whole
+      // when the grace runs out (SPEC Q2, rule G1; the lease then ends ABORTED).
+      if (ctx.placer.preemption) ctx.preemptNotices.set(id, notice);
       const g = grant;
       const lost = new Promise<{ lost: unknown }>((resolve) => {
         const onLost = () => resolve({ lost: g.lost.reason });
@@ -186,6 +200,7 @@ async function lease(
     }
   } finally {
     off?.();
+    if (ctx.preemptNotices.get(id) === notice) ctx.preemptNotices.delete(id);
     const draining = scope.aborted && ctx.live.draining;
     ctx.placer.releaseGroup(id, draining ? 'server draining' : why);
   }

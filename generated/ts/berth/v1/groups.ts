@@ -240,7 +240,27 @@ export interface ClaimGroupResponse {
     | //
     /** Every member was given back. */
     { $case: "released"; value: GroupReleased }
+    | //
+    /**
+     * A higher-priority claim preempts the group (SPEC Q2): it is given back whole when grace_ms runs out (the
+     * stream ends ABORTED naming the preemptor) unless released before. Sent at most once per grant.
+     */
+    { $case: "preempting"; value: GroupPreempting }
     | undefined;
+}
+
+/** GroupPreempting tells a group's holder that a higher-priority claim needs room one of its members holds. */
+export interface GroupPreempting {
+  /** The preempting claim's (or group's) id. */
+  byClaimId: string;
+  /** The preempting claim's priority. */
+  byPriority: number;
+  /** How long the holder has to give the group back before berth releases it whole, in milliseconds. */
+  graceMs: number;
+  /** The machine the room is wanted on. */
+  machine: string;
+  /** One line for people: who preempts which group, where, and the grace. */
+  detail: string;
 }
 
 /** GroupMemberView is one member of a group in GetSnapshot. */
@@ -1205,6 +1225,9 @@ export const ClaimGroupResponse: MessageFns<ClaimGroupResponse> = {
       case "released":
         GroupReleased.encode(message.kind.value, writer.uint32(26).fork()).join();
         break;
+      case "preempting":
+        GroupPreempting.encode(message.kind.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1246,6 +1269,14 @@ export const ClaimGroupResponse: MessageFns<ClaimGroupResponse> = {
             message.kind = { $case: "released", value: GroupReleased.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = { $case: "preempting", value: GroupPreempting.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1266,6 +1297,8 @@ export const ClaimGroupResponse: MessageFns<ClaimGroupResponse> = {
         ? { $case: "granted", value: GroupGranted.fromJSON(object.granted) }
         : isSet(object.released)
         ? { $case: "released", value: GroupReleased.fromJSON(object.released) }
+        : isSet(object.preempting)
+        ? { $case: "preempting", value: GroupPreempting.fromJSON(object.preempting) }
         : undefined,
     };
   },
@@ -1278,6 +1311,8 @@ export const ClaimGroupResponse: MessageFns<ClaimGroupResponse> = {
       obj.granted = GroupGranted.toJSON(message.kind.value);
     } else if (message.kind?.$case === "released") {
       obj.released = GroupReleased.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "preempting") {
+      obj.preempting = GroupPreempting.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -1306,7 +1341,158 @@ export const ClaimGroupResponse: MessageFns<ClaimGroupResponse> = {
         }
         break;
       }
+      case "preempting": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "preempting", value: GroupPreempting.fromPartial(object.kind.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseGroupPreempting(): GroupPreempting {
+  return { byClaimId: "", byPriority: 0, graceMs: 0, machine: "", detail: "" };
+}
+
+export const GroupPreempting: MessageFns<GroupPreempting> = {
+  encode(message: GroupPreempting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.byClaimId !== "") {
+      writer.uint32(10).string(message.byClaimId);
+    }
+    if (message.byPriority !== 0) {
+      writer.uint32(16).int32(message.byPriority);
+    }
+    if (message.graceMs !== 0) {
+      writer.uint32(24).uint32(message.graceMs);
+    }
+    if (message.machine !== "") {
+      writer.uint32(34).string(message.machine);
+    }
+    if (message.detail !== "") {
+      writer.uint32(42).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GroupPreempting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGroupPreempting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.byClaimId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.byPriority = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.graceMs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.machine = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GroupPreempting {
+    return {
+      byClaimId: isSet(object.byClaimId)
+        ? globalThis.String(object.byClaimId)
+        : isSet(object.by_claim_id)
+        ? globalThis.String(object.by_claim_id)
+        : "",
+      byPriority: isSet(object.byPriority)
+        ? globalThis.Number(object.byPriority)
+        : isSet(object.by_priority)
+        ? globalThis.Number(object.by_priority)
+        : 0,
+      graceMs: isSet(object.graceMs)
+        ? globalThis.Number(object.graceMs)
+        : isSet(object.grace_ms)
+        ? globalThis.Number(object.grace_ms)
+        : 0,
+      machine: isSet(object.machine) ? globalThis.String(object.machine) : "",
+      detail: isSet(object.detail) ? globalThis.String(object.detail) : "",
+    };
+  },
+
+  toJSON(message: GroupPreempting): unknown {
+    const obj: any = {};
+    if (message.byClaimId !== "") {
+      obj.byClaimId = message.byClaimId;
+    }
+    if (message.byPriority !== 0) {
+      obj.byPriority = Math.round(message.byPriority);
+    }
+    if (message.graceMs !== 0) {
+      obj.graceMs = Math.round(message.graceMs);
+    }
+    if (message.machine !== "") {
+      obj.machine = message.machine;
+    }
+    if (message.detail !== "") {
+      obj.detail = message.detail;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GroupPreempting>, I>>(base?: I): GroupPreempting {
+    return GroupPreempting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GroupPreempting>, I>>(object: I): GroupPreempting {
+    const message = createBaseGroupPreempting();
+    message.byClaimId = object.byClaimId ?? "";
+    message.byPriority = object.byPriority ?? 0;
+    message.graceMs = object.graceMs ?? 0;
+    message.machine = object.machine ?? "";
+    message.detail = object.detail ?? "";
     return message;
   },
 };

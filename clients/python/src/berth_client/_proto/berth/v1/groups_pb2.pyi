@@ -118,14 +118,30 @@ class GroupReleased(_message.Message):
     def __init__(self, group_id: _Optional[str] = ...) -> None: ...
 
 class ClaimGroupResponse(_message.Message):
-    __slots__ = ("queued", "granted", "released")
+    __slots__ = ("queued", "granted", "released", "preempting")
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTING_FIELD_NUMBER: _ClassVar[int]
     queued: GroupQueued
     granted: GroupGranted
     released: GroupReleased
-    def __init__(self, queued: _Optional[_Union[GroupQueued, _Mapping]] = ..., granted: _Optional[_Union[GroupGranted, _Mapping]] = ..., released: _Optional[_Union[GroupReleased, _Mapping]] = ...) -> None: ...
+    preempting: GroupPreempting
+    def __init__(self, queued: _Optional[_Union[GroupQueued, _Mapping]] = ..., granted: _Optional[_Union[GroupGranted, _Mapping]] = ..., released: _Optional[_Union[GroupReleased, _Mapping]] = ..., preempting: _Optional[_Union[GroupPreempting, _Mapping]] = ...) -> None: ...
+
+class GroupPreempting(_message.Message):
+    __slots__ = ("by_claim_id", "by_priority", "grace_ms", "machine", "detail")
+    BY_CLAIM_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    MACHINE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    by_claim_id: str
+    by_priority: int
+    grace_ms: int
+    machine: str
+    detail: str
+    def __init__(self, by_claim_id: _Optional[str] = ..., by_priority: _Optional[int] = ..., grace_ms: _Optional[int] = ..., machine: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class GroupMemberView(_message.Message):
     __slots__ = ("index", "claim_id", "wanted", "machine", "allocation")
