@@ -2,9 +2,9 @@
  * Preemption damping (SPEC Q2, issue 22 item 2): the same work — one owner's node of one run, which a Run retried
  * after preemption or an engine claiming again asks as a new claim — is preempted at most `limit` times per
  * `windowMs`; past that its claims are not victims until the oldest of those preemptions leaves the window, so two
- * priorities cannot evict each other's work back and forth without end (kueue#2821, k8s#130429). Claims with no run
- * id and no node are each their own work (a claim preempted ends, so it is preempted once). Memory: one entry per
- * work preempted within the window.
+ * priorities cannot evict each other's work back and forth without end (kueue#2821, k8s#130429). A claim with no run
+ * id and no node is its own work, and so is every claim it becomes by waiting again (requeue.ts). Memory: one entry
+ * per work preempted within the window.
  */
 import type { Held } from './state.js';
 
@@ -24,7 +24,6 @@ export class Damping {
   /** True when `h`'s work was preempted `limit` times within the window: it is not a victim now. */
   exhausted(h: Held, now = Date.now()): boolean {
     const key = workOf(h);
-    if (key === undefined) return false;
     const times = this.#recent(key, now);
     return times !== undefined && times.length >= this.limit;
   }
@@ -32,7 +31,6 @@ export class Damping {
   /** `h` is told to make room now: one more preemption of its work. */
   record(h: Held, now = Date.now()): void {
     const key = workOf(h);
-    if (key === undefined) return;
     const times = this.#recent(key, now) ?? [];
     times.push(now);
     this.#times.set(key, times);
@@ -49,9 +47,10 @@ export class Damping {
   }
 }
 
-/** The work a held claim does: its owner, run id and node; undefined when it names neither run nor node. */
-function workOf(h: Held): string | undefined {
+/** The work a held claim does: its owner, run id and node; else the claim it first was. */
+function workOf(h: Held): string {
   const a = h.grant.ask;
-  if (!a.runId && !a.node) return a.requeuedFrom; // a requeued claim is the work of the claim it first was
+  // a claim naming neither is its own work; requeued, it is still the work of the claim it first was
+  if (!a.runId && !a.node) return a.requeuedFrom ?? h.grant.claimId;
   return `${a.owner ?? ''}\u0000${a.runId}\u0000${a.node}`;
 }

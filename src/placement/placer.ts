@@ -320,6 +320,7 @@ export class Placer {
           reject,
           detach: () => signal.removeEventListener('abort', onAbort),
           notify: opts.onQueued,
+          ...(again ? { requeued: again.why } : {}),
         },
         amount,
         clamped,
@@ -334,7 +335,7 @@ export class Placer {
         !overQuota && !again && s.priorities.preempts(ask) ? this.#considerPreempting(w, true) : undefined;
       // a tenant within its nominal takes back what its cohort lent (SPEC Q3)
       const reclaiming = overQuota && s.quotas.cohortOf(ask.owner) !== undefined ? this.#considerReclaim(w) : undefined;
-      const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+      const info = this.#demand.queuedInfo(w, again ? s.queue.positionOf(w) : s.queue.positionAt(w.prio));
       if (overQuota) info.detail = `held by quota: ${overQuota}`;
       if (again) info.detail = `${again.why}; waiting again at its place: ${info.detail}`;
       if (preempting) info.detail += `; ${preempting}`;
@@ -373,7 +374,7 @@ export class Placer {
     if (!s.queue.isWaiting(w) || !s.priorities.preempts(w.ask)) return;
     const did = this.#considerPreempting(w, true);
     if (!s.queue.isWaiting(w) || !w.cls.pinned || !w.notify) return; // pinned: it told victims (preempt.ts)
-    const info = this.#demand.queuedInfo(w, s.queue.positionAt(w.prio));
+    const info = this.#demand.queuedInfo(w, s.queue.positionOf(w));
     info.detail = `${detail}; ${did}`;
     w.notify(info);
   }

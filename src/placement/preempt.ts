@@ -117,7 +117,7 @@ export class Preemptions {
     const by = { claimId: g.id, prio: g.prio };
     let n = 0;
     for (const [m, victims] of plan.victims) {
-      for (const v of victims) this.#tell(v, by, m.spec.name);
+      for (const v of victims) this.#tell(v, by, m.spec.name, `preempted by group ${g.id} of priority ${g.prio}`);
       n += victims.length;
     }
     const on = [...plan.victims.keys()].map((m) => m.spec.name).join(', ');

@@ -99,7 +99,10 @@ export function placerSnapshot(
       q.detail += lacking(w); // `: waiting for 40960 MB ram`, as the claim's Queued says (issue 23)
       why.set(w.cls, q);
     }
-    return { ...q, claimId: w.claimId, position };
+    if (w.requeued === undefined) return { ...q, claimId: w.claimId, position };
+    // a preempted claim waiting again says so, as its stream's Queued did (SPEC Q2)
+    const detail = `${w.requeued}; waiting again at its place: ${q.detail}`;
+    return { ...q, claimId: w.claimId, position, requeued: true, detail };
   };
   return {
     machines: Array.from(machines.all(), (m) => ({

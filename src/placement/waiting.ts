@@ -38,6 +38,8 @@ export interface Waiter extends Place {
   reclaiming?: Usage;
   /** Hears a fresh Queued when why it waits changes (a provisioner's reason, SPEC V4). */
   notify?: (q: QueuedInfo) => void;
+  /** Set for a preempted claim waiting again at its place (requeue.ts): why it was preempted. */
+  requeued?: string;
 }
 
 /** Waiters asking the same thing; `amount` is the ask, or the ask clamped to the best machine (P5, P11). */
@@ -162,6 +164,16 @@ export class WaitQueue {
   positionAt(prio: number): number {
     let n = 0;
     for (const [p, k] of this.#byPrio) if (p >= prio) n += k;
+    return n;
+  }
+
+  /**
+   * 1-based position of `w` itself: one more than the waiters ahead of it (SPEC Q1). For a claim waiting again at its
+   * old place (requeue.ts), which `positionAt` would put last. Cost: every waiter.
+   */
+  positionOf(w: Waiter): number {
+    let n = 1;
+    for (const o of this.#all.values()) if (o !== w && ahead(o, w)) n++;
     return n;
   }
 

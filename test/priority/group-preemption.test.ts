@@ -98,6 +98,7 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
     }
     expect(Object.fromEntries(on)).toEqual({ w1: 2, w2: 2 }); // the fewest on each machine the gang needs
     expect(notices.filter((n) => n !== null).every((n) => n!.byClaimId === q.groupId)).toBe(true);
+    expect((await victims[0].preempting).detail).toContain(`preempted by group ${q.groupId} of priority 100`);
 
     // one victim gives its GPU back early: a lower claim arriving now does not take it
     await victims[0].release();

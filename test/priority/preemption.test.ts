@@ -125,7 +125,11 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(q.claimId).not.toBe(gl.claimId); // the claim waits again under a new id
     const released = events.seen.find((e) => e.kind === 'claim_released' && e.claimId === gl.claimId);
     expect(released?.outcome).toBe('preempted');
-    expect((await snapshot(t.placement)).waiting.map((w) => w.node)).toEqual(['low']);
+    const waiting = (await snapshot(t.placement)).waiting;
+    expect(waiting.map((w) => w.node)).toEqual(['low']);
+    expect(waiting[0].reason).toMatchObject({ requeued: true, claimId: q.claimId }); // GetSnapshot says so too
+    expect(waiting[0].reason?.detail).toMatch(/^preempted by claim \S+ of priority 100; waiting again at its place: /);
+    expect(renderStatus(await snapshot(t.placement))).toContain('waiting again at its place');
 
     await urgent.release(); // the room returns: the requeued claim gets it on the same stream
     const again = await low.regranted;
@@ -145,7 +149,7 @@ describe('bounded preemption (SPEC Q2)', () => {
     await later.queued;
     const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
     await urgent.granted;
-    await low.requeued;
+    expect((await low.requeued).position).toBe(2); // behind its preemptor, ahead of the later claim
     const order = (await snapshot(t.placement)).waiting.map((w) => w.node);
     expect(order).toEqual(['first', 'later']); // back ahead of the one that came after it, behind its preemptor
     await urgent.release();
@@ -173,8 +177,22 @@ describe('bounded preemption (SPEC Q2)', () => {
     const q = await low.requeued;
     expect(q.detail).toContain(`preempted by claim ${gu.claimId}`);
     expect(low.responses.some((r) => r.kind?.$case === 'released')).toBe(false);
+    low.makeRoom(); // late or twice: it waits again already, nothing changes
     urgent.call.end(); // the preemptor half-closes: the requeued claim is granted again
     expect((await low.regranted).machine).toBe('engine');
+  });
+
+  it('a plain Release while the claim waits again gives it up and is answered by Released', async () => {
+    t = await serve({ cpus: 2 }, 0.2);
+    const low = held({ cpus: 2, node: 'low' });
+    await low.granted;
+    const urgent = held({ cpus: 2, node: 'u', priorityClass: 'urgent' });
+    await urgent.granted;
+    const q = await low.requeued;
+    await low.release();
+    const last = low.responses.at(-1)?.kind;
+    expect(last?.$case === 'released' && last.value.claimId).toBe(q.claimId);
+    expect((await snapshot(t.placement)).waiting).toEqual([]);
   });
 
   it('a requeued victim whose stream ends while it waits again leaves the queue', async () => {

@@ -30,6 +30,7 @@ import { toGranted, toPreempting, toQueued } from '../convert.js';
 import { hashToken } from '../resume-tokens.js';
 import { bidiStream, type CallScope, type Sink } from '../edge.js';
 import type { Caller } from '../identity.js';
+import { type Again, unexpected, waitAgain } from '../claim-requeue.js';
 
 type Next = IteratorResult<ClaimRequest>;
 
@@ -75,8 +76,9 @@ export function claimHandler(ctx: ServerContext) {
       const granted = { ...toGranted(grant), resumeToken: token };
       const again = await lease(ctx, grant, granted, queued, { it, pending }, sink, scope);
       if (!again) return;
-      pending = again.pending;
-      grant = await waitForGrant(again.granted, pending, scope, ctx); // undefined: half-closed or released meanwhile
+      const next = await waitAgain(ctx, again, it, sink, scope); // no grant: given up meanwhile
+      pending = next.pending;
+      grant = next.grant;
     }
   });
 }
@@ -84,9 +86,12 @@ export function claimHandler(ctx: ServerContext) {
 /** Writes each Queued of a claim in order; `flushed` resolves once those written so far are sent. */
 class QueuedWriter {
   #writes: Promise<void> | undefined;
+  /** The claim id of the last Queued: a requeued claim's new id. */
+  claimId = '';
   constructor(readonly sink: Sink<ClaimResponse>) {}
 
   readonly write = (q: QueuedInfo): void => {
+    this.claimId = q.claimId;
     const m: ClaimResponse = { kind: { $case: 'queued', value: toQueued(q) } };
     const w = (this.#writes ?? Promise.resolve()).then(() => this.sink.write(m));
     w.catch(() => {});
@@ -102,12 +107,6 @@ class QueuedWriter {
 /** The client's messages: the iterator and the read now pending on it. */
 interface Reading {
   it: AsyncIterator<ClaimRequest>;
-  pending: Promise<Next>;
-}
-
-/** A preempted claim waits again (SPEC Q2): its next grant, and the read pending on the stream. */
-interface Again {
-  granted: Promise<Grant>;
   pending: Promise<Next>;
 }
 
@@ -131,8 +130,9 @@ async function resume(
   let pending = it.next();
   let again = await lease(ctx, grant, granted, queued, { it, pending }, sink, scope);
   while (again) {
-    pending = again.pending;
-    const next = await waitForGrant(again.granted, pending, scope, ctx);
+    const waited = await waitAgain(ctx, again, it, sink, scope);
+    pending = waited.pending;
+    const next = waited.grant;
     if (!next) return;
     const token = ctx.holds.issue(next);
     ctx.journal?.claimHolder(next.claimId, hashToken(token).toString('base64'), next.ask.holdMs ?? 0);
@@ -187,7 +187,7 @@ async function lease(
         given = true; // preempted: it waits again once its books are back, and the stream with it
         const again = requeue;
         requeue = undefined; // still watched: the placer files it again when its runs are gone
-        return { granted: again.granted, pending };
+        return { granted: again.granted, pending, claimId: () => queued.claimId };
       }
       throw next.lost;
     }
@@ -212,7 +212,7 @@ async function lease(
       given = true;
       const again = requeue;
       requeue = undefined; // still watched: the placer files it again when its runs are gone
-      return { granted: again.granted, pending: reading.it.next() };
+      return { granted: again.granted, pending: reading.it.next(), claimId: () => queued.claimId };
     }
     if (next.value.kind?.$case === 'release') {
       given = true;
@@ -308,12 +308,4 @@ function lostOf(grant: Grant, off: (unlisten: () => void) => void): Promise<Lost
     grant.lost.addEventListener('abort', onLost, { once: true });
     off(() => grant.lost.removeEventListener('abort', onLost));
   });
-}
-
-function unexpected(n: Next): BerthError {
-  const got = n.done ? 'end' : (n.value.kind?.$case ?? 'an empty message');
-  return new BerthError(
-    'invalid_argument',
-    `kind: only a release may follow the ask (got ${got === 'ask' ? 'a second ask' : got})`,
-  );
 }
