@@ -178,6 +178,7 @@ describe('bounded preemption (SPEC Q2)', () => {
     expect(q.detail).toContain(`preempted by claim ${gu.claimId}`);
     expect(low.responses.some((r) => r.kind?.$case === 'released')).toBe(false);
     low.makeRoom(); // late or twice: it waits again already, nothing changes
+    expect((await snapshot(t.placement)).waiting.map((w) => w.node)).toEqual(['low']); // still waiting, stream open
     urgent.call.end(); // the preemptor half-closes: the requeued claim is granted again
     expect((await low.regranted).machine).toBe('engine');
   });
