@@ -111,8 +111,9 @@ export class Lease implements AsyncDisposable {
   #requeued?: Queued;
 
   /**
-   * Resolves with the Granted the lease holds: at once while it holds, else once the requeued claim is granted again
-   * (SPEC Q2). Rejects with `signal.reason` if the lease is lost meanwhile.
+   * Resolves with the Granted the lease holds: at once while it holds one no preemption notice has doomed; after a
+   * notice (SPEC Q2), once the claim was given back and granted again. Rejects with `signal.reason` if the lease is
+   * lost meanwhile (with `onPreempt: 'cancel'`, at the grace's end).
    */
   granted(): Promise<Granted> {
     if (this.signal.aborted) return Promise.reject(this.signal.reason);
@@ -173,6 +174,7 @@ export class Lease implements AsyncDisposable {
         if (r.value.kind?.$case === 'released') return;
         if (r.value.kind?.$case === 'preempting') {
           this.preempted = r.value.kind.value;
+          this.#goingAway(); // the grant is doomed: granted() waits for the next one (or the loss)
           tell(this.#resume.o.onPreempting, this.preempted);
         }
         if (r.value.kind?.$case === 'queued' && r.value.kind.value.requeued) this.#waitAgain(r.value.kind.value);
@@ -199,12 +201,16 @@ export class Lease implements AsyncDisposable {
   /** The preempted claim waits again at its place (SPEC Q2): the first requeued Queued starts the wait. */
   #waitAgain(q: Queued): void {
     this.#requeued = q;
-    if (!this.#waiting) {
-      let resolve!: (g: Granted) => void;
-      const granted = new Promise<Granted>((r) => (resolve = r));
-      this.#waiting = { granted, resolve };
-    }
+    this.#goingAway();
     tell(this.#resume.o.onRequeued, q);
+  }
+
+  /** From a preemption notice on, `granted()` waits for the next grant. */
+  #goingAway(): void {
+    if (this.#waiting) return;
+    let resolve!: (g: Granted) => void;
+    const granted = new Promise<Granted>((r) => (resolve = r));
+    this.#waiting = { granted, resolve };
   }
 
   /** The requeued claim is granted again: the lease holds the new grant from now on. */

@@ -456,6 +456,15 @@ export class Placer {
     this.#preempted(claimId, why);
   }
 
+  /**
+   * True when a Release with requeue for held claim `claimId` is stale: the claim waited again after a preemption
+   * and no notice has come for this grant, so it was meant for the grant before (SPEC Q2: a no-op, not an error).
+   */
+  staleMakeRoom(claimId: string): boolean {
+    const h = this.#s.held.get(claimId);
+    return h?.grant.ask.requeuedFrom !== undefined && this.#preempt.notice(claimId) === undefined;
+  }
+
   /** Files preempted claim `h` again at its place (requeue.ts): a new claim id, the same work for damping. */
   #fileAgain(h: Held, watch: RequeueWatch, why: string): Grant | Promise<Grant> {
     const first = h.grant.ask;

@@ -95,25 +95,13 @@ class BridgedLease:
         self._lt.call(self._lease.release())
 
     def wait_preempted(self, timeout: float | None = None) -> Any:
-        async def wait() -> Any:
-            try:
-                return await asyncio.wait_for(self._lease.wait_preempted(), timeout)
-            except asyncio.TimeoutError:
-                return None
-
-        return self._lt.call(wait())
+        return self._lt.call(self._lease.wait_preempted(timeout))
 
     def make_room(self) -> None:
         self._lt.call(self._lease.make_room())
 
     def wait_granted(self, timeout: float | None = None) -> Any:
-        async def wait() -> Any:
-            try:
-                return await asyncio.wait_for(self._lease.wait_granted(), timeout)
-            except asyncio.TimeoutError:
-                return None
-
-        return self._lt.call(wait())
+        return self._lt.call(self._lease.wait_granted(timeout))
 
     def __getattr__(self, name: str) -> Any:  # grant, claim_id, machine, allocation, …
         return getattr(self._lease, name)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from berth_client import BerthError, Client, InvalidAsk, Preempted, Preempting, Started
+from berth_client import BerthError, Client, InvalidAsk, Preempted, Preempting, Queued, Started
 from conftest import Connect
 from processes import start_server
 
@@ -52,7 +53,7 @@ def preempt(preempt_server: str, connect: Connect) -> Iterator[Client]:
 
 
 def test_a_lease_not_given_back_in_the_grace_waits_again_and_is_granted_again(preempt: Client) -> None:
-    low = preempt.acquire(cpus=1, node="low")
+    low = preempt.acquire(cpus=1, node=f"low-{uuid.uuid4().hex[:8]}")
     first = low.claim_id
     urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # granted once berth released `low`
     try:
@@ -82,6 +83,26 @@ def test_make_room_hands_the_core_over_at_once_and_release_while_waiting_again_i
         assert low.wait_granted(timeout=0.2) is None
         low.release()  # while waiting again: no error, nothing was held
         urgent.release()  # type: ignore[attr-defined]
+
+
+def test_after_the_notice_wait_granted_returns_the_next_grant_and_a_late_make_room_changes_nothing(
+    preempt: Client,
+) -> None:
+    seen: list[Queued] = []
+    # each test's victims are their own work: damping (--preemption-limit 3 per work) must not spare them
+    low = preempt.acquire(cpus=1, node=f"late-room-{uuid.uuid4().hex[:8]}", on_queued=seen.append)
+    first = low.claim_id
+    urgent = preempt.acquire(cpus=1, priority_class="urgent", timeout=10)  # the 0.3 s grace ran out
+    try:
+        assert low.wait_preempted(timeout=10) is not None
+        assert low.wait_granted(timeout=0.2) is None  # the old grant is gone: it waits again
+        low.make_room()  # too late (it waits again already): ignored, the claim is not given up
+    finally:
+        urgent.release()
+    again = low.wait_granted(timeout=10)
+    assert again is not None and again.claim_id != first and again.claim_id == low.claim_id
+    assert [q.requeued for q in seen] == [True] and seen[0].claim_id == again.claim_id
+    low.release()
 
 
 def test_on_preempt_must_be_requeue_or_cancel(preempt: Client) -> None:

@@ -181,13 +181,21 @@ async function lease(
     // Only a worker can leave, or a preempted claim end; else `lost` is not read (it would make a controller).
     // The listener goes when the stream does: a claim resumed many times must not pile them up.
     const watchLost = grant.remote || preemptible;
-    const next = watchLost ? await Promise.race([pending, lostOf(grant, (f) => (unlisten = f))]) : await pending;
+    const lost = watchLost ? lostOf(grant, (f) => (unlisten = f)) : undefined;
+    let current = pending;
+    let next: Next | Lost;
+    for (;;) {
+      next = lost ? await Promise.race([current, lost]) : await current;
+      // a Release with requeue sent for the grant before this one, read after the regrant: stale, skipped
+      if (!requeue || !isMakeRoom(next) || !ctx.placer.staleMakeRoom(grant.claimId)) break;
+      current = reading.it.next();
+    }
     if ('lost' in next) {
       if (requeue && next.lost instanceof BerthError && next.lost.kind === 'aborted') {
         given = true; // preempted: it waits again once its books are back, and the stream with it
         const again = requeue;
         requeue = undefined; // still watched: the placer files it again when its runs are gone
-        return { granted: again.granted, pending, claimId: () => queued.claimId };
+        return { granted: again.granted, pending: current, claimId: () => queued.claimId };
       }
       throw next.lost;
     }
@@ -298,6 +306,11 @@ function cancelWithin(scope: CallScope, ms: number): Promise<void> {
     const timer = setTimeout(done, ms);
     const off = scope.onAbort(done);
   });
+}
+
+/** True for a client's Release with requeue (SPEC Q2 make-room). */
+function isMakeRoom(n: Next | Lost): boolean {
+  return !('lost' in n) && !n.done && n.value.kind?.$case === 'release' && n.value.kind.value.requeue === true;
 }
 
 /** Resolves when the worker holding `grant` leaves (SPEC W3); `off` receives the function that stops listening. */

@@ -73,6 +73,8 @@ class ClaimLease(GrantFields):
         kind: str | None = msg.WhichOneof("kind")
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
+            self._holding.clear()  # the grant is going: wait_granted() waits for the next one (or the end)
+            self._settled.clear()
             self._told.set()
         elif kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again (SPEC Q2)
             self._holding.clear()
@@ -103,8 +105,9 @@ class ClaimLease(GrantFields):
         self._requests.put(placement_pb2.ClaimRequest(release=placement_pb2.Release(requeue=True)))
 
     def wait_granted(self, timeout: float | None = None) -> Grant | None:
-        """Blocks while a preempted claim waits again (SPEC Q2) and returns its new grant, or None after `timeout` s
-        or when the lease ended meanwhile; returns the grant at once while the lease holds one."""
+        """Returns the grant the lease holds: at once while it holds one no preemption notice has doomed; after a
+        notice (SPEC Q2), the next grant once the claim was given back and granted again, or None after `timeout` s
+        or when the lease ended meanwhile (released, or preempted with on_preempt "cancel")."""
         self._settled.wait(timeout)
         return self.grant if self._holding.is_set() else None
 

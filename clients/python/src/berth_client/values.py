@@ -98,7 +98,8 @@ class Queued:
     `wanted`: what it waits for (after clamping); `best_machine` and `best_free`: the machine closest
     to holding it and what that machine has free now; `machines_able`: how many attached machines
     could ever hold it; `position` in the queue (1 = next; counting only the waiters ahead of it, SPEC Q1);
-    `asked`: the ask before clamping; `priority`: its priority (0 when none)."""
+    `asked`: the ask before clamping; `priority`: its priority (0 when none); `requeued`: True when a preempted
+    claim waits again at its place (SPEC Q2; `claim_id` is then its new id)."""
 
     detail: str
     claim_id: str
@@ -109,6 +110,7 @@ class Queued:
     best_free: Amount | None = None
     asked: Amount | None = None
     priority: int = 0
+    requeued: bool = False
 
     @classmethod
     def from_proto(cls, msg: placement_pb2.Queued) -> Queued:
@@ -123,6 +125,7 @@ class Queued:
             optional_amount(msg, "best_free"),
             optional_amount(msg, "asked"),
             msg.priority,
+            msg.requeued,
         )
 
     def __str__(self) -> str:

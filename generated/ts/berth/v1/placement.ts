@@ -243,7 +243,8 @@ export interface Release {
   /**
    * Only after a Preempting notice on a claim whose on_preempt is requeue (SPEC Q2): give the room back now and
    * wait again at the claim's original place, answered by Queued with requeued set, then a new Granted, instead
-   * of Released. Else INVALID_ARGUMENT naming release.requeue.
+   * of Released. One that comes late (the claim waits again already, or was granted again and has heard no notice
+   * since) is ignored. Else INVALID_ARGUMENT naming release.requeue.
    */
   requeue?: boolean | undefined;
 }

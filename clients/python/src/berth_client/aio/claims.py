@@ -22,6 +22,16 @@ from .streams import CallEnded, Reader, send
 _RELEASED = object()  # the watcher saw Released
 
 
+async def _first_of(timeout: float | None, *events: asyncio.Event) -> None:
+    """Returns once any of `events` is set, or after `timeout` s (None: no bound)."""
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
 class AsyncClaimLease(GrantFields):
     """One claim (not reusable). Once granted, `grant` and its fields (`claim_id`, `machine`,
     `remote`, `allocation`, `clamped`) are readable here, and the lease can be passed as `run(claim=lease)`."""
@@ -44,6 +54,7 @@ class AsyncClaimLease(GrantFields):
         """While a preempted claim waits again at its place (SPEC Q2, on_preempt "requeue"): its Queued; else None."""
         self._holding = False
         self._settled = asyncio.Event()  # set while it holds a grant, and once its stream ended
+        self._stream_over = asyncio.Event()  # set once its stream ended
         self._lease_watch: asyncio.Future[object] | None = None
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
@@ -51,6 +62,8 @@ class AsyncClaimLease(GrantFields):
         kind: str | None = msg.WhichOneof("kind")
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
+            self._holding = False  # the grant is going: wait_granted() waits for the next one (or the end)
+            self._settled.clear()
             self._told.set()
         elif kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again (SPEC Q2)
             self._holding = False
@@ -67,23 +80,28 @@ class AsyncClaimLease(GrantFields):
             self._settled.set()
         return kind
 
-    async def wait_preempted(self) -> Preempting:
-        """Waits for the preemption notice (SPEC Q2): checkpoint, then `make_room()` (the claim waits again at its
-        place, on_preempt "requeue") or `release()` within its `grace_ms`."""
-        await self._told.wait()
-        assert self.preempted is not None
+    async def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
+        """Waits for the preemption notice (SPEC Q2) and returns it; None after `timeout` s or once the lease ended
+        without one. Checkpoint, then `make_room()` (the claim waits again at its place, on_preempt "requeue") or
+        `release()` within its `grace_ms`."""
+        await _first_of(timeout, self._told, self._stream_over)
         return self.preempted
 
     async def make_room(self) -> None:
         """After the preemption notice (SPEC Q2): gives the room back now, not at the grace's end, and waits again at
-        the claim's place (`requeued`, then `wait_granted()`). The server refuses it (InvalidAsk naming
-        release.requeue; the lease is lost) when no notice came or the claim asked on_preempt "cancel"."""
-        await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release(requeue=True)))
+        the claim's place (`requeued`, then `wait_granted()`); a no-op once it waits again or the lease ended. The
+        server refuses it (InvalidAsk naming release.requeue; the lease is lost) when no notice came or the claim
+        asked on_preempt "cancel"."""
+        try:
+            await self._call.write(placement_pb2.ClaimRequest(release=placement_pb2.Release(requeue=True)))
+        except (grpc.RpcError, asyncio.InvalidStateError):
+            pass  # the stream ended first: the lease's watcher hears how
 
-    async def wait_granted(self) -> Grant | None:
-        """Waits while a preempted claim waits again (SPEC Q2) and returns its new grant, or None when the lease ended
-        meanwhile; returns the grant at once while the lease holds one."""
-        await self._settled.wait()
+    async def wait_granted(self, timeout: float | None = None) -> Grant | None:
+        """Returns the grant the lease holds: at once while it holds one no preemption notice has doomed; after a
+        notice (SPEC Q2), the next grant once the claim was given back and granted again, or None after `timeout` s
+        or when the lease ended meanwhile."""
+        await _first_of(timeout, self._settled)
         return self.grant if self._holding else None
 
     async def _watch_lease(self) -> object:
@@ -100,6 +118,7 @@ class AsyncClaimLease(GrantFields):
         finally:
             self._holding = False
             self._settled.set()
+            self._stream_over.set()
 
     async def acquire(self) -> Grant:
         """Waits until granted. Raises NoWorker, Oversize, InvalidAsk, NodeTimeout (timeout), Unavailable…"""

@@ -49,6 +49,7 @@ class AsyncResumableClaimLease(AsyncClaimLease):
         finally:
             self._holding = False
             self._settled.set()
+            self._stream_over.set()
 
     def _after_grant(self) -> None:
         """This lease reads its stream with its own watcher (which also resumes it), not the plain lease's."""
