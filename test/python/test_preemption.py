@@ -108,6 +108,8 @@ def test_after_the_notice_wait_granted_returns_the_next_grant_and_a_late_make_ro
 def test_on_preempt_must_be_requeue_or_cancel(preempt: Client) -> None:
     with pytest.raises(InvalidAsk, match=r"ask\.on_preempt: must be 'requeue' or 'cancel' \(got 'later'\)"):
         preempt.acquire(cpus=1, on_preempt="later")
+    with pytest.raises(TypeError, match="on_preempted"):
+        preempt.acquire(cpus=1, on_preempted="print")  # type: ignore[arg-type]
 
 
 def test_on_preempt_cancel_a_lease_not_given_back_in_the_grace_ends_preempted(preempt: Client) -> None:
@@ -131,7 +133,9 @@ def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
     patient_server: str, connect: Connect, hold: float | None
 ) -> None:
     with connect(patient_server) as c:
-        low = c.acquire(cpus=1, hold=hold)  # a lease with a hold reads its stream with its own (resuming) watcher
+        heard: list[Preempting] = []
+        # a lease with a hold reads its stream with its own (resuming) watcher
+        low = c.acquire(cpus=1, hold=hold, on_preempted=heard.append)
         assert low.wait_preempted(timeout=0.2) is None  # nothing preempts it yet
         got: dict[str, object] = {}
         waiter = threading.Thread(target=lambda: got.update(urgent=c.acquire(cpus=1, priority_class="urgent")))
@@ -141,6 +145,7 @@ def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
         assert (notice.by_priority, notice.grace_ms, notice.machine) == (100, 60_000, "engine")
         assert f"claim {low.claim_id} (priority 0) on engine preempted by claim {notice.by_claim_id}" in str(notice)
         assert low.preempted == notice
+        assert heard == [notice]  # on_preempted was called with it, before wait_preempted returned
         low.release()  # within the grace: an ordinary release, no error
         waiter.join(timeout=10)
         urgent = got["urgent"]

@@ -21,7 +21,7 @@ from .resumable import ResumableClaimLease
 from .runs import RunStream, execute
 from .servers import Servers
 from .snapshots import Compiled, Satisfiability, Snapshot
-from .values import CancelCounts, Queued, RunEvent
+from .values import CancelCounts, Preempting, Queued, RunEvent
 
 
 class Client:
@@ -87,6 +87,7 @@ class Client:
         priority: int | None = None,
         priority_class: str | None = None,
         on_preempt: str = "requeue",
+        on_preempted: Callable[[Preempting], object] | None = None,
     ) -> ClaimLease:
         """A lease on cores (None = 1), `gpus` GPUs and `ram_mb` MB on one machine.
 
@@ -120,6 +121,8 @@ class Client:
         given back (`lease.make_room()` after `lease.wait_preempted()`, or at the grace's end), it waits again at
         its place on the same lease: `lease.requeued` is its Queued until `lease.wait_granted()` returns the new
         grant (a new claim id and allocation); "cancel" — it ends, and leaving the block raises Preempted.
+        `on_preempted(notice)` is called with the notice when it comes (from the lease's reader thread; asyncio: in
+        the event loop), as `lease.preempted` and `wait_preempted()` also give it.
         """
         spec = prepare.claim_spec(
             cpus=cpus,
@@ -139,6 +142,7 @@ class Client:
             priority=priority,
             priority_class=priority_class,
             on_preempt=on_preempt,
+            on_preempted=on_preempted,
         )
         if spec.ask.hold_ms:
             return ResumableClaimLease(self._stub, spec, self._metadata)
@@ -163,6 +167,7 @@ class Client:
         priority: int | None = None,
         priority_class: str | None = None,
         on_preempt: str = "requeue",
+        on_preempted: Callable[[Preempting], object] | None = None,
     ) -> ClaimLease:
         """Like `claim()` without the block: blocks until granted and returns the held lease
         (`lease.grant`, `lease.allocation`, …); `lease.release()` gives it back (from any thread).
@@ -185,6 +190,7 @@ class Client:
             priority,
             priority_class,
             on_preempt,
+            on_preempted,
         )
         lease.acquire()
         return lease

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf import struct_pb2
@@ -42,6 +43,16 @@ def warn_clamped(what: str, started: Any) -> None:
     asked = f"asked {started.asked}, " if started.asked is not None else ""
     message = f"{what} was clamped to the best real machine {started.machine}: {asked}granted {granted}"
     warnings.warn(Clamped(message, started.asked, granted), stacklevel=_user_stacklevel())
+
+
+def tell_preempted(hook: Callable[[Any], object] | None, notice: Any) -> None:
+    """Calls a lease's `on_preempted(notice)` (SPEC Q2); what it raises must not end the lease: it is warned instead."""
+    if hook is None:
+        return
+    try:
+        hook(notice)
+    except Exception as err:  # noqa: BLE001 - a user's callback; the lease goes on
+        warnings.warn(f"a lease's on_preempted callback raised {type(err).__name__}: {err}", stacklevel=2)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

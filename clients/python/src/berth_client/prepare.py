@@ -13,16 +13,18 @@ from . import checks
 from ._proto.berth.v1 import placement_pb2, resources_pb2
 from .asks import build_ask
 from .errors import InvalidAsk
-from .values import Grant, Queued, RunEvent
+from .values import Grant, Preempting, Queued, RunEvent
 
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """A checked claim: the Ask, `on_queued`, `timeout` (s for the grant; None = for ever)."""
+    """A checked claim: the Ask, `on_queued`, `timeout` (s for the grant; None = for ever), `on_preempted` (called with
+    the preemption notice, SPEC Q2)."""
 
     ask: resources_pb2.Ask
     on_queued: Callable[[Queued], object] | None
     timeout: float | None
+    on_preempted: Callable[[Preempting], object] | None = None
 
     @property
     def oversize_fails(self) -> bool:
@@ -61,6 +63,7 @@ def claim_spec(
     priority: int | None = None,
     priority_class: str | None = None,
     on_preempt: str = "requeue",
+    on_preempted: Callable[[Preempting], object] | None = None,
 ) -> ClaimSpec:
     """The ClaimSpec for `claim()` / `acquire()` arguments (see Client.claim); `hold` (s) becomes the
     Ask's hold_ms; `resources` the Ask's named resources; `gpu_type` its required GPU type; `on_preempt`
@@ -68,6 +71,7 @@ def claim_spec(
     timeout = checks.timeout(timeout)
     hold_ms = checks.hold(hold)
     checks.callback("on_queued", on_queued)
+    checks.callback("on_preempted", on_preempted)
     ask = build_ask(
         cpus=cpus,
         gpus=gpus,
@@ -89,7 +93,7 @@ def claim_spec(
         raise InvalidAsk(f"ask.on_preempt: must be 'requeue' or 'cancel' (got {on_preempt!r})", field="ask.on_preempt")
     if on_preempt == "cancel":
         ask.on_preempt = resources_pb2.ON_PREEMPT_CANCEL
-    return ClaimSpec(ask, on_queued, timeout)
+    return ClaimSpec(ask, on_queued, timeout, on_preempted)
 
 
 def claim_id_of(claim: object) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
-from ..decode import warn_clamped
+from ..decode import tell_preempted, warn_clamped
 from ..errors import BerthError, NodeTimeout, from_rpc_error
 from ..prepare import ClaimSpec
 from ..values import Grant, Preempting, Queued
@@ -62,6 +62,7 @@ class AsyncClaimLease(GrantFields):
         kind: str | None = msg.WhichOneof("kind")
         if kind == "preempting":
             self.preempted = Preempting.from_proto(msg.preempting)
+            tell_preempted(self._spec.on_preempted, self.preempted)
             self._holding = False  # the grant is going: wait_granted() waits for the next one (or the end)
             self._settled.clear()
             self._told.set()

@@ -18,7 +18,7 @@ from ..groups import GroupQueued, group_request, resume_group_request
 from ..history import HistoryEntry, history_request
 from ..servers import Servers
 from ..snapshots import Compiled, Satisfiability, Snapshot
-from ..values import CancelCounts, Queued, RunEvent
+from ..values import CancelCounts, Preempting, Queued, RunEvent
 from .claims import AsyncClaimLease
 from .groups import AsyncGroupLease
 from .resumable import AsyncResumableClaimLease
@@ -90,6 +90,7 @@ class AsyncClient:
         priority: int | None = None,
         priority_class: str | None = None,
         on_preempt: str = "requeue",
+        on_preempted: Callable[[Preempting], object] | None = None,
     ) -> AsyncClaimLease:
         """`async with client.claim(...) as grant:` — see `Client.claim`; leaving the block awaits the
         release's acknowledgement, cancelling the task ends the claim at once (with `hold`, its stream:
@@ -112,6 +113,7 @@ class AsyncClient:
             priority=priority,
             priority_class=priority_class,
             on_preempt=on_preempt,
+            on_preempted=on_preempted,
         )
         if spec.ask.hold_ms:
             return AsyncResumableClaimLease(self._stub, spec, self._metadata)
@@ -136,6 +138,7 @@ class AsyncClient:
         priority: int | None = None,
         priority_class: str | None = None,
         on_preempt: str = "requeue",
+        on_preempted: Callable[[Preempting], object] | None = None,
     ) -> AsyncClaimLease:
         """`lease = await client.acquire(...)`: the granted lease; `await lease.release()` gives it back."""
         lease = self.claim(
@@ -156,6 +159,7 @@ class AsyncClient:
             priority,
             priority_class,
             on_preempt,
+            on_preempted,
         )
         await lease.acquire()
         return lease
