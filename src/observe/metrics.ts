@@ -324,6 +324,18 @@ export class BerthMetrics {
       },
     });
     new Gauge({
+      name: 'berth_claims_waiting_by_priority',
+      help: 'Claims waiting now, by priority (SPEC Q1).',
+      labelNames: ['priority'],
+      registers: [r],
+      collect() {
+        this.reset();
+        const by = new Map<number, number>();
+        for (const w of current().waiting) by.set(w.priority ?? 0, (by.get(w.priority ?? 0) ?? 0) + 1);
+        for (const [priority, n] of by) this.set({ priority: String(priority) }, n);
+      },
+    });
+    new Gauge({
       name: 'berth_claims_held',
       help: 'Claims held now.',
       registers: [r],

@@ -62,6 +62,8 @@ describe.skipIf(!CHROMIUM)('a preemption is visible', () => {
         /^priority 100 \(urgent\): 1 cpu\(s\); preempting on engine$/,
       );
 
+      const during = await (await fetch(`${t.server.observe!.url}/metrics`)).text();
+      expect(sample(during, 'berth_claims_waiting_by_priority{priority="100"}')).toBe(1); // the preemptor waits
       await low.release();
       await urgent.granted;
       const metrics = await (await fetch(`${t.server.observe!.url}/metrics`)).text();
