@@ -12,8 +12,9 @@ from typing import Any
 import grpc
 
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
-from ..decode import tell_preempted, warn_clamped
+from ..decode import warn_clamped
 from ..errors import BerthError, NodeTimeout, from_rpc_error
+from ..preempt_state import heard
 from ..prepare import ClaimSpec
 from ..values import Grant, Preempting, Queued
 from ..views import GrantFields
@@ -59,23 +60,13 @@ class AsyncClaimLease(GrantFields):
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
         """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
-        kind: str | None = msg.WhichOneof("kind")
-        if kind == "preempting":
-            self.preempted = Preempting.from_proto(msg.preempting)
-            tell_preempted(self._spec.on_preempted, self.preempted)
-            self._holding = False  # the grant is going: wait_granted() waits for the next one (or the end)
-            self._settled.clear()
-            self._told.set()
-        elif kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again (SPEC Q2)
+        kind, change = heard(self, msg, self._spec)
+        if change in ("doomed", "requeued"):  # the grant is going: wait_granted() waits for the next one (or the end)
             self._holding = False
             self._settled.clear()
-            self.requeued = Queued.from_proto(msg.queued)
-            if self._spec.on_queued is not None:
-                self._spec.on_queued(self.requeued)
-        elif kind == "granted":  # the requeued claim is granted again: a new claim id and allocation
-            self.grant = Grant.from_proto(msg.granted)
-            self.requeued = None
-            self.preempted = None
+        if change == "doomed":
+            self._told.set()
+        elif change == "regranted":
             self._told.clear()
             self._holding = True
             self._settled.set()
