@@ -9,9 +9,9 @@
  * Lease, claim id and allocation, told through `onResuming` / `onResumed`. When it cannot, `signal`
  * aborts with ClaimLost and `release()` throws it.
  *
- * A preempted lease (SPEC Q2) hears `onPreempting`; by default (`onPreempt: 'requeue'`) the claim then waits again at
- * its place once given back — at the grace's end, or at once with `makeRoom()` — and the same Lease is granted again
- * on the same stream: `onRequeued` (the Queued), then `onRegranted` (the new Granted: a new claim id and allocation),
+ * A preempted lease (SPEC Q2) hears `onPreempting`; by default (`onPreempt: 'requeue'`) the claim then waits again
+ * at its place once given back — at the grace's end, or at once with `makeRoom()` — and the same Lease is granted
+ * again on the same stream: `onRequeued` (the Queued), then `onRegranted` (the new Granted: new claim id, allocation),
  * `granted()` resolving once it holds again. With `onPreempt: 'cancel'` the grace's end aborts `signal` with Preempted.
  */
 import type {
@@ -67,9 +67,8 @@ function tell<T>(hook: ((x: T) => void) | undefined, x: T): void {
   try {
     hook?.(x);
   } catch (e) {
-    process.emitWarning(
-      `a lease's onResuming/onResumed/onPreempting/onRequeued/onRegranted hook threw: ${e instanceof Error ? e.message : String(e)}`,
-    );
+    const why = e instanceof Error ? e.message : String(e);
+    process.emitWarning(`a lease's onResuming/onResumed/onPreempting/onRequeued/onRegranted hook threw: ${why}`);
   }
 }
 

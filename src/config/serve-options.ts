@@ -101,8 +101,8 @@ const schema = z.object({
 
 /**
  * Validated `berth serve` options. Units: `grace`, `reconnectGrace`, `workerHold`, `restartHold`, `claimHold`,
- * `preemptionGrace`, `preemptionMinRuntime`, `preemptionWindow` and `historyRetention` in seconds, `ramMb` and `defaultRamMbPerCpu`
- * (memory per core asked, for asks without `ram_mb`) in MB.
+ * `preemptionGrace`, `preemptionMinRuntime`, `preemptionWindow` and `historyRetention` in seconds; `ramMb` and
+ * `defaultRamMbPerCpu` (memory per core asked, for asks without `ram_mb`) in MB.
  * `workerTokens` / `clientTokens`: YAML files of name → token (SPEC R7, see token-file.ts).
  * `stateDir`: the journal (SPEC S4), where provisioned workers log and local ones keep their records (default
  * $XDG_STATE_HOME/berth or ~/.local/state/berth); one server per directory;

@@ -1,8 +1,8 @@
 /**
  * The `tenants:` mapping of the config file (SPEC Q1, Q3, issue 22 item 3): client identity → its quota and its
  * weight in fair sharing. Each quota is a mapping of resource → amount, where a resource is `cpus`, `gpus`, `ram_mb`,
- * a named resource or a pool; amounts are plain numbers (0.5 GPU is half a GPU). Validated with zod; keys are snake_case as in the file; unknown keys are
- * errors. Re-read on SIGHUP with `priority_classes:`, all or nothing.
+ * a named resource or a pool; amounts are plain numbers (0.5 GPU is half a GPU). Validated with zod; keys are
+ * snake_case as in the file; unknown keys are errors. Re-read on SIGHUP with `priority_classes:`, all or nothing.
  */
 import * as z from 'zod';
 import { CLASS_NAME } from '../placement/ask.js';

@@ -21,6 +21,9 @@ import {
   wholeNumber,
 } from './fields.js';
 
+/** A device name as `--gpu-names` takes it. */
+const DEVICE_NAME = /^[A-Za-z0-9_.:/-]{1,128}$/;
+
 /** Longest `--disconnect-grace`, in seconds (one day). */
 export const MAX_DISCONNECT_GRACE_S = 86_400;
 
@@ -42,11 +45,7 @@ const schema = z.object({
   gpuNames: z
     .string()
     .transform((v) => v.split(',').map((x) => x.trim()))
-    .pipe(
-      z
-        .array(z.string().regex(/^[A-Za-z0-9_.:/-]{1,128}$/, 'a device name holds 1–128 letters, digits and _ . : / -'))
-        .max(4096),
-    )
+    .pipe(z.array(z.string().regex(DEVICE_NAME, 'a device name holds 1–128 letters, digits and _ . : / -')).max(4096))
     .optional(),
   maxParallel: wholeNumber(0, 65536).default(0),
   grace: seconds.default(10),

@@ -49,7 +49,8 @@ export const PAGE_HTML = `<!doctype html>
 <h2>Pools</h2>
 <table id="pools"><thead><tr><th>pool</th><th>free / total</th></tr></thead><tbody></tbody></table>
 <h2>Tenants</h2>
-<table id="tenants"><thead><tr><th>tenant</th><th>cohort</th><th>used / nominal (borrowing limit)</th><th>share (weight)</th></tr></thead>
+<table id="tenants"><thead><tr><th>tenant</th><th>cohort</th><th>used / nominal (borrowing limit)</th>
+  <th>share (weight)</th></tr></thead>
   <tbody></tbody></table>
 <h2>Held claims</h2>
 <table id="held"><thead><tr><th>claim</th><th>node</th><th>run</th><th>machine</th><th>cpus</th>

@@ -49,7 +49,8 @@ export function groupVictims(
     const room = roomOf(m.books.free, ahead, list);
     if (room.cpus < 0 || room.gpus < 0) continue;
     const t = m.books.total;
-    const shape = `${m.spec.labels.join(',')}/${t.gpuType ?? ''}/${JSON.stringify(t.resources ?? {})}/${list ? entries.length : ''}`;
+    const own = list ? entries.length : ''; // a machine with candidates is like no other
+    const shape = `${m.spec.labels.join(',')}/${t.gpuType ?? ''}/${JSON.stringify(t.resources ?? {})}/${own}`;
     bins.push({ room, shape, rank: list ? 1 + list.length : 0 });
     entries.push(m);
   }

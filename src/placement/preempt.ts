@@ -4,11 +4,12 @@
  * one where even all of them would not: no eviction that cannot help). It takes the fewest victims, then those of the
  * lowest priority, then the youngest; never a claim of its own priority or higher, a GPU share or a claim already
  * told. A group member is a victim only with its whole group (rule G1): the group's stream is told, and the group is
- * given back whole at the grace's end (ABORTED). Each victim's holder is told (`Preempting`, with the grace); berth releases the victim when the
- * grace runs out, if its holder has not (its runs stop with it, SPEC R5). Meanwhile the preemptor's reservation is
- * pinned on that machine (waiting.ts `isolate`), so no lower claim takes the room freed; if the preemptor stops
- * waiting, its reservation goes at once. A notice is final for that grant (a victim that requeues is a new claim,
- * requeue.ts). A waiting group preempts across a set of machines (`considerGroup`, group-preempt.ts).
+ * given back whole at the grace's end (ABORTED). Each victim's holder is told (`Preempting`, with the grace); berth
+ * releases the victim when the grace runs out, if its holder has not (its runs stop with it, SPEC R5). Meanwhile the
+ * preemptor's reservation is pinned on that machine (waiting.ts `isolate`), so no lower claim takes the room freed; if
+ * the preemptor stops waiting, its reservation goes at once. A notice is final for that grant (a victim that
+ * requeues is a new claim, requeue.ts). A waiting group preempts across a set of machines (`considerGroup`,
+ * group-preempt.ts).
  * Cost: the held claims, once per preempting ask that has to wait.
  */
 import { eligible } from './choose.js';
@@ -169,7 +170,10 @@ export class Preemptions {
         `(${seconds(this.minRuntimeMs)})`
       );
     if (damped)
-      return `preempting nothing yet: ${damped} lower-priority claim(s) already preempted ${d.limit} times in ${seconds(d.windowMs)}`;
+      return (
+        `preempting nothing yet: ${damped} lower-priority claim(s) already preempted ${d.limit} times in ` +
+        `${seconds(d.windowMs)}`
+      );
     return 'preempting nothing: on no machine would giving back lower-priority claims make room';
   }
 

@@ -26,7 +26,8 @@ export interface Spared {
 /**
  * The victims whose going lets waiter `w` (asking `u`, with `pending` more already being reclaimed for its tenant)
  * take back its cohort's lent share, or undefined when none would. `going`: what victims already told give back, by
- * owner — `mine` for its tenant's reclaims (counted as gone for its quota), `all` reclaims (for the borrowers' floor).
+ * owner — `mine` for its tenant's reclaims (counted as gone for its quota), `all` reclaims (for the borrowers'
+ * floor).
  */
 export function reclaimVictims(
   s: PlacerState,

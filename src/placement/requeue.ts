@@ -20,7 +20,7 @@ export interface RequeueWatch {
 
 /** A watch filed: the new grant, once preempted and granted again, and `stop()` for a stream that ends first. */
 export interface Requeued {
-  /** Resolves with the new Grant; rejects with the claim error or the signal's reason; never settles if not preempted. */
+  /** The new Grant; rejects with the claim error or the signal's reason; never settles unless preempted. */
   granted: Promise<Grant>;
   /** The stream ends: its claim, if preempted later, is not requeued. */
   stop(): void;

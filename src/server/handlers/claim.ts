@@ -283,8 +283,8 @@ async function waitForGrant(
 
 /**
  * Waits until the journal holds what the placer did to `claimId`.
- * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written, INVALID_ARGUMENT when the
- *   claim's record is too large to journal (the claim is released either way).
+ * @throws BerthError UNAVAILABLE "journal … write failed: …" when it could not be written, INVALID_ARGUMENT when
+ *   the claim's record is too large to journal (the claim is released either way).
  */
 async function durable(ctx: ServerContext, claimId: string): Promise<void> {
   try {

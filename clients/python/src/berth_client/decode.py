@@ -105,8 +105,8 @@ class RunDecoder:
         return self._outcome is not None
 
     def feed(self, msg: placement_pb2.RunResponse) -> list[RunEvent]:
-        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying, Preempting), in order; none for a result, a
-        failure or a kind this client does not know."""
+        """The events `msg` carries (Started, Metric, LogLine, WorkerLink, Retrying, Preempting), in order; none for a
+        result, a failure or a kind this client does not know."""
         kind = msg.WhichOneof("kind")
         if kind == "started":
             if self.started is not None:
