@@ -87,7 +87,7 @@ export class Lease implements AsyncDisposable {
   readonly #resume: ResumeWith;
   #grant: Granted;
   /** While the preempted claim waits again (SPEC Q2 requeue): resolves with its next Granted. */
-  #waiting?: { granted: Promise<Granted>; resolve(g: Granted): void };
+  #waiting?: { granted: Promise<Granted>; resolve(g: Granted): void; reject(e: unknown): void };
 
   /** Made by `openLease` once granted; `resume.holdMs` > 0 resumes a broken stream on `resume.conn`. */
   constructor(grant: Granted, open: OpenClaim, resume: ResumeWith) {
@@ -112,7 +112,8 @@ export class Lease implements AsyncDisposable {
   /**
    * Resolves with the Granted the lease holds: at once while it holds one no preemption notice has doomed; after a
    * notice (SPEC Q2), once the claim was given back and granted again. Rejects with `signal.reason` if the lease is
-   * lost meanwhile (with `onPreempt: 'cancel'`, at the grace's end).
+   * lost meanwhile (with `onPreempt: 'cancel'`, at the grace's end), or with a BerthError once `release()` gave it up
+   * while it waited again.
    */
   granted(): Promise<Granted> {
     if (this.signal.aborted) return Promise.reject(this.signal.reason);
@@ -208,8 +209,10 @@ export class Lease implements AsyncDisposable {
   #goingAway(): void {
     if (this.#waiting) return;
     let resolve!: (g: Granted) => void;
-    const granted = new Promise<Granted>((r) => (resolve = r));
-    this.#waiting = { granted, resolve };
+    let reject!: (e: unknown) => void;
+    const granted = new Promise<Granted>((res, rej) => ((resolve = res), (reject = rej)));
+    granted.catch(() => {}); // read only by granted()
+    this.#waiting = { granted, resolve, reject };
   }
 
   /** The requeued claim is granted again: the lease holds the new grant from now on. */
@@ -242,6 +245,8 @@ export class Lease implements AsyncDisposable {
       if (!this.#broken) this.#call.write(RELEASE); // else sent on the resumed stream
       await this.#ended; // Released, then the server closes the stream
       this.#call.end();
+      // released while it waited again: nothing will be granted, and granted() says so
+      this.#waiting?.reject(new BerthError(`claim ${this.claimId}: released while it waited again`));
       if (this.signal.aborted) throw this.signal.reason;
     })();
     return this.#released;

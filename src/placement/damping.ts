@@ -3,7 +3,8 @@
  * after preemption or an engine claiming again asks as a new claim — is preempted at most `limit` times per
  * `windowMs`; past that its claims are not victims until the oldest of those preemptions leaves the window, so two
  * priorities cannot evict each other's work back and forth without end (kueue#2821, k8s#130429). A claim with no run
- * id and no node is its own work, and so is every claim it becomes by waiting again (requeue.ts). Memory: one entry
+ * id is its own work (a node name alone is only a label), and so is every claim it becomes by waiting again
+ * (requeue.ts). Memory: one entry
  * per work preempted within the window.
  */
 import type { Held } from './state.js';
@@ -47,10 +48,10 @@ export class Damping {
   }
 }
 
-/** The work a held claim does: its owner, run id and node; else the claim it first was. */
+/** The work a held claim does: its owner, run id and node; without a run, the claim it first was. */
 function workOf(h: Held): string {
   const a = h.grant.ask;
-  // a claim naming neither is its own work; requeued, it is still the work of the claim it first was
-  if (!a.runId && !a.node) return a.requeuedFrom ?? h.grant.claimId;
+  // without a run a node name is only a label: the claim is its own work, and stays so when it waits again
+  if (!a.runId) return a.requeuedFrom ?? h.grant.claimId;
   return `${a.owner ?? ''}\u0000${a.runId}\u0000${a.node}`;
 }

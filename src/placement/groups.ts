@@ -96,6 +96,8 @@ export class GroupBook {
    * (for the GroupQueued), or undefined when the group may not preempt.
    */
   preempt?: (w: WaitingGroup, pinFor: (machines: MachineEntry[]) => void) => string | undefined;
+  /** Set by the placer: true while held group `id` is being preempted (SPEC Q2): a loss then ends it, no requeue. */
+  preempted?: (id: string) => boolean;
 
   constructor(
     readonly s: PlacerState,
@@ -296,7 +298,7 @@ export class GroupBook {
       giveGroup(this.s, g, entry);
       const detail = `${reason}: group ${id} member ${i} on ${name} lost`;
       let again: WaitingGroup | undefined;
-      if (g.again && !g.again.opts.signal.aborted) {
+      if (g.again && !g.again.opts.signal.aborted && !this.preempted?.(id)) {
         // Rule G9: the whole group waits again at its first arrival position, announced after group_lost.
         const miss = { member: i, dimension: 'machines', detail: `${detail}; waiting again`, requeued: true };
         const asks = g.grant.members.map((m) => m.ask);

@@ -145,6 +145,7 @@ export class Placer {
     const grace = opts.preemptionGraceMs ?? 30_000;
     this.#preempt = new Preemptions(s, grace, preempted, opts.preemptionMinRuntimeMs, damping);
     this.#preempt.releaseGroup = (id, why) => this.#groups.release(id, why, true); // a group goes whole (rule G1)
+    this.#groups.preempted = (id) => this.#preempt.notice(id) !== undefined; // a preempted group is not requeued
     this.#preemptAgain = new PreemptRetries(1000, 16, (w) => this.#preemptAgainFor(w));
     // a waiting group of a preempting class evicts strictly lower claims across the machines it needs (SPEC Q2)
     this.#groups.preempt = (w, pinFor) => {

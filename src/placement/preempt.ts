@@ -96,9 +96,7 @@ export class Preemptions {
     this.s.queue.isolate(w, best.m);
     const name = best.m.spec.name;
     for (const v of best.victims) this.#tell(v, w, name);
-    const n = best.victims.length;
-    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
-    const detail = `preempting ${claims} on ${name} (grace ${seconds(this.graceMs)})`;
+    const detail = `preempting ${victimsText(best.victims)} on ${name} (grace ${seconds(this.graceMs)})`;
     return { detail, again: false };
   }
 
@@ -116,36 +114,39 @@ export class Preemptions {
     if (!plan) return { detail: this.#nothing(young, damped), again: true };
     pin(plan.machines);
     const by = { claimId: g.id, prio: g.prio };
-    let n = 0;
+    const all: Candidate[] = [];
     for (const [m, victims] of plan.victims) {
       for (const v of victims) this.#tell(v, by, m.spec.name, `preempted by group ${g.id} of priority ${g.prio}`);
-      n += victims.length;
+      all.push(...victims);
     }
     const on = [...plan.victims.keys()].map((m) => m.spec.name).join(', ');
-    const claims = `${n} lower-priority claim${n === 1 ? '' : 's'}`;
-    return { detail: `preempting ${claims} on ${on} (grace ${seconds(this.graceMs)})`, again: false };
+    return { detail: `preempting ${victimsText(all)} on ${on} (grace ${seconds(this.graceMs)})`, again: false };
   }
 
   /**
    * The best single victim for `w` (the lowest priority, then the youngest) whose going alone makes room on its
-   * machine behind the waiters ahead of `w`; undefined when none would. One pass over the held claims, allocating
-   * nothing; damping is read only for a claim that would be the best so far.
+   * machine behind the waiters ahead of `w`; undefined when none would. A claim alone beats a group member (whose
+   * whole group would go: more than one victim). One pass over the held claims, allocating nothing; damping is read
+   * only for a claim that would be the best so far.
    */
   #bestSingle(w: Waiter): Candidate | undefined {
     const youngSince = Date.now() - this.minRuntimeMs;
     const amount = w.cls.amount;
-    let best: Candidate | undefined;
+    let plain: Candidate | undefined;
+    let member: Candidate | undefined;
     for (const h of this.s.held.values()) {
       if (h.prio >= w.prio || h.releasing || h.since > youngSince) continue;
+      const best = h.group === undefined ? plain : member;
       if (best && (h.prio > best.prio || (h.prio === best.prio && h.since <= best.since))) continue;
       if (h.grant.allocation.gpuShare || (this.#told.size && this.#told.has(unitOf(h)))) continue;
       const m = h.entry;
       if (!placeable(m) || !eligible(m, w.ask)) continue;
       if (!fitsWithoutOneOn(m, this.s.queue.reserved.aheadOf(m, w), amount, h)) continue;
       if (this.damping.exhausted(h)) continue;
-      best = h;
+      if (h.group === undefined) plain = h;
+      else member = h;
     }
-    return best;
+    return plain ?? member;
   }
 
   /** The fewest victims (two or more) on one machine that make room for `w` (preempt-choice.ts), or undefined. */
@@ -295,6 +296,22 @@ export class Preemptions {
     const notice = { victim: id, by: w.claimId, byPriority: w.prio, machine, graceMs: this.graceMs, detail };
     this.notify?.(v.group === undefined ? notice : { ...notice, group: true });
   }
+}
+
+/** `1 lower-priority claim`, `2 lower-priority claims and 1 group`: claims alone, and the groups that go whole. */
+function victimsText(victims: readonly Candidate[]): string {
+  const groups = new Set<string>();
+  let claims = 0;
+  for (const v of victims) {
+    if (v.group === undefined) claims++;
+    else groups.add(v.group);
+  }
+  const g = groups.size;
+  const claimsText = `${claims} lower-priority claim${claims === 1 ? '' : 's'}`;
+  const groupsText = `${g} lower-priority group${g === 1 ? '' : 's'} (whole)`;
+  if (!g) return claimsText;
+  if (!claims) return groupsText;
+  return `${claimsText} and ${g} group${g === 1 ? '' : 's'} (whole)`;
 }
 
 /** `ms` for people: `30 s`, `500 ms`. */

@@ -102,8 +102,10 @@ describe('a preempted lease (TypeScript client)', () => {
     low.makeRoom(); // not after 60 s
     const u = await urgent;
     await waitsAgain;
+    const pending = low.granted();
     await low.release(); // while waiting again: nothing held, no error
     expect(low.signal.aborted).toBe(false);
+    await expect(pending).rejects.toThrow(/released while it waited again/); // not left pending for ever
     await u.release();
   });
 

@@ -171,7 +171,7 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
     await Promise.all(fill.map((u) => u.granted));
     const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
     const q = await urgent.queued;
-    expect(q.detail).toMatch(new RegExp(`preempting 2 lower-priority claims on ${where}`));
+    expect(q.detail).toMatch(new RegExp(`preempting 1 lower-priority group \\(whole\\) on ${where}`));
     const notice = await g.next((r) => r.kind?.$case === 'preempting');
     expect(notice.kind?.$case === 'preempting' && notice.kind.value.detail).toMatch(
       new RegExp(`^group g-\\S+ \\(priority 0\\) on ${where} preempted by claim ${q.claimId} of priority 100`),
@@ -184,5 +184,58 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
     expect(s.held.filter((h) => h.node.startsWith('g.'))).toEqual([]);
     expect(s.groups).toEqual([]);
     expect(told(fill)).toEqual([]);
+  });
+
+  it('a gang being preempted that loses a machine in its grace ends; it is not requeued (on_member_lost requeue)', async () => {
+    t = await serve(60, ['w1', 'w2', 'w3']);
+    const w3 = { label: 'w3', policy: Policy.POLICY_REQUIRE };
+    const fill = Array.from({ length: 4 }, (_, i) =>
+      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', ...w3 }),
+    );
+    await Promise.all(fill.map((u) => u.granted));
+    const g = claimGroup(
+      t.placement,
+      [
+        { cpus: 1, gpus: 4, node: 'g.0' },
+        { cpus: 1, gpus: 4, node: 'g.1' },
+      ],
+      GroupStrategy.GROUP_STRATEGY_STRICT_SPREAD,
+      OnMemberLost.ON_MEMBER_LOST_REQUEUE,
+    );
+    open.push(g);
+    const members = (await g.granted).members.map((m) => m.machine).sort();
+    expect(members).toEqual(['w1', 'w2']);
+    const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
+    await g.next((r) => r.kind?.$case === 'preempting');
+    workers[0].close(); // w1, the first attached: a member's machine goes in the grace
+    const err = await g.ended;
+    expect(err?.details).toMatch(/member \d on w1 lost/);
+    expect(g.responses.some((r) => r.kind?.$case === 'queued' && r.kind.value.requeued)).toBe(false);
+    expect((await urgent.granted).machine).toBe('w2'); // the rest of the gang went with it
+  });
+
+  it('a claim alone is preempted before a younger gang of the same priority (the gang would go whole)', async () => {
+    t = await serve(60, ['w1', 'w2', 'w3']);
+    const on = (name: string) => ({ label: name, policy: Policy.POLICY_REQUIRE });
+    const p = held({ cpus: 1, gpus: 2, node: 'p', ...on('w3') });
+    await p.granted;
+    const g = claimGroup(
+      t.placement,
+      [
+        { cpus: 1, gpus: 2, node: 'g.0', ...on('w1') },
+        { cpus: 1, gpus: 2, node: 'g.1', ...on('w2') },
+      ],
+      GroupStrategy.GROUP_STRATEGY_STRICT_SPREAD,
+    );
+    open.push(g);
+    await g.granted;
+    const fill = ['w1', 'w1', 'w2', 'w2', 'w3', 'w3'].map((m, i) =>
+      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', ...on(m) }),
+    );
+    await Promise.all(fill.map((u) => u.granted)); // every GPU held
+    const urgent = held({ cpus: 1, gpus: 2, node: 'big', priorityClass: 'urgent' });
+    expect((await urgent.queued).detail).toContain('preempting 1 lower-priority claim on w3');
+    await p.preempting;
+    expect(g.responses.some((r) => r.kind?.$case === 'preempting')).toBe(false);
   });
 });

@@ -134,8 +134,17 @@ def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
 ) -> None:
     with connect(patient_server) as c:
         heard: list[Preempting] = []
+        doomed: list[object] = []
+        box: dict[str, object] = {}
+
+        def on_preempted(n: Preempting) -> None:
+            heard.append(n)
+            if isinstance(c, Client):  # sync: the reader thread; the lease already knows its grant is going
+                doomed.append(box["lease"].wait_granted(0))  # type: ignore[attr-defined]
+
         # a lease with a hold reads its stream with its own (resuming) watcher
-        low = c.acquire(cpus=1, hold=hold, on_preempted=heard.append)
+        low = c.acquire(cpus=1, hold=hold, on_preempted=on_preempted)
+        box["lease"] = low
         assert low.wait_preempted(timeout=0.2) is None  # nothing preempts it yet
         got: dict[str, object] = {}
         waiter = threading.Thread(target=lambda: got.update(urgent=c.acquire(cpus=1, priority_class="urgent")))
@@ -145,7 +154,8 @@ def test_the_holder_hears_the_notice_and_gives_the_claim_back_in_its_grace(
         assert (notice.by_priority, notice.grace_ms, notice.machine) == (100, 60_000, "engine")
         assert f"claim {low.claim_id} (priority 0) on engine preempted by claim {notice.by_claim_id}" in str(notice)
         assert low.preempted == notice
-        assert heard == [notice]  # on_preempted was called with it, before wait_preempted returned
+        assert heard == [notice]  # on_preempted was called with it
+        assert doomed == ([None] if isinstance(c, Client) else [])  # never the doomed grant, not even in the callback
         low.release()  # within the grace: an ordinary release, no error
         waiter.join(timeout=10)
         urgent = got["urgent"]

@@ -19,7 +19,7 @@ import grpc
 from ._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from .decode import warn_clamped
 from .errors import BerthError, NodeTimeout, from_rpc_error
-from .preempt_state import heard
+from .preempt_state import heard, tell
 from .prepare import ClaimSpec
 from .values import Grant, Preempting, Queued
 from .views import GrantFields
@@ -71,20 +71,21 @@ class ClaimLease(GrantFields):
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
         """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
-        kind, change = heard(self, msg, self._spec)
+        kind, change = heard(self, msg)
         if change in ("doomed", "requeued"):  # the grant is going: wait_granted() waits for the next one (or the end)
             self._holding.clear()
             self._settled.clear()
-        if change == "doomed":
-            self._told.set()
         elif change == "regranted":
             self._told.clear()
             self._holding.set()
             self._settled.set()
+        tell(self, change, self._spec)  # the hooks see the lease as it now is
+        if change == "doomed":
+            self._told.set()  # wait_preempted() returns once on_preempted has run
         return kind
 
     def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
-        """Blocks until the preemption notice (SPEC Q2) or `timeout` s; returns it, or None without one.
+        """Blocks until the preemption notice (SPEC Q2), the lease's end or `timeout` s; returns it, or None without one.
         Checkpoint, then `make_room()` (the claim waits again at its place, on_preempt "requeue") or `release()`
         within its `grace_ms`."""
         self._told.wait(timeout)
@@ -118,6 +119,7 @@ class ClaimLease(GrantFields):
         self._outcome = outcome
         self._holding.clear()
         self._settled.set()
+        self._told.set()  # wait_preempted() returns (None without a notice): the lease ended
         self._watched.set()
 
     def _request_stream(self) -> Iterator[placement_pb2.ClaimRequest]:

@@ -13,19 +13,16 @@ from .values import Grant, Preempting, Queued
 Change = Literal["doomed", "requeued", "regranted"] | None
 
 
-def heard(lease: Any, msg: placement_pb2.ClaimResponse, spec: ClaimSpec) -> tuple[str | None, Change]:
-    """Updates `lease.preempted`, `lease.requeued` and `lease.grant` from `msg` and calls the spec's hooks. Returns
-    the message's kind and what changed: "doomed" (a notice: the grant is going), "requeued" (the claim waits again),
-    "regranted" (it holds a new grant), or None."""
+def heard(lease: Any, msg: placement_pb2.ClaimResponse) -> tuple[str | None, Change]:
+    """Updates `lease.preempted`, `lease.requeued` and `lease.grant` from `msg`. Returns the message's kind and what
+    changed: "doomed" (a notice: the grant is going), "requeued" (the claim waits again), "regranted" (it holds a new
+    grant), or None. The lease updates its own waits, then calls `tell(lease, change, spec)`."""
     kind: str | None = msg.WhichOneof("kind")
     if kind == "preempting":
         lease.preempted = Preempting.from_proto(msg.preempting)
-        tell_preempted(spec.on_preempted, lease.preempted)
         return kind, "doomed"
     if kind == "queued" and msg.queued.requeued:  # preempted and given back: it waits again
         lease.requeued = Queued.from_proto(msg.queued)
-        if spec.on_queued is not None:
-            spec.on_queued(lease.requeued)
         return kind, "requeued"
     if kind == "granted":  # the requeued claim is granted again: a new claim id and allocation
         lease.grant = Grant.from_proto(msg.granted)
@@ -33,3 +30,12 @@ def heard(lease: Any, msg: placement_pb2.ClaimResponse, spec: ClaimSpec) -> tupl
         lease.preempted = None
         return kind, "regranted"
     return kind, None
+
+
+def tell(lease: Any, change: Change, spec: ClaimSpec) -> None:
+    """Calls the spec's hooks for `change` once the lease's state says it: `on_preempted(notice)` for a notice,
+    `on_queued(queued)` for a claim waiting again."""
+    if change == "doomed":
+        tell_preempted(spec.on_preempted, lease.preempted)
+    elif change == "requeued" and spec.on_queued is not None:
+        spec.on_queued(lease.requeued)

@@ -125,6 +125,7 @@ class ResumableClaimLease(ClaimLease):
         self._outcome = outcome
         self._holding.clear()
         self._settled.set()
+        self._told.set()  # wait_preempted() returns: the lease ended
         self._ended.set()
 
     def release(self) -> None:

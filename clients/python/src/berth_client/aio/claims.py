@@ -14,7 +14,7 @@ import grpc
 from .._proto.berth.v1 import placement_pb2, placement_pb2_grpc
 from ..decode import warn_clamped
 from ..errors import BerthError, NodeTimeout, from_rpc_error
-from ..preempt_state import heard
+from ..preempt_state import heard, tell
 from ..prepare import ClaimSpec
 from ..values import Grant, Preempting, Queued
 from ..views import GrantFields
@@ -60,16 +60,17 @@ class AsyncClaimLease(GrantFields):
 
     def _hear(self, msg: placement_pb2.ClaimResponse) -> str | None:
         """Keeps a Preempting notice (SPEC Q2) of a held lease's stream; returns the message's kind."""
-        kind, change = heard(self, msg, self._spec)
+        kind, change = heard(self, msg)
         if change in ("doomed", "requeued"):  # the grant is going: wait_granted() waits for the next one (or the end)
             self._holding = False
             self._settled.clear()
-        if change == "doomed":
-            self._told.set()
         elif change == "regranted":
             self._told.clear()
             self._holding = True
             self._settled.set()
+        tell(self, change, self._spec)  # the hooks see the lease as it now is
+        if change == "doomed":
+            self._told.set()  # wait_preempted() returns once on_preempted has run
         return kind
 
     async def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
