@@ -24,6 +24,7 @@ export function renderGroups(groups: GroupView[], secs: (ms: number) => string):
       `${g.groupId || '(another client)'}: ${g.state}, ${strategy}, ${g.members.length} member(s), ${secs(g.ms)}`,
     );
     if (g.state === 'waiting' && g.queued) out.push(`  waits: ${g.queued.detail}`);
+    if (g.preemptedBy) out.push(`  PREEMPTED by ${g.preemptedBy}, ${secs(g.preemptLeftMs)} left`);
     const rows = g.members.map((m) => [
       String(m.index),
       m.machine || '-',

@@ -33,10 +33,18 @@ export interface GroupView {
   dimension: string;
   detail: string;
   owner?: string;
+  /** While held and being preempted (SPEC Q2): by whom, and the ms left of the grace. */
+  preempted?: { by: string; leftMs: number };
 }
 
-/** Every held group, then the waiting ones in arrival order. */
-export function groupViews(book: GroupBook): GroupView[] {
+/**
+ * Every held group, then the waiting ones in arrival order. `preempting(id)`: the preemption notice of held group `id`
+ * (preempt.ts), if one runs.
+ */
+export function groupViews(
+  book: GroupBook,
+  preempting: (id: string) => { by: string; leftMs: number } | undefined = () => undefined,
+): GroupView[] {
   const now = Date.now();
   const out: GroupView[] = [];
   for (const g of book.held.values()) {
@@ -57,6 +65,7 @@ export function groupViews(book: GroupBook): GroupView[] {
       dimension: '',
       detail: '',
       owner: g.grant.members[0]?.ask.owner,
+      preempted: preempting(g.grant.groupId),
     });
   }
   book.waiting.forEach((w, i) => {

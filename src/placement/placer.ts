@@ -671,7 +671,7 @@ export class Placer {
             (w.cls.pinned ? `; preempting on ${w.cls.target?.spec.name}` : ''),
       (id) => this.#preempt.notice(id),
     );
-    snap.groups = groupViews(this.#groups);
+    snap.groups = groupViews(this.#groups, (id) => this.#preempt.notice(id));
     if (s.quotas.active) snap.tenants = this.tenantViews();
     return snap;
   }

@@ -103,5 +103,7 @@ export function toGroupView(v: GroupView): WireView {
             requeued: false,
           }
         : undefined,
+    preemptedBy: v.preempted?.by ?? '',
+    preemptLeftMs: Math.min(Math.round(v.preempted?.leftMs ?? 0), 0xffffffff),
   };
 }

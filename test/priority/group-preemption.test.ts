@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../../generated/ts/berth/v1/resources.js';
+import { renderStatus } from '../../src/cli/render-status.js';
 import { claim, fakeWorker, type ClaimHandle, type FakeWorker } from '../support/claims.js';
 import { claimGroup, GroupStrategy, type GroupHandle, OnMemberLost } from '../support/groups.js';
 import { startServer, type TestServer } from '../support/server.js';
@@ -237,5 +238,33 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
     expect((await urgent.queued).detail).toContain('preempting 1 lower-priority claim on w3');
     await p.preempting;
     expect(g.responses.some((r) => r.kind?.$case === 'preempting')).toBe(false);
+  });
+
+  it('a gang being preempted shows it in GetSnapshot and berth status; released in its grace, the preemptor gets the room', async () => {
+    t = await serve(60);
+    const g = claimGroup(
+      t.placement,
+      [
+        { cpus: 1, gpus: 2, node: 'g.0' },
+        { cpus: 1, gpus: 2, node: 'g.1' },
+      ],
+      GroupStrategy.GROUP_STRATEGY_STRICT_PACK,
+    );
+    open.push(g);
+    const where = (await g.granted).members[0].machine;
+    const other = where === 'w1' ? 'w2' : 'w1';
+    const fill = Array.from({ length: 4 }, (_, i) =>
+      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', label: other, policy: Policy.POLICY_REQUIRE }),
+    );
+    await Promise.all(fill.map((u) => u.granted));
+    const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
+    const q = await urgent.queued;
+    await g.next((r) => r.kind?.$case === 'preempting');
+    const s = await snapshot(t.placement);
+    expect(s.groups[0]).toMatchObject({ state: 'held', preemptedBy: q.claimId });
+    expect(s.groups[0].preemptLeftMs).toBeGreaterThan(50_000);
+    expect(renderStatus(s)).toMatch(new RegExp(`PREEMPTED by ${q.claimId}, \\d+(\\.\\d)?s left`));
+    await g.release(); // given back in the grace: no error
+    expect((await urgent.granted).machine).toBe(where);
   });
 });

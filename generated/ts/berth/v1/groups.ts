@@ -292,7 +292,13 @@ export interface GroupView {
   /** How long it has waited (waiting) or been held (held), in ms. */
   ms: number;
   /** While waiting: why, as its GroupQueued says. */
-  queued: GroupQueued | undefined;
+  queued:
+    | GroupQueued
+    | undefined;
+  /** While held and being preempted (SPEC Q2): the preempting claim's (or group's) id; empty otherwise. */
+  preemptedBy: string;
+  /** While being preempted: ms left of the grace before berth gives the group back whole. */
+  preemptLeftMs: number;
 }
 
 function createBaseGroupAsk(): GroupAsk {
@@ -1639,7 +1645,16 @@ export const GroupMemberView: MessageFns<GroupMemberView> = {
 };
 
 function createBaseGroupView(): GroupView {
-  return { groupId: "", strategy: 0, state: "", members: [], ms: 0, queued: undefined };
+  return {
+    groupId: "",
+    strategy: 0,
+    state: "",
+    members: [],
+    ms: 0,
+    queued: undefined,
+    preemptedBy: "",
+    preemptLeftMs: 0,
+  };
 }
 
 export const GroupView: MessageFns<GroupView> = {
@@ -1661,6 +1676,12 @@ export const GroupView: MessageFns<GroupView> = {
     }
     if (message.queued !== undefined) {
       GroupQueued.encode(message.queued, writer.uint32(50).fork()).join();
+    }
+    if (message.preemptedBy !== "") {
+      writer.uint32(58).string(message.preemptedBy);
+    }
+    if (message.preemptLeftMs !== 0) {
+      writer.uint32(64).uint32(message.preemptLeftMs);
     }
     return writer;
   },
@@ -1726,6 +1747,22 @@ export const GroupView: MessageFns<GroupView> = {
             message.queued = GroupQueued.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.preemptedBy = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.preemptLeftMs = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1752,6 +1789,16 @@ export const GroupView: MessageFns<GroupView> = {
         : [],
       ms: isSet(object.ms) ? globalThis.Number(object.ms) : 0,
       queued: isSet(object.queued) ? GroupQueued.fromJSON(object.queued) : undefined,
+      preemptedBy: isSet(object.preemptedBy)
+        ? globalThis.String(object.preemptedBy)
+        : isSet(object.preempted_by)
+        ? globalThis.String(object.preempted_by)
+        : "",
+      preemptLeftMs: isSet(object.preemptLeftMs)
+        ? globalThis.Number(object.preemptLeftMs)
+        : isSet(object.preempt_left_ms)
+        ? globalThis.Number(object.preempt_left_ms)
+        : 0,
     };
   },
 
@@ -1775,6 +1822,12 @@ export const GroupView: MessageFns<GroupView> = {
     if (message.queued !== undefined) {
       obj.queued = GroupQueued.toJSON(message.queued);
     }
+    if (message.preemptedBy !== "") {
+      obj.preemptedBy = message.preemptedBy;
+    }
+    if (message.preemptLeftMs !== 0) {
+      obj.preemptLeftMs = Math.round(message.preemptLeftMs);
+    }
     return obj;
   },
 
@@ -1791,6 +1844,8 @@ export const GroupView: MessageFns<GroupView> = {
     message.queued = (object.queued !== undefined && object.queued !== null)
       ? GroupQueued.fromPartial(object.queued)
       : undefined;
+    message.preemptedBy = object.preemptedBy ?? "";
+    message.preemptLeftMs = object.preemptLeftMs ?? 0;
     return message;
   },
 };

@@ -158,17 +158,21 @@ class GroupMemberView(_message.Message):
     def __init__(self, index: _Optional[int] = ..., claim_id: _Optional[str] = ..., wanted: _Optional[_Union[_resources_pb2.Resources, _Mapping]] = ..., machine: _Optional[str] = ..., allocation: _Optional[_Union[_resources_pb2.Allocation, _Mapping]] = ...) -> None: ...
 
 class GroupView(_message.Message):
-    __slots__ = ("group_id", "strategy", "state", "members", "ms", "queued")
+    __slots__ = ("group_id", "strategy", "state", "members", "ms", "queued", "preempted_by", "preempt_left_ms")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     MS_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_BY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPT_LEFT_MS_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     strategy: GroupStrategy
     state: str
     members: _containers.RepeatedCompositeFieldContainer[GroupMemberView]
     ms: int
     queued: GroupQueued
-    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., state: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberView, _Mapping]]] = ..., ms: _Optional[int] = ..., queued: _Optional[_Union[GroupQueued, _Mapping]] = ...) -> None: ...
+    preempted_by: str
+    preempt_left_ms: int
+    def __init__(self, group_id: _Optional[str] = ..., strategy: _Optional[_Union[GroupStrategy, str]] = ..., state: _Optional[str] = ..., members: _Optional[_Iterable[_Union[GroupMemberView, _Mapping]]] = ..., ms: _Optional[int] = ..., queued: _Optional[_Union[GroupQueued, _Mapping]] = ..., preempted_by: _Optional[str] = ..., preempt_left_ms: _Optional[int] = ...) -> None: ...
