@@ -74,9 +74,15 @@ async function runSequence(
         `${p === undefined ? '' : ` priority ${p}`}${a.owner === undefined ? '' : ` by ${a.owner}`}`;
     } else if (x < 0.7 && r.told().length) {
       const id = pick(r.told());
-      if (rnd() < 0.5) {
+      const how = rnd();
+      if (how < 0.25) {
         r.placer.release(id);
         what = `give back preempted ${id}`;
+      } else if (how < 0.5) {
+        const ac = new AbortController();
+        r.resubmit(id, ac.signal); // the same work claimed again: damping counts it (SPEC Q2)
+        waiting.set(`again ${id}`, ac);
+        what = `give back preempted ${id} and claim the same work again`;
       } else {
         const ac = new AbortController(); // a later disconnect abandons its new wait
         r.makeRoom(id, ac.signal);

@@ -309,6 +309,21 @@ export class Refereed {
     );
   }
 
+  /**
+   * The holder of told claim `id` gives it back and claims the same work again at once (its ask and node, as an
+   * engine re-submitting after a preemption): the new claim is that node's outcome. `signal` abandons it.
+   */
+  resubmit(id: string, signal: AbortSignal): void {
+    const node = [...this.#idOf].find(([, c]) => c === id)?.[0];
+    const ask = node === undefined ? undefined : this.#asks.get(node);
+    if (!node || !ask) return this.#fail(`re-submit ${id}, which the referee never saw granted`);
+    this.placer.release(id);
+    this.placer.claim(ask, { signal }).then(
+      (g) => this.#grants.set(node, g),
+      (err) => this.#rejected.set(node, err),
+    );
+  }
+
   /** The grant or rejection a claim has had so far. */
   outcome(node: string): { grant?: Grant; error?: unknown } {
     return { grant: this.#grants.get(node), error: this.#rejected.get(node) };
@@ -395,7 +410,18 @@ export class Refereed {
     const on = this.#preemptedOn.get(by);
     if (on !== undefined && on !== machine) this.#fail(`${by} preempted on ${on} and ${machine}`);
     this.#preemptedOn.set(by, machine);
+    // damping (SPEC Q2): one work — owner, run and node; a requeued claim keeps its node — at most the limit (3, the
+    // default) per window, which every sequence here fits in
+    const node = [...this.#idOf].find(([, c]) => c === victim)?.[0] ?? '';
+    const ask = this.#asks.get(node);
+    const work = `${ask?.owner ?? ''}/${ask?.runId ?? ''}/${node}`;
+    const times = (this.#worked.get(work) ?? 0) + 1;
+    this.#worked.set(work, times);
+    if (times > 3) this.#fail(`${victim} (work ${work}) preempted ${times} times, past the damping limit of 3`);
   }
+
+  /** Preemptions per work (owner/run/node), for the damping check. */
+  readonly #worked = new Map<string, number>();
 
   /**
    * A grant must be new, eligible, of the fitted amount, on free devices, and leave older reservations room (P2–P8).
