@@ -10,6 +10,7 @@ import { resolveServeOptions } from '../config/serve-options.js';
 import { createLogger } from '../log/logger.js';
 import { formatRange } from '../resources/ranges.js';
 import { detectInventory } from '../resources/inventory.js';
+import { OptionsError } from '../config/options-error.js';
 import { routeGrpcLogs } from '../server/grpc-log.js';
 import { BerthServer } from '../server/server.js';
 
@@ -22,6 +23,10 @@ export function serveCommand(): Command {
     .option('--gpus <ids>', "engine host GPU ids as a range, e.g. 0-3 or '' for none [env BERTH_GPUS]")
     .option('--ram-mb <mb>', 'engine host memory in MB [env BERTH_RAM_MB]')
     .option('--resources <name=n,…>', 'named resources of the engine host, e.g. trainer=1 [env BERTH_RESOURCES]')
+    .option(
+      '--gpu-type <type>',
+      'the type of the engine host GPUs, e.g. a100, for asks naming gpu_type [env BERTH_GPU_TYPE]',
+    )
     .option('--pools <name=n,…>', 'cluster-wide pools taken with a machine, e.g. license/matlab=30 [env BERTH_POOLS]')
     .option(
       '--default-ram-mb-per-cpu <mb>',
@@ -167,6 +172,11 @@ export function serveCommand(): Command {
         ramMb: options.ramMb,
         resources: options.resources,
       });
+      if (options.gpuType) {
+        if (!engine.gpuIds.length)
+          throw new OptionsError(`--gpu-type ${options.gpuType}: the engine host has no GPUs (give --gpus, e.g. 0-3)`);
+        engine.gpuType = options.gpuType;
+      }
       log.info(
         { machine: options.engineName, cpus: engine.cpus, gpus: formatRange(engine.gpuIds), ramMb: engine.ramMb },
         'engine inventory',

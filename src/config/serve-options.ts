@@ -14,6 +14,7 @@ import type { ProvisionerConfig } from './provisioner-options.js';
 import { checkEtcdOptions, storeUrl } from './etcd-options.js';
 import {
   address,
+  gpuTypeSchema,
   duration,
   gpuIds,
   type FlagTable,
@@ -39,6 +40,8 @@ const schema = z.object({
   ramMb: wholeNumber(0, 1 << 30).optional(),
   /** Named per-machine resources (issue 23), units of 1e-4. */
   resources: namedList.optional(),
+  /** The type of the engine host's GPUs (issue 23 item 4), for asks naming gpu_type; needs GPUs. */
+  gpuType: gpuTypeSchema.optional(),
   engineName: plainName.default('engine'),
   engineLabels: labelList.optional(),
   grace: seconds.default(10),
@@ -128,6 +131,7 @@ const FLAGS: FlagTable = {
   gpus: ['--gpus', 'BERTH_GPUS'],
   ramMb: ['--ram-mb', 'BERTH_RAM_MB'],
   resources: ['--resources', 'BERTH_RESOURCES'],
+  gpuType: ['--gpu-type', 'BERTH_GPU_TYPE'],
   engineName: ['--engine-name', 'BERTH_ENGINE_NAME'],
   engineLabels: ['--engine-labels', 'BERTH_ENGINE_LABELS'],
   grace: ['--grace', 'BERTH_GRACE'],
