@@ -59,6 +59,31 @@ const gang = (members: Parameters<typeof claimGroup>[1], strategy: GroupStrategy
 };
 const told = (cs: ClaimHandle[]) => cs.filter((c) => c.responses.some((r) => r.kind?.$case === 'preempting'));
 
+/**
+ * A batch gang of 2 × 2 GPUs packed on one of w1/w2 (`where`), the other machine full of urgent claims (`fill`),
+ * then an urgent 4-GPU claim (`urgent`, its first Queued `q`) that can only have the gang's machine.
+ */
+async function packedGangPreempted() {
+  const g = claimGroup(
+    t!.placement,
+    [
+      { cpus: 1, gpus: 2, node: 'g.0' },
+      { cpus: 1, gpus: 2, node: 'g.1' },
+    ],
+    GroupStrategy.GROUP_STRATEGY_STRICT_PACK,
+  );
+  open.push(g);
+  const where = (await g.granted).members[0].machine;
+  const other = where === 'w1' ? 'w2' : 'w1';
+  const fill = Array.from({ length: 4 }, (_, i) =>
+    held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', label: other, policy: Policy.POLICY_REQUIRE }),
+  );
+  await Promise.all(fill.map((u) => u.granted));
+  const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
+  const q = await urgent.queued;
+  return { g, where, fill, urgent, q };
+}
+
 describe('preemption for a group (SPEC Q2, rule G1)', () => {
   it('a strict-spread gang of two 2-GPU members on two full machines evicts two 1-GPU claims on each, holds the room in the grace, and is granted whole', async () => {
     t = await serve(60, ['w1', 'w2', 'w3']);
@@ -155,23 +180,7 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
 
   it('a gang is a victim only whole: an urgent 4-GPU claim preempts a batch gang packed on one machine, which hears it and ends ABORTED at the grace', async () => {
     t = await serve(0.2);
-    const g = claimGroup(
-      t.placement,
-      [
-        { cpus: 1, gpus: 2, node: 'g.0' },
-        { cpus: 1, gpus: 2, node: 'g.1' },
-      ],
-      GroupStrategy.GROUP_STRATEGY_STRICT_PACK,
-    );
-    open.push(g);
-    const where = (await g.granted).members[0].machine;
-    const other = where === 'w1' ? 'w2' : 'w1';
-    const fill = Array.from({ length: 4 }, (_, i) =>
-      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', label: other, policy: Policy.POLICY_REQUIRE }),
-    );
-    await Promise.all(fill.map((u) => u.granted));
-    const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
-    const q = await urgent.queued;
+    const { g, where, fill, urgent, q } = await packedGangPreempted();
     expect(q.detail).toMatch(new RegExp(`preempting 1 lower-priority group \\(whole\\) on ${where}`));
     const notice = await g.next((r) => r.kind?.$case === 'preempting');
     expect(notice.kind?.$case === 'preempting' && notice.kind.value.detail).toMatch(
@@ -242,23 +251,7 @@ describe('preemption for a group (SPEC Q2, rule G1)', () => {
 
   it('a gang being preempted shows it in GetSnapshot and berth status; released in its grace, the preemptor gets the room', async () => {
     t = await serve(60);
-    const g = claimGroup(
-      t.placement,
-      [
-        { cpus: 1, gpus: 2, node: 'g.0' },
-        { cpus: 1, gpus: 2, node: 'g.1' },
-      ],
-      GroupStrategy.GROUP_STRATEGY_STRICT_PACK,
-    );
-    open.push(g);
-    const where = (await g.granted).members[0].machine;
-    const other = where === 'w1' ? 'w2' : 'w1';
-    const fill = Array.from({ length: 4 }, (_, i) =>
-      held({ cpus: 1, gpus: 1, node: `u${i}`, priorityClass: 'urgent', label: other, policy: Policy.POLICY_REQUIRE }),
-    );
-    await Promise.all(fill.map((u) => u.granted));
-    const urgent = held({ cpus: 1, gpus: 4, node: 'big', priorityClass: 'urgent' });
-    const q = await urgent.queued;
+    const { g, where, urgent, q } = await packedGangPreempted();
     await g.next((r) => r.kind?.$case === 'preempting');
     const s = await snapshot(t.placement);
     expect(s.groups[0]).toMatchObject({ state: 'held', preemptedBy: q.claimId });

@@ -85,8 +85,8 @@ class ClaimLease(GrantFields):
         return kind
 
     def wait_preempted(self, timeout: float | None = None) -> Preempting | None:
-        """Blocks until the preemption notice (SPEC Q2), the lease's end or `timeout` s; returns it, or None without one.
-        Checkpoint, then `make_room()` (the claim waits again at its place, on_preempt "requeue") or `release()`
+        """Blocks until the preemption notice (SPEC Q2), the lease's end or `timeout` s; returns it, or None without
+        one. Checkpoint, then `make_room()` (the claim waits again at its place, on_preempt "requeue") or `release()`
         within its `grace_ms`."""
         self._told.wait(timeout)
         return self.preempted
